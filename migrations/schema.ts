@@ -1,0 +1,150 @@
+import type { ColumnType, Generated, GeneratedAlways, Insertable, Selectable } from 'kysely';
+
+/**
+ * Kysely's view of the tables that the migrations beside this file create.
+ * Kept by hand, next to the SQL that defines them: a change to a migration
+ * changes this file in the same commit. `test/unit/schema.test.ts` checks
+ * that every table and column named here exists in the migrated database.
+ */
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+/** A timestamp with a default: optional on insert. */
+type TimestampDefault = ColumnType<Date, Date | string | undefined, Date | string>;
+/** jsonb: read as parsed JSON, written as a JSON string. */
+type Json = ColumnType<unknown, string, string>;
+type JsonDefault = ColumnType<unknown, string | undefined, string>;
+
+export type ObjectKind = 'blueprint' | 'resource' | 'lease';
+export type CommandSource = 'web' | 'cli' | 'api' | 'gc' | 'system';
+export type CommandStatus = 'queued' | 'running' | 'done' | 'failed' | 'cancelled' | 'coalesced';
+
+export interface BlueprintsTable {
+  id: GeneratedAlways<number>;
+  name: string;
+  driver: string;
+  settings: Json;
+  max_resources: number;
+  leases_per_resource: number;
+  state: Generated<string>;
+  live_resources: Generated<number>;
+  version: Generated<number>;
+  created_at: TimestampDefault;
+  updated_at: TimestampDefault;
+}
+
+export interface ResourcesTable {
+  id: GeneratedAlways<number>;
+  blueprint_id: number;
+  state: Generated<string>;
+  capacity: number;
+  used_slots: Generated<number>;
+  allocated_for_lease_id: number | null;
+  attributes: JsonDefault;
+  message: string | null;
+  version: Generated<number>;
+  created_at: TimestampDefault;
+  updated_at: TimestampDefault;
+}
+
+export interface LeasesTable {
+  id: GeneratedAlways<number>;
+  blueprint_id: number;
+  holder: string;
+  state: Generated<string>;
+  resource_id: number | null;
+  slot: number | null;
+  attributes: JsonDefault;
+  expires_at: Timestamp | null;
+  message: string | null;
+  version: Generated<number>;
+  created_at: TimestampDefault;
+  updated_at: TimestampDefault;
+}
+
+export interface ResourceSlotsTable {
+  resource_id: number;
+  slot: number;
+  lease_id: number;
+  granted_at: TimestampDefault;
+}
+
+export interface BlueprintWaitersTable {
+  lease_id: number;
+  blueprint_id: number;
+  since: Timestamp;
+  created_at: TimestampDefault;
+}
+
+export interface CommandsTable {
+  id: GeneratedAlways<number>;
+  target_kind: ObjectKind;
+  target_id: number;
+  kind: string;
+  version: Generated<number>;
+  payload: JsonDefault;
+  issued_by: string;
+  source: CommandSource;
+  reason: string | null;
+  request_id: string | null;
+  caused_by: number | null;
+  status: Generated<CommandStatus>;
+  message: string | null;
+  dedup_key: string | null;
+  coalesced_into: number | null;
+  not_before: TimestampDefault;
+  attempts: Generated<number>;
+  created_at: TimestampDefault;
+  started_at: Timestamp | null;
+  finished_at: Timestamp | null;
+}
+
+export interface EventsTable {
+  id: GeneratedAlways<number>;
+  target_kind: ObjectKind;
+  target_id: number;
+  command_id: number | null;
+  type: string;
+  from_state: string | null;
+  to_state: string | null;
+  message: string;
+  actor: string;
+  source: string;
+  data: Json | null;
+  created_at: TimestampDefault;
+}
+
+export interface WorkersTable {
+  id: string;
+  hostname: string;
+  pid: number;
+  handles: Json;
+  started_at: TimestampDefault;
+  heartbeat_at: TimestampDefault;
+}
+
+export interface SimulatedEffectsTable {
+  operation: string;
+  object_id: number;
+  idempotency_key: string;
+  calls: Generated<number>;
+  first_at: TimestampDefault;
+  last_at: TimestampDefault;
+}
+
+export interface DB {
+  blueprints: BlueprintsTable;
+  resources: ResourcesTable;
+  leases: LeasesTable;
+  resource_slots: ResourceSlotsTable;
+  blueprint_waiters: BlueprintWaitersTable;
+  commands: CommandsTable;
+  events: EventsTable;
+  workers: WorkersTable;
+  simulated_effects: SimulatedEffectsTable;
+}
+
+export type BlueprintRow = Selectable<BlueprintsTable>;
+export type ResourceRow = Selectable<ResourcesTable>;
+export type LeaseRow = Selectable<LeasesTable>;
+export type CommandRow = Selectable<CommandsTable>;
+export type EventRow = Selectable<EventsTable>;
+export type NewCommand = Insertable<CommandsTable>;

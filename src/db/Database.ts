@@ -1,0 +1,47 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { DB } from '../../migrations/schema.ts';
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { EmbeddedDatabase } from './EmbeddedDatabase.ts';
+
+// Object and command ids are bigint identities; they stay far below 2^53, so
+// this project's pools read int8 as a JS number. The override is per pool
+// (not global) so graphile-worker's own pool keeps its string job ids.
+const INT8_OID = 20;
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+export type Db = Kysely<DB>;
+
+/** A connection pool and its typed query builder, plus the embedded server if we started one. */
+export class Database {
+  private constructor(
+    readonly url: string,
+    readonly pool: pg.Pool,
+    readonly db: Db,
+    private readonly embedded: EmbeddedDatabase | undefined,
+  ) {}
+
+  static async open(config: Config, log: Logger, options: { poolSize?: number } = {}): Promise<Database> {
+    const embedded = config.DATABASE_URL ? undefined : await EmbeddedDatabase.open(config.homeDir, log);
+    const url = config.DATABASE_URL ?? embedded!.url;
+    return Database.fromUrl(url, log, options, embedded);
+  }
+
+  static fromUrl(url: string, log: Logger, options: { poolSize?: number } = {}, embedded?: EmbeddedDatabase): Database {
+    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types });
+    // An idle client losing its connection must not crash the process.
+    pool.on('error', (error) => log.warn({ err: error }, 'idle database connection failed'));
+    pool.on('connect', (client) => client.on('error', (error) => log.warn({ err: error }, 'database connection failed')));
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    return new Database(url, pool, db, embedded);
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+    await this.embedded?.stop();
+  }
+}
