@@ -1,0 +1,25 @@
+import os from 'node:os';
+import { z } from 'zod';
+import type { CommandSource } from '../../migrations/schema.ts';
+
+/** Who asked for a command, from where, and why. Recorded on every command. */
+export interface Actor {
+  readonly issuedBy: string;
+  readonly source: CommandSource;
+  readonly reason?: string | null;
+  readonly requestId?: string | null;
+}
+
+export const ActorSchema = z.object({
+  issuedBy: z.string().min(1).max(200),
+  source: z.enum(['web', 'cli', 'api', 'gc', 'system']),
+  reason: z.string().max(1000).nullish(),
+  requestId: z.string().max(200).nullish(),
+});
+
+/** The CLI's actor: the operating-system user at this host. */
+export function cliActor(reason?: string): Actor {
+  return { issuedBy: `${os.userInfo().username}@${os.hostname()}`, source: 'cli', reason: reason ?? null };
+}
+
+export const SYSTEM_ACTOR: Actor = { issuedBy: 'system', source: 'system' };

@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import type { ObjectKind } from '../../migrations/schema.ts';
+
+/**
+ * Every command kind each object accepts, as data:
+ *
+ *   versions     payload schema per version (a newer worker keeps reading old
+ *                versions; an older one leaves newer ones queued)
+ *   internal     appended only by Slipway itself (drains, creation); callers
+ *                outside may not append it
+ *   dedupKey     at most one command with this key queued or running per
+ *                object; a second append returns the first (coalesced)
+ *   preempts     drained ahead of older queued work (once due: a preempting
+ *                command that yielded still waits out its own backoff)
+ *   supersedes   queued kinds this one makes pointless: cancelled when it runs
+ */
+export interface CommandKindSpec {
+  readonly versions: Readonly<Record<number, z.ZodType>>;
+  readonly internal: boolean;
+  readonly dedupKey?: string;
+  readonly preempts?: boolean;
+  readonly supersedes?: readonly string[];
+  readonly summary: string;
+}
+
+const id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+const none = z.object({}).strict();
+const leaseRef = z.object({ leaseId: id }).strict();
+const resourceRef = z.object({ resourceId: id }).strict();
+
+const leaseKinds = {
+  allocate: { versions: { 1: none }, internal: true, summary: 'find this pending lease a slot' },
+  grant: {
+    versions: { 1: z.object({ resourceId: id, slot: z.number().int().min(0) }).strict() },
+    internal: true,
+    summary: 'a resource granted this lease a slot',
+  },
+  deny: {
+    versions: { 1: z.object({ resourceId: id.optional(), reason: z.string().max(500) }).strict() },
+    internal: true,
+    summary: 'a resource refused this lease a slot',
+  },
+  activate: { versions: { 1: none }, internal: true, summary: 'make an acquired lease usable' },
+  release: {
+    versions: { 1: none },
+    internal: false,
+    dedupKey: 'release',
+    preempts: true,
+    supersedes: ['allocate', 'activate', 'deny'],
+    summary: 'give the lease up',
+  },
+  destroy: { versions: { 1: none }, internal: true, dedupKey: 'destroy', summary: 'finish a released or broken lease' },
+} as const satisfies Record<string, CommandKindSpec>;
+
+const resourceKinds = {
+  allocate: { versions: { 1: none }, internal: true, summary: 'create the resource' },
+  activate: { versions: { 1: none }, internal: true, summary: 'make the resource usable' },
+  acquire: { versions: { 1: leaseRef }, internal: true, summary: 'a lease asks for a slot' },
+  release_slot: { versions: { 1: leaseRef }, internal: true, summary: 'a lease gives its slot back' },
+  release: {
+    versions: { 1: none },
+    internal: false,
+    dedupKey: 'release',
+    preempts: true,
+    supersedes: ['allocate', 'activate'],
+    summary: 'release the resource and every lease on it, then destroy it',
+  },
+  reclaim: {
+    versions: { 1: none },
+    internal: false,
+    dedupKey: 'reclaim',
+    preempts: true,
+    summary: 'release the resource if no lease holds it',
+  },
+  destroy: {
+    versions: { 1: none },
+    internal: true,
+    dedupKey: 'destroy',
+    summary: 'destroy a released or broken resource',
+  },
+} as const satisfies Record<string, CommandKindSpec>;
+
+const blueprintKinds = {
+  need_resource: { versions: { 1: leaseRef }, internal: true, summary: 'a lease found no free slot' },
+  slot_freed: { versions: { 1: resourceRef }, internal: true, summary: 'a resource has a free slot' },
+  resource_destroyed: { versions: { 1: resourceRef }, internal: true, summary: 'a resource is gone' },
+} as const satisfies Record<string, CommandKindSpec>;
+
+export const COMMAND_KINDS = { lease: leaseKinds, resource: resourceKinds, blueprint: blueprintKinds } as const;
+
+export type CommandKindOf<K extends ObjectKind> = keyof (typeof COMMAND_KINDS)[K] & string;
+
+export function commandKindSpec(target: ObjectKind, kind: string): CommandKindSpec | undefined {
+  const kinds: Record<string, CommandKindSpec> = COMMAND_KINDS[target];
+  return Object.hasOwn(kinds, kind) ? kinds[kind] : undefined;
+}
+
+export function latestVersion(spec: CommandKindSpec): number {
+  return Math.max(...Object.keys(spec.versions).map(Number));
+}
+
+/** Kinds drained ahead of the rest of an object's queue. */
+export function preemptingKinds(target: ObjectKind): string[] {
+  return Object.entries(COMMAND_KINDS[target] as Record<string, CommandKindSpec>)
+    .filter(([, spec]) => spec.preempts)
+    .map(([kind]) => kind);
+}
+
+/** What this build of Slipway can run: advertised by each worker. */
+export function handledVersions(): Record<string, Record<string, number[]>> {
+  return Object.fromEntries(
+    Object.entries(COMMAND_KINDS).map(([target, kinds]) => [
+      target,
+      Object.fromEntries(
+        Object.entries(kinds as Record<string, CommandKindSpec>).map(([kind, spec]) => [
+          kind,
+          Object.keys(spec.versions).map(Number),
+        ]),
+      ),
+    ]),
+  );
+}

@@ -1,0 +1,44 @@
+/**
+ * Errors a caller of Slipway can meet, each with a stable code. Interfaces
+ * (CLI, HTTP) map them to exit codes and status codes in one place; the
+ * message is for people, `details` for machines.
+ */
+export class SlipwayError extends Error {
+  constructor(
+    readonly code: 'invalid_input' | 'not_found' | 'conflict',
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class InvalidInputError extends SlipwayError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super('invalid_input', message, details);
+  }
+}
+
+export class NotFoundError extends SlipwayError {
+  constructor(kind: string, id: number | string) {
+    super('not_found', `${kind} ${id} does not exist`, { kind, id });
+  }
+}
+
+/** The target's state (or queue) makes the command impossible. */
+export class CommandRejectedError extends SlipwayError {
+  constructor(message: string, details: Record<string, unknown>) {
+    super('conflict', message, details);
+  }
+}
+
+/** A zod failure as one readable line: "payload.slot: expected a number". */
+export function describeZodIssues(issues: readonly { path: readonly PropertyKey[]; message: string }[], root = ''): string {
+  return issues
+    .map((issue) => {
+      const where = [root, ...issue.path.map(String)].filter(Boolean).join('.');
+      return where ? `${where}: ${issue.message}` : issue.message;
+    })
+    .join('; ');
+}

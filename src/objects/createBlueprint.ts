@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import type { BlueprintRow } from '../../migrations/schema.ts';
+import type { Db } from '../db/Database.ts';
+import type { Actor } from '../domain/Actor.ts';
+import { CommandRejectedError, describeZodIssues, InvalidInputError } from '../domain/errors.ts';
+import { validateDriverSettings } from '../drivers/registry.ts';
+import { recordEvent } from './recordEvent.ts';
+
+export const BlueprintInputSchema = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'use 1-63 lower-case letters, digits, ".", "_" or "-", starting with a letter or digit'),
+    driver: z.string().min(1),
+    settings: z.record(z.string(), z.unknown()).default({}),
+    maxResources: z.number().int().min(1).max(100_000),
+    leasesPerResource: z.number().int().min(1).max(10_000).default(1),
+  })
+  .strict();
+export type BlueprintInput = z.input<typeof BlueprintInputSchema>;
+
+/** Creates a blueprint (no command needed: nothing is allocated until a lease asks). */
+export async function createBlueprint(db: Db, input: BlueprintInput, actor: Actor): Promise<BlueprintRow> {
+  const parsed = BlueprintInputSchema.safeParse(input);
+  if (!parsed.success) throw new InvalidInputError(`invalid blueprint: ${describeZodIssues(parsed.error.issues)}`);
+  const { name, driver, maxResources, leasesPerResource } = parsed.data;
+  const settings = validateDriverSettings(driver, parsed.data.settings);
+  return db.transaction().execute(async (trx) => {
+    const row = await trx
+      .insertInto('blueprints')
+      .values({
+        name,
+        driver,
+        settings: JSON.stringify(settings),
+        max_resources: maxResources,
+        leases_per_resource: leasesPerResource,
+      })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) throw new CommandRejectedError(`a blueprint named "${name}" already exists`, { field: 'name' });
+    await recordEvent(trx, {
+      target: { kind: 'blueprint', id: row.id },
+      type: 'created',
+      toState: row.state,
+      message: `created with driver ${driver}, at most ${maxResources} resources of ${leasesPerResource} slots`,
+      actor,
+      commandId: null,
+    });
+    return row;
+  });
+}

@@ -1,0 +1,16 @@
+import type { ObjectKind } from '../../migrations/schema.ts';
+
+/** The table holding each kind of object. */
+export const OBJECT_TABLE = { lease: 'leases', resource: 'resources', blueprint: 'blueprints' } as const;
+
+/** The graphile-worker task that drains each kind of object. */
+export const DRAIN_TASK = { lease: 'drain_lease', resource: 'drain_resource', blueprint: 'drain_blueprint' } as const;
+
+export interface ObjectRef {
+  readonly kind: ObjectKind;
+  readonly id: number;
+}
+
+export function describeObject(ref: ObjectRef): string {
+  return `${ref.kind} ${ref.id}`;
+}
