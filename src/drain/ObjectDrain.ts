@@ -1,0 +1,267 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type pg from 'pg';
+import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/schema.ts';
+import type { Db } from '../db/Database.ts';
+import { kyselyOnClient } from '../db/kyselyOnClient.ts';
+import { commandKindSpec, preemptingKinds } from '../domain/commandKinds.ts';
+import { describeZodIssues } from '../domain/errors.ts';
+import { accepts, canTransition } from '../domain/lifecycle.ts';
+import { PermanentDriverError, TransientDriverError } from '../drivers/Driver.ts';
+import type { DriverRegistry } from '../drivers/registry.ts';
+import { validatingDriver } from '../drivers/validatingDriver.ts';
+import type { Logger } from '../log.ts';
+import { OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
+import { wakeObjects } from '../queue/wakeObjects.ts';
+import { announceOutcome, commitOutcome } from './commitOutcome.ts';
+import type { HandlerContext, HandlerTable, ObjectTypes, Outcome } from './Handler.ts';
+import { BLUEPRINT_HANDLERS } from './handlers/blueprintHandlers.ts';
+import { LEASE_HANDLERS } from './handlers/leaseHandlers.ts';
+import { RESOURCE_HANDLERS } from './handlers/resourceHandlers.ts';
+import { tryLockObject, unlockObject } from './sql/objectLock.ts';
+import { lockObjectRow } from './sql/objectRow.ts';
+import { hasReadyCommand, markRunning, nextNotBefore, selectQueueHead } from './sql/queueHead.ts';
+
+// Each table is checked against its own object kind where it is defined;
+// here they are looked up by the kind of the object being drained.
+const HANDLERS = {
+  lease: LEASE_HANDLERS,
+  resource: RESOURCE_HANDLERS,
+  blueprint: BLUEPRINT_HANDLERS,
+} as unknown as Record<ObjectKind, HandlerTable<ObjectKind>>;
+
+const PREEMPTING: Record<ObjectKind, string[]> = {
+  lease: preemptingKinds('lease'),
+  resource: preemptingKinds('resource'),
+  blueprint: preemptingKinds('blueprint'),
+};
+
+/**
+ * How often one command's commit is tried when PostgreSQL aborts it to break
+ * a deadlock (40P01) or a serialization failure (40001). Such a conflict
+ * means only that two commits crossed (see wakeObjects); trying again at once
+ * is the remedy PostgreSQL's manual gives. Anything else is a real failure.
+ */
+const COMMIT_ATTEMPTS = 5;
+const isRetryableConflict = (error: unknown) => ['40P01', '40001'].includes((error as { code?: string }).code ?? '');
+
+export interface DrainOptions {
+  /** Upper bound of a random pause before each command (chaos testing). */
+  readonly chaosDelayMs: number;
+  /** How long a command this worker cannot run waits before another worker is tried. */
+  readonly handOffAfterMs: number;
+}
+
+/** Retry delay after the n-th transient failure: 0.5 s doubling, capped at a minute. */
+export function backoffMs(attempts: number): number {
+  return Math.min(500 * 2 ** attempts, 60_000);
+}
+
+/**
+ * Drains one object's command queue. The whole protocol lives here:
+ *
+ * 1. On a dedicated connection, take the object's session advisory lock, or
+ *    return at once if another worker holds it (that worker re-checks the
+ *    queue after it lets go, so nothing appended meanwhile is stranded).
+ * 2. Loop: read the queue head; if it calls a driver, mark it running and
+ *    call out with no transaction open; then in ONE short transaction commit
+ *    the object's new state (version-checked), the command's outcome, the
+ *    events and the follow-ups.
+ * 3. When nothing is ready, schedule a wake-up for the earliest yielded
+ *    command, let go of the lock, and look once more.
+ */
+export class ObjectDrain {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly drivers: DriverRegistry,
+    private readonly log: Logger,
+    private readonly options: DrainOptions,
+  ) {}
+
+  async drain(kind: ObjectKind, id: number): Promise<number> {
+    const client = await this.pool.connect();
+    let failure: Error | undefined;
+    try {
+      let applied = 0;
+      for (;;) {
+        if (!(await tryLockObject(client, kind, id))) return applied;
+        try {
+          applied += await this.drainLocked(client, { kind, id });
+        } finally {
+          await unlockObject(client, kind, id);
+        }
+        if (!(await hasReadyCommand(client, kind, id))) return applied;
+      }
+    } catch (error) {
+      failure = error as Error;
+      throw error;
+    } finally {
+      // A connection that failed mid-transaction is discarded, never reused.
+      client.release(failure);
+    }
+  }
+
+  private async drainLocked(client: pg.PoolClient, target: ObjectRef): Promise<number> {
+    const db = kyselyOnClient(client);
+    const blueprints = new Map<number, BlueprintRow>();
+    let applied = 0;
+    for (;;) {
+      const command = await selectQueueHead(client, target.kind, target.id, PREEMPTING[target.kind]);
+      if (!command) break;
+      if (!(await this.apply(client, db, target, command, blueprints))) break;
+      applied++;
+    }
+    const wakeAt = await nextNotBefore(client, target.kind, target.id);
+    if (wakeAt) await wakeObjects(db, [target], wakeAt);
+    return applied;
+  }
+
+  /** Applies one command; false when this worker cannot run it and must hand the object on. */
+  private async apply(
+    client: pg.PoolClient,
+    db: Db,
+    target: ObjectRef,
+    command: CommandRow,
+    blueprints: Map<number, BlueprintRow>,
+  ): Promise<boolean> {
+    const log = this.log.child({ command: command.id, kind: command.kind, target: `${target.kind}:${target.id}` });
+    const spec = commandKindSpec(target.kind, command.kind);
+    const schema = spec?.versions[command.version];
+    if (!spec || !schema) {
+      // Written by a newer Slipway: leave it queued and untouched (but for a
+      // note saying why), and let a worker that knows it take the object.
+      const note = `waiting for a worker that handles ${target.kind} ${command.kind} v${command.version}`;
+      await db
+        .updateTable('commands')
+        .set({ message: note, not_before: new Date(Date.now() + this.options.handOffAfterMs) })
+        .where('id', '=', command.id)
+        .execute();
+      log.warn(note);
+      return false;
+    }
+
+    const object = await loadObject(db, target);
+    if (this.options.chaosDelayMs > 0) await sleep(Math.random() * this.options.chaosDelayMs);
+
+    let outcome: Outcome | undefined;
+    const payload = schema.safeParse(command.payload);
+    const handler = HANDLERS[target.kind][command.kind];
+    if (!payload.success) {
+      outcome = { status: 'failed', message: `invalid payload: ${describeZodIssues(payload.error.issues, 'payload')}` };
+    } else if (!accepts(target.kind, object.state, command.kind) || !handler) {
+      outcome = { status: 'done', message: `nothing to do: ${target.kind} ${target.id} is ${object.state}` };
+    }
+
+    let ctx: HandlerContext<ObjectKind> | undefined;
+    let effect: unknown;
+    if (!outcome && handler) {
+      ctx = await this.context(client, db, target, object, command, payload.data, blueprints);
+      if (handler.effect) {
+        try {
+          effect = await handler.effect(ctx);
+        } catch (error) {
+          outcome = driverFailure(target.kind, object.state, command, error as Error);
+          log.warn({ err: error }, 'driver call failed');
+        }
+      }
+    }
+
+    const settled = outcome;
+    for (let attempt = 1; ; attempt++) {
+      await client.query('begin');
+      try {
+        await lockObjectRow(db, target, object.version);
+        // A decision reads and writes only through this transaction, so it
+        // can be taken again after a rollback.
+        outcome = settled ?? (await handler!.decide(db, ctx!, effect));
+        await commitOutcome(db, target, object, command, outcome);
+        await client.query('commit');
+        break;
+      } catch (error) {
+        await client.query('rollback').catch(() => undefined);
+        if (attempt >= COMMIT_ATTEMPTS || !isRetryableConflict(error)) throw error;
+        log.info({ attempt, code: (error as { code?: string }).code }, 'commit lost a deadlock; retrying');
+      }
+    }
+    await announceOutcome(db, target, command.id, outcome.status);
+    log.debug({ status: outcome.status, to: outcome.to }, outcome.message);
+    return true;
+  }
+
+  private async context(
+    client: pg.PoolClient,
+    db: Db,
+    target: ObjectRef,
+    object: ObjectTypes[ObjectKind]['row'],
+    command: CommandRow,
+    payload: unknown,
+    blueprints: Map<number, BlueprintRow>,
+  ): Promise<HandlerContext<ObjectKind>> {
+    const blueprintId = target.kind === 'blueprint' ? target.id : (object as { blueprint_id: number }).blueprint_id;
+    // A lease's or resource's blueprint is read once per drain, not per
+    // command: a settings change applies from the next drain on.
+    let blueprint = target.kind === 'blueprint' ? (object as BlueprintRow) : blueprints.get(blueprintId);
+    if (!blueprint) {
+      blueprint = await db.selectFrom('blueprints').selectAll().where('id', '=', blueprintId).executeTakeFirstOrThrow();
+      blueprints.set(blueprintId, blueprint);
+    }
+    const drivers = this.drivers;
+    let marked = false;
+    const markOnce = async () => {
+      if (marked) return;
+      marked = true;
+      await markRunning(client, command.id);
+    };
+    return {
+      object,
+      command,
+      payload,
+      blueprint,
+      db,
+      // Marked running as the driver call goes out, so a crash mid-call shows
+      // (and the call is repeated); commands that call nothing skip the write.
+      driver: () => validatingDriver(drivers.forBlueprint(blueprint), markOnce),
+      call: {
+        blueprint: { id: blueprint.id, name: blueprint.name, settings: blueprint.settings },
+        idempotencyKey: `${target.kind}:${target.id}:${command.id}`,
+        commandId: command.id,
+      },
+    };
+  }
+}
+
+async function loadObject(db: Db, target: ObjectRef) {
+  return db
+    .selectFrom(OBJECT_TABLE[target.kind] as 'leases')
+    .selectAll()
+    .where('id', '=', target.id)
+    .executeTakeFirstOrThrow(() => new Error(`${target.kind} ${target.id} has commands but no row`));
+}
+
+/**
+ * A driver call failed. Transient (or unknown) errors leave the command
+ * queued to retry with backoff; a permanent one breaks the object, which is
+ * then destroyed.
+ */
+function driverFailure(kind: ObjectKind, state: string, command: CommandRow, error: Error): Outcome {
+  if (error instanceof PermanentDriverError) {
+    const breaks = canTransition(kind, state, 'broken');
+    return {
+      status: 'failed',
+      message: `driver failed permanently: ${error.message}`,
+      ...(breaks
+        ? {
+            to: 'broken',
+            set: { message: error.message },
+            followUps: [{ target: { kind, id: command.target_id }, kind: 'destroy', reason: `broken: ${error.message}` }],
+          }
+        : {}),
+    };
+  }
+  const retryInMs = error instanceof TransientDriverError && error.retryAfterMs ? error.retryAfterMs : backoffMs(command.attempts);
+  return {
+    status: 'yield',
+    message: `driver error (attempt ${command.attempts + 1}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`,
+    retryInMs,
+    events: [{ type: 'driver_error', message: error.message, data: { attempt: command.attempts + 1, retryInMs } }],
+  };
+}

@@ -1,0 +1,165 @@
+import type { LeaseRow } from '../../../migrations/schema.ts';
+import type { Db } from '../../db/Database.ts';
+import type { DriverResult, LeaseCall } from '../../drivers/Driver.ts';
+import { hasWaitingLeases, resourceWithFreeSlot } from '../sql/freeSlot.ts';
+import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes } from '../Handler.ts';
+
+type Ctx = HandlerContext<'lease'>;
+const self = (lease: LeaseRow) => ({ kind: 'lease', id: lease.id }) as const;
+const holdsSlot = (lease: LeaseRow) => lease.state === 'acquired' || lease.state === 'active';
+
+/** How long a lease waits before asking again after a resource refused it. */
+const RETRY_AFTER_DENY_MS = 200;
+
+async function leaseCall(ctx: Ctx, resourceId: number, slot: number): Promise<LeaseCall> {
+  const resource = await ctx.db
+    .selectFrom('resources')
+    .select(['id', 'attributes'])
+    .where('id', '=', resourceId)
+    .executeTakeFirstOrThrow();
+  return {
+    ...ctx.call,
+    lease: { id: ctx.object.id, holder: ctx.object.holder, attributes: ctx.object.attributes as Record<string, unknown> },
+    resource: { id: resource.id, attributes: resource.attributes as Record<string, unknown> },
+    slot,
+  };
+}
+
+/** Hands a slot back to the resource that granted it. */
+const giveBackSlot = (lease: LeaseRow, resourceId: number, reason: string): FollowUp => ({
+  target: { kind: 'resource', id: resourceId },
+  kind: 'release_slot',
+  payload: { leaseId: lease.id },
+  reason,
+});
+
+/** The lease's current slot as a driver call. */
+const heldCall = (ctx: Ctx) => leaseCall(ctx, ctx.object.resource_id!, ctx.object.slot!);
+
+/**
+ * A lease's side of the conversation. It never touches a resource's rows: it
+ * asks a resource for a slot (`acquire`), or its blueprint for capacity
+ * (`need_resource`), and hands slots back (`release_slot`), all by message.
+ */
+export const LEASE_HANDLERS = {
+  allocate: {
+    async decide(trx: Db, ctx: Ctx) {
+      const lease = ctx.object;
+      // A free slot on an active resource, unless others are already waiting
+      // at the blueprint: then this lease queues behind them, oldest first.
+      const free = (await hasWaitingLeases(trx, lease.blueprint_id)) ? undefined : await resourceWithFreeSlot(trx, lease.blueprint_id);
+      if (free !== undefined) {
+        return done<'lease'>(`asked resource ${free} for a slot`, {
+          followUps: [
+            { target: { kind: 'resource', id: free }, kind: 'acquire', payload: { leaseId: lease.id }, reason: `lease ${lease.id} wants a slot` },
+          ],
+        });
+      }
+      return done<'lease'>('no free slot; asked the blueprint for capacity', {
+        followUps: [
+          {
+            target: { kind: 'blueprint', id: lease.blueprint_id },
+            kind: 'need_resource',
+            payload: { leaseId: lease.id },
+            reason: `lease ${lease.id} found no free slot`,
+          },
+        ],
+      });
+    },
+  },
+
+  grant: {
+    async effect(ctx: Ctx): Promise<DriverResult | undefined> {
+      const lease = ctx.object;
+      if (lease.state !== 'pending' || lease.resource_id !== null) return undefined;
+      const { resourceId, slot } = ctx.payload as { resourceId: number; slot: number };
+      return ctx.driver().acquireLease(await leaseCall(ctx, resourceId, slot));
+    },
+    async decide(_trx: Db, ctx: Ctx, acquired: DriverResult | undefined) {
+      const lease = ctx.object;
+      const { resourceId, slot } = ctx.payload as { resourceId: number; slot: number };
+      if (!acquired) {
+        // Released (or served elsewhere) while the grant was on its way: give it back.
+        return done<'lease'>(`returned slot ${slot} of resource ${resourceId}: lease is ${lease.state}`, {
+          followUps: [giveBackSlot(lease, resourceId, `lease ${lease.id} does not need the slot`)],
+        });
+      }
+      return done<'lease'>(`acquired slot ${slot} of resource ${resourceId}`, {
+        to: 'acquired',
+        set: { resource_id: resourceId, slot, attributes: mergedAttributes(lease.attributes, acquired.attributes) },
+        followUps: [{ target: self(lease), kind: 'activate', reason: 'acquired' }],
+      });
+    },
+  },
+
+  deny: {
+    async decide(trx: Db, ctx: Ctx) {
+      const lease = ctx.object;
+      const { resourceId, reason } = ctx.payload as { resourceId?: number; reason: string };
+      if (lease.state !== 'pending' || lease.resource_id !== null) return done<'lease'>(`ignored refusal: lease is ${lease.state}`);
+      // The resource made for this lease broke: asking again would only make
+      // another, so the lease fails instead, with the resource's reason.
+      if (resourceId !== undefined) {
+        const made = await trx
+          .selectFrom('resources')
+          .select(['state', 'message'])
+          .where('id', '=', resourceId)
+          .where('allocated_for_lease_id', '=', lease.id)
+          .executeTakeFirst();
+        if (made?.state === 'broken') {
+          const message = `the resource allocated for it broke: ${made.message ?? reason}`;
+          return failed<'lease'>(message, {
+            to: 'broken',
+            set: { message },
+            followUps: [{ target: self(lease), kind: 'destroy', reason: 'broken' }],
+          });
+        }
+      }
+      return done<'lease'>(`resource ${resourceId ?? '?'} refused (${reason}); asking again`, {
+        followUps: [{ target: self(lease), kind: 'allocate', reason: `refused: ${reason}`, notBeforeMs: RETRY_AFTER_DENY_MS }],
+      });
+    },
+  },
+
+  activate: {
+    async effect(ctx: Ctx) {
+      return ctx.driver().activateLease(await heldCall(ctx));
+    },
+    async decide(_trx: Db, ctx: Ctx, result: DriverResult) {
+      return done<'lease'>('active', {
+        to: 'active',
+        set: { attributes: mergedAttributes(ctx.object.attributes, result.attributes) },
+      });
+    },
+  },
+
+  release: {
+    async effect(ctx: Ctx) {
+      return holdsSlot(ctx.object) ? ctx.driver().releaseLease(await heldCall(ctx)) : undefined;
+    },
+    async decide(_trx: Db, ctx: Ctx) {
+      const lease = ctx.object;
+      if (lease.state === 'broken') return done<'lease'>('already broken; it is being destroyed');
+      return done<'lease'>(holdsSlot(lease) ? 'released' : 'released before it got a slot', {
+        to: 'released',
+        followUps: [{ target: self(lease), kind: 'destroy', reason: 'released' }],
+      });
+    },
+  },
+
+  destroy: {
+    async decide(trx: Db, ctx: Ctx) {
+      const lease = ctx.object;
+      // Ask the resources' slot table, not only our resource_id: a lease that
+      // broke while taking its slot (the grant's driver call failed for good)
+      // holds a slot it never recorded, and nothing else would give it back.
+      // A grant still on its way finds the lease destroyed and returns its
+      // slot itself.
+      const held = await trx.selectFrom('resource_slots').select('resource_id').where('lease_id', '=', lease.id).executeTakeFirst();
+      return done<'lease'>('destroyed', {
+        to: 'destroyed',
+        followUps: held ? [giveBackSlot(lease, held.resource_id, `lease ${lease.id} destroyed`)] : [],
+      });
+    },
+  },
+} satisfies HandlerTable<'lease'>;

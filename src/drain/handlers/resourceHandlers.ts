@@ -1,0 +1,213 @@
+import { sql } from 'kysely';
+import type { ResourceRow } from '../../../migrations/schema.ts';
+import type { Db } from '../../db/Database.ts';
+import type { DriverResult, ResourceCall } from '../../drivers/Driver.ts';
+import { hasWaitingLeases } from '../sql/freeSlot.ts';
+import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
+
+type Ctx = HandlerContext<'resource'>;
+const self = (resource: ResourceRow) => ({ kind: 'resource', id: resource.id }) as const;
+
+/** How often a queued acquire looks again while its resource is still being made. */
+const ACQUIRE_WHILE_PENDING_MS = 1000;
+
+const resourceCall = (ctx: Ctx): ResourceCall => ({
+  ...ctx.call,
+  resource: {
+    id: ctx.object.id,
+    capacity: ctx.object.capacity,
+    attributes: ctx.object.attributes as Record<string, unknown>,
+  },
+});
+
+const deny = (resource: ResourceRow, leaseId: number, reason: string): FollowUp => ({
+  target: { kind: 'lease', id: leaseId },
+  kind: 'deny',
+  payload: { resourceId: resource.id, reason },
+  reason: `resource ${resource.id} refused: ${reason}`,
+});
+
+const destroySelf = (resource: ResourceRow, reason: string): FollowUp => ({ target: self(resource), kind: 'destroy', reason });
+
+/**
+ * Does the blueprint have leases waiting? Lock the blueprint's row FOR SHARE
+ * first: the blueprint's drain holds it FOR NO KEY UPDATE while it decides to
+ * make a lease wait, so either we see that waiter, or the blueprint sees the slot we
+ * are freeing. Without the row lock, both could miss each other and the
+ * waiter would wait for the next release.
+ *
+ * Two statements, not one: under READ COMMITTED a statement reads with the
+ * snapshot it took when it started, so a waiter-lookup in the same statement
+ * as the lock would still miss the waiter committed while we waited for the
+ * lock. The lookup after it takes a fresh snapshot.
+ */
+async function blueprintHasWaiters(trx: Db, blueprintId: number): Promise<boolean> {
+  await trx.selectFrom('blueprints').select('id').where('id', '=', blueprintId).forShare().execute();
+  return hasWaitingLeases(trx, blueprintId);
+}
+
+const slotFreed = (resource: ResourceRow): FollowUp => ({
+  target: { kind: 'blueprint', id: resource.blueprint_id },
+  kind: 'slot_freed',
+  payload: { resourceId: resource.id },
+  reason: `resource ${resource.id} has a free slot`,
+});
+
+/**
+ * Tells the blueprint when this resource, active with `usedSlots` taken, has
+ * a slot its waiting leases could have. Every path that leaves a slot free
+ * must ask: a slot the blueprint counted as promised to a lease (made for it,
+ * or sent it) and that the lease no longer takes is free again, and nothing
+ * else would ever offer it to the leases waiting for one.
+ */
+async function offerFreeSlot(trx: Db, resource: ResourceRow, usedSlots: number): Promise<FollowUp[]> {
+  if (usedSlots >= resource.capacity) return [];
+  return (await blueprintHasWaiters(trx, resource.blueprint_id)) ? [slotFreed(resource)] : [];
+}
+
+/**
+ * A resource is the single writer of its slots: it alone decides who gets
+ * one, so capacity holds without any slot locks.
+ */
+export const RESOURCE_HANDLERS = {
+  allocate: {
+    effect: (ctx: Ctx) => ctx.driver().allocateResource(resourceCall(ctx)),
+    async decide(_trx: Db, ctx: Ctx, result: DriverResult) {
+      return done<'resource'>('allocated', {
+        set: { attributes: mergedAttributes(ctx.object.attributes, result.attributes) },
+        events: [{ type: 'allocated', message: 'the driver allocated it' }],
+        followUps: [{ target: self(ctx.object), kind: 'activate', reason: 'allocated' }],
+      });
+    },
+  },
+
+  activate: {
+    effect: (ctx: Ctx) => ctx.driver().activateResource(resourceCall(ctx)),
+    async decide(trx: Db, ctx: Ctx, result: DriverResult) {
+      const resource = ctx.object;
+      // Acquires that yielded while we were pending can be served now.
+      await trx
+        .updateTable('commands')
+        .set({ not_before: sql<Date>`now()` })
+        .where('target_kind', '=', 'resource')
+        .where('target_id', '=', resource.id)
+        .where('kind', '=', 'acquire')
+        .where('status', '=', 'queued')
+        .execute();
+      // Slots beyond the one made for the waiting lease can serve others
+      // (the blueprint discounts the slot that lease's acquire will take).
+      return done<'resource'>('active', {
+        to: 'active',
+        set: { attributes: mergedAttributes(resource.attributes, result.attributes) },
+        followUps: await offerFreeSlot(trx, resource, resource.used_slots),
+      });
+    },
+  },
+
+  acquire: {
+    async decide(trx: Db, ctx: Ctx) {
+      const resource = ctx.object;
+      const { leaseId } = ctx.payload as { leaseId: number };
+      if (resource.state === 'pending') return yieldFor<'resource'>(ACQUIRE_WHILE_PENDING_MS, 'waiting for the resource to become active');
+      if (resource.state !== 'active') return done<'resource'>(`refused lease ${leaseId}: resource is ${resource.state}`, { followUps: [deny(resource, leaseId, `resource is ${resource.state}`)] });
+
+      const lease = await trx.selectFrom('leases').select(['state', 'resource_id']).where('id', '=', leaseId).executeTakeFirst();
+      if (!lease || lease.state !== 'pending' || lease.resource_id !== null) {
+        return done<'resource'>(`lease ${leaseId} no longer needs a slot`, { followUps: await offerFreeSlot(trx, resource, resource.used_slots) });
+      }
+      const held = await trx.selectFrom('resource_slots').select('resource_id').where('lease_id', '=', leaseId).executeTakeFirst();
+      if (held) {
+        return done<'resource'>(`lease ${leaseId} already holds a slot on resource ${held.resource_id}`, {
+          followUps: await offerFreeSlot(trx, resource, resource.used_slots),
+        });
+      }
+      if (resource.used_slots >= resource.capacity) {
+        return done<'resource'>(`refused lease ${leaseId}: all ${resource.capacity} slots taken`, {
+          followUps: [deny(resource, leaseId, 'no free slot')],
+        });
+      }
+      const lowest = await sql<{ slot: number }>`
+        select min(s)::int as slot from generate_series(0, ${resource.capacity - 1}::int) as s
+        where not exists (select 1 from resource_slots where resource_id = ${resource.id} and slot = s)
+      `.execute(trx);
+      const slot = lowest.rows[0]!.slot;
+      await trx.insertInto('resource_slots').values({ resource_id: resource.id, slot, lease_id: leaseId }).execute();
+      return done<'resource'>(`granted slot ${slot} to lease ${leaseId}`, {
+        set: { used_slots: resource.used_slots + 1 },
+        events: [{ type: 'slot_granted', message: `slot ${slot} to lease ${leaseId}`, data: { leaseId, slot } }],
+        followUps: [
+          { target: { kind: 'lease', id: leaseId }, kind: 'grant', payload: { resourceId: resource.id, slot }, reason: `resource ${resource.id} has a slot` },
+        ],
+      });
+    },
+  },
+
+  release_slot: {
+    async decide(trx: Db, ctx: Ctx) {
+      const resource = ctx.object;
+      const { leaseId } = ctx.payload as { leaseId: number };
+      const freed = await trx
+        .deleteFrom('resource_slots')
+        .where('resource_id', '=', resource.id)
+        .where('lease_id', '=', leaseId)
+        .returning('slot')
+        .executeTakeFirst();
+      if (!freed) return done<'resource'>(`lease ${leaseId} held no slot here`);
+      const used = resource.used_slots - 1;
+      const followUps: FollowUp[] = [];
+      if (resource.state === 'released' && used === 0) followUps.push(destroySelf(resource, 'released and empty'));
+      if (resource.state === 'active') followUps.push(...(await offerFreeSlot(trx, resource, used)));
+      return done<'resource'>(`lease ${leaseId} gave back slot ${freed.slot}`, {
+        set: { used_slots: used },
+        events: [{ type: 'slot_freed', message: `slot ${freed.slot} from lease ${leaseId}`, data: { leaseId, slot: freed.slot } }],
+        followUps,
+      });
+    },
+  },
+
+  release: {
+    async decide(trx: Db, ctx: Ctx) {
+      const resource = ctx.object;
+      if (resource.state === 'broken') return done<'resource'>('broken: destroying it again', { followUps: [destroySelf(resource, 'release of a broken resource')] });
+      const holders = await trx.selectFrom('resource_slots').select('lease_id').where('resource_id', '=', resource.id).orderBy('lease_id').execute();
+      const followUps: FollowUp[] =
+        holders.length === 0
+          ? [destroySelf(resource, 'released with no leases')]
+          : holders.map((h) => ({
+              target: { kind: 'lease', id: h.lease_id } as const,
+              kind: 'release',
+              reason: `resource ${resource.id} is being released`,
+            }));
+      return done<'resource'>(holders.length === 0 ? 'released' : `released; releasing its ${holders.length} lease(s) first`, {
+        to: 'released',
+        followUps,
+      });
+    },
+  },
+
+  reclaim: {
+    async decide(_trx: Db, ctx: Ctx) {
+      const resource = ctx.object;
+      if (resource.used_slots > 0) return failed<'resource'>(`not reclaimed: ${resource.used_slots} lease(s) hold it`);
+      return done<'resource'>('reclaimed', { to: 'released', followUps: [destroySelf(resource, 'reclaimed')] });
+    },
+  },
+
+  destroy: {
+    effect: (ctx: Ctx) => ctx.driver().destroyResource(resourceCall(ctx)),
+    async decide(_trx: Db, ctx: Ctx) {
+      const resource = ctx.object;
+      return done<'resource'>('destroyed', {
+        to: 'destroyed',
+        followUps: [
+          {
+            target: { kind: 'blueprint', id: resource.blueprint_id },
+            kind: 'resource_destroyed',
+            payload: { resourceId: resource.id },
+            reason: `resource ${resource.id} destroyed`,
+          },
+        ],
+      });
+    },
+  },
+} satisfies HandlerTable<'resource'>;

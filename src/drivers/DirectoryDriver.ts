@@ -1,0 +1,71 @@
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { type Driver, type DriverFactory, type LeaseCall, PermanentDriverError, type ResourceCall } from './Driver.ts';
+
+const Settings = z
+  .object({
+    /** Where resources live: <root>/<blueprint>/resource-<id>/slot-<n>. */
+    root: z.string().min(1, 'root must name a directory'),
+  })
+  .strict();
+type Settings = z.infer<typeof Settings>;
+
+/**
+ * Real directories: a resource is a directory, each of its lease slots a
+ * subdirectory. Acquire makes the slot directory, release empties it (the
+ * lease's files go), destroy removes the resource's directory. Every step is
+ * idempotent: mkdir -p and rm -rf are safe to repeat.
+ */
+export const DirectoryDriver: DriverFactory<Settings> = {
+  name: 'directory',
+  description: 'resources are directories under a root; leases get one of their slot subdirectories',
+  settingsSchema: Settings,
+  create(settings) {
+    const root = path.resolve(settings.root);
+    const resourceDir = (call: ResourceCall | LeaseCall) => {
+      const dir = path.join(root, call.blueprint.name, `resource-${call.resource.id}`);
+      // Names come from validated blueprint names and numeric ids, so this
+      // cannot escape the root; the check makes that explicit.
+      if (!dir.startsWith(root + path.sep)) throw new PermanentDriverError(`refusing to use ${dir} outside ${root}`);
+      return dir;
+    };
+    const slotDir = (call: LeaseCall) => path.join(resourceDir(call), `slot-${call.slot}`);
+
+    const driver: Driver = {
+      async allocateResource(call) {
+        const dir = resourceDir(call);
+        await mkdir(dir, { recursive: true });
+        return { attributes: { path: dir } };
+      },
+      async activateResource(call) {
+        const dir = resourceDir(call);
+        await writeFile(
+          path.join(dir, '.slipway-resource.json'),
+          JSON.stringify({ resource: call.resource.id, blueprint: call.blueprint.name, slots: call.resource.capacity }),
+        );
+        return {};
+      },
+      async destroyResource(call) {
+        await rm(resourceDir(call), { recursive: true, force: true });
+        return {};
+      },
+      async acquireLease(call) {
+        const dir = slotDir(call);
+        await mkdir(dir, { recursive: true });
+        return { attributes: { path: dir } };
+      },
+      async activateLease(call) {
+        await writeFile(path.join(slotDir(call), '.slipway-lease.json'), JSON.stringify({ lease: call.lease.id, holder: call.lease.holder }));
+        return {};
+      },
+      async releaseLease(call) {
+        // The lease's files go with its slot directory; the next lease on this
+        // slot starts from an empty one.
+        await rm(slotDir(call), { recursive: true, force: true });
+        return {};
+      },
+    };
+    return driver;
+  },
+};

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+
+/**
+ * The contract between Slipway and the infrastructure a blueprint manages.
+ *
+ * Calls are AT LEAST ONCE: a worker that dies between a call and the commit
+ * of its outcome leaves the command queued, and the next worker calls again
+ * with the same idempotency key. A driver must therefore make each call
+ * idempotent for its key: a repeated allocate must not create a second thing,
+ * a repeated release must not fail because the lease is already clean.
+ * State changes are EXACTLY ONCE: only the drain, holding the object's lock,
+ * commits them, checked against the object's version.
+ *
+ * Failures: throw TransientDriverError for "try again later" (the command
+ * yields and is retried with backoff; any other thrown error is treated the
+ * same way), PermanentDriverError for "this will never work" (the object
+ * becomes `broken` and is then destroyed).
+ */
+export interface Driver {
+  allocateResource(call: ResourceCall): Promise<DriverResult>;
+  activateResource(call: ResourceCall): Promise<DriverResult>;
+  destroyResource(call: ResourceCall): Promise<DriverResult>;
+  acquireLease(call: LeaseCall): Promise<DriverResult>;
+  activateLease(call: LeaseCall): Promise<DriverResult>;
+  releaseLease(call: LeaseCall): Promise<DriverResult>;
+}
+
+export interface DriverCall {
+  readonly blueprint: { readonly id: number; readonly name: string; readonly settings: unknown };
+  /** Object kind, object id and command id, e.g. "lease:12:345": stable across retries of one command. */
+  readonly idempotencyKey: string;
+  readonly commandId: number;
+}
+
+export interface ResourceCall extends DriverCall {
+  readonly resource: { readonly id: number; readonly capacity: number; readonly attributes: Record<string, unknown> };
+}
+
+export interface LeaseCall extends DriverCall {
+  readonly lease: { readonly id: number; readonly holder: string; readonly attributes: Record<string, unknown> };
+  readonly resource: { readonly id: number; readonly attributes: Record<string, unknown> };
+  readonly slot: number;
+}
+
+/** What a driver may return: attributes merged into the object (a path, a host name...). */
+export const DriverResultSchema = z
+  .object({ attributes: z.record(z.string(), z.json()).optional() })
+  .strict();
+export type DriverResult = z.infer<typeof DriverResultSchema>;
+
+export type DriverOperation = keyof Driver;
+
+export class TransientDriverError extends Error {
+  override name = 'TransientDriverError';
+  constructor(
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+export class PermanentDriverError extends Error {
+  override name = 'PermanentDriverError';
+}
+
+/** A kind of driver: its name, the settings a blueprint gives it, and how to make one. */
+export interface DriverFactory<S = unknown> {
+  readonly name: string;
+  readonly description: string;
+  readonly settingsSchema: z.ZodType<S>;
+  create(settings: S, services: DriverServices): Driver;
+}
+
+/** What Slipway lends a driver. */
+export interface DriverServices {
+  /** Runs one statement outside any drain transaction (the simulated driver's "outside world"). */
+  query(text: string, values: unknown[]): Promise<unknown>;
+}

@@ -1,0 +1,83 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
+import {
+  type Driver,
+  type DriverCall,
+  type DriverFactory,
+  type DriverOperation,
+  PermanentDriverError,
+  TransientDriverError,
+} from './Driver.ts';
+
+const OPERATIONS = [
+  'allocateResource',
+  'activateResource',
+  'destroyResource',
+  'acquireLease',
+  'activateLease',
+  'releaseLease',
+] as const satisfies readonly DriverOperation[];
+
+const rate = z.number().min(0).max(1);
+const Settings = z
+  .object({
+    /** Each call takes a random time in [min, max] milliseconds. */
+    latencyMs: z
+      .object({ min: z.number().int().min(0).max(600_000), max: z.number().int().min(0).max(600_000) })
+      .strict()
+      .refine((l) => l.min <= l.max, 'latencyMs.min must not exceed latencyMs.max')
+      .default({ min: 0, max: 0 }),
+    /** Chance that a call fails with a transient error (before any effect). */
+    transientFailureRate: rate.default(0),
+    /** The retry hint a transient failure carries (default: none, so Slipway's backoff applies). */
+    transientRetryAfterMs: z.number().int().min(1).max(600_000).optional(),
+    /** Chance that a call fails for good (before any effect). */
+    permanentFailureRate: rate.default(0),
+    /** Limit failures to these operations (default: all). */
+    failOperations: z.array(z.enum(OPERATIONS)).optional(),
+    /** Per-operation latency overrides, e.g. a slow releaseLease for crash tests. */
+    operationLatencyMs: z.partialRecord(z.enum(OPERATIONS), z.number().int().min(0).max(600_000)).optional(),
+  })
+  .strict();
+type Settings = z.infer<typeof Settings>;
+
+/**
+ * A stand-in for real infrastructure with configurable latency and failures.
+ * Every effect is recorded in `simulated_effects`, keyed by operation, object
+ * and idempotency key, with a count of the calls that reached it, so tests and
+ * benchmarks can tell "the effect happened once" from "the call was repeated".
+ */
+export const SimulatedDriver: DriverFactory<Settings> = {
+  name: 'simulated',
+  description: 'no real infrastructure: configurable latency and failure rates, every effect recorded',
+  settingsSchema: Settings,
+  create(settings, services) {
+    const perform = async (operation: DriverOperation, objectId: number, call: DriverCall) => {
+      const { min, max } = settings.latencyMs;
+      const latency = settings.operationLatencyMs?.[operation] ?? min + Math.random() * (max - min);
+      if (latency > 0) await sleep(latency);
+      const mayFail = !settings.failOperations || settings.failOperations.includes(operation);
+      if (mayFail && Math.random() < settings.permanentFailureRate) {
+        throw new PermanentDriverError(`simulated permanent failure in ${operation}`);
+      }
+      if (mayFail && Math.random() < settings.transientFailureRate) {
+        throw new TransientDriverError(`simulated transient failure in ${operation}`, settings.transientRetryAfterMs);
+      }
+      await services.query(
+        `insert into simulated_effects (operation, object_id, idempotency_key) values ($1, $2, $3)
+         on conflict (operation, object_id, idempotency_key)
+         do update set calls = simulated_effects.calls + 1, last_at = now()`,
+        [operation, objectId, call.idempotencyKey],
+      );
+      return { attributes: { simulated: true } };
+    };
+    return {
+      allocateResource: (call) => perform('allocateResource', call.resource.id, call),
+      activateResource: (call) => perform('activateResource', call.resource.id, call),
+      destroyResource: (call) => perform('destroyResource', call.resource.id, call),
+      acquireLease: (call) => perform('acquireLease', call.lease.id, call),
+      activateLease: (call) => perform('activateLease', call.lease.id, call),
+      releaseLease: (call) => perform('releaseLease', call.lease.id, call),
+    } satisfies Driver;
+  },
+};

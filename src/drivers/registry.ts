@@ -1,0 +1,54 @@
+import type { BlueprintRow } from '../../migrations/schema.ts';
+import { describeZodIssues, InvalidInputError } from '../domain/errors.ts';
+import { DirectoryDriver } from './DirectoryDriver.ts';
+import type { Driver, DriverFactory, DriverServices } from './Driver.ts';
+import { SimulatedDriver } from './SimulatedDriver.ts';
+
+/** Every driver Slipway ships, by the name a blueprint uses. */
+export const DRIVERS: Readonly<Record<string, DriverFactory<any>>> = {
+  [DirectoryDriver.name]: DirectoryDriver,
+  [SimulatedDriver.name]: SimulatedDriver,
+};
+
+function factory(name: string): DriverFactory<unknown> {
+  const found = DRIVERS[name];
+  if (!found) {
+    throw new InvalidInputError(`unknown driver "${name}"; use one of: ${Object.keys(DRIVERS).join(', ')}`, {
+      field: 'driver',
+    });
+  }
+  return found;
+}
+
+/** Checks a blueprint's settings against its driver's schema; returns them with defaults filled in. */
+export function validateDriverSettings(driver: string, settings: unknown): unknown {
+  const parsed = factory(driver).settingsSchema.safeParse(settings ?? {});
+  if (!parsed.success) {
+    throw new InvalidInputError(
+      `invalid settings for the ${driver} driver: ${describeZodIssues(parsed.error.issues, 'settings')}`,
+      { field: 'settings' },
+    );
+  }
+  return parsed.data;
+}
+
+/**
+ * Makes drivers for blueprints, one per blueprint version, so a settings
+ * change takes effect on the next command without restarting workers.
+ */
+export class DriverRegistry {
+  private readonly cache = new Map<string, Driver>();
+
+  constructor(private readonly services: DriverServices) {}
+
+  forBlueprint(blueprint: Pick<BlueprintRow, 'id' | 'version' | 'driver' | 'settings'>): Driver {
+    const key = `${blueprint.id}:${blueprint.version}`;
+    let driver = this.cache.get(key);
+    if (!driver) {
+      const chosen = factory(blueprint.driver);
+      driver = chosen.create(validateDriverSettings(blueprint.driver, blueprint.settings), this.services);
+      this.cache.set(key, driver);
+    }
+    return driver;
+  }
+}

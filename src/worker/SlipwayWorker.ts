@@ -1,0 +1,55 @@
+import { run, type Runner } from 'graphile-worker';
+import { drainTasks } from '../../workers/drainTasks.ts';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/Database.ts';
+import { ObjectDrain } from '../drain/ObjectDrain.ts';
+import { DriverRegistry } from '../drivers/registry.ts';
+import type { Logger } from '../log.ts';
+import { graphileLogger } from './graphileLogger.ts';
+import { Sweeper } from './Sweeper.ts';
+import { WorkerRegistry } from './WorkerRegistry.ts';
+
+/**
+ * One worker process's share of the work: graphile-worker running the drain
+ * tasks, the sweeper, and the registry heartbeat. All workers are equal;
+ * run as many as you like against one database.
+ */
+export class SlipwayWorker {
+  private constructor(
+    private readonly runner: Runner,
+    private readonly sweeper: Sweeper,
+    private readonly registry: WorkerRegistry,
+    readonly id: string,
+  ) {}
+
+  static async start(database: Database, config: Config, log: Logger): Promise<SlipwayWorker> {
+    const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
+    const drain = new ObjectDrain(database.pool, drivers, log, {
+      chaosDelayMs: config.SLIPWAY_CHAOS_DRAIN_DELAY_MS,
+      handOffAfterMs: config.SLIPWAY_STALE_AFTER_MS,
+    });
+    const registry = new WorkerRegistry(database.db, log, config.SLIPWAY_HEARTBEAT_MS);
+    await registry.register();
+    const runner = await run({
+      // graphile-worker gets its own pool: ours parses int8 as numbers.
+      connectionString: database.url,
+      concurrency: config.SLIPWAY_WORKER_CONCURRENCY,
+      maxPoolSize: config.SLIPWAY_WORKER_CONCURRENCY + 2,
+      noHandleSignals: true,
+      pollInterval: 2000,
+      taskList: drainTasks(drain),
+      logger: graphileLogger(log),
+    });
+    const sweeper = new Sweeper(database.db, log, config.SLIPWAY_SWEEP_INTERVAL_MS, config.SLIPWAY_STALE_AFTER_MS);
+    sweeper.start();
+    log.info({ worker: registry.id, concurrency: config.SLIPWAY_WORKER_CONCURRENCY }, 'worker started');
+    return new SlipwayWorker(runner, sweeper, registry, registry.id);
+  }
+
+  /** Finishes the drains in progress, then stops. */
+  async stop(): Promise<void> {
+    await this.sweeper.stop();
+    await this.runner.stop();
+    await this.registry.deregister();
+  }
+}

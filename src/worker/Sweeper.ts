@@ -1,0 +1,83 @@
+import { sql } from 'kysely';
+import type { ObjectKind } from '../../migrations/schema.ts';
+import type { Db } from '../db/Database.ts';
+import type { Logger } from '../log.ts';
+import { wakeObjects } from '../queue/wakeObjects.ts';
+
+/** How many objects one pass may wake: bounds the work of a pass. */
+const MAX_WAKES_PER_PASS = 500;
+
+/**
+ * Finds objects with a command that should have run by now (queued past its
+ * not-before by more than `staleAfterMs`, or left `running`) and whose
+ * advisory lock nobody holds and for which no wake-up job is waiting, and
+ * wakes them. This is how work survives a
+ * worker killed mid-drain: PostgreSQL drops the dead session's lock at once,
+ * so the object is drained again within seconds, while graphile-worker would
+ * only retry the dead worker's job after its 4-hour lock timeout.
+ *
+ * Every worker runs one; there is no leader. Two sweepers waking the same
+ * object only collapse into one job (job keys).
+ */
+export class Sweeper {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: Logger,
+    private readonly intervalMs: number,
+    private readonly staleAfterMs: number,
+  ) {}
+
+  start(): void {
+    const tick = () => {
+      this.running = this.sweep()
+        .then((woken) => {
+          if (woken > 0) this.log.info({ woken }, 'sweeper woke objects nobody was draining');
+        })
+        .catch((error) => this.log.warn({ err: error }, 'sweep failed'))
+        .finally(() => {
+          // Jitter keeps the sweepers of many workers from running in step.
+          if (this.timer !== undefined) this.timer = setTimeout(tick, this.intervalMs * (0.75 + Math.random() / 2));
+        });
+    };
+    this.timer = setTimeout(tick, this.intervalMs);
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** One pass; returns how many objects it woke. */
+  async sweep(): Promise<number> {
+    const { rows } = await sql<{ kind: ObjectKind; id: number }>`
+      select distinct c.target_kind as kind, c.target_id as id
+      from commands c
+      where c.status in ('queued', 'running')
+        and c.not_before < now() - make_interval(secs => ${this.staleAfterMs / 1000})
+        -- An object whose wake-up job is waiting, unlocked and due, is only
+        -- waiting its turn in a backlog, not stranded: waking it again would
+        -- just rewrite its job while workers try to take it.
+        and not exists (
+          select 1 from graphile_worker._private_jobs j
+          where j.key = object_drain_job_key(c.target_kind, c.target_id) and j.is_available and j.run_at <= now()
+        )
+        and not exists (
+          -- pg_locks lists the whole server's locks; advisory locks are per
+          -- database, so another Slipway database on the same server holding
+          -- the same key must not hide this object from us.
+          select 1 from pg_locks l
+          where l.locktype = 'advisory' and l.objsubid = 1
+            and l.database = (select oid from pg_database where datname = current_database())
+            and l.classid = (object_lock_key(c.target_kind, c.target_id) >> 32)::oid
+            and l.objid = (object_lock_key(c.target_kind, c.target_id) & 4294967295)::oid
+        )
+      limit ${MAX_WAKES_PER_PASS}
+    `.execute(this.db);
+    await wakeObjects(this.db, rows);
+    return rows.length;
+  }
+}
