@@ -1,0 +1,51 @@
+import { failedCommands } from '../read/commandTree.ts';
+import { countLiveWorkers } from '../read/liveWorkers.ts';
+import { waitForSettled, type WaitRequest, type WaitResult } from '../read/waitForSettled.ts';
+import { CliFailure, EXIT } from './exitStatus.ts';
+import { progressPrinter } from './progress.ts';
+import type { Session } from './session.ts';
+import { commandName } from './views/commandViews.ts';
+
+/** Workers whose heartbeat is older than this many intervals are presumed dead. */
+const LIVE_HEARTBEATS = 3;
+
+export interface AwaitRequest {
+  readonly rootId: number;
+  readonly object?: WaitRequest['object'];
+  readonly timeoutSeconds: number;
+}
+
+/**
+ * Waits for a command tree (see waitForSettled), printing progress. Warns
+ * first when no worker is alive, since then nothing will run the commands
+ * and the wait can only time out. An interrupted wait fails at once, before
+ * the caller reads anything more.
+ */
+export async function awaitTree(session: Session, request: AwaitRequest): Promise<WaitResult> {
+  const { db, config, out } = session;
+  if ((await countLiveWorkers(db, config.SLIPWAY_HEARTBEAT_MS * LIVE_HEARTBEATS)) === 0) {
+    out.warn(`no live worker: command ${request.rootId} waits until \`slipway start\` or \`slipway worker\` runs`);
+  }
+  const result = await waitForSettled(session.database, {
+    rootId: request.rootId,
+    object: request.object,
+    timeoutMs: request.timeoutSeconds * 1000,
+    signal: session.interrupted,
+    onSnapshot: progressPrinter(out, request.object?.ref),
+  });
+  if (result.outcome === 'aborted') throw new CliFailure(`stopped waiting; ${carriesOn(request)}`, EXIT.interrupted);
+  return result;
+}
+
+/** Fails the CLI command when the wait timed out, or a command in the tree failed. */
+export function assertTreeSucceeded(result: WaitResult, request: AwaitRequest): void {
+  if (result.outcome === 'timed_out') {
+    throw new CliFailure(`timed out after ${request.timeoutSeconds} s; ${carriesOn(request)}`, EXIT.failed);
+  }
+  const [failed] = failedCommands(result.tree);
+  if (failed) throw new CliFailure(`command ${commandName(failed)} failed: ${failed.message ?? 'no message'}`, EXIT.failed);
+}
+
+function carriesOn(request: AwaitRequest): string {
+  return `command ${request.rootId} carries on (see \`slipway command show ${request.rootId}\`)`;
+}

@@ -1,0 +1,70 @@
+import type { Command } from 'commander';
+import { cliActor } from '../../domain/Actor.ts';
+import { createBlueprint } from '../../objects/createBlueprint.ts';
+import { listBlueprints, readBlueprintDetail, type BlueprintRef } from '../../read/blueprints.ts';
+import { readHistory } from '../../read/objectHistory.ts';
+import { pageTable } from '../format.ts';
+import { addPageOptions, type PageOptions } from '../options.ts';
+import { BlueprintRefArg, countBetween, DriverName, JsonObject, parseWith, Setting } from '../parsers.ts';
+import { withSession } from '../session.ts';
+import { BLUEPRINT_COLUMNS, renderBlueprint, renderBlueprintDetail } from '../views/blueprintViews.ts';
+
+interface CreateOptions {
+  readonly name: string;
+  readonly driver: string;
+  readonly maxResources: number;
+  readonly leasesPerResource: number;
+  readonly settings?: Record<string, unknown>;
+  /** From repeated --setting key=value. */
+  readonly setting?: Record<string, unknown>;
+}
+
+const parseSetting = parseWith(Setting);
+
+/** Collects repeated `--setting key=value` into one object. */
+function collectSetting(value: string, previous: Record<string, unknown> = {}): Record<string, unknown> {
+  const [key, parsed] = parseSetting(value);
+  return { ...previous, [key]: parsed };
+}
+
+export function addBlueprintCommands(program: Command): void {
+  const blueprint = program.command('blueprint').description('blueprints: named, configured pools of resources');
+
+  blueprint
+    .command('create')
+    .description('create a blueprint (nothing is allocated until a lease asks)')
+    .requiredOption('--name <name>', 'lower-case letters, digits, ".", "_" or "-"')
+    .requiredOption('--driver <driver>', `one of: ${DriverName.options.join(', ')}`, parseWith(DriverName))
+    .requiredOption('--max-resources <n>', 'at most this many resources at once', parseWith(countBetween(1, 100_000)))
+    .option('--leases-per-resource <n>', 'lease slots on each resource', parseWith(countBetween(1, 10_000)), 1)
+    .option('--settings <json>', 'driver settings as a JSON object', parseWith(JsonObject))
+    .option('--setting <key=value>', 'one driver setting (repeatable; JSON values allowed; overrides --settings)', collectSetting)
+    .action((options: CreateOptions, command: Command) =>
+      withSession(command, async ({ db, out }) => {
+        const settings = { ...options.settings, ...options.setting };
+        const { name, driver, maxResources, leasesPerResource } = options;
+        const created = await createBlueprint(db, { name, driver, maxResources, leasesPerResource, settings }, cliActor());
+        out.result(created, (b) => `created ${renderBlueprint(b)}`);
+      }),
+    );
+
+  blueprint
+    .command('show')
+    .description("a blueprint's fields, usage, queue and timeline")
+    .argument('<name|id>', 'blueprint name or id', parseWith(BlueprintRefArg))
+    .action((ref: BlueprintRef, _options: unknown, command: Command) =>
+      withSession(command, async ({ db, out }) => {
+        const found = await readBlueprintDetail(db, ref);
+        const detail = { blueprint: found, ...(await readHistory(db, { kind: 'blueprint', id: found.id })) };
+        out.result(detail, renderBlueprintDetail);
+      }),
+    );
+
+  addPageOptions(blueprint.command('list').description('blueprints, oldest first')).action(
+    (options: PageOptions, command: Command) =>
+      withSession(command, async ({ db, out }) => {
+        const page = await listBlueprints(db, options);
+        out.result(page, (p) => pageTable(p, BLUEPRINT_COLUMNS));
+      }),
+  );
+}

@@ -1,0 +1,46 @@
+import type { Command } from 'commander';
+import type { CommandStatus } from '../../../migrations/schema.ts';
+import type { ObjectRef } from '../../queue/objectTables.ts';
+import { readCommandTree } from '../../read/commandTree.ts';
+import { findCommand, listCommands } from '../../read/commands.ts';
+import { pageTable } from '../format.ts';
+import { addPageOptions, type PageOptions } from '../options.ts';
+import { CommandKindArg, CommandStatusArg, ObjectRefArg, parseWith, PositiveId } from '../parsers.ts';
+import { withSession } from '../session.ts';
+import { COMMAND_COLUMNS, renderCommandDetail } from '../views/commandViews.ts';
+
+interface ListOptions extends PageOptions {
+  readonly status?: CommandStatus;
+  readonly kind?: string;
+  readonly target?: ObjectRef;
+}
+
+export function addCommandCommands(program: Command): void {
+  const commands = program.command('command').description("commands: requests in objects' queues, and what they caused");
+
+  commands
+    .command('show')
+    .description('a command, its outcome, and the tree of commands it caused')
+    .argument('<id>', 'command id', parseWith(PositiveId))
+    .action((id: number, _options: unknown, command: Command) =>
+      withSession(command, async ({ db, out }) => {
+        const detail = { command: await findCommand(db, id), tree: await readCommandTree(db, id) };
+        out.result(detail, renderCommandDetail);
+      }),
+    );
+
+  addPageOptions(
+    commands
+      .command('list')
+      .description('commands, oldest first')
+      .option('--status <status>', 'only commands with this status', parseWith(CommandStatusArg))
+      .option('--kind <kind>', 'only commands of this kind', parseWith(CommandKindArg))
+      .option('--target <kind:id>', 'only commands for this object, e.g. lease:12', parseWith(ObjectRefArg)),
+  ).action((options: ListOptions, command: Command) =>
+    withSession(command, async ({ db, out }) => {
+      const { status, kind, target } = options;
+      const page = await listCommands(db, { status, kind, target }, options);
+      out.result(page, (p) => pageTable(p, COMMAND_COLUMNS));
+    }),
+  );
+}

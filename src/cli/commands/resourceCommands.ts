@@ -1,0 +1,59 @@
+import type { Command } from 'commander';
+import { blueprintIdFilter, type BlueprintRef } from '../../read/blueprints.ts';
+import { readHistory } from '../../read/objectHistory.ts';
+import { listResources, readResourceDetail } from '../../read/resources.ts';
+import { pageTable } from '../format.ts';
+import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } from '../options.ts';
+import { BlueprintRefArg, parseWith, PositiveId, ResourceStateArg } from '../parsers.ts';
+import { requestCommand } from '../requestCommand.ts';
+import { withSession } from '../session.ts';
+import { RESOURCE_COLUMNS, renderResourceDetail } from '../views/resourceViews.ts';
+
+interface ListOptions extends PageOptions {
+  readonly state?: string;
+  readonly blueprint?: BlueprintRef;
+}
+
+/** The commands an operator may send a resource, as data: name → what it does. */
+const REQUESTS = {
+  release: 'release the resource and every lease on it, then destroy it; waits until done',
+  reclaim: 'release the resource only if no lease holds it (fails otherwise); waits until done',
+} as const;
+
+export function addResourceCommands(program: Command): void {
+  const resource = program
+    .command('resource')
+    .description("resources: the things a blueprint's driver makes, each with lease slots");
+
+  for (const [kind, description] of Object.entries(REQUESTS)) {
+    addWaitOptions(resource.command(kind).description(description).argument('<id>', 'resource id', parseWith(PositiveId))).action(
+      (id: number, options: WaitOptions, command: Command) =>
+        withSession(command, (session) => requestCommand(session, { kind: 'resource', id }, kind, options)),
+    );
+  }
+
+  resource
+    .command('show')
+    .description("a resource's fields, slots, queue and timeline")
+    .argument('<id>', 'resource id', parseWith(PositiveId))
+    .action((id: number, _options: unknown, command: Command) =>
+      withSession(command, async ({ db, out }) => {
+        const detail = { resource: await readResourceDetail(db, id), ...(await readHistory(db, { kind: 'resource', id })) };
+        out.result(detail, renderResourceDetail);
+      }),
+    );
+
+  addPageOptions(
+    resource
+      .command('list')
+      .description('resources, oldest first')
+      .option('--state <state>', 'only resources in this state', parseWith(ResourceStateArg))
+      .option('--blueprint <name|id>', 'only resources of this blueprint', parseWith(BlueprintRefArg)),
+  ).action((options: ListOptions, command: Command) =>
+    withSession(command, async ({ db, out }) => {
+      const blueprintId = await blueprintIdFilter(db, options.blueprint);
+      const page = await listResources(db, { state: options.state, blueprintId }, options);
+      out.result(page, (p) => pageTable(p, RESOURCE_COLUMNS));
+    }),
+  );
+}

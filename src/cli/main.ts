@@ -1,0 +1,23 @@
+import { exitStatusOf } from './exitStatus.ts';
+import { buildProgram } from './program.ts';
+import { takeOverShutdown } from './shutdown.ts';
+
+takeOverShutdown();
+const exitCode = await run(process.argv);
+// Exit explicitly: a LISTEN connection or timer left behind by a failed
+// command must not keep the CLI alive.
+process.exit(exitCode);
+
+async function run(argv: string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync(argv);
+    return 0;
+  } catch (error) {
+    const status = exitStatusOf(error);
+    if (status.message !== null) process.stderr.write(`error: ${status.message}\n`);
+    if (status.unexpected && ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '')) {
+      process.stderr.write(`${(error as Error).stack ?? ''}\n`);
+    }
+    return status.exitCode;
+  }
+}

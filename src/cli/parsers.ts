@@ -1,0 +1,115 @@
+import { InvalidArgumentError } from 'commander';
+import { z } from 'zod';
+import type { CommandStatus } from '../../migrations/schema.ts';
+import { COMMAND_KINDS } from '../domain/commandKinds.ts';
+import { describeZodIssues } from '../domain/errors.ts';
+import { LIFECYCLES } from '../domain/lifecycle.ts';
+import { DRIVERS } from '../drivers/registry.ts';
+import type { ObjectRef } from '../queue/objectTables.ts';
+import type { BlueprintRef } from '../read/blueprints.ts';
+
+/**
+ * Every command-line value, validated by a zod schema. `parseWith` makes one
+ * a commander argument parser, so a bad value becomes commander's one-line
+ * usage error naming the option, before anything is opened or written.
+ */
+export function parseWith<T>(schema: z.ZodType<T>): (value: string) => T {
+  return (value) => {
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) throw new InvalidArgumentError(describeZodIssues(parsed.error.issues));
+    return parsed.data;
+  };
+}
+
+const wholeNumber = z.string().regex(/^\d+$/, 'expected a whole number').transform(Number);
+
+export const PositiveId = wholeNumber.pipe(z.number().int().min(1, 'expected an id of 1 or more').max(Number.MAX_SAFE_INTEGER));
+
+export const countBetween = (min: number, max: number) =>
+  wholeNumber.pipe(z.number().min(min, `expected at least ${min}`).max(max, `expected at most ${max}`));
+
+export const Seconds = z
+  .string()
+  .regex(/^\d+(\.\d+)?$/, 'expected a number of seconds')
+  .transform(Number)
+  .pipe(z.number().positive('expected more than 0 seconds').max(86_400, 'expected at most 86400 seconds'));
+
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** "90s", "30m", "2h", "1d", or combined like "1h30m"; in milliseconds. */
+export const Duration = z
+  .string()
+  .regex(/^(\d+[smhd])+$/, 'expected a duration like 90s, 30m, 2h, 1d or 1h30m')
+  .transform((text) =>
+    [...text.matchAll(/(\d+)([smhd])/g)].reduce((ms, [, n, unit]) => ms + Number(n) * UNIT_MS[unit as keyof typeof UNIT_MS], 0),
+  )
+  .pipe(z.number().positive('expected a duration longer than 0').max(366 * UNIT_MS.d, 'expected at most 366 days'));
+
+/** A blueprint's id (all digits) or its name. */
+export const BlueprintRefArg: z.ZodType<BlueprintRef> = z
+  .string()
+  .min(1)
+  .max(63)
+  .transform((text) => (/^\d+$/.test(text) ? Number(text) : text));
+
+/** An object named as "<kind>:<id>", e.g. "lease:12". */
+export const ObjectRefArg: z.ZodType<ObjectRef> = z
+  .string()
+  .regex(/^(lease|resource|blueprint):[1-9]\d*$/, 'expected <kind>:<id>, e.g. lease:12 (kind: lease, resource or blueprint)')
+  .transform((text) => {
+    const [kind, id] = text.split(':');
+    return { kind: kind as ObjectRef['kind'], id: Number(id) };
+  });
+
+export const textUpTo = (max: number) =>
+  z.string().trim().min(1, 'expected some text').max(max, `expected at most ${max} characters`);
+
+export const DriverName = z.enum(Object.keys(DRIVERS) as [string, ...string[]]);
+
+export const LeaseStateArg = z.enum(Object.keys(LIFECYCLES.lease) as [string, ...string[]]);
+export const ResourceStateArg = z.enum(Object.keys(LIFECYCLES.resource) as [string, ...string[]]);
+export const CommandStatusArg = z.enum([
+  'queued',
+  'running',
+  'done',
+  'failed',
+  'cancelled',
+  'coalesced',
+] satisfies CommandStatus[]);
+export const CommandKindArg = z.enum([
+  ...new Set(Object.values(COMMAND_KINDS).flatMap((kinds) => Object.keys(kinds))),
+] as [string, ...string[]]);
+
+/** A JSON object, e.g. driver settings. */
+export const JsonObject = z
+  .string()
+  .transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'expected JSON' });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.record(z.string(), z.unknown(), 'expected a JSON object'));
+
+/**
+ * "key=value": the value is read as JSON when it is JSON (numbers, booleans,
+ * objects), else taken as a string, so `root=/tmp/x` needs no quoting.
+ */
+export const Setting = z
+  .string()
+  .regex(/^[A-Za-z_][\w]*=/, 'expected key=value')
+  .transform((text): [string, unknown] => {
+    const at = text.indexOf('=');
+    const raw = text.slice(at + 1);
+    return [text.slice(0, at), readJsonOr(raw)];
+  });
+
+function readJsonOr(raw: string): unknown {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return raw;
+  }
+}

@@ -1,0 +1,27 @@
+import { Command } from 'commander';
+import { addBlueprintCommands } from './commands/blueprintCommands.ts';
+import { addCommandCommands } from './commands/commandCommands.ts';
+import { addLeaseCommands } from './commands/leaseCommands.ts';
+import { addResourceCommands } from './commands/resourceCommands.ts';
+import { addServiceCommands } from './commands/serviceCommands.ts';
+
+/**
+ * The `slipway` command line. The settings below are made before any
+ * subcommand is added, because subcommands inherit them when created.
+ */
+export function buildProgram(): Command {
+  const program = new Command('slipway')
+    .description('Slipway admin CLI: leases on pooled resources, every change through per-object command queues')
+    .option('--json', 'print the result as one JSON document (progress lines are left out)')
+    .configureHelp({ showGlobalOptions: true })
+    // Usage errors throw (main maps them to an exit code) instead of exiting here.
+    .exitOverride()
+    // One line per error: commander puts its "Did you mean" hint on a line of its own.
+    .configureOutput({ outputError: (text, write) => write(`${text.trim().replace(/\s*\n\s*/g, ' ')}\n`) });
+  addServiceCommands(program);
+  addBlueprintCommands(program);
+  addLeaseCommands(program);
+  addResourceCommands(program);
+  addCommandCommands(program);
+  return program;
+}

@@ -1,0 +1,29 @@
+import type { ObjectRef } from '../queue/objectTables.ts';
+import type { WaitSnapshot } from '../read/waitForSettled.ts';
+import type { Output } from './output.ts';
+import { progressLine } from './views/commandViews.ts';
+
+/**
+ * Turns the waiter's successive reads into progress lines: one per command
+ * whose status or message changed since the last read (new commands
+ * included; a yielding command keeps its status but says why it waits, e.g.
+ * a driver retry), and one per transition of the watched object, read from
+ * its event log so that none is missed between two reads.
+ */
+export function progressPrinter(out: Output, object?: ObjectRef): (snapshot: WaitSnapshot) => void {
+  const seen = new Map<number, string>();
+  const shownTransitions = new Set<number>();
+  return ({ tree, transitions }) => {
+    for (const node of tree) {
+      const shown = `${node.status}:${node.message ?? ''}`;
+      if (seen.get(node.id) === shown) continue;
+      seen.set(node.id, shown);
+      out.progress(progressLine(node));
+    }
+    for (const { eventId, from, to } of object ? transitions : []) {
+      if (shownTransitions.has(eventId)) continue;
+      shownTransitions.add(eventId);
+      out.progress(`${object!.kind} ${object!.id}: ${from} → ${to}`);
+    }
+  };
+}

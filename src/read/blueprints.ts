@@ -1,0 +1,60 @@
+import { sql } from 'kysely';
+import type { BlueprintRow } from '../../migrations/schema.ts';
+import type { Db } from '../db/Database.ts';
+import { NotFoundError } from '../domain/errors.ts';
+import { fetchPage, type Page, type PageRequest } from './page.ts';
+
+/** A blueprint named by its id or its name. */
+export type BlueprintRef = number | string;
+
+/** A blueprint with how many of its resources and leases are in each state. */
+export interface BlueprintDetail extends BlueprintRow {
+  readonly resourcesByState: Record<string, number>;
+  readonly leasesByState: Record<string, number>;
+  /** Leases queued at the blueprint for capacity. */
+  readonly waitingLeases: number;
+}
+
+export async function findBlueprint(db: Db, ref: BlueprintRef): Promise<BlueprintRow> {
+  const row = await db
+    .selectFrom('blueprints')
+    .selectAll()
+    .where(typeof ref === 'number' ? 'id' : 'name', '=', ref)
+    .executeTakeFirst();
+  if (!row) throw new NotFoundError('blueprint', ref);
+  return row;
+}
+
+/** The id of the blueprint a list filter names, if it names one; a name that matches nothing is an error, not an empty list. */
+export async function blueprintIdFilter(db: Db, ref: BlueprintRef | undefined): Promise<number | undefined> {
+  return ref === undefined ? undefined : (await findBlueprint(db, ref)).id;
+}
+
+export async function readBlueprintDetail(db: Db, ref: BlueprintRef): Promise<BlueprintDetail> {
+  const blueprint = await findBlueprint(db, ref);
+  const countByState = async (table: 'resources' | 'leases') => {
+    const rows = await db
+      .selectFrom(table)
+      .select(['state', sql<number>`count(*)::int`.as('n')])
+      .where('blueprint_id', '=', blueprint.id)
+      .groupBy('state')
+      .orderBy('state')
+      .execute();
+    return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+  };
+  const waiting = await db
+    .selectFrom('blueprint_waiters')
+    .select(sql<number>`count(*)::int`.as('n'))
+    .where('blueprint_id', '=', blueprint.id)
+    .executeTakeFirstOrThrow();
+  return {
+    ...blueprint,
+    resourcesByState: await countByState('resources'),
+    leasesByState: await countByState('leases'),
+    waitingLeases: waiting.n,
+  };
+}
+
+export function listBlueprints(db: Db, page: PageRequest): Promise<Page<BlueprintRow>> {
+  return fetchPage(db.selectFrom('blueprints').selectAll(), 'blueprints.id', page);
+}

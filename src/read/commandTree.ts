@@ -1,0 +1,38 @@
+import { sql } from 'kysely';
+import type { CommandRow, CommandStatus } from '../../migrations/schema.ts';
+import type { Db } from '../db/Database.ts';
+
+/** A command in the tree of commands one command caused, `depth` steps below the root. */
+export type CommandTreeNode = CommandRow & { readonly depth: number };
+
+/** Statuses after which a command never changes again. */
+const SETTLED_STATUSES: readonly CommandStatus[] = ['done', 'failed', 'cancelled', 'coalesced'];
+
+function isSettled(status: CommandStatus): boolean {
+  return SETTLED_STATUSES.includes(status);
+}
+
+/**
+ * A command and everything it caused, following `caused_by` down, in
+ * depth-first order (each command right after the one that caused it, siblings
+ * by id). Empty when the command does not exist.
+ */
+export async function readCommandTree(db: Db, rootId: number): Promise<CommandTreeNode[]> {
+  const { rows } = await sql<CommandTreeNode>`
+    with recursive tree (id, depth, path) as (
+      select id, 0, array[id] from commands where id = ${rootId}
+      union all
+      select c.id, tree.depth + 1, tree.path || c.id from commands c join tree on c.caused_by = tree.id
+    )
+    select c.*, tree.depth from tree join commands c using (id) order by tree.path
+  `.execute(db);
+  return rows;
+}
+
+export function treeSettled(tree: readonly CommandTreeNode[]): boolean {
+  return tree.every((node) => isSettled(node.status));
+}
+
+export function failedCommands(tree: readonly CommandTreeNode[]): CommandTreeNode[] {
+  return tree.filter((node) => node.status === 'failed');
+}

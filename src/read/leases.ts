@@ -1,0 +1,34 @@
+import type { LeaseRow } from '../../migrations/schema.ts';
+import type { Db } from '../db/Database.ts';
+import { NotFoundError } from '../domain/errors.ts';
+import { fetchPage, type Page, type PageRequest } from './page.ts';
+
+export type LeaseView = LeaseRow & { readonly blueprint_name: string };
+
+export interface LeaseFilter {
+  readonly state?: string;
+  readonly blueprintId?: number;
+  readonly holder?: string;
+}
+
+function leasesWithBlueprint(db: Db) {
+  return db
+    .selectFrom('leases')
+    .innerJoin('blueprints', 'blueprints.id', 'leases.blueprint_id')
+    .selectAll('leases')
+    .select('blueprints.name as blueprint_name');
+}
+
+export async function findLease(db: Db, id: number): Promise<LeaseView> {
+  const row = await leasesWithBlueprint(db).where('leases.id', '=', id).executeTakeFirst();
+  if (!row) throw new NotFoundError('lease', id);
+  return row;
+}
+
+export function listLeases(db: Db, filter: LeaseFilter, page: PageRequest): Promise<Page<LeaseView>> {
+  const query = leasesWithBlueprint(db)
+    .$if(filter.state !== undefined, (q) => q.where('leases.state', '=', filter.state!))
+    .$if(filter.blueprintId !== undefined, (q) => q.where('leases.blueprint_id', '=', filter.blueprintId!))
+    .$if(filter.holder !== undefined, (q) => q.where('leases.holder', '=', filter.holder!));
+  return fetchPage(query, 'leases.id', page);
+}

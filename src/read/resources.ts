@@ -1,0 +1,44 @@
+import type { ResourceRow } from '../../migrations/schema.ts';
+import type { Db } from '../db/Database.ts';
+import { NotFoundError } from '../domain/errors.ts';
+import { fetchPage, type Page, type PageRequest } from './page.ts';
+
+export type ResourceView = ResourceRow & { readonly blueprint_name: string };
+
+/** A resource with the leases holding its slots. */
+export interface ResourceDetail extends ResourceView {
+  readonly slots: ReadonlyArray<{ slot: number; lease_id: number; holder: string; granted_at: Date }>;
+}
+
+export interface ResourceFilter {
+  readonly state?: string;
+  readonly blueprintId?: number;
+}
+
+function resourcesWithBlueprint(db: Db) {
+  return db
+    .selectFrom('resources')
+    .innerJoin('blueprints', 'blueprints.id', 'resources.blueprint_id')
+    .selectAll('resources')
+    .select('blueprints.name as blueprint_name');
+}
+
+export async function readResourceDetail(db: Db, id: number): Promise<ResourceDetail> {
+  const row = await resourcesWithBlueprint(db).where('resources.id', '=', id).executeTakeFirst();
+  if (!row) throw new NotFoundError('resource', id);
+  const slots = await db
+    .selectFrom('resource_slots')
+    .innerJoin('leases', 'leases.id', 'resource_slots.lease_id')
+    .select(['resource_slots.slot', 'resource_slots.lease_id', 'leases.holder', 'resource_slots.granted_at'])
+    .where('resource_slots.resource_id', '=', id)
+    .orderBy('resource_slots.slot')
+    .execute();
+  return { ...row, slots };
+}
+
+export function listResources(db: Db, filter: ResourceFilter, page: PageRequest): Promise<Page<ResourceView>> {
+  const query = resourcesWithBlueprint(db)
+    .$if(filter.state !== undefined, (q) => q.where('resources.state', '=', filter.state!))
+    .$if(filter.blueprintId !== undefined, (q) => q.where('resources.blueprint_id', '=', filter.blueprintId!));
+  return fetchPage(query, 'resources.id', page);
+}
