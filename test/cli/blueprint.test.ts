@@ -1,0 +1,76 @@
+import { expect, test } from 'vitest';
+import { cliTestEnv } from './cliTestEnv.ts';
+import { parseJson } from './runCli.ts';
+import { rowCounts } from './rowCounts.ts';
+
+const env = cliTestEnv();
+
+test('blueprint create prints the blueprint with its driver settings filled in', async () => {
+  const run = await env.cli(
+    'blueprint', 'create', '--name', 'sim', '--driver', 'simulated', '--max-resources', '2',
+    '--settings', '{"latencyMs":{"min":1,"max":5}}', '--setting', 'transientFailureRate=0',
+  );
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(0);
+  expect(run.stdout).toContain('blueprint sim (');
+  expect(run.stdout).toMatch(/driver\s+simulated/);
+  const row = await env.database.db.selectFrom('blueprints').selectAll().where('name', '=', 'sim').executeTakeFirstOrThrow();
+  expect(row).toMatchObject({ driver: 'simulated', max_resources: 2, leases_per_resource: 1 });
+  expect(row.settings).toMatchObject({ latencyMs: { min: 1, max: 5 }, transientFailureRate: 0, permanentFailureRate: 0 });
+});
+
+test('blueprint create --json prints the created row', async () => {
+  const run = await env.cli('--json', 'blueprint', 'create', '--name', 'dirs', '--driver', 'directory', '--max-resources', '3', '--leases-per-resource', '4', '--setting', 'root=/tmp/slipway-cli-test');
+  expect(run.code).toBe(0);
+  expect(parseJson(run)).toMatchObject({ name: 'dirs', driver: 'directory', max_resources: 3, leases_per_resource: 4, settings: { root: '/tmp/slipway-cli-test' }, state: 'enabled' });
+});
+
+test('blueprint list pages on id', async () => {
+  const first = await env.cli('blueprint', 'list', '--limit', '1');
+  expect(first.code).toBe(0);
+  expect(first.stdout).toMatch(/^ID\s+NAME\s+DRIVER/);
+  expect(first.stdout).toContain('sim');
+  expect(first.stdout).not.toContain('dirs');
+  const page = parseJson(await env.cli('blueprint', 'list', '--limit', '1', '--json'));
+  expect(page.items.map((b: { name: string }) => b.name)).toEqual(['sim']);
+  const next = parseJson(await env.cli('blueprint', 'list', '--after', String(page.next), '--json'));
+  expect(next).toMatchObject({ items: [{ name: 'dirs' }], next: null });
+});
+
+test('blueprint show, by name or id, prints its fields, usage and timeline', async () => {
+  const byName = await env.cli('blueprint', 'show', 'dirs');
+  expect(byName.code).toBe(0);
+  expect(byName.stdout).toMatch(/^blueprint dirs \(\d+\): enabled/);
+  expect(byName.stdout).toMatch(/settings\s+\{"root":"\/tmp\/slipway-cli-test"\}/);
+  expect(byName.stdout).toMatch(/waiting leases\s+0/);
+  // The creation event, with who asked and from where.
+  expect(byName.stdout).toMatch(/created enabled\s+\[\S+@\S+ via cli\] — created with driver directory/);
+  const id = parseJson(await env.cli('blueprint', 'show', 'dirs', '--json')).blueprint.id;
+  const byId = parseJson(await env.cli('blueprint', 'show', String(id), '--json'));
+  expect(byId).toMatchObject({ blueprint: { name: 'dirs' }, queue: [], timeline: { entries: [{ type: 'event', event: 'created' }] } });
+});
+
+test.each([
+  ['an unknown driver', ['--name', 'x1', '--driver', 'ftp', '--max-resources', '1'], /--driver .*'ftp' is invalid/],
+  ['a missing required option', ['--name', 'x2', '--driver', 'simulated'], /required option '--max-resources <n>' not specified/],
+  ['a non-numeric limit', ['--name', 'x3', '--driver', 'simulated', '--max-resources', 'many'], /--max-resources .*expected a whole number/],
+  ['settings that are not JSON', ['--name', 'x4', '--driver', 'simulated', '--max-resources', '1', '--settings', '{nope'], /--settings .*expected JSON/],
+  ['a setting the driver refuses', ['--name', 'x5', '--driver', 'simulated', '--max-resources', '1', '--setting', 'latencyMs=5'], /invalid settings for the simulated driver: settings\.latencyMs/],
+  ['a bad name', ['--name', 'Not A Name', '--driver', 'simulated', '--max-resources', '1'], /invalid blueprint: name/],
+  ['a taken name', ['--name', 'sim', '--driver', 'simulated', '--max-resources', '1'], /a blueprint named "sim" already exists/],
+])('blueprint create with %s: one line on stderr, non-zero exit, nothing written', async (_what, args, message) => {
+  const before = await rowCounts(env.database.db);
+  const run = await env.cli('blueprint', 'create', ...args);
+  expect(run.code).not.toBe(0);
+  expect(run.stdout).toBe('');
+  expect(run.stderr).toMatch(/^error: [^\n]+\n$/);
+  expect(run.stderr).toMatch(message);
+  expect(await rowCounts(env.database.db)).toEqual(before);
+});
+
+test('exit codes say what went wrong: usage 2, not found 3, conflict 4', async () => {
+  expect((await env.cli('blueprint', 'create', '--name', 'x', '--driver', 'ftp', '--max-resources', '1')).code).toBe(2);
+  const missing = await env.cli('blueprint', 'show', 'nosuch');
+  expect(missing).toMatchObject({ code: 3, stderr: 'error: blueprint nosuch does not exist\n' });
+  expect((await env.cli('blueprint', 'create', '--name', 'sim', '--driver', 'simulated', '--max-resources', '1')).code).toBe(4);
+});

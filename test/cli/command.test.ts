@@ -1,0 +1,76 @@
+import { beforeAll, expect, test } from 'vitest';
+import { createBlueprint } from '../../src/objects/createBlueprint.ts';
+import { cliTestEnv } from './cliTestEnv.ts';
+import { parseJson } from './runCli.ts';
+import { rowCounts } from './rowCounts.ts';
+
+const env = cliTestEnv();
+const actor = { issuedBy: 'tester', source: 'cli' } as const;
+let leaseId: number;
+let releaseId: number;
+
+beforeAll(async () => {
+  const db = env.database.db;
+  await createBlueprint(db, { name: 'sim', driver: 'simulated', maxResources: 2 }, actor);
+  await createBlueprint(db, { name: 'sluggish', driver: 'simulated', maxResources: 1, settings: { latencyMs: { min: 5000, max: 5000 } } }, actor);
+  leaseId = parseJson(await env.cli('--json', 'lease', 'create', '--blueprint', 'sim')).lease.id;
+  releaseId = parseJson(await env.cli('--json', 'lease', 'release', String(leaseId))).command.id;
+});
+
+test('command show prints the command, its outcome and the tree it caused, with timing', async () => {
+  const run = await env.cli('command', 'show', String(releaseId));
+  expect(run.code).toBe(0);
+  expect(run.stdout).toMatch(new RegExp(`^command #${releaseId} release lease:${leaseId}: done\\n {2}message +released\\n`));
+  expect(run.stdout).toMatch(/issued by +\S+@\S+ via cli/);
+  const tree = run.stdout.slice(run.stdout.indexOf('what it caused'));
+  expect(tree).toMatch(/COMMAND +KIND +TARGET +STATUS +QUEUED +TOOK +MESSAGE/);
+  // Each command indented under the one that caused it, with when it was queued and how long it took.
+  expect(tree).toMatch(new RegExp(`\\n {2}#${releaseId} +release +lease:${leaseId} +done +\\+0\\.000s +\\d+\\.\\d{3}s +released\\n`));
+  expect(tree).toMatch(new RegExp(`\\n {4}#\\d+ +destroy +lease:${leaseId} +done +\\+\\d+\\.\\d{3}s`));
+  expect(tree).toMatch(/\n {6}#\d+ +release_slot +resource:\d+ +done +\+\d+\.\d{3}s +\d+\.\d{3}s +lease \d+ gave back slot 0/);
+});
+
+test('command show --json gives the command and its tree', async () => {
+  const result = parseJson(await env.cli('--json', 'command', 'show', String(releaseId)));
+  expect(result.command).toMatchObject({ id: releaseId, kind: 'release', status: 'done', source: 'cli' });
+  expect(result.tree.map((c: { kind: string; depth: number }) => [c.depth, c.kind])).toEqual(
+    expect.arrayContaining([[0, 'release'], [1, 'destroy'], [2, 'release_slot']]),
+  );
+});
+
+test('command list filters by target, kind and status, and pages on id', async () => {
+  const onLease = parseJson(await env.cli('--json', 'command', 'list', '--target', `lease:${leaseId}`));
+  expect(onLease.items.map((c: { kind: string }) => c.kind)).toEqual(['allocate', 'grant', 'activate', 'release', 'destroy']);
+
+  const releases = await env.cli('command', 'list', '--kind', 'release', '--status', 'done');
+  expect(releases.code).toBe(0);
+  expect(releases.stdout).toMatch(/^ID +TARGET +KIND +STATUS +BY +CREATED +MESSAGE\n/);
+  expect(releases.stdout).toMatch(new RegExp(`^${releaseId} +lease:${leaseId} +release +done +\\S+ \\(cli\\)`, 'm'));
+  expect(releases.stdout.trim().split('\n')).toHaveLength(2);
+
+  const page = await env.cli('command', 'list', '--limit', '2');
+  expect(page.stdout).toMatch(/\n\(more: add --after \d+\)\n$/);
+});
+
+test.each([
+  ['a target without an id', ['list', '--target', 'lease'], /--target .*expected <kind>:<id>/],
+  ['an unknown status', ['list', '--status', 'sleeping'], /--status .*expected one of/],
+  ['an unknown kind', ['list', '--kind', 'explode'], /--kind .*expected one of/],
+  ['a limit over the maximum', ['list', '--limit', '5000'], /--limit .*expected at most 1000/],
+  ['an unknown command', ['show', '999999'], /command 999999 does not exist/],
+])('command with %s: one line on stderr, non-zero exit, nothing written', async (_what, args, message) => {
+  const before = await rowCounts(env.database.db);
+  const run = await env.cli('command', ...args);
+  expect(run.code).not.toBe(0);
+  expect(run.stderr).toMatch(/^error: [^\n]+\n$/);
+  expect(run.stderr).toMatch(message);
+  expect(await rowCounts(env.database.db)).toEqual(before);
+});
+
+// Last: the lease it leaves behind keeps being set up, writing rows the tests above count.
+test('a wait that runs out of time exits non-zero and says the command carries on', async () => {
+  const run = await env.cli('lease', 'create', '--blueprint', 'sluggish', '--timeout', '1');
+  expect(run.code).toBe(1);
+  const root = /^lease \d+ requested for \S+ \(command (\d+)\)$/m.exec(run.stdout)?.[1];
+  expect(run.stderr).toBe(`error: timed out after 1 s; command ${root} carries on (see \`slipway command show ${root}\`)\n`);
+});

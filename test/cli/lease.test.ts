@@ -1,0 +1,182 @@
+import { beforeAll, expect, test } from 'vitest';
+import { cliActor } from '../../src/domain/Actor.ts';
+import { createBlueprint } from '../../src/objects/createBlueprint.ts';
+import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { cliTestEnv } from './cliTestEnv.ts';
+import { waitFor } from '../helpers/waitFor.ts';
+import { finished, parseJson, spawnCli } from './runCli.ts';
+import { rowCounts } from './rowCounts.ts';
+
+const env = cliTestEnv();
+const actor = { issuedBy: 'tester', source: 'cli' } as const;
+
+beforeAll(async () => {
+  await createBlueprint(env.database.db, { name: 'sim', driver: 'simulated', maxResources: 3, leasesPerResource: 2 }, actor);
+  // One slot in all: a second lease waits for the first to go.
+  await createBlueprint(env.database.db, { name: 'single', driver: 'simulated', maxResources: 1 }, actor);
+});
+
+const leaseRow = (id: number) => env.database.db.selectFrom('leases').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+async function activeLease(blueprint: string): Promise<number> {
+  const run = await env.cli('--json', 'lease', 'create', '--blueprint', blueprint);
+  expect(run.code).toBe(0);
+  return parseJson(run).lease.id;
+}
+
+test('lease create waits until the lease is active, showing progress', async () => {
+  const run = await env.cli('lease', 'create', '--blueprint', 'sim', '--holder', 'alice', '--reason', 'ci job 7');
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(0);
+  const id = Number(/^lease (\d+) requested for alice \(command \d+\)$/m.exec(run.stdout)?.[1]);
+  expect((await leaseRow(id)).state).toBe('active');
+  // One line per command status change, across the objects the tree reaches.
+  expect(run.stdout).toMatch(/^#\d+ allocate lease:\d+ → done/m);
+  expect(run.stdout).toMatch(/^ +#\d+ acquire resource:\d+ → done: granted slot/m);
+  expect(run.stdout).toMatch(/^ +#\d+ activate lease:\d+ → done: active/m);
+  expect(run.stdout).toMatch(new RegExp(`^lease ${id}: active$`, 'm'));
+  expect(run.stdout).toMatch(/holder\s+alice/);
+});
+
+test('lease create keeps waiting while the lease waits for capacity, though its command tree has settled', async () => {
+  const first = await activeLease('single');
+  const second = spawnCli(['lease', 'create', '--blueprint', 'single', '--holder', 'second'], env.database.url);
+  const output = finished(second);
+  const waiter = await waitFor('the second lease to wait at the blueprint', () =>
+    env.database.db.selectFrom('blueprint_waiters').select('lease_id').executeTakeFirst(),
+  );
+  const unsettled = await env.database.db
+    .selectFrom('commands')
+    .select('id')
+    .where('status', 'in', ['queued', 'running'])
+    .executeTakeFirst();
+  expect(unsettled).toBeUndefined();
+  expect(second.exitCode).toBeNull();
+
+  await appendCommand(env.database.db, { target: { kind: 'lease', id: first }, kind: 'release', actor });
+  const run = await output;
+  expect(run.code).toBe(0);
+  expect(run.stdout).toContain(`lease ${waiter.lease_id}: pending → acquired\n`);
+  expect(run.stdout).toContain(`lease ${waiter.lease_id}: acquired → active\n`);
+  expect(run.stdout).toMatch(new RegExp(`^lease ${waiter.lease_id}: active$`, 'm'));
+  expect((await leaseRow(waiter.lease_id)).state).toBe('active');
+});
+
+test('lease create --json ends with the active lease and its settled command tree', async () => {
+  const run = await env.cli('--json', 'lease', 'create', '--blueprint', 'sim', '--expires-in', '1h30m');
+  expect(run.code).toBe(0);
+  const result = parseJson(run);
+  expect(result).toMatchObject({ outcome: 'settled', lease: { state: 'active', holder: cliActor().issuedBy, blueprint_name: 'sim' } });
+  const expiresInMs = Date.parse(result.lease.expires_at) - Date.parse(result.lease.created_at);
+  expect(Math.abs(expiresInMs - 90 * 60_000)).toBeLessThan(60_000);
+  expect(result.tree[0]).toMatchObject({ kind: 'allocate', status: 'done', depth: 0, source: 'cli' });
+  expect(result.tree.every((c: { status: string }) => ['done', 'cancelled', 'coalesced'].includes(c.status))).toBe(true);
+});
+
+test('lease create --no-wait returns while the lease is still being set up', async () => {
+  const run = await env.cli('--json', 'lease', 'create', '--blueprint', 'sim', '--no-wait');
+  expect(run.code).toBe(0);
+  const { lease, command } = parseJson(run);
+  expect(lease.state).toBe('pending');
+  expect(command).toMatchObject({ kind: 'allocate', target_id: lease.id });
+});
+
+test('lease release waits until the lease is destroyed, and show gives its timeline', async () => {
+  const id = await activeLease('sim');
+  const run = await env.cli('lease', 'release', String(id), '--reason', 'done with it');
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(0);
+  expect(run.stdout).toMatch(new RegExp(`^release lease ${id}: queued as command \\d+$`, 'm'));
+  expect(run.stdout).toMatch(/^ +#\d+ release_slot resource:\d+ → done/m);
+  expect(run.stdout).toMatch(new RegExp(`^lease ${id} is destroyed$`, 'm'));
+  expect((await leaseRow(id)).state).toBe('destroyed');
+
+  const show = await env.cli('lease', 'show', String(id));
+  expect(show.code).toBe(0);
+  expect(show.stdout).toMatch(new RegExp(`^lease ${id}: destroyed`));
+  expect(show.stdout).toMatch(/queue\n {2}\(none\)/);
+  // Who, from where, why and what, in order.
+  const timeline = show.stdout.slice(show.stdout.indexOf('timeline'));
+  const release = timeline.search(/command #\d+ release: done {2}\[\S+ via cli, reason: done with it\] — released/);
+  const released = timeline.search(/state active → released \(command #\d+\) {2}\[\S+ via cli, reason: done with it\]/);
+  const destroyed = timeline.search(/state released → destroyed \(command #\d+\) {2}\[\S+ via system, reason: released\]/);
+  expect(release).toBeGreaterThan(0);
+  expect(released).toBeGreaterThan(release);
+  expect(destroyed).toBeGreaterThan(released);
+});
+
+test('a duplicate release joins the release already queued and waits for it', async () => {
+  const db = env.database.db;
+  const id = await activeLease('sim');
+  // Holding the lease's advisory lock keeps every drain off it: the first
+  // release stays queued for as long as the test needs.
+  const lock = await env.database.pool.connect();
+  await lock.query("select pg_advisory_lock(object_lock_key('lease', $1))", [id]);
+  try {
+    const first = await appendCommand(db, { target: { kind: 'lease', id }, kind: 'release', actor });
+
+    const noWait = await env.cli('lease', 'release', String(id), '--no-wait');
+    expect(noWait.code).toBe(0);
+    expect(noWait.stdout).toBe(`release lease ${id}: already queued as command ${first.command.id}\n`);
+
+    const waiting = finished(spawnCli(['--json', 'lease', 'release', String(id)], env.database.url));
+    await waitFor('the second duplicate to be recorded', async () => {
+      const rows = await db.selectFrom('commands').select('id').where('coalesced_into', '=', first.command.id).execute();
+      return rows.length === 2;
+    });
+    await lock.query("select pg_advisory_unlock(object_lock_key('lease', $1))", [id]);
+
+    const run = await waiting;
+    expect(run.code).toBe(0);
+    const result = parseJson(run);
+    expect(result).toMatchObject({ coalesced: true, state: 'destroyed', command: { id: first.command.id, status: 'done' } });
+    expect(result.record).toMatchObject({ status: 'coalesced', coalesced_into: first.command.id, source: 'cli' });
+  } finally {
+    lock.release();
+  }
+});
+
+test('releasing a destroyed lease is refused in one line naming its state', async () => {
+  const id = await activeLease('sim');
+  expect((await env.cli('lease', 'release', String(id))).code).toBe(0);
+  const before = await rowCounts(env.database.db);
+  const run = await env.cli('lease', 'release', String(id));
+  expect(run.code).toBe(4);
+  expect(run.stdout).toBe('');
+  expect(run.stderr).toMatch(new RegExp(`^error: lease ${id} is destroyed; release is accepted only when it is [a-z, ]+ \\(command \\d+ already did it\\)\\n$`));
+  expect(await rowCounts(env.database.db)).toEqual(before);
+});
+
+test('lease list filters by state, blueprint and holder, and pages on id', async () => {
+  const all = parseJson(await env.cli('--json', 'lease', 'list', '--blueprint', 'sim'));
+  expect(all.items.length).toBeGreaterThanOrEqual(4);
+  expect(all.items.every((l: { blueprint_name: string }) => l.blueprint_name === 'sim')).toBe(true);
+
+  const alice = await env.cli('lease', 'list', '--holder', 'alice', '--state', 'active');
+  expect(alice.code).toBe(0);
+  expect(alice.stdout.trim().split('\n')).toHaveLength(2);
+  expect(alice.stdout).toMatch(/^\d+\s+active\s+sim\s+alice\s/m);
+
+  const page = parseJson(await env.cli('--json', 'lease', 'list', '--blueprint', 'sim', '--limit', '2', '--after', String(all.items[0].id)));
+  expect(page.items.map((l: { id: number }) => l.id)).toEqual([all.items[1].id, all.items[2].id]);
+  expect(page.next).toBe(all.items[2].id);
+});
+
+test.each([
+  ['a non-numeric id', ['release', 'twelve'], /argument 'id'.*expected a whole number/],
+  ['a zero id', ['show', '0'], /argument 'id'.*expected an id of 1 or more/],
+  ['a bad duration', ['create', '--blueprint', 'sim', '--expires-in', '10 minutes'], /--expires-in .*expected a duration like/],
+  ['a missing blueprint', ['create'], /required option '--blueprint <name\|id>' not specified/],
+  ['an unknown blueprint', ['create', '--blueprint', 'nosuch'], /blueprint nosuch does not exist/],
+  ['an unknown state', ['list', '--state', 'sleeping'], /--state .*expected one of/],
+  ['a bad timeout', ['create', '--blueprint', 'sim', '--timeout', '-1'], /--timeout .*expected a number of seconds/],
+  ['an unknown lease', ['release', '999999'], /lease 999999 does not exist/],
+])('lease with %s: one line on stderr, non-zero exit, nothing written', async (_what, args, message) => {
+  const before = await rowCounts(env.database.db);
+  const run = await env.cli('lease', ...args);
+  expect(run.code).not.toBe(0);
+  expect(run.stdout).toBe('');
+  expect(run.stderr).toMatch(/^error: [^\n]+\n$/);
+  expect(run.stderr).toMatch(message);
+  expect(await rowCounts(env.database.db)).toEqual(before);
+});

@@ -1,0 +1,46 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/cli/bin.mjs');
+
+export interface CliRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Starts the real `slipway` executable against `databaseUrl`, from a working
+ * directory outside the project (the launcher must not depend on it).
+ */
+export function spawnCli(args: readonly string[], databaseUrl: string): ChildProcess {
+  return spawn(process.execPath, [BIN, ...args], {
+    cwd: os.tmpdir(),
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Collects a started CLI's output until it exits. */
+export function finished(child: ChildProcess): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk) => (stdout += chunk));
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Runs `slipway <args>` to completion. */
+export function runCli(args: readonly string[], databaseUrl: string): Promise<CliRun> {
+  return finished(spawnCli(args, databaseUrl));
+}
+
+/** The stdout of a --json run, parsed. */
+export function parseJson<T = any>(run: CliRun): T {
+  return JSON.parse(run.stdout) as T;
+}

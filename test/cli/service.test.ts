@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { Database } from '../../src/db/Database.ts';
+import { testLog } from '../helpers/testDatabase.ts';
+import { waitFor } from '../helpers/waitFor.ts';
+import { createEmptyDatabase } from './emptyDatabase.ts';
+import { finished, parseJson, runCli, spawnCli } from './runCli.ts';
+
+let empty: Awaited<ReturnType<typeof createEmptyDatabase>>;
+let database: Database;
+
+beforeAll(async () => {
+  empty = await createEmptyDatabase();
+  database = Database.fromUrl(empty.url, testLog);
+});
+afterAll(async () => {
+  await database?.close();
+  await empty?.drop();
+});
+
+test('worker refuses to run on a database without the schema, naming the fix', async () => {
+  const run = await runCli(['worker'], empty.url);
+  expect(run.code).toBe(1);
+  expect(run.stderr).toMatch(/^error: the database schema is not up to date \(0001_core, 0002_simulated_effects not applied\): run `slipway db migrate`\n$/);
+});
+
+test('db migrate applies the migrations once', async () => {
+  const first = await runCli(['db', 'migrate'], empty.url);
+  expect(first.code).toBe(0);
+  expect(first.stdout).toMatch(/^PostgreSQL at postgres@[\d.]+:\d+\/slipway_cli_\w+: applied 0001_core, 0002_simulated_effects\n$/);
+  const second = parseJson(await runCli(['--json', 'db', 'migrate'], empty.url));
+  expect(second.applied).toEqual([]);
+});
+
+test('start runs a worker that serves leases until SIGTERM, then stops cleanly', async () => {
+  const start = spawnCli(['start'], empty.url);
+  const output = finished(start);
+  let stdout = '';
+  start.stdout!.on('data', (chunk) => (stdout += chunk));
+  await waitFor('start to report its worker', async () => stdout.includes('running'));
+  // Where the database is, without its password.
+  const password = decodeURIComponent(new URL(empty.url).password);
+  expect(stdout).toMatch(/^database: PostgreSQL at postgres@[\d.]+:\d+\/slipway_cli_\w+\nmigrations: up to date\nworker \S+ running/);
+  // No "user:secret@" anywhere; and where the server has a password (the
+  // embedded one does; a trust-auth server does not), not the password either.
+  expect(stdout).not.toMatch(/postgres:[^@\s]*@/);
+  if (password !== '') expect(stdout).not.toContain(password);
+  expect(await database.db.selectFrom('workers').select('id').execute()).toHaveLength(1);
+
+  expect((await runCli(['blueprint', 'create', '--name', 'sim', '--driver', 'simulated', '--max-resources', '1'], empty.url)).code).toBe(0);
+  const lease = await runCli(['--json', 'lease', 'create', '--blueprint', 'sim', '--timeout', '30'], empty.url);
+  expect(lease.code).toBe(0);
+  expect(parseJson(lease).lease.state).toBe('active');
+
+  start.kill('SIGTERM');
+  const stopped = await output;
+  expect(stopped.code).toBe(0);
+  expect(stopped.stdout).toMatch(/stopping worker \S+ \(SIGTERM\): finishing drains in progress\nworker stopped\n$/);
+  expect(await database.db.selectFrom('workers').select('id').execute()).toEqual([]);
+});

@@ -1,0 +1,54 @@
+import { beforeAll, expect, test } from 'vitest';
+import { NotFoundError } from '../../src/domain/errors.ts';
+import { createBlueprint } from '../../src/objects/createBlueprint.ts';
+import { createLease } from '../../src/objects/createLease.ts';
+import { waitForSettled, type WaitSnapshot } from '../../src/read/waitForSettled.ts';
+import { cliTestEnv } from './cliTestEnv.ts';
+
+const env = cliTestEnv();
+const actor = { issuedBy: 'tester', source: 'cli' } as const;
+const activeOrGone = (state: string) => !['pending', 'acquired'].includes(state);
+
+beforeAll(async () => {
+  await createBlueprint(env.database.db, { name: 'sim', driver: 'simulated', maxResources: 2 }, actor);
+});
+
+test('wakes on the drain’s notices, not on its fallback timer', async () => {
+  const { lease, command } = await createLease(env.database.db, { blueprint: 'sim', holder: 'h' }, actor);
+  const snapshots: WaitSnapshot[] = [];
+  // The fallback is longer than the timeout: only notices can end this wait in time.
+  const result = await waitForSettled(env.database, {
+    rootId: command.id,
+    object: { ref: { kind: 'lease', id: lease.id }, until: activeOrGone },
+    timeoutMs: 30_000,
+    fallbackMs: 60_000,
+    onSnapshot: (snapshot) => snapshots.push(snapshot),
+  });
+  expect(result.outcome).toBe('settled');
+  expect(result.objectState).toBe('active');
+  expect(result.tree.map((c) => c.status).every((s) => s === 'done')).toBe(true);
+  // The tree grew as the drains added to it: allocate → need_resource → ... → activate.
+  expect(snapshots[0]!.tree.length).toBeLessThan(result.tree.length);
+  expect(result.tree.map((c) => `${c.target_kind}:${c.kind}`)).toEqual(
+    expect.arrayContaining(['lease:allocate', 'blueprint:need_resource', 'resource:acquire', 'lease:grant', 'lease:activate']),
+  );
+});
+
+test('stops at once when aborted, leaving the commands to carry on', async () => {
+  const { command } = await createLease(env.database.db, { blueprint: 'sim', holder: 'h' }, actor);
+  const controller = new AbortController();
+  const waiting = waitForSettled(env.database, {
+    rootId: command.id,
+    // Never satisfied: only the abort ends it.
+    object: { ref: { kind: 'lease', id: command.target_id }, until: () => false },
+    timeoutMs: 60_000,
+    fallbackMs: 60_000,
+    signal: controller.signal,
+    onSnapshot: () => controller.abort(),
+  });
+  expect((await waiting).outcome).toBe('aborted');
+});
+
+test('a command that does not exist is not found', async () => {
+  await expect(waitForSettled(env.database, { rootId: 999_999, timeoutMs: 1000 })).rejects.toThrow(NotFoundError);
+});

@@ -1,0 +1,79 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import type { ObjectKind } from '../../migrations/schema.ts';
+import { ObjectDrain } from '../../src/drain/ObjectDrain.ts';
+import { DriverRegistry } from '../../src/drivers/registry.ts';
+import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
+import { waitFor } from '../helpers/waitFor.ts';
+import { createLeases, releaseLease, simulatedBlueprint } from './support/fixtures.ts';
+import type { TestDatabase } from './support/testCluster.ts';
+
+/**
+ * The handshake that keeps a freed slot and a new waiter from missing each
+ * other, at its narrowest: the blueprint has decided, inside its transaction,
+ * that a lease must wait, and a resource frees its last slot at that very
+ * moment. The resource must wait for the blueprint's decision and then see
+ * the waiter. Drains run in this process, one step at a time, and the test
+ * plays the blueprint's side of that one transaction by hand (its lock, its
+ * waiter row) to hold it open.
+ */
+let database: TestDatabase;
+let drain: ObjectDrain;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
+  drain = new ObjectDrain(database.pool, drivers, testLog, { chaosDelayMs: 0, handOffAfterMs: 60_000 });
+});
+
+afterAll(async () => {
+  await database?.drop();
+});
+
+/** Drains every object with ready commands, but those of `kinds` left alone, until none is left. */
+async function drainAllBut(leftAlone: ObjectKind[]): Promise<void> {
+  for (;;) {
+    const { rows } = await sql<{ kind: ObjectKind; id: number }>`
+      select distinct target_kind as kind, target_id as id from commands
+      where status in ('queued', 'running') and not_before <= now() and target_kind <> all(${leftAlone}::text[])
+    `.execute(database.db);
+    if (rows.length === 0) return;
+    for (const { kind, id } of rows) await drain.drain(kind, id);
+  }
+}
+
+test('a slot freed while the blueprint is deciding that a lease waits goes to that lease', async () => {
+  const db = database.db;
+  const blueprint = await simulatedBlueprint(db, 'handshake', { maxResources: 1, leasesPerResource: 1 });
+  const [holder] = await createLeases(db, blueprint, 1);
+  await drainAllBut([]);
+  const [waiter] = await createLeases(db, blueprint, 1);
+  await releaseLease(db, holder!.id);
+  // The holder's slot is on its way back; the waiter's need_resource sits at the blueprint.
+  await drainAllBut(['resource', 'blueprint']);
+
+  const resource = await db.selectFrom('resources').select('id').where('blueprint_id', '=', blueprint.id).executeTakeFirstOrThrow();
+  const blueprintSide = await database.pool.connect();
+  try {
+    await blueprintSide.query('begin');
+    await blueprintSide.query('select id from blueprints where id = $1 for no key update', [blueprint.id]);
+    await blueprintSide.query('insert into blueprint_waiters (blueprint_id, lease_id, since) values ($1, $2, now())', [blueprint.id, waiter!.id]);
+    const freeing = drain.drain('resource', resource.id);
+    await waitFor('the resource to wait for the blueprint', async () => {
+      const { rows } = await sql<{ waiting: boolean }>`
+        select exists (select 1 from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()) as waiting
+      `.execute(db);
+      return rows[0]!.waiting;
+    });
+    await blueprintSide.query('commit');
+    await freeing;
+  } finally {
+    blueprintSide.release();
+  }
+
+  const told = await db.selectFrom('commands').select('kind').where('target_kind', '=', 'blueprint').where('kind', '=', 'slot_freed').execute();
+  expect(told).toEqual([{ kind: 'slot_freed' }]);
+  await drainAllBut([]);
+  const served = await db.selectFrom('leases').select('state').where('id', '=', waiter!.id).executeTakeFirstOrThrow();
+  expect(served.state).toBe('active');
+});

@@ -1,0 +1,94 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import type pg from 'pg';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import type { Db } from '../../src/db/Database.ts';
+import type { ObjectRef } from '../../src/queue/objectTables.ts';
+import { wakeObjects } from '../../src/queue/wakeObjects.ts';
+import { Sweeper } from '../../src/worker/Sweeper.ts';
+import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
+import { createLeases, simulatedBlueprint } from './support/fixtures.ts';
+import type { TestDatabase } from './support/testCluster.ts';
+
+/**
+ * How objects get drained at all, with no worker running to blur it: each
+ * object has at most one pending wake-up, which later wake-ups never push
+ * back (under load, a busy object's wake-up would otherwise always be the
+ * newest job in the backlog), and the sweeper wakes an object nobody drains
+ * but leaves one whose drain lock is held, judging by locks in its own
+ * database only.
+ */
+// Two Slipway databases on one server. The sweeper test sweeps `swept`, so
+// nothing else may leave commands there; `neighbour` is the other one.
+let swept: TestDatabase;
+let neighbour: TestDatabase;
+
+beforeAll(async () => {
+  [swept, neighbour] = await Promise.all([createTestDatabase(), createTestDatabase()]);
+});
+
+afterAll(async () => {
+  await Promise.all([swept?.drop(), neighbour?.drop()]);
+});
+
+/** When the object's pending (not running) wake-up is due. */
+async function wakeUpAt(db: Db, target: ObjectRef): Promise<Date> {
+  const { rows } = await sql<{ run_at: Date }>`
+    select run_at from graphile_worker.jobs where key = ${`drain:${target.kind}:${target.id}`} and locked_at is null
+  `.execute(db);
+  expect(rows).toHaveLength(1);
+  return rows[0]!.run_at;
+}
+
+/** Takes an object's drain lock on a connection of its own, as a drain would; returns the connection. */
+async function holdDrainLock(database: TestDatabase, target: ObjectRef): Promise<pg.PoolClient> {
+  const client = await database.pool.connect();
+  await client.query('select pg_advisory_lock(object_lock_key($1, $2))', [target.kind, target.id]);
+  return client;
+}
+
+test('a wake-up never moves the pending one later, and may move it earlier', async () => {
+  const blueprint = await simulatedBlueprint(neighbour.db, 'woken', { maxResources: 1, leasesPerResource: 1 });
+  const [lease] = await createLeases(neighbour.db, blueprint, 1);
+  const target = { kind: 'lease', id: lease!.id } as const;
+  const first = await wakeUpAt(neighbour.db, target);
+  await sleep(20);
+
+  await wakeObjects(neighbour.db, [target]);
+  expect(await wakeUpAt(neighbour.db, target)).toEqual(first);
+  await wakeObjects(neighbour.db, [target], new Date(Date.now() + 60_000));
+  expect(await wakeUpAt(neighbour.db, target)).toEqual(first);
+
+  const later = { kind: 'lease', id: lease!.id + 1 } as const;
+  const inAMinute = new Date(Date.now() + 60_000);
+  await wakeObjects(neighbour.db, [later], inAMinute);
+  await wakeObjects(neighbour.db, [later]);
+  expect((await wakeUpAt(neighbour.db, later)).getTime()).toBeLessThan(inAMinute.getTime());
+});
+
+test('the sweeper wakes an object nobody drains, even while another database drains its namesake', async () => {
+  const staleAfterMs = 1;
+  const blueprint = await simulatedBlueprint(swept.db, 'swept', { maxResources: 1, leasesPerResource: 1 });
+  const [lease] = await createLeases(swept.db, blueprint, 1);
+  const target = { kind: 'lease', id: lease!.id } as const;
+  const sweeper = new Sweeper(swept.db, testLog, 60_000, staleAfterMs);
+  await sleep(staleAfterMs + 20);
+  // Its wake-up job is waiting (no worker runs here): not stranded, only queued.
+  expect(await sweeper.sweep()).toBe(0);
+  // The job lost, as when the worker that took it died: now it is stranded.
+  await sql`select graphile_worker.remove_job(${`drain:lease:${lease!.id}`})`.execute(swept.db);
+
+  const namesake = await holdDrainLock(neighbour, target);
+  try {
+    expect(await sweeper.sweep()).toBe(1);
+  } finally {
+    namesake.release(true);
+  }
+
+  const drain = await holdDrainLock(swept, target);
+  try {
+    expect(await sweeper.sweep()).toBe(0);
+  } finally {
+    drain.release(true);
+  }
+});

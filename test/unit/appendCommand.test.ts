@@ -1,0 +1,152 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { CommandRejectedError, InvalidInputError, NotFoundError } from '../../src/domain/errors.ts';
+import { createBlueprint } from '../../src/objects/createBlueprint.ts';
+import { createLease } from '../../src/objects/createLease.ts';
+import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
+import { createTestDatabase } from '../helpers/testDatabase.ts';
+
+// No worker runs in this file: commands stay queued, so what append wrote
+// can be inspected exactly.
+const alice = { issuedBy: 'alice@host', source: 'cli', reason: 'done with it' } as const;
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+const db = () => database.db;
+
+beforeAll(async () => {
+  database = await createTestDatabase({ poolSize: 30 });
+  await createBlueprint(db(), { name: 'pool', driver: 'simulated', maxResources: 3 }, alice);
+});
+afterAll(async () => database?.drop());
+
+const newLease = async () => (await createLease(db(), { blueprint: 'pool', holder: 'alice' }, alice)).lease;
+const count = async (table: 'commands' | 'events') =>
+  (await db().selectFrom(table).select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow()).n;
+const jobKeys = async () =>
+  (await sql<{ key: string }>`select key from graphile_worker.jobs where key is not null`.execute(db())).rows.map((r) => r.key);
+
+describe('creating a lease', () => {
+  test('writes the lease, its allocate command, its creation event and its wake-up together', async () => {
+    const lease = await newLease();
+    const commands = await db().selectFrom('commands').selectAll().where('target_kind', '=', 'lease').where('target_id', '=', lease.id).execute();
+    expect(commands.map((c) => [c.kind, c.status, c.issued_by, c.source])).toEqual([['allocate', 'queued', 'alice@host', 'cli']]);
+    const events = await db().selectFrom('events').selectAll().where('target_kind', '=', 'lease').where('target_id', '=', lease.id).execute();
+    expect(events.map((e) => [e.type, e.to_state, e.actor])).toEqual([['created', 'pending', 'alice@host']]);
+    expect(await jobKeys()).toContain(`drain:lease:${lease.id}`);
+  });
+
+  test('refuses an unknown blueprint and bad input, writing nothing', async () => {
+    const before = await count('commands');
+    await expect(createLease(db(), { blueprint: 'nope', holder: 'x' }, alice)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(createLease(db(), { blueprint: 'pool', holder: '' }, alice)).rejects.toThrow(/holder/);
+    await expect(createLease(db(), { blueprint: 'pool', holder: 'x', expiresAt: '2001-01-01T00:00:00Z' }, alice)).rejects.toThrow(
+      /expiresAt must be in the future/,
+    );
+    expect(await count('commands')).toBe(before);
+  });
+});
+
+describe('appending a command', () => {
+  test('records who, from where and why, and wakes the object in the same transaction', async () => {
+    const lease = await newLease();
+    const { command, coalesced } = await appendCommand(db(), {
+      target: { kind: 'lease', id: lease.id },
+      kind: 'release',
+      actor: { ...alice, requestId: 'req-1' },
+    });
+    expect(coalesced).toBe(false);
+    expect(command).toMatchObject({ kind: 'release', version: 1, status: 'queued', issued_by: 'alice@host', source: 'cli', reason: 'done with it', request_id: 'req-1' });
+  });
+
+  test('a command whose transaction rolls back leaves neither the command nor its wake-up', async () => {
+    const lease = await newLease();
+    await sql`select graphile_worker.remove_job(${`drain:lease:${lease.id}`})`.execute(db());
+    const before = await count('commands');
+    await expect(
+      db()
+        .transaction()
+        .execute(async (trx) => {
+          await appendInTransaction(trx, { target: { kind: 'lease', id: lease.id }, kind: 'release', actor: alice }, { fromOutside: true });
+          throw new Error('caller changed its mind');
+        }),
+    ).rejects.toThrow('caller changed its mind');
+    expect(await count('commands')).toBe(before);
+    expect(await jobKeys()).not.toContain(`drain:lease:${lease.id}`);
+  });
+
+  test('an append to an object whose wake-up is already due holds that job until it commits, instead of adding one', async () => {
+    const lease = await newLease();
+    const key = `drain:lease:${lease.id}`;
+    const jobIds = async () => (await sql<{ id: string }>`select id from graphile_worker.jobs where key = ${key}`.execute(db())).rows;
+    const before = await jobIds();
+    expect(before).toHaveLength(1);
+    // What a worker does to take a job: FOR UPDATE SKIP LOCKED.
+    const takeable = () =>
+      sql<{ id: string }>`select id from graphile_worker._private_jobs where key = ${key} for update skip locked`.execute(db());
+    let seenInside: number | undefined;
+    await db()
+      .transaction()
+      .execute(async (trx) => {
+        await appendInTransaction(trx, { target: { kind: 'lease', id: lease.id }, kind: 'release', actor: alice }, { fromOutside: true });
+        seenInside = (await takeable()).rows.length;
+      });
+    expect(seenInside).toBe(0);
+    expect((await takeable()).rows).toHaveLength(1);
+    expect(await jobIds()).toEqual(before);
+  });
+
+  test.each([
+    [{ kind: 'explode' }, InvalidInputError, /unknown command kind "explode" for a lease; use one of: release/],
+    [{ kind: 'allocate' }, InvalidInputError, /internal command/],
+    [{ kind: 'release', payload: { force: true } }, InvalidInputError, /invalid release payload: payload: Unrecognized key/],
+    [{ kind: 'release', version: 7 }, InvalidInputError, /release has no version 7; this Slipway handles versions 1/],
+  ])('refuses %o with a message saying what would be right, writing nothing', async (request, type, message) => {
+    const lease = await newLease();
+    const before = await count('commands');
+    const attempt = appendCommand(db(), { target: { kind: 'lease', id: lease.id }, actor: alice, ...request });
+    await expect(attempt).rejects.toBeInstanceOf(type);
+    await expect(attempt).rejects.toThrow(message);
+    expect(await count('commands')).toBe(before);
+  });
+
+  test('refuses a command for an object that does not exist', async () => {
+    await expect(appendCommand(db(), { target: { kind: 'lease', id: 999_999 }, kind: 'release', actor: alice })).rejects.toThrow(
+      'lease 999999 does not exist',
+    );
+  });
+
+  test('refuses a command the state table does not allow in the current state', async () => {
+    const { rows } = await sql<{ id: number }>`
+      insert into resources (blueprint_id, capacity, state) select id, 1, 'pending' from blueprints where name = 'pool' returning id
+    `.execute(db());
+    const attempt = appendCommand(db(), { target: { kind: 'resource', id: rows[0]!.id }, kind: 'reclaim', actor: alice });
+    await expect(attempt).rejects.toBeInstanceOf(CommandRejectedError);
+    await expect(attempt).rejects.toThrow(/resource \d+ is pending; reclaim is accepted only when it is active/);
+  });
+
+  test('a duplicate release returns the one already queued, recorded as coalesced with its own actor', async () => {
+    const lease = await newLease();
+    const target = { kind: 'lease', id: lease.id } as const;
+    const first = await appendCommand(db(), { target, kind: 'release', actor: alice });
+    const second = await appendCommand(db(), { target, kind: 'release', actor: { issuedBy: 'gc', source: 'gc', reason: 'expired' } });
+    expect(second.coalesced).toBe(true);
+    expect(second.command.id).toBe(first.command.id);
+    expect(second.record).toMatchObject({ status: 'coalesced', coalesced_into: first.command.id, issued_by: 'gc', source: 'gc', reason: 'expired' });
+    const queued = await db().selectFrom('commands').select('id').where('target_id', '=', lease.id).where('kind', '=', 'release').where('status', '=', 'queued').execute();
+    expect(queued).toHaveLength(1);
+  });
+
+  test('forty concurrent releases of one lease queue one command, and all callers learn its id', async () => {
+    const lease = await newLease();
+    const sources = ['web', 'cli', 'api', 'gc', 'system'] as const;
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        appendCommand(db(), { target: { kind: 'lease', id: lease.id }, kind: 'release', actor: { issuedBy: `u${i}`, source: sources[i % 5]! } }),
+      ),
+    );
+    expect(new Set(results.map((r) => r.command.id)).size).toBe(1);
+    expect(results.filter((r) => !r.coalesced)).toHaveLength(1);
+    const rows = await db().selectFrom('commands').select('status').where('target_id', '=', lease.id).where('kind', '=', 'release').execute();
+    expect(rows.filter((r) => r.status === 'queued')).toHaveLength(1);
+    expect(rows.filter((r) => r.status === 'coalesced')).toHaveLength(39);
+  });
+});

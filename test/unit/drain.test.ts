@@ -1,0 +1,168 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { ObjectKind } from '../../migrations/schema.ts';
+import { ObjectDrain } from '../../src/drain/ObjectDrain.ts';
+import { DriverRegistry } from '../../src/drivers/registry.ts';
+import { createBlueprint } from '../../src/objects/createBlueprint.ts';
+import { createLease } from '../../src/objects/createLease.ts';
+import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
+
+// The drain run by hand, one object at a time, with no graphile-worker: each
+// step of the protocol can be looked at exactly.
+const alice = { issuedBy: 'alice@host', source: 'cli' } as const;
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let drain: ObjectDrain;
+const db = () => database.db;
+
+beforeAll(async () => {
+  database = await createTestDatabase({ poolSize: 10 });
+  const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
+  drain = new ObjectDrain(database.pool, drivers, testLog, { chaosDelayMs: 0, handOffAfterMs: 60_000 });
+});
+afterAll(async () => database?.drop());
+
+/** Drains every object with a ready command until none is left (yielded commands wait). */
+async function drainAll(): Promise<void> {
+  for (let round = 0; round < 200; round++) {
+    const { rows } = await sql<{ kind: ObjectKind; id: number }>`
+      select distinct target_kind as kind, target_id as id from commands
+      where status in ('queued', 'running') and not_before <= now()
+    `.execute(db());
+    if (rows.length === 0) return;
+    for (const { kind, id } of rows) await drain.drain(kind, id);
+  }
+  throw new Error('the queues never emptied');
+}
+
+const lease = (id: number) => db().selectFrom('leases').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const commandsOf = (kind: ObjectKind, id: number) =>
+  db().selectFrom('commands').selectAll().where('target_kind', '=', kind).where('target_id', '=', id).orderBy('id').execute();
+const stateEvents = async (kind: ObjectKind, id: number) =>
+  (await db().selectFrom('events').select(['from_state', 'to_state']).where('target_kind', '=', kind).where('target_id', '=', id).where('type', '=', 'state').orderBy('id').execute()).map(
+    (e) => `${e.from_state}→${e.to_state}`,
+  );
+const releaseEffects = async (leaseId: number) =>
+  (await sql<{ n: number }>`select count(*)::int as n from simulated_effects where operation = 'releaseLease' and object_id = ${leaseId}`.execute(db())).rows[0]!.n;
+
+async function blueprint(name: string, settings: Record<string, unknown> = {}, maxResources = 2) {
+  return createBlueprint(db(), { name, driver: 'simulated', settings, maxResources, leasesPerResource: 1 }, alice);
+}
+
+describe('the drain', () => {
+  test('takes a lease through its whole life, each transition once, with follow-ups linked to their cause', async () => {
+    await blueprint('life');
+    const { lease: l } = await createLease(db(), { blueprint: 'life', holder: 'alice' }, alice);
+    await drainAll();
+    expect((await lease(l.id)).state).toBe('active');
+    const { command: release } = await appendCommand(db(), { target: { kind: 'lease', id: l.id }, kind: 'release', actor: alice });
+    await drainAll();
+    expect(await stateEvents('lease', l.id)).toEqual(['pending→acquired', 'acquired→active', 'active→released', 'released→destroyed']);
+    const destroy = (await commandsOf('lease', l.id)).find((c) => c.kind === 'destroy')!;
+    expect(destroy).toMatchObject({ caused_by: release.id, status: 'done', issued_by: 'alice@host', source: 'system' });
+    const resource = await db().selectFrom('resources').selectAll().where('id', '=', (await lease(l.id)).resource_id!).executeTakeFirstOrThrow();
+    expect(resource).toMatchObject({ state: 'active', used_slots: 0 });
+    expect(await releaseEffects(l.id)).toBe(1);
+  });
+
+  test('a transient driver error yields with backoff and keeps the command queued', async () => {
+    await blueprint('flaky', { transientFailureRate: 1, failOperations: ['allocateResource'], transientRetryAfterMs: 60_000 });
+    const { lease: l } = await createLease(db(), { blueprint: 'flaky', holder: 'alice' }, alice);
+    await drainAll();
+    const resource = await db().selectFrom('resources').select('id').where('allocated_for_lease_id', '=', l.id).executeTakeFirstOrThrow();
+    const [allocate] = await commandsOf('resource', resource.id);
+    expect(allocate).toMatchObject({ kind: 'allocate', status: 'queued', attempts: 1 });
+    expect(allocate!.message).toMatch(/driver error \(attempt 1\), retrying in 60.0 s: simulated transient failure in allocateResource/);
+    // The failure's event and the command's new not-before commit in one
+    // transaction (one now()): the gap is the driver's retry hint.
+    const failure = await db().selectFrom('events').selectAll().where('target_kind', '=', 'resource').where('target_id', '=', resource.id).where('type', '=', 'driver_error').executeTakeFirstOrThrow();
+    expect(failure).toMatchObject({ command_id: allocate!.id, message: 'simulated transient failure in allocateResource', data: { attempt: 1, retryInMs: 60_000 } });
+    const gap = allocate!.not_before.getTime() - failure.created_at.getTime();
+    expect(gap).toBeGreaterThanOrEqual(59_999);
+    expect(gap).toBeLessThanOrEqual(60_001);
+    expect((await lease(l.id)).state).toBe('pending');
+  });
+
+  test('a release supersedes the work it makes pointless, even while that work is yielding', async () => {
+    await blueprint('stuck', { transientFailureRate: 1, failOperations: ['activateLease'] });
+    const { lease: l } = await createLease(db(), { blueprint: 'stuck', holder: 'alice' }, alice);
+    await drainAll();
+    expect((await lease(l.id)).state).toBe('acquired');
+    await appendCommand(db(), { target: { kind: 'lease', id: l.id }, kind: 'release', actor: alice });
+    await drainAll();
+    expect((await lease(l.id)).state).toBe('destroyed');
+    const activate = (await commandsOf('lease', l.id)).find((c) => c.kind === 'activate')!;
+    expect(activate.status).toBe('cancelled');
+    expect(activate.message).toMatch(/superseded by release \(command \d+\)/);
+  });
+
+  test('a permanent driver error breaks the lease, which is destroyed and gives its slot back', async () => {
+    await blueprint('doomed', { permanentFailureRate: 1, failOperations: ['activateLease'] });
+    const { lease: l } = await createLease(db(), { blueprint: 'doomed', holder: 'alice' }, alice);
+    await drainAll();
+    const row = await lease(l.id);
+    expect(row.state).toBe('destroyed');
+    expect(row.message).toBe('simulated permanent failure in activateLease');
+    expect(await stateEvents('lease', l.id)).toEqual(['pending→acquired', 'acquired→broken', 'broken→destroyed']);
+    const activate = (await commandsOf('lease', l.id)).find((c) => c.kind === 'activate')!;
+    expect(activate).toMatchObject({ status: 'failed', message: 'driver failed permanently: simulated permanent failure in activateLease' });
+    const resource = await db().selectFrom('resources').select('used_slots').where('id', '=', row.resource_id!).executeTakeFirstOrThrow();
+    expect(resource.used_slots).toBe(0);
+  });
+
+  test('a pending lease waiting at a full blueprint can be released, and the next waiter is served', async () => {
+    await blueprint('tight', {}, 1);
+    const { lease: first } = await createLease(db(), { blueprint: 'tight', holder: 'a' }, alice);
+    await drainAll();
+    const { lease: second } = await createLease(db(), { blueprint: 'tight', holder: 'b' }, alice);
+    const { lease: third } = await createLease(db(), { blueprint: 'tight', holder: 'c' }, alice);
+    await drainAll();
+    expect([(await lease(second.id)).state, (await lease(third.id)).state]).toEqual(['pending', 'pending']);
+    await appendCommand(db(), { target: { kind: 'lease', id: second.id }, kind: 'release', actor: alice });
+    await drainAll();
+    expect((await lease(second.id)).state).toBe('destroyed');
+    expect(await stateEvents('lease', second.id)).toEqual(['pending→released', 'released→destroyed']);
+    await appendCommand(db(), { target: { kind: 'lease', id: first.id }, kind: 'release', actor: alice });
+    await drainAll();
+    expect((await lease(third.id)).state).toBe('active');
+    const waiters = await db().selectFrom('blueprint_waiters').select('lease_id').execute();
+    expect(waiters).toEqual([]);
+    const resources = await db().selectFrom('resources').select('id').where('blueprint_id', '=', (await lease(third.id)).blueprint_id).execute();
+    expect(resources).toHaveLength(1);
+  });
+
+  test('a release that reaches an already destroyed lease is a no-op, never a second destroy', async () => {
+    await blueprint('twice');
+    const { lease: l } = await createLease(db(), { blueprint: 'twice', holder: 'alice' }, alice);
+    await drainAll();
+    await appendCommand(db(), { target: { kind: 'lease', id: l.id }, kind: 'release', actor: alice });
+    await drainAll();
+    // What a second release that passed its state check just before the
+    // first one finished looks like by the time it is drained.
+    await db()
+      .insertInto('commands')
+      .values({ target_kind: 'lease', target_id: l.id, kind: 'release', issued_by: 'bob', source: 'api', dedup_key: 'release' })
+      .execute();
+    await drain.drain('lease', l.id);
+    const late = (await commandsOf('lease', l.id)).filter((c) => c.kind === 'release').at(-1)!;
+    expect(late).toMatchObject({ issued_by: 'bob', status: 'done', message: `nothing to do: lease ${l.id} is destroyed` });
+    expect(await stateEvents('lease', l.id)).toEqual(['pending→acquired', 'acquired→active', 'active→released', 'released→destroyed']);
+    expect(await releaseEffects(l.id)).toBe(1);
+  });
+
+  test('a command newer than this worker understands is left queued, untouched but for a note', async () => {
+    await blueprint('future');
+    const { lease: l } = await createLease(db(), { blueprint: 'future', holder: 'alice' }, alice);
+    await drainAll();
+    const inserted = await db()
+      .insertInto('commands')
+      .values({ target_kind: 'lease', target_id: l.id, kind: 'release', version: 99, payload: JSON.stringify({ graceful: true }), issued_by: 'new-cli', source: 'cli' })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await drain.drain('lease', l.id);
+    const after = await db().selectFrom('commands').selectAll().where('id', '=', inserted.id).executeTakeFirstOrThrow();
+    expect(after).toMatchObject({ status: 'queued', version: 99, payload: { graceful: true }, attempts: 0 });
+    expect(after.message).toBe('waiting for a worker that handles lease release v99');
+    expect((await lease(l.id)).state).toBe('active');
+  });
+});

@@ -1,0 +1,51 @@
+import { describe, expect, test } from 'vitest';
+import { COMMAND_KINDS, commandKindSpec, latestVersion } from '../../src/domain/commandKinds.ts';
+import { accepts, canTransition, INITIAL_STATE, isTerminal, LIFECYCLES, statesAccepting } from '../../src/domain/lifecycle.ts';
+import { BLUEPRINT_HANDLERS } from '../../src/drain/handlers/blueprintHandlers.ts';
+import { LEASE_HANDLERS } from '../../src/drain/handlers/leaseHandlers.ts';
+import { RESOURCE_HANDLERS } from '../../src/drain/handlers/resourceHandlers.ts';
+
+const kinds = ['lease', 'resource', 'blueprint'] as const;
+const HANDLERS = { lease: LEASE_HANDLERS, resource: RESOURCE_HANDLERS, blueprint: BLUEPRINT_HANDLERS };
+
+describe('the state table', () => {
+  test.each(kinds)('%s: every transition and accepted command names something that exists', (kind) => {
+    const states = LIFECYCLES[kind] as Record<string, { next: readonly string[]; accepts: readonly string[] }>;
+    expect(Object.keys(states)).toContain(INITIAL_STATE[kind]);
+    for (const [state, spec] of Object.entries(states)) {
+      for (const next of spec.next) expect(Object.keys(states), `${kind} ${state} → ${next}`).toContain(next);
+      for (const command of spec.accepts) expect(commandKindSpec(kind, command), `${kind} ${state} accepts ${command}`).toBeDefined();
+    }
+  });
+
+  test.each(kinds)('%s: every command kind is accepted somewhere and has a handler and a schema', (kind) => {
+    for (const command of Object.keys(COMMAND_KINDS[kind])) {
+      expect(statesAccepting(kind, command).length, `${kind} ${command}`).toBeGreaterThan(0);
+      expect(Object.keys(HANDLERS[kind]), `${kind} handler for ${command}`).toContain(command);
+      expect(latestVersion(commandKindSpec(kind, command)!)).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  test('the designed lease and resource paths are allowed, and nothing else goes back', () => {
+    const leasePath = ['pending', 'acquired', 'active', 'released', 'destroyed'];
+    const resourcePath = ['pending', 'active', 'released', 'destroyed'];
+    for (const [kind, path] of [['lease', leasePath], ['resource', resourcePath]] as const) {
+      for (let i = 0; i + 1 < path.length; i++) expect(canTransition(kind, path[i]!, path[i + 1]!)).toBe(true);
+      for (let i = 1; i < path.length; i++) expect(canTransition(kind, path[i]!, path[i - 1]!)).toBe(false);
+      expect(canTransition(kind, 'broken', 'destroyed')).toBe(true);
+      expect(isTerminal(kind, 'destroyed')).toBe(true);
+      expect(isTerminal(kind, 'broken')).toBe(false);
+    }
+  });
+
+  test('release works in every lease state before destroyed except after it already happened', () => {
+    expect(statesAccepting('lease', 'release').sort()).toEqual(['acquired', 'active', 'broken', 'pending']);
+    expect(accepts('lease', 'destroyed', 'release')).toBe(false);
+    expect(accepts('resource', 'active', 'reclaim')).toBe(true);
+    expect(accepts('resource', 'pending', 'reclaim')).toBe(false);
+  });
+
+  test('an unknown state is a programming error, not a silent "no"', () => {
+    expect(() => accepts('lease', 'flying', 'release')).toThrow(/unknown lease state "flying"/);
+  });
+});
