@@ -1,0 +1,49 @@
+import { execFileSync } from 'node:child_process';
+import os from 'node:os';
+import type pg from 'pg';
+
+export interface MachineInfo {
+  readonly cores: number;
+  readonly cpuModel: string;
+  readonly memoryBytes: number;
+  readonly platform: string;
+  readonly node: string;
+  readonly postgres: string;
+  /** The durability settings every transaction of the run committed under. */
+  readonly synchronousCommit: string;
+  readonly fsync: string;
+  /** The code measured: its commit, marked -dirty when the working tree had changes. */
+  readonly revision: string;
+  /** 1-minute load average when the run began: well above 0 means something else competes for the cores. */
+  readonly loadAverage: number;
+}
+
+/** What the figures depend on: the host, the code, and the server's version and durability settings. */
+export async function describeMachine(pool: pg.Pool): Promise<MachineInfo> {
+  const { rows } = await pool.query<{ version: string; synchronous_commit: string; fsync: string }>(
+    `select current_setting('server_version') as version,
+            current_setting('synchronous_commit') as synchronous_commit,
+            current_setting('fsync') as fsync`,
+  );
+  const settings = rows[0]!;
+  return {
+    cores: os.availableParallelism(),
+    cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
+    memoryBytes: os.totalmem(),
+    platform: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    postgres: settings.version,
+    synchronousCommit: settings.synchronous_commit,
+    fsync: settings.fsync,
+    revision: gitRevision(),
+    loadAverage: os.loadavg()[0]!,
+  };
+}
+
+function gitRevision(): string {
+  try {
+    return execFileSync('git', ['describe', '--always', '--dirty'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
+}
