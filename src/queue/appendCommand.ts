@@ -9,9 +9,8 @@ import {
   InvalidInputError,
   NotFoundError,
 } from '../domain/errors.ts';
-import { accepts, statesAccepting } from '../domain/lifecycle.ts';
-import { describeObject, OBJECT_TABLE, type ObjectRef } from './objectTables.ts';
-import { wakeObjects } from './wakeObjects.ts';
+import { statesAccepting } from '../domain/lifecycle.ts';
+import { describeObject, DRAIN_TASK, type ObjectRef } from './objectTables.ts';
 
 export interface AppendRequest {
   readonly target: ObjectRef;
@@ -41,7 +40,9 @@ export interface AppendResult {
  * duplicates, and writes the command and its wake-up in one transaction.
  */
 export async function appendCommand(db: Db, request: AppendRequest): Promise<AppendResult> {
-  return db.transaction().execute((trx) => appendInTransaction(trx, request, { fromOutside: true }));
+  // No explicit transaction: the append is one statement (slipway_append_command),
+  // which PostgreSQL runs atomically on its own.
+  return appendInTransaction(db, request, { fromOutside: true });
 }
 
 /**
@@ -86,88 +87,33 @@ export async function appendInTransaction(
     });
   }
 
-  if (options.fromOutside) await assertAccepted(trx, target, kind, spec.dedupKey);
+  const { rows } = await sql<AppendedRow>`
+    select f.part, f.object_state, (f.cmd).*
+    from slipway_append_command(
+      ${target.kind}, ${target.id}, ${options.fromOutside ? statesAccepting(target.kind, kind) : null}::text[],
+      ${kind}, ${version}, ${JSON.stringify(parsed.data)}::jsonb,
+      ${request.actor.issuedBy}, ${request.actor.source}, ${request.actor.reason ?? null}, ${request.actor.requestId ?? null},
+      ${request.causedBy ?? null}::bigint, ${spec.dedupKey ?? null}, ${request.notBefore?.toISOString() ?? null}::timestamptz,
+      ${options.wake === false ? null : DRAIN_TASK[target.kind]}
+    ) as f`.execute(trx);
 
-  const row = {
-    target_kind: target.kind,
-    target_id: target.id,
-    kind,
-    version,
-    payload: JSON.stringify(parsed.data),
-    issued_by: request.actor.issuedBy,
-    source: request.actor.source,
-    reason: request.actor.reason ?? null,
-    request_id: request.actor.requestId ?? null,
-    caused_by: request.causedBy ?? null,
-    dedup_key: spec.dedupKey ?? null,
-    ...(request.notBefore ? { not_before: request.notBefore } : {}),
-  };
-
-  if (spec.dedupKey) {
-    // Loop: the in-flight command we collided with may settle before we read
-    // it, in which case our insert can go through on the next try.
-    for (;;) {
-      const inserted = await trx
-        .insertInto('commands')
-        .values(row)
-        .onConflict((oc) =>
-          oc
-            .columns(['target_kind', 'target_id', 'dedup_key'])
-            .where('dedup_key', 'is not', null)
-            .where('status', 'in', ['queued', 'running'])
-            .doNothing(),
-        )
-        .returningAll()
-        .executeTakeFirst();
-      if (inserted) {
-        if (options.wake !== false) await wakeObjects(trx, [target], request.notBefore);
-        return { command: inserted, coalesced: false, record: inserted };
-      }
-      const existing = await trx
-        .selectFrom('commands')
-        .selectAll()
-        .where('target_kind', '=', target.kind)
-        .where('target_id', '=', target.id)
-        .where('dedup_key', '=', spec.dedupKey)
-        .where('status', 'in', ['queued', 'running'])
-        .executeTakeFirst();
-      if (!existing) continue;
-      const record = await trx
-        .insertInto('commands')
-        .values({
-          ...row,
-          dedup_key: null,
-          status: 'coalesced',
-          coalesced_into: existing.id,
-          message: `coalesced into command ${existing.id}, already ${existing.status}`,
-          finished_at: sql<Date>`now()`,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return { command: existing, coalesced: true, record };
-    }
-  }
-
-  const inserted = await trx.insertInto('commands').values(row).returningAll().executeTakeFirstOrThrow();
-  if (options.wake !== false) await wakeObjects(trx, [target], request.notBefore);
-  return { command: inserted, coalesced: false, record: inserted };
+  const parts = new Map(rows.map(({ part, object_state, ...command }) => [part, { state: object_state, command }]));
+  const inserted = parts.get('inserted');
+  if (inserted) return { command: inserted.command, coalesced: false, record: inserted.command };
+  const into = parts.get('coalesced_into');
+  const record = parts.get('coalesced');
+  if (into && record) return { command: into.command, coalesced: true, record: record.command };
+  if (parts.has('missing')) throw new NotFoundError(target.kind, target.id);
+  const rejected = parts.get('rejected');
+  if (rejected?.state) throw await rejection(trx, target, kind, rejected.state, spec.dedupKey);
+  throw new Error(`slipway_append_command returned no outcome for ${describeObject(target)}: ${JSON.stringify([...parts.keys()])}`);
 }
 
-async function assertAccepted(trx: Db, target: ObjectRef, kind: string, dedupKey: string | undefined) {
-  // FOR SHARE: a drain locks the row before it commits a state change (see
-  // lockObjectRow), so the state we check stays the state until we commit.
-  // Without it, a release could read "active", the in-flight release commit,
-  // and ours be queued as a second one instead of joining it or being refused.
-  const object = await trx
-    .selectFrom(OBJECT_TABLE[target.kind])
-    .select('state')
-    .where('id', '=', target.id)
-    .forShare()
-    .executeTakeFirst();
-  if (!object) throw new NotFoundError(target.kind, target.id);
-  if (accepts(target.kind, object.state, kind)) return;
+/** One row of slipway_append_command: which part of the answer it is, and a command. */
+type AppendedRow = CommandRow & { part: 'inserted' | 'coalesced_into' | 'coalesced' | 'rejected' | 'missing'; object_state: string | null };
 
-  // Point at the command that already did this, so a late duplicate learns it.
+/** Why the target's state refuses the command; points at the command that already did it, so a late duplicate learns it. */
+async function rejection(trx: Db, target: ObjectRef, kind: string, state: string, dedupKey: string | undefined) {
   const settledBy = dedupKey
     ? await trx
         .selectFrom('commands')
@@ -180,10 +126,10 @@ async function assertAccepted(trx: Db, target: ObjectRef, kind: string, dedupKey
         .executeTakeFirst()
     : undefined;
   const allowed = statesAccepting(target.kind, kind);
-  throw new CommandRejectedError(
-    `${describeObject(target)} is ${object.state}; ${kind} is accepted only when it is ${allowed.join(', ') || 'never'}` +
+  return new CommandRejectedError(
+    `${describeObject(target)} is ${state}; ${kind} is accepted only when it is ${allowed.join(', ') || 'never'}` +
       (settledBy ? ` (command ${settledBy.id} already did it)` : ''),
-    { target, state: object.state, kind, acceptedIn: allowed, settledBy: settledBy?.id ?? null },
+    { target, state, kind, acceptedIn: allowed, settledBy: settledBy?.id ?? null },
   );
 }
 

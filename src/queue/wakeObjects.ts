@@ -7,7 +7,8 @@ export type WakeTarget = ObjectRef & { runAt?: Date | undefined };
 
 /**
  * Schedules a drain of each object, in the caller's transaction, so a command
- * and its wake-up commit together. One job per object, keyed
+ * and its wake-up commit together (SQL function slipway_wake_objects, in
+ * migrations/0003_fast_paths.ts; one round trip). One job per object, keyed
  * `drain:<kind>:<id>` (SQL function object_drain_job_key):
  *
  * - An object whose wake-up is already pending and due no later than asked
@@ -32,33 +33,9 @@ export type WakeTarget = ObjectRef & { runAt?: Date | undefined };
  */
 export async function wakeObjects(db: Db, targets: readonly WakeTarget[], runAt?: Date): Promise<void> {
   if (targets.length === 0) return;
+  const tasks = targets.map((t) => DRAIN_TASK[t.kind]);
   const kinds = targets.map((t) => t.kind);
   const ids = targets.map((t) => t.id);
   const runAts = targets.map((t) => (t.runAt ?? runAt ?? null)?.toISOString() ?? null);
-  await sql`
-    with wanted as (
-      select kind, id, object_drain_job_key(kind, id) as job_key,
-             min(coalesce(u.run_at, now())) as run_at
-      from unnest(${kinds}::text[], ${ids}::bigint[], ${runAts}::timestamptz[]) as u(kind, id, run_at)
-      group by kind, id
-    ),
-    already_due as (
-      select j.key from graphile_worker._private_jobs j
-      join wanted w on j.key = w.job_key
-      where j.is_available and j.run_at <= w.run_at
-      order by j.key
-      for share of j
-    )
-    select graphile_worker.add_job(
-      identifier := case t.kind when 'lease' then ${DRAIN_TASK.lease}
-                                when 'resource' then ${DRAIN_TASK.resource}
-                                else ${DRAIN_TASK.blueprint} end,
-      payload := json_build_object('id', t.id),
-      run_at := t.run_at,
-      job_key := t.job_key
-    )
-    from wanted t
-    where t.job_key not in (select key from already_due)
-    order by t.job_key
-  `.execute(db);
+  await sql`select slipway_wake_objects(${tasks}::text[], ${kinds}::text[], ${ids}::bigint[], ${runAts}::timestamptz[])`.execute(db);
 }
