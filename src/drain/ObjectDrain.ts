@@ -12,14 +12,14 @@ import { validatingDriver } from '../drivers/validatingDriver.ts';
 import type { Logger } from '../log.ts';
 import { OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
 import { wakeObjects } from '../queue/wakeObjects.ts';
-import { announceOutcome, commitOutcome } from './commitOutcome.ts';
+import { commitAndAnnounce, commitOutcome } from './commitOutcome.ts';
 import type { HandlerContext, HandlerTable, ObjectTypes, Outcome } from './Handler.ts';
 import { BLUEPRINT_HANDLERS } from './handlers/blueprintHandlers.ts';
 import { LEASE_HANDLERS } from './handlers/leaseHandlers.ts';
 import { RESOURCE_HANDLERS } from './handlers/resourceHandlers.ts';
 import { tryLockObject, unlockObject } from './sql/objectLock.ts';
-import { lockObjectRow } from './sql/objectRow.ts';
-import { hasReadyCommand, markRunning, nextNotBefore, selectQueueHead } from './sql/queueHead.ts';
+import { beginLockingObjectRow } from './sql/objectRow.ts';
+import { markRunning, queueAfterUnlock, selectQueueHead } from './sql/queueHead.ts';
 
 // Each table is checked against its own object kind where it is defined;
 // here they are looked up by the kind of the object being drained.
@@ -78,6 +78,7 @@ export class ObjectDrain {
   ) {}
 
   async drain(kind: ObjectKind, id: number): Promise<number> {
+    const target = { kind, id };
     const client = await this.pool.connect();
     let failure: Error | undefined;
     try {
@@ -85,11 +86,18 @@ export class ObjectDrain {
       for (;;) {
         if (!(await tryLockObject(client, kind, id))) return applied;
         try {
-          applied += await this.drainLocked(client, { kind, id });
-        } finally {
-          await unlockObject(client, kind, id);
+          applied += await this.drainLocked(client, target);
+        } catch (error) {
+          // The connection is discarded below, which frees the lock anyway.
+          await unlockObject(client, kind, id).catch(() => undefined);
+          throw error;
         }
-        if (!(await hasReadyCommand(client, kind, id))) return applied;
+        await unlockObject(client, kind, id);
+        const { ready, nextNotBefore } = await queueAfterUnlock(client, kind, id);
+        if (ready) continue;
+        // A yielded command: look again when it is due.
+        if (nextNotBefore) await wakeObjects(kyselyOnClient(client), [target], nextNotBefore);
+        return applied;
       }
     } catch (error) {
       failure = error as Error;
@@ -100,29 +108,41 @@ export class ObjectDrain {
     }
   }
 
+  /**
+   * Applies ready commands while holding the lock. The object's row is read
+   * once, with the first command, and then carried forward from each
+   * commit's RETURNING: only the lock holder writes it, and every commit
+   * re-checks its version under a row lock, so the copy is the row.
+   */
   private async drainLocked(client: pg.PoolClient, target: ObjectRef): Promise<number> {
     const db = kyselyOnClient(client);
     const blueprints = new Map<number, BlueprintRow>();
+    let object: ObjectRow | undefined;
     let applied = 0;
     for (;;) {
       const command = await selectQueueHead(client, target.kind, target.id, PREEMPTING[target.kind]);
       if (!command) break;
-      if (!(await this.apply(client, db, target, command, blueprints))) break;
+      object ??= await loadObject(db, target);
+      const after = await this.apply(client, db, target, object, command, blueprints);
+      if (!after) break;
+      object = after;
       applied++;
     }
-    const wakeAt = await nextNotBefore(client, target.kind, target.id);
-    if (wakeAt) await wakeObjects(db, [target], wakeAt);
     return applied;
   }
 
-  /** Applies one command; false when this worker cannot run it and must hand the object on. */
+  /**
+   * Applies one command; returns the object's row after it, or undefined
+   * when this worker cannot run the command and must hand the object on.
+   */
   private async apply(
     client: pg.PoolClient,
     db: Db,
     target: ObjectRef,
+    object: ObjectRow,
     command: CommandRow,
     blueprints: Map<number, BlueprintRow>,
-  ): Promise<boolean> {
+  ): Promise<ObjectRow | undefined> {
     const log = this.log.child({ command: command.id, kind: command.kind, target: `${target.kind}:${target.id}` });
     const spec = commandKindSpec(target.kind, command.kind);
     const schema = spec?.versions[command.version];
@@ -136,10 +156,9 @@ export class ObjectDrain {
         .where('id', '=', command.id)
         .execute();
       log.warn(note);
-      return false;
+      return undefined;
     }
 
-    const object = await loadObject(db, target);
     if (this.options.chaosDelayMs > 0) await sleep(Math.random() * this.options.chaosDelayMs);
 
     let outcome: Outcome | undefined;
@@ -166,15 +185,15 @@ export class ObjectDrain {
     }
 
     const settled = outcome;
+    let updated: ObjectRow | undefined;
     for (let attempt = 1; ; attempt++) {
-      await client.query('begin');
       try {
-        await lockObjectRow(db, target, object.version);
+        await beginLockingObjectRow(client, target, object.version);
         // A decision reads and writes only through this transaction, so it
         // can be taken again after a rollback.
         outcome = settled ?? (await handler!.decide(db, ctx!, effect));
-        await commitOutcome(db, target, object, command, outcome);
-        await client.query('commit');
+        updated = await commitOutcome(db, target, object, command, outcome);
+        await commitAndAnnounce(client, target, command.id, outcome.status);
         break;
       } catch (error) {
         await client.query('rollback').catch(() => undefined);
@@ -182,9 +201,8 @@ export class ObjectDrain {
         log.info({ attempt, code: (error as { code?: string }).code }, 'commit lost a deadlock; retrying');
       }
     }
-    await announceOutcome(db, target, command.id, outcome.status);
     log.debug({ status: outcome.status, to: outcome.to }, outcome.message);
-    return true;
+    return updated ?? object;
   }
 
   private async context(
@@ -229,7 +247,9 @@ export class ObjectDrain {
   }
 }
 
-async function loadObject(db: Db, target: ObjectRef) {
+type ObjectRow = ObjectTypes[ObjectKind]['row'];
+
+async function loadObject(db: Db, target: ObjectRef): Promise<ObjectRow> {
   return db
     .selectFrom(OBJECT_TABLE[target.kind] as 'leases')
     .selectAll()

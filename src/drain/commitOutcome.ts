@@ -1,13 +1,15 @@
 import { sql } from 'kysely';
+import type pg from 'pg';
 import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { commandKindSpec } from '../domain/commandKinds.ts';
 import { canTransition } from '../domain/lifecycle.ts';
-import { recordEvents, type EventInput } from '../objects/recordEvent.ts';
+import type { EventInput } from '../objects/recordEvent.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
 import { OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
 import { wakeObjects, type WakeTarget } from '../queue/wakeObjects.ts';
 import type { Outcome } from './Handler.ts';
+import { settleCommand } from './sql/settleCommand.ts';
 
 /** Another writer changed the object under us: the single-writer rule was broken. */
 export class VersionConflictError extends Error {
@@ -22,22 +24,25 @@ export const COMMANDS_CHANNEL = 'slipway_commands';
  * state and columns (only if its version is still the one we read), the
  * command's status, the event rows, the cancellation of queued work this
  * command supersedes, and the follow-up commands with their wake-ups.
+ * Returns the object's row as it now is (the drain carries it to the next
+ * command), or undefined when the outcome left the row alone.
  */
-export async function commitOutcome(
+export async function commitOutcome<Row extends { state: string; version: number }>(
   trx: Db,
   target: ObjectRef,
-  object: { state: string; version: number },
+  object: Row,
   command: CommandRow,
   outcome: Outcome,
-): Promise<void> {
+): Promise<Row | undefined> {
   const actor = { issuedBy: command.issued_by, source: command.source };
   const events: EventInput[] = [];
 
+  let updated: Row | undefined;
   if (outcome.to !== undefined || outcome.set !== undefined) {
     if (outcome.to !== undefined && !canTransition(target.kind, object.state, outcome.to)) {
       throw new Error(`${target.kind} ${target.id}: ${object.state} → ${outcome.to} is not in the state table`);
     }
-    const result = await trx
+    updated = (await trx
       .updateTable(OBJECT_TABLE[target.kind] as 'leases')
       .set({
         ...(outcome.set as object),
@@ -47,8 +52,9 @@ export async function commitOutcome(
       })
       .where('id', '=', target.id)
       .where('version', '=', object.version)
-      .executeTakeFirst();
-    if (result.numUpdatedRows !== 1n) {
+      .returningAll()
+      .executeTakeFirst()) as Row | undefined;
+    if (!updated) {
       throw new VersionConflictError(`${target.kind} ${target.id} changed while command ${command.id} was applied`);
     }
     if (outcome.to !== undefined && outcome.to !== object.state) {
@@ -66,46 +72,8 @@ export async function commitOutcome(
   for (const e of outcome.events ?? []) {
     events.push({ target, type: e.type, message: e.message, data: e.data, actor, commandId: command.id });
   }
-  await recordEvents(trx, events);
-
-  if (outcome.status === 'yield') {
-    await trx
-      .updateTable('commands')
-      .set({
-        status: 'queued',
-        message: outcome.message,
-        attempts: sql<number>`attempts + 1`,
-        not_before: sql<Date>`now() + make_interval(secs => ${(outcome.retryInMs ?? 1000) / 1000})`,
-      })
-      .where('id', '=', command.id)
-      .execute();
-  } else {
-    await trx
-      .updateTable('commands')
-      .set({
-        status: outcome.status,
-        message: outcome.message,
-        finished_at: sql<Date>`now()`,
-        started_at: sql<Date>`coalesce(started_at, now())`,
-      })
-      .where('id', '=', command.id)
-      .execute();
-    const supersedes = commandKindSpec(target.kind, command.kind)?.supersedes ?? [];
-    if (outcome.status === 'done' && supersedes.length > 0) {
-      await trx
-        .updateTable('commands')
-        .set({
-          status: 'cancelled',
-          message: `superseded by ${command.kind} (command ${command.id})`,
-          finished_at: sql<Date>`now()`,
-        })
-        .where('target_kind', '=', target.kind)
-        .where('target_id', '=', target.id)
-        .where('status', '=', 'queued')
-        .where('kind', 'in', [...supersedes])
-        .execute();
-    }
-  }
+  const supersedes = outcome.status === 'done' ? (commandKindSpec(target.kind, command.kind)?.supersedes ?? []) : [];
+  await settleCommand(trx, command, outcome, events, supersedes);
 
   // Follow-ups are appended first and their objects woken in one call at the
   // end, so every commit locks wake-up jobs in the same (key) order.
@@ -129,18 +97,29 @@ export async function commitOutcome(
     if (!toSelf) wakes.push({ ...followUp.target, runAt: notBefore });
   }
   await wakeObjects(trx, wakes);
+  return updated;
 }
 
 /**
- * Tells waiters (CLI, API) that a command settled or yielded. Sent after the
- * outcome's commit, not inside it: NOTIFY takes a database-wide lock that is
- * held until its transaction's commit is flushed, which would serialise the
- * commits of every drain. A waiter that misses a notice (this process died
- * between the two) finds the outcome on its fallback read.
+ * Commits the outcome transaction, then tells waiters (CLI, API) that the
+ * command settled or yielded: one round trip, two transactions. The notice is
+ * sent after the outcome's commit, not inside it: NOTIFY takes a
+ * database-wide lock that is held until its transaction's commit is flushed,
+ * which would serialise the commits of every drain. Its own transaction
+ * commits asynchronously for the same reason; a waiter that misses a notice
+ * (the server crashed in between) finds the outcome on its fallback read.
  */
-export async function announceOutcome(db: Db, target: ObjectRef, commandId: number, status: Outcome['status']): Promise<void> {
+export async function commitAndAnnounce(
+  client: pg.PoolClient,
+  target: ObjectRef,
+  commandId: number,
+  status: Outcome['status'],
+): Promise<void> {
   const notice = { id: commandId, target: `${target.kind}:${target.id}`, status: status === 'yield' ? 'queued' : status };
-  await sql`select pg_notify(${COMMANDS_CHANNEL}, ${JSON.stringify(notice)})`.execute(db);
+  await client.query(
+    `commit; begin; set local synchronous_commit = off;
+     select pg_notify('${COMMANDS_CHANNEL}', ${client.escapeLiteral(JSON.stringify(notice))}); commit`,
+  );
 }
 
 export type { ObjectKind };

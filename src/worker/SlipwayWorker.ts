@@ -37,6 +37,18 @@ export class SlipwayWorker {
       maxPoolSize: config.SLIPWAY_WORKER_CONCURRENCY + 2,
       noHandleSignals: true,
       pollInterval: 2000,
+      preset: {
+        worker: {
+          // Jobs are fetched and completed in batches rather than one round
+          // trip each: a drain job is short, so graphile-worker's own queries
+          // would otherwise cost as much as the drain. Jobs waiting in a
+          // worker's local queue are locked; if that worker dies, the sweeper
+          // re-wakes their objects (it ignores jobs that are not available).
+          localQueue: { size: config.SLIPWAY_WORKER_CONCURRENCY + 1 },
+          completeJobBatchDelay: 0,
+          failJobBatchDelay: 0,
+        },
+      },
       taskList: drainTasks(drain),
       logger: graphileLogger(log),
     });

@@ -4,8 +4,9 @@ import type { Db } from '../db/Database.ts';
 import type { Logger } from '../log.ts';
 import { wakeObjects } from '../queue/wakeObjects.ts';
 
-/** How many objects one pass may wake: bounds the work of a pass. */
+/** How many objects one pass may wake, and how many stale commands it looks at: bound the work of a pass. */
 const MAX_WAKES_PER_PASS = 500;
+const MAX_STALE_LOOKED_AT = 2000;
 
 /**
  * Finds objects with a command that should have run by now (queued past its
@@ -54,26 +55,38 @@ export class Sweeper {
   /** One pass; returns how many objects it woke. */
   async sweep(): Promise<number> {
     const { rows } = await sql<{ kind: ObjectKind; id: number }>`
-      select distinct c.target_kind as kind, c.target_id as id
-      from commands c
-      where c.status in ('queued', 'running')
-        and c.not_before < now() - make_interval(secs => ${this.staleAfterMs / 1000})
+      with
+      -- Advisory locks held in this database, read once per pass: pg_locks
+      -- lists the whole server's locks and is dear to read, and another
+      -- Slipway database on the same server holding the same key must not
+      -- hide this object from us.
+      held as materialized (
+        select (l.classid::bigint << 32) | l.objid::bigint as lock_key
+        from pg_locks l
+        where l.locktype = 'advisory' and l.objsubid = 1
+          and l.database = (select oid from pg_database where datname = current_database())
+      ),
+      -- The oldest stale commands only: under a backlog nearly every queued
+      -- command is stale and waits its turn behind a due job, and looking at
+      -- all of them every pass would cost as much as the drains. A stranded
+      -- object further down is reached once the ones ahead have drained.
+      stale as (
+        select c.target_kind as kind, c.target_id as id
+        from commands c
+        where c.status in ('queued', 'running')
+          and c.not_before < now() - make_interval(secs => ${this.staleAfterMs / 1000})
+        order by c.not_before
+        limit ${MAX_STALE_LOOKED_AT}
+      )
+      select distinct s.kind, s.id
+      from stale s
+      where object_lock_key(s.kind, s.id) not in (select h.lock_key from held h)
         -- An object whose wake-up job is waiting, unlocked and due, is only
         -- waiting its turn in a backlog, not stranded: waking it again would
         -- just rewrite its job while workers try to take it.
         and not exists (
           select 1 from graphile_worker._private_jobs j
-          where j.key = object_drain_job_key(c.target_kind, c.target_id) and j.is_available and j.run_at <= now()
-        )
-        and not exists (
-          -- pg_locks lists the whole server's locks; advisory locks are per
-          -- database, so another Slipway database on the same server holding
-          -- the same key must not hide this object from us.
-          select 1 from pg_locks l
-          where l.locktype = 'advisory' and l.objsubid = 1
-            and l.database = (select oid from pg_database where datname = current_database())
-            and l.classid = (object_lock_key(c.target_kind, c.target_id) >> 32)::oid
-            and l.objid = (object_lock_key(c.target_kind, c.target_id) & 4294967295)::oid
+          where j.key = object_drain_job_key(s.kind, s.id) and j.is_available and j.run_at <= now()
         )
       limit ${MAX_WAKES_PER_PASS}
     `.execute(this.db);

@@ -29,24 +29,26 @@ export async function selectQueueHead(
   return rows[0];
 }
 
-export async function hasReadyCommand(client: pg.PoolClient, kind: ObjectKind, id: number): Promise<boolean> {
-  const { rows } = await client.query<{ ready: boolean }>({
-    name: 'slipway_queue_ready',
-    text: `select exists (select 1 from commands where ${READY}) as ready`,
+/**
+ * What the drain needs to know right after it let go of the object: whether
+ * a command is ready (appended while we held the lock, by someone whose
+ * wake-up found the lock taken), and else when the earliest yielded command
+ * becomes ready, if any. Read after the unlock, never before: a command that
+ * committed before the unlock is then always seen.
+ */
+export async function queueAfterUnlock(
+  client: pg.PoolClient,
+  kind: ObjectKind,
+  id: number,
+): Promise<{ ready: boolean; nextNotBefore: Date | undefined }> {
+  const { rows } = await client.query<{ ready: boolean; at: Date | null }>({
+    name: 'slipway_queue_after_unlock',
+    text: `select exists (select 1 from commands where ${READY}) as ready,
+                  (select min(not_before) from commands
+                   where target_kind = $1 and target_id = $2 and status = 'queued') as at`,
     values: [kind, id],
   });
-  return rows[0]?.ready === true;
-}
-
-/** When the earliest yielded command on the object becomes ready, if any. */
-export async function nextNotBefore(client: pg.PoolClient, kind: ObjectKind, id: number): Promise<Date | undefined> {
-  const { rows } = await client.query<{ at: Date | null }>({
-    name: 'slipway_queue_next_not_before',
-    text: `select min(not_before) as at from commands
-           where target_kind = $1 and target_id = $2 and status = 'queued'`,
-    values: [kind, id],
-  });
-  return rows[0]?.at ?? undefined;
+  return { ready: rows[0]?.ready === true, nextNotBefore: rows[0]?.at ?? undefined };
 }
 
 /**

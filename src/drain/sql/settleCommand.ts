@@ -1,0 +1,57 @@
+import { sql } from 'kysely';
+import type { CommandRow } from '../../../migrations/schema.ts';
+import type { Db } from '../../db/Database.ts';
+import type { EventInput } from '../../objects/recordEvent.ts';
+import type { Outcome } from '../Handler.ts';
+
+/**
+ * Writes what one applied command leaves behind, as ONE statement in the
+ * outcome transaction: its event rows, its own status (settled, or queued
+ * again until its retry time for a yield), and the cancellation of the queued
+ * work it supersedes (`supersedes` empty for none). Events keep their order
+ * (WITH ORDINALITY), so an object's log reads in the order they happened.
+ * Event data null and absent both store SQL NULL, as recordEvents does.
+ */
+export async function settleCommand(
+  trx: Db,
+  command: CommandRow,
+  outcome: Outcome,
+  events: readonly EventInput[],
+  supersedes: readonly string[],
+): Promise<void> {
+  const eventRows = events.map((e) => ({
+    target_kind: e.target.kind,
+    target_id: e.target.id,
+    command_id: e.commandId,
+    type: e.type,
+    from_state: e.fromState ?? null,
+    to_state: e.toState ?? null,
+    message: e.message,
+    actor: e.actor.issuedBy,
+    source: e.actor.source,
+    data: e.data ?? null,
+  }));
+  const settle =
+    outcome.status === 'yield'
+      ? sql`status = 'queued', message = ${outcome.message}, attempts = attempts + 1,
+            not_before = now() + make_interval(secs => ${(outcome.retryInMs ?? 1000) / 1000})`
+      : sql`status = ${outcome.status}, message = ${outcome.message}, finished_at = now(),
+            started_at = coalesce(started_at, now())`;
+  await sql`
+    with recorded as (
+      insert into events (target_kind, target_id, command_id, type, from_state, to_state, message, actor, source, data)
+      select e.doc->>'target_kind', (e.doc->>'target_id')::bigint, (e.doc->>'command_id')::bigint, e.doc->>'type',
+             e.doc->>'from_state', e.doc->>'to_state', e.doc->>'message', e.doc->>'actor', e.doc->>'source',
+             nullif(e.doc->'data', 'null'::jsonb)
+      from jsonb_array_elements(${JSON.stringify(eventRows)}::jsonb) with ordinality as e(doc, n)
+      order by e.n
+    ),
+    superseded as (
+      update commands set status = 'cancelled', finished_at = now(),
+                          message = ${`superseded by ${command.kind} (command ${command.id})`}
+      where target_kind = ${command.target_kind} and target_id = ${command.target_id}
+        and status = 'queued' and kind = any(${supersedes}::text[]) and id <> ${command.id}
+    )
+    update commands set ${settle} where id = ${command.id}
+  `.execute(trx);
+}
