@@ -12,14 +12,15 @@ import { validatingDriver } from '../drivers/validatingDriver.ts';
 import type { Logger } from '../log.ts';
 import { OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
 import { wakeObjects } from '../queue/wakeObjects.ts';
-import { commitAndAnnounce, commitOutcome } from './commitOutcome.ts';
+import { commitOutcome } from './commitOutcome.ts';
+import { PendingAnnouncements } from './sql/announcements.ts';
 import type { HandlerContext, HandlerTable, ObjectTypes, Outcome } from './Handler.ts';
 import { BLUEPRINT_HANDLERS } from './handlers/blueprintHandlers.ts';
 import { LEASE_HANDLERS } from './handlers/leaseHandlers.ts';
 import { RESOURCE_HANDLERS } from './handlers/resourceHandlers.ts';
 import { tryLockObject, unlockObject } from './sql/objectLock.ts';
 import { beginLockingObjectRow } from './sql/objectRow.ts';
-import { markRunning, queueAfterUnlock, selectQueueHead } from './sql/queueHead.ts';
+import { announceUnlockAndLook, commitAndReadHead, markRunning, readHeadAndObject } from './sql/queueHead.ts';
 
 // Each table is checked against its own object kind where it is defined;
 // here they are looked up by the kind of the object being drained.
@@ -66,8 +67,12 @@ export function backoffMs(attempts: number): number {
  *    call out with no transaction open; then in ONE short transaction commit
  *    the object's new state (version-checked), the command's outcome, the
  *    events and the follow-ups.
- * 3. When nothing is ready, schedule a wake-up for the earliest yielded
- *    command, let go of the lock, and look once more.
+ * 3. When nothing is ready, let go of the lock and look once more; if only
+ *    a yielded command is left, schedule a wake-up for when it is due.
+ *
+ * Round trips are what a drain costs on a busy server, so the statements
+ * that can go together do (see sql/queueHead.ts): the commit with the next
+ * queue head, the notices with the unlock and the last look.
  */
 export class ObjectDrain {
   constructor(
@@ -80,23 +85,24 @@ export class ObjectDrain {
   async drain(kind: ObjectKind, id: number): Promise<number> {
     const target = { kind, id };
     const client = await this.pool.connect();
+    const announcements = new PendingAnnouncements(client);
     let failure: Error | undefined;
     try {
       let applied = 0;
       for (;;) {
         if (!(await tryLockObject(client, kind, id))) return applied;
+        let after: Awaited<ReturnType<typeof announceUnlockAndLook>>;
         try {
-          applied += await this.drainLocked(client, target);
+          applied += await this.drainLocked(client, target, announcements);
+          after = await announceUnlockAndLook(client, target, announcements);
         } catch (error) {
           // The connection is discarded below, which frees the lock anyway.
           await unlockObject(client, kind, id).catch(() => undefined);
           throw error;
         }
-        await unlockObject(client, kind, id);
-        const { ready, nextNotBefore } = await queueAfterUnlock(client, kind, id);
-        if (ready) continue;
+        if (after.ready) continue;
         // A yielded command: look again when it is due.
-        if (nextNotBefore) await wakeObjects(kyselyOnClient(client), [target], nextNotBefore);
+        if (after.nextNotBefore) await wakeObjects(kyselyOnClient(client), [target], after.nextNotBefore);
         return applied;
       }
     } catch (error) {
@@ -110,30 +116,31 @@ export class ObjectDrain {
 
   /**
    * Applies ready commands while holding the lock. The object's row is read
-   * once, with the first command, and then carried forward from each
+   * once, with the first queue head, and then carried forward from each
    * commit's RETURNING: only the lock holder writes it, and every commit
    * re-checks its version under a row lock, so the copy is the row.
    */
-  private async drainLocked(client: pg.PoolClient, target: ObjectRef): Promise<number> {
+  private async drainLocked(client: pg.PoolClient, target: ObjectRef, announcements: PendingAnnouncements): Promise<number> {
     const db = kyselyOnClient(client);
     const blueprints = new Map<number, BlueprintRow>();
-    let object: ObjectRow | undefined;
+    const first = await readHeadAndObject<ObjectRow>(client, target, PREEMPTING[target.kind]);
+    let { head } = first;
+    if (head && !first.object) throw new Error(`${target.kind} ${target.id} has commands but no row`);
+    let object = first.object!;
     let applied = 0;
-    for (;;) {
-      const command = await selectQueueHead(client, target.kind, target.id, PREEMPTING[target.kind]);
-      if (!command) break;
-      object ??= await loadObject(db, target);
-      const after = await this.apply(client, db, target, object, command, blueprints);
+    while (head) {
+      const after = await this.apply(client, db, target, object, head, blueprints, announcements);
       if (!after) break;
-      object = after;
+      ({ object, head } = after);
       applied++;
     }
     return applied;
   }
 
   /**
-   * Applies one command; returns the object's row after it, or undefined
-   * when this worker cannot run the command and must hand the object on.
+   * Applies one command; returns the object's row after it and the next
+   * queue head, or undefined when this worker cannot run the command and
+   * must hand the object on.
    */
   private async apply(
     client: pg.PoolClient,
@@ -142,7 +149,8 @@ export class ObjectDrain {
     object: ObjectRow,
     command: CommandRow,
     blueprints: Map<number, BlueprintRow>,
-  ): Promise<ObjectRow | undefined> {
+    announcements: PendingAnnouncements,
+  ): Promise<{ object: ObjectRow; head: CommandRow | undefined } | undefined> {
     const log = this.log.child({ command: command.id, kind: command.kind, target: `${target.kind}:${target.id}` });
     const spec = commandKindSpec(target.kind, command.kind);
     const schema = spec?.versions[command.version];
@@ -173,7 +181,7 @@ export class ObjectDrain {
     let ctx: HandlerContext<ObjectKind> | undefined;
     let effect: unknown;
     if (!outcome && handler) {
-      ctx = await this.context(client, db, target, object, command, payload.data, blueprints);
+      ctx = await this.context(client, db, target, object, command, payload.data, blueprints, announcements);
       if (handler.effect) {
         try {
           effect = await handler.effect(ctx);
@@ -186,6 +194,7 @@ export class ObjectDrain {
 
     const settled = outcome;
     let updated: ObjectRow | undefined;
+    let head: CommandRow | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
         await beginLockingObjectRow(client, target, object.version);
@@ -193,7 +202,7 @@ export class ObjectDrain {
         // can be taken again after a rollback.
         outcome = settled ?? (await handler!.decide(db, ctx!, effect));
         updated = await commitOutcome(db, target, object, command, outcome);
-        await commitAndAnnounce(client, target, command.id, outcome.status);
+        head = await commitAndReadHead(client, target, PREEMPTING[target.kind]);
         break;
       } catch (error) {
         await client.query('rollback').catch(() => undefined);
@@ -201,8 +210,9 @@ export class ObjectDrain {
         log.info({ attempt, code: (error as { code?: string }).code }, 'commit lost a deadlock; retrying');
       }
     }
+    announcements.add(target, command.id, outcome.status);
     log.debug({ status: outcome.status, to: outcome.to }, outcome.message);
-    return updated ?? object;
+    return { object: updated ?? object, head };
   }
 
   private async context(
@@ -213,6 +223,7 @@ export class ObjectDrain {
     command: CommandRow,
     payload: unknown,
     blueprints: Map<number, BlueprintRow>,
+    announcements: PendingAnnouncements,
   ): Promise<HandlerContext<ObjectKind>> {
     const blueprintId = target.kind === 'blueprint' ? target.id : (object as { blueprint_id: number }).blueprint_id;
     // A lease's or resource's blueprint is read once per drain, not per
@@ -227,7 +238,7 @@ export class ObjectDrain {
     const markOnce = async () => {
       if (marked) return;
       marked = true;
-      await markRunning(client, command.id);
+      await markRunning(client, command.id, announcements);
     };
     return {
       object,
@@ -249,13 +260,6 @@ export class ObjectDrain {
 
 type ObjectRow = ObjectTypes[ObjectKind]['row'];
 
-async function loadObject(db: Db, target: ObjectRef): Promise<ObjectRow> {
-  return db
-    .selectFrom(OBJECT_TABLE[target.kind] as 'leases')
-    .selectAll()
-    .where('id', '=', target.id)
-    .executeTakeFirstOrThrow(() => new Error(`${target.kind} ${target.id} has commands but no row`));
-}
 
 /**
  * A driver call failed. Transient (or unknown) errors leave the command

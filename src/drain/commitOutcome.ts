@@ -1,5 +1,4 @@
 import { sql } from 'kysely';
-import type pg from 'pg';
 import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { commandKindSpec } from '../domain/commandKinds.ts';
@@ -37,12 +36,12 @@ export async function commitOutcome<Row extends { state: string; version: number
   const actor = { issuedBy: command.issued_by, source: command.source };
   const events: EventInput[] = [];
 
-  let updated: Row | undefined;
+  let objectUpdate;
   if (outcome.to !== undefined || outcome.set !== undefined) {
     if (outcome.to !== undefined && !canTransition(target.kind, object.state, outcome.to)) {
       throw new Error(`${target.kind} ${target.id}: ${object.state} → ${outcome.to} is not in the state table`);
     }
-    updated = (await trx
+    objectUpdate = trx
       .updateTable(OBJECT_TABLE[target.kind] as 'leases')
       .set({
         ...(outcome.set as object),
@@ -52,11 +51,7 @@ export async function commitOutcome<Row extends { state: string; version: number
       })
       .where('id', '=', target.id)
       .where('version', '=', object.version)
-      .returningAll()
-      .executeTakeFirst()) as Row | undefined;
-    if (!updated) {
-      throw new VersionConflictError(`${target.kind} ${target.id} changed while command ${command.id} was applied`);
-    }
+      .returningAll();
     if (outcome.to !== undefined && outcome.to !== object.state) {
       events.push({
         target,
@@ -73,7 +68,10 @@ export async function commitOutcome<Row extends { state: string; version: number
     events.push({ target, type: e.type, message: e.message, data: e.data, actor, commandId: command.id });
   }
   const supersedes = outcome.status === 'done' ? (commandKindSpec(target.kind, command.kind)?.supersedes ?? []) : [];
-  await settleCommand(trx, command, outcome, events, supersedes);
+  const updated = (await settleCommand(trx, command, outcome, events, supersedes, objectUpdate)) as Row | undefined;
+  if (objectUpdate && !updated) {
+    throw new VersionConflictError(`${target.kind} ${target.id} changed while command ${command.id} was applied`);
+  }
 
   // Follow-ups are appended first and their objects woken in one call at the
   // end, so every commit locks wake-up jobs in the same (key) order.
@@ -98,28 +96,6 @@ export async function commitOutcome<Row extends { state: string; version: number
   }
   await wakeObjects(trx, wakes);
   return updated;
-}
-
-/**
- * Commits the outcome transaction, then tells waiters (CLI, API) that the
- * command settled or yielded: one round trip, two transactions. The notice is
- * sent after the outcome's commit, not inside it: NOTIFY takes a
- * database-wide lock that is held until its transaction's commit is flushed,
- * which would serialise the commits of every drain. Its own transaction
- * commits asynchronously for the same reason; a waiter that misses a notice
- * (the server crashed in between) finds the outcome on its fallback read.
- */
-export async function commitAndAnnounce(
-  client: pg.PoolClient,
-  target: ObjectRef,
-  commandId: number,
-  status: Outcome['status'],
-): Promise<void> {
-  const notice = { id: commandId, target: `${target.kind}:${target.id}`, status: status === 'yield' ? 'queued' : status };
-  await client.query(
-    `commit; begin; set local synchronous_commit = off;
-     select pg_notify('${COMMANDS_CHANNEL}', ${client.escapeLiteral(JSON.stringify(notice))}); commit`,
-  );
 }
 
 export type { ObjectKind };

@@ -1,5 +1,7 @@
 import type pg from 'pg';
-import type { CommandRow, ObjectKind } from '../../../migrations/schema.ts';
+import type { CommandRow } from '../../../migrations/schema.ts';
+import { OBJECT_TABLE, type ObjectRef } from '../../queue/objectTables.ts';
+import type { PendingAnnouncements } from './announcements.ts';
 
 // The queue head of one object. A `running` command comes first: finding one
 // means the previous lock holder died mid-command, so it is repeated (driver
@@ -9,57 +11,82 @@ import type { CommandRow, ObjectKind } from '../../../migrations/schema.ts';
 // release whose driver keeps failing, or one this worker cannot run, would be
 // retried in a hot loop), and a yielded allocation is not ready, so it never
 // holds a release up.
-const READY = `
-  target_kind = $1 and target_id = $2 and status in ('queued', 'running')
+//
+// The drain sends these reads in one simple query with the statement before
+// them (a commit, an unlock), one round trip instead of two: so they are SQL
+// text, with only escaped literals and numbers spliced in.
+const objectIs = (client: pg.PoolClient, target: ObjectRef) =>
+  `target_kind = ${client.escapeLiteral(target.kind)} and target_id = ${Number(target.id)}`;
+const ready = (client: pg.PoolClient, target: ObjectRef) => `
+  ${objectIs(client, target)} and status in ('queued', 'running')
   and (not_before <= now() or status = 'running')`;
+const headText = (client: pg.PoolClient, target: ObjectRef, preempting: readonly string[]) => `
+  select * from commands where ${ready(client, target)}
+  order by (status = 'running') desc,
+           (kind = any(array[${preempting.map((k) => client.escapeLiteral(k)).join(', ')}]::text[])) desc, id
+  limit 1`;
 
-export async function selectQueueHead(
+type Results<T> = pg.QueryResult<T & pg.QueryResultRow>;
+
+/** The queue head and the object's row, read together as a drain starts. */
+export async function readHeadAndObject<Row>(
   client: pg.PoolClient,
-  kind: ObjectKind,
-  id: number,
+  target: ObjectRef,
+  preempting: readonly string[],
+): Promise<{ head: CommandRow | undefined; object: Row | undefined }> {
+  const [head, object] = (await client.query(
+    `${headText(client, target, preempting)}; select * from ${OBJECT_TABLE[target.kind]} where id = ${Number(target.id)}`,
+  )) as unknown as [Results<CommandRow>, Results<Row>];
+  return { head: head.rows[0], object: object.rows[0] };
+}
+
+/** Commits the outcome transaction and reads the next queue head, in one round trip. */
+export async function commitAndReadHead(
+  client: pg.PoolClient,
+  target: ObjectRef,
   preempting: readonly string[],
 ): Promise<CommandRow | undefined> {
-  const { rows } = await client.query<CommandRow>({
-    name: 'slipway_queue_head',
-    text: `select * from commands where ${READY}
-           order by (status = 'running') desc, (kind = any($3::text[])) desc, id
-           limit 1`,
-    values: [kind, id, preempting],
-  });
-  return rows[0];
+  const [, head] = (await client.query(`commit; ${headText(client, target, preempting)}`)) as unknown as [
+    Results<unknown>,
+    Results<CommandRow>,
+  ];
+  return head.rows[0];
 }
 
 /**
- * What the drain needs to know right after it let go of the object: whether
- * a command is ready (appended while we held the lock, by someone whose
+ * Ends a lock hold in one round trip: sends the held announcements, lets go
+ * of the object's advisory lock, and then looks at the queue: whether a
+ * command is ready (appended while we held the lock, by someone whose
  * wake-up found the lock taken), and else when the earliest yielded command
- * becomes ready, if any. Read after the unlock, never before: a command that
- * committed before the unlock is then always seen.
+ * becomes ready, if any. The look comes after the unlock, as its own
+ * statement with its own snapshot: a command that committed before the
+ * unlock is then always seen.
  */
-export async function queueAfterUnlock(
+export async function announceUnlockAndLook(
   client: pg.PoolClient,
-  kind: ObjectKind,
-  id: number,
+  target: ObjectRef,
+  announcements: PendingAnnouncements,
 ): Promise<{ ready: boolean; nextNotBefore: Date | undefined }> {
-  const { rows } = await client.query<{ ready: boolean; at: Date | null }>({
-    name: 'slipway_queue_after_unlock',
-    text: `select exists (select 1 from commands where ${READY}) as ready,
-                  (select min(not_before) from commands
-                   where target_kind = $1 and target_id = $2 and status = 'queued') as at`,
-    values: [kind, id],
-  });
-  return { ready: rows[0]?.ready === true, nextNotBefore: rows[0]?.at ?? undefined };
+  const results = (await client.query(
+    `${announcements.take()}
+     select pg_advisory_unlock(object_lock_key(${client.escapeLiteral(target.kind)}, ${Number(target.id)}));
+     select exists (select 1 from commands where ${ready(client, target)}) as ready,
+            (select min(not_before) from commands where ${objectIs(client, target)} and status = 'queued') as at`,
+  )) as unknown as Results<{ ready: boolean; at: Date | null }>[];
+  const row = results.at(-1)!.rows[0];
+  return { ready: row?.ready === true, nextNotBefore: row?.at ?? undefined };
 }
 
 /**
  * Marks a command `running` before its handler calls a driver. Committed
  * asynchronously on purpose: losing this mark in a crash only means the
  * command is found `queued` instead of `running`, and either way it is run
- * again. The outcome commit that follows is fully durable.
+ * again. The outcome commit that follows is fully durable. Announcements
+ * held by the drain go first, before the driver call can take its time.
  */
-export async function markRunning(client: pg.PoolClient, commandId: number): Promise<void> {
+export async function markRunning(client: pg.PoolClient, commandId: number, announcements: PendingAnnouncements): Promise<void> {
   await client.query(
-    `begin; set local synchronous_commit = off;
+    `${announcements.take()} begin; set local synchronous_commit = off;
      update commands set status = 'running', started_at = now() where id = ${Number(commandId)};
      commit`,
   );

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type Compilable, sql } from 'kysely';
 import type { CommandRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import type { EventInput } from '../../objects/recordEvent.ts';
@@ -6,19 +6,24 @@ import type { Outcome } from '../Handler.ts';
 
 /**
  * Writes what one applied command leaves behind, as ONE statement in the
- * outcome transaction: its event rows, its own status (settled, or queued
- * again until its retry time for a yield), and the cancellation of the queued
- * work it supersedes (`supersedes` empty for none). Events keep their order
- * (WITH ORDINALITY), so an object's log reads in the order they happened.
- * Event data null and absent both store SQL NULL, as recordEvents does.
+ * outcome transaction: the object's update if it has one (a version-checked
+ * UPDATE ... RETURNING *, whose row this returns), its event rows, its own
+ * status (settled, or queued again until its retry time for a yield), and
+ * the cancellation of the queued work it supersedes (`supersedes` empty for
+ * none). Events keep their order (WITH ORDINALITY), so an object's log reads
+ * in the order they happened; event data null and absent both store NULL.
+ *
+ * Returns undefined when there was no update, or when its version check
+ * matched no row: the caller then rolls the whole transaction back.
  */
-export async function settleCommand(
+export async function settleCommand<Row>(
   trx: Db,
   command: CommandRow,
   outcome: Outcome,
   events: readonly EventInput[],
   supersedes: readonly string[],
-): Promise<void> {
+  objectUpdate: Compilable<Row> | undefined,
+): Promise<Row | undefined> {
   const eventRows = events.map((e) => ({
     target_kind: e.target.kind,
     target_id: e.target.id,
@@ -37,8 +42,9 @@ export async function settleCommand(
             not_before = now() + make_interval(secs => ${(outcome.retryInMs ?? 1000) / 1000})`
       : sql`status = ${outcome.status}, message = ${outcome.message}, finished_at = now(),
             started_at = coalesce(started_at, now())`;
-  await sql`
-    with recorded as (
+  const { rows } = await sql<Row>`
+    with updated as (${objectUpdate ?? sql`select null where false`}),
+    recorded as (
       insert into events (target_kind, target_id, command_id, type, from_state, to_state, message, actor, source, data)
       select e.doc->>'target_kind', (e.doc->>'target_id')::bigint, (e.doc->>'command_id')::bigint, e.doc->>'type',
              e.doc->>'from_state', e.doc->>'to_state', e.doc->>'message', e.doc->>'actor', e.doc->>'source',
@@ -51,7 +57,11 @@ export async function settleCommand(
                           message = ${`superseded by ${command.kind} (command ${command.id})`}
       where target_kind = ${command.target_kind} and target_id = ${command.target_id}
         and status = 'queued' and kind = any(${supersedes}::text[]) and id <> ${command.id}
+    ),
+    settled as (
+      update commands set ${settle} where id = ${command.id}
     )
-    update commands set ${settle} where id = ${command.id}
+    select * from updated
   `.execute(trx);
+  return rows[0];
 }

@@ -1,0 +1,38 @@
+import type pg from 'pg';
+import type { ObjectRef } from '../../queue/objectTables.ts';
+import { COMMANDS_CHANNEL } from '../commitOutcome.ts';
+import type { Outcome } from '../Handler.ts';
+
+/**
+ * Notices for waiters (CLI, API) that commands settled or yielded, held by
+ * the drain until its next round trip that can carry them: the end of its
+ * lock hold, or the mark before a driver call (so a slow call never holds a
+ * notice back). They go only after their outcome's commit, never inside it:
+ * NOTIFY takes a database-wide lock held until its transaction's commit is
+ * flushed, which would serialise the commits of every drain. Their own
+ * transaction commits asynchronously for the same reason. A waiter that
+ * misses a notice (the worker or server died in between) finds the outcome
+ * on its fallback read.
+ */
+export class PendingAnnouncements {
+  private calls: string[] = [];
+
+  constructor(private readonly client: pg.PoolClient) {}
+
+  add(target: ObjectRef, commandId: number, status: Outcome['status']): void {
+    const notice = { id: commandId, target: `${target.kind}:${target.id}`, status: status === 'yield' ? 'queued' : status };
+    this.calls.push(`pg_notify('${COMMANDS_CHANNEL}', ${this.client.escapeLiteral(JSON.stringify(notice))})`);
+  }
+
+  /**
+   * SQL text that sends the held notices in a transaction of their own, to
+   * put in front of other statements in one simple query; '' if none.
+   * Taking them empties the list.
+   */
+  take(): string {
+    if (this.calls.length === 0) return '';
+    const text = `begin; set local synchronous_commit = off; select ${this.calls.join(', ')}; commit;`;
+    this.calls = [];
+    return text;
+  }
+}
