@@ -61,6 +61,8 @@ type Settings = z.infer<typeof Settings>;
 
 /** What a program's run came to, before it is read as a driver result. */
 interface Finished {
+  /** Why the program could not be started at all. */
+  readonly startError?: string;
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
   readonly timedOut: boolean;
@@ -83,13 +85,20 @@ export const ExecDriver: DriverFactory<Settings> = {
   description: 'each step runs a configured program: JSON call on stdin, JSON result on stdout',
   settingsSchema: Settings,
   create(settings) {
-    const run = (operation: DriverOperation) => async (call: DriverCall) => {
+    const run = (operation: DriverOperation) => async (call: DriverCall): Promise<DriverResult> => {
       const argv = settings.commands[operation];
       if (!argv) return {};
       const finished = await runProgram(settings, argv, { operation, ...call });
       return readResult(settings, operation, argv, finished);
     };
-    return Object.fromEntries(DRIVER_OPERATIONS.map((operation) => [operation, run(operation)])) as unknown as Driver;
+    return {
+      allocateResource: run('allocateResource'),
+      activateResource: run('activateResource'),
+      destroyResource: run('destroyResource'),
+      acquireLease: run('acquireLease'),
+      activateLease: run('activateLease'),
+      releaseLease: run('releaseLease'),
+    } satisfies Driver;
   },
 };
 
@@ -116,6 +125,7 @@ function runProgram(settings: Settings, argv: readonly string[], input: { operat
     let stdoutBytes = 0;
     let stdoutOverflow = false;
     let stderr = Buffer.alloc(0);
+    let stderrBytes = 0;
     let timedOut = false;
     let spawnError: Error | undefined;
 
@@ -140,6 +150,7 @@ function runProgram(settings: Settings, argv: readonly string[], input: { operat
     });
     child.stderr.on('data', (chunk: Buffer) => {
       // Keep only the tail: the end of a long log is what explains the failure.
+      stderrBytes += chunk.length;
       stderr = Buffer.concat([stderr, chunk]);
       if (stderr.length > 2 * STDERR_KEPT_BYTES) stderr = stderr.subarray(stderr.length - STDERR_KEPT_BYTES);
     });
@@ -152,7 +163,7 @@ function runProgram(settings: Settings, argv: readonly string[], input: { operat
       clearTimeout(timeoutTimer);
       clearTimeout(killTimer);
       if (spawnError) {
-        resolve({ code: null, signal: null, timedOut: false, stdout: '', stdoutOverflow: false, stderr: spawnError.message });
+        resolve({ startError: spawnError.message, code: null, signal: null, timedOut: false, stdout: '', stdoutOverflow: false, stderr: '' });
         return;
       }
       resolve({
@@ -161,17 +172,17 @@ function runProgram(settings: Settings, argv: readonly string[], input: { operat
         timedOut,
         stdout: Buffer.concat(stdout).toString('utf8'),
         stdoutOverflow,
-        stderr: tail(stderr),
+        stderr: tail(stderr, stderrBytes),
       });
     });
     child.stdin.end(JSON.stringify(input));
   });
 }
 
-function tail(bytes: Buffer): string {
-  const kept = bytes.length > STDERR_KEPT_BYTES ? bytes.subarray(bytes.length - STDERR_KEPT_BYTES) : bytes;
-  const text = kept.toString('utf8').trim();
-  return bytes.length > STDERR_KEPT_BYTES ? `…${text}` : text;
+/** The last STDERR_KEPT_BYTES of what was written (`total` bytes), marked when cut. */
+function tail(bytes: Buffer, total: number): string {
+  const text = bytes.subarray(Math.max(0, bytes.length - STDERR_KEPT_BYTES)).toString('utf8').trim();
+  return total > STDERR_KEPT_BYTES ? `…${text}` : text;
 }
 
 /** Turns a finished run into the driver's result, or the error that says what went wrong. */
@@ -183,9 +194,7 @@ function readResult(settings: Settings, operation: DriverOperation, argv: readon
     // idempotency key is the safe way to find out.
     throw new TransientDriverError(withStderr(`${program} timed out after ${settings.timeoutMs} ms and was stopped`));
   }
-  if (run.code === null && run.signal === null) {
-    throw new PermanentDriverError(`${program} could not be started: ${run.stderr}`);
-  }
+  if (run.startError !== undefined) throw new PermanentDriverError(`${program} could not be started: ${run.startError}`);
   if (run.signal !== null) {
     // Killed by someone else (the OOM killer, an operator): worth another try.
     throw new TransientDriverError(withStderr(`${program} was killed by ${run.signal}`));

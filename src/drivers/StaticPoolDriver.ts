@@ -1,7 +1,14 @@
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import type { Db } from '../db/Database.ts';
-import { type Driver, type DriverFactory, type DriverServices, type Reconciliation, TransientDriverError } from './Driver.ts';
+import {
+  type Driver,
+  type DriverFactory,
+  type DriverResult,
+  type DriverServices,
+  type Reconciliation,
+  TransientDriverError,
+} from './Driver.ts';
 
 const Entry = z
   .object({
@@ -105,7 +112,7 @@ export const StaticPoolDriver: DriverFactory<Settings> = {
       },
       async acquireLease(call) {
         // The lease carries what its holder needs to use the entry.
-        return { attributes: call.resource.attributes as Record<string, z.core.util.JSONType> };
+        return { attributes: call.resource.attributes as DriverResult['attributes'] };
       },
       async activateLease() {
         return {};
