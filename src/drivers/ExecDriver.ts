@@ -16,6 +16,11 @@ import {
 const EX_TEMPFAIL = 75;
 /** How much of a program's stderr is kept for people to read (its end: where the error usually is). */
 export const STDERR_KEPT_BYTES = 4096;
+/**
+ * How long the pipes may stay open after the program itself exited: a child
+ * it left running (a daemon it started) can hold them forever.
+ */
+const PIPE_GRACE_MS = 1000;
 /** A program printing more than this on stdout is not printing a driver result. */
 const STDOUT_LIMIT_BYTES = 1024 * 1024;
 
@@ -137,6 +142,7 @@ function runProgram(settings: Settings, argv: readonly string[], input: { operat
       }
     };
     let killTimer: NodeJS.Timeout | undefined;
+    let pipesTimer: NodeJS.Timeout | undefined;
     const timeoutTimer = setTimeout(() => {
       timedOut = true;
       signalGroup('SIGTERM');
@@ -159,9 +165,16 @@ function runProgram(settings: Settings, argv: readonly string[], input: { operat
     child.on('error', (error) => {
       spawnError = error;
     });
+    child.on('exit', () => {
+      pipesTimer = setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }, PIPE_GRACE_MS);
+    });
     child.on('close', (code, signal) => {
       clearTimeout(timeoutTimer);
       clearTimeout(killTimer);
+      clearTimeout(pipesTimer);
       if (spawnError) {
         resolve({ startError: spawnError.message, code: null, signal: null, timedOut: false, stdout: '', stdoutOverflow: false, stderr: '' });
         return;

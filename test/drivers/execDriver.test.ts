@@ -149,6 +149,16 @@ describe('exec driver: how a program ends', () => {
     await waitFor('the script and its child to be gone', async () => pids.every((pid) => !alive(pid)));
   });
 
+  test('a program that exits leaving a child holding its pipes: its own result counts, not the child', async () => {
+    const pidFile = path.join(scratch, 'leave-child.pid');
+    const driver = misbehave('leave-child', { timeoutMs: 120_000, env: { PID_FILE: pidFile } });
+    try {
+      await expect(driver.allocateResource(resourceCall)).resolves.toEqual({ attributes: { left: 'a child' } });
+    } finally {
+      process.kill(Number((await readFile(pidFile, 'utf8')).trim()), 'SIGKILL');
+    }
+  });
+
   test('a program that cannot be started is permanent', async () => {
     const failure = exec({ commands: { allocateResource: [path.join(scratch, 'no-such-program')] } }).allocateResource(resourceCall);
     await expect(failure).rejects.toBeInstanceOf(PermanentDriverError);
