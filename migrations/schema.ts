@@ -130,6 +130,14 @@ export interface SimulatedEffectsTable {
   last_at: TimestampDefault;
 }
 
+export interface StaticPoolClaimsTable {
+  blueprint_id: number;
+  entry: string;
+  resource_id: number;
+  definition: Json;
+  claimed_at: TimestampDefault;
+}
+
 export interface DB {
   blueprints: BlueprintsTable;
   resources: ResourcesTable;
@@ -140,6 +148,7 @@ export interface DB {
   events: EventsTable;
   workers: WorkersTable;
   simulated_effects: SimulatedEffectsTable;
+  static_pool_claims: StaticPoolClaimsTable;
 }
 
 export type BlueprintRow = Selectable<BlueprintsTable>;

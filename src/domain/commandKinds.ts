@@ -78,12 +78,23 @@ const resourceKinds = {
     dedupKey: 'destroy',
     summary: 'destroy a released or broken resource',
   },
+  retire: {
+    versions: { 1: none },
+    internal: true,
+    dedupKey: 'retire',
+    summary: 'take no new leases; destroy the resource when its leases end',
+  },
 } as const satisfies Record<string, CommandKindSpec>;
 
 const blueprintKinds = {
   need_resource: { versions: { 1: leaseRef }, internal: true, summary: 'a lease found no free slot' },
   slot_freed: { versions: { 1: resourceRef }, internal: true, summary: 'a resource has a free slot' },
   resource_destroyed: { versions: { 1: resourceRef }, internal: true, summary: 'a resource is gone' },
+  update_settings: {
+    versions: { 1: z.object({ settings: z.record(z.string(), z.json()) }).strict() },
+    internal: false,
+    summary: "replace the driver settings and reconcile the blueprint's resources with them",
+  },
 } as const satisfies Record<string, CommandKindSpec>;
 
 export const COMMAND_KINDS = { lease: leaseKinds, resource: resourceKinds, blueprint: blueprintKinds } as const;

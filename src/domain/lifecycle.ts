@@ -30,16 +30,16 @@ const lease = {
 const resource = {
   pending: {
     next: ['active', 'released', 'broken'],
-    accepts: ['allocate', 'activate', 'acquire', 'release_slot', 'release'],
+    accepts: ['allocate', 'activate', 'acquire', 'release_slot', 'release', 'retire'],
     isLive: true,
   },
-  active: { next: ['released', 'broken'], accepts: ['acquire', 'release_slot', 'release', 'reclaim'], isLive: true },
+  active: { next: ['released', 'broken'], accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire'], isLive: true },
   released: { next: ['destroyed', 'broken'], accepts: ['destroy', 'acquire', 'release_slot'], isLive: true },
   broken: { next: ['destroyed'], accepts: ['destroy', 'acquire', 'release_slot', 'release'], isLive: true },
   destroyed: { next: [], accepts: ['acquire', 'release_slot'], isLive: false },
 } as const satisfies Record<string, StateSpec>;
 
-const blueprintCommands = ['need_resource', 'slot_freed', 'resource_destroyed'] as const;
+const blueprintCommands = ['need_resource', 'slot_freed', 'resource_destroyed', 'update_settings'] as const;
 const blueprint = {
   enabled: { next: ['disabled'], accepts: blueprintCommands, isLive: true },
   disabled: { next: ['enabled'], accepts: blueprintCommands, isLive: true },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Db } from '../db/Database.ts';
 
 /**
  * The contract between Slipway and the infrastructure a blueprint manages.
@@ -42,13 +43,31 @@ export interface LeaseCall extends DriverCall {
   readonly slot: number;
 }
 
-/** What a driver may return: attributes merged into the object (a path, a host name...). */
+/**
+ * What a driver may return: attributes merged into the object (a path, a host
+ * name...), and, from allocateResource only, the resource's number of lease
+ * slots when the driver knows it better than the blueprint's default (a
+ * static pool's entry says how many leases its host takes).
+ */
 export const DriverResultSchema = z
-  .object({ attributes: z.record(z.string(), z.json()).optional() })
+  .object({
+    attributes: z.record(z.string(), z.json()).optional(),
+    capacity: z.number().int().min(1).max(10_000).optional(),
+  })
   .strict();
 export type DriverResult = z.infer<typeof DriverResultSchema>;
 
 export type DriverOperation = keyof Driver;
+
+/** Every operation of the Driver interface, in lifecycle order. */
+export const DRIVER_OPERATIONS = [
+  'allocateResource',
+  'activateResource',
+  'destroyResource',
+  'acquireLease',
+  'activateLease',
+  'releaseLease',
+] as const satisfies readonly DriverOperation[];
 
 export class TransientDriverError extends Error {
   override name = 'TransientDriverError';
@@ -70,6 +89,20 @@ export interface DriverFactory<S = unknown> {
   readonly description: string;
   readonly settingsSchema: z.ZodType<S>;
   create(settings: S, services: DriverServices): Driver;
+  /**
+   * For drivers whose resources follow their settings (a static pool's
+   * entries): called in the blueprint's drain, inside its transaction, when
+   * its settings change; says which live resources no longer fit the new
+   * settings and what the blueprint's resource limit becomes.
+   */
+  reconcile?(trx: Db, blueprintId: number, settings: S): Promise<Reconciliation>;
+}
+
+export interface Reconciliation {
+  /** Live resources to retire: they take no new leases and are destroyed when their leases end. */
+  readonly retire: ReadonlyArray<{ readonly resourceId: number; readonly reason: string }>;
+  /** The blueprint's new max_resources, when the settings decide it. */
+  readonly maxResources?: number;
 }
 
 /** What Slipway lends a driver. */

@@ -4,19 +4,11 @@ import {
   type Driver,
   type DriverCall,
   type DriverFactory,
+  DRIVER_OPERATIONS,
   type DriverOperation,
   PermanentDriverError,
   TransientDriverError,
 } from './Driver.ts';
-
-const OPERATIONS = [
-  'allocateResource',
-  'activateResource',
-  'destroyResource',
-  'acquireLease',
-  'activateLease',
-  'releaseLease',
-] as const satisfies readonly DriverOperation[];
 
 const rate = z.number().min(0).max(1);
 const Settings = z
@@ -34,9 +26,9 @@ const Settings = z
     /** Chance that a call fails for good (before any effect). */
     permanentFailureRate: rate.default(0),
     /** Limit failures to these operations (default: all). */
-    failOperations: z.array(z.enum(OPERATIONS)).optional(),
+    failOperations: z.array(z.enum(DRIVER_OPERATIONS)).optional(),
     /** Per-operation latency overrides, e.g. a slow releaseLease for crash tests. */
-    operationLatencyMs: z.partialRecord(z.enum(OPERATIONS), z.number().int().min(0).max(600_000)).optional(),
+    operationLatencyMs: z.partialRecord(z.enum(DRIVER_OPERATIONS), z.number().int().min(0).max(600_000)).optional(),
   })
   .strict();
 type Settings = z.infer<typeof Settings>;

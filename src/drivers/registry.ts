@@ -2,15 +2,19 @@ import type { BlueprintRow } from '../../migrations/schema.ts';
 import { describeZodIssues, InvalidInputError } from '../domain/errors.ts';
 import { DirectoryDriver } from './DirectoryDriver.ts';
 import type { Driver, DriverFactory, DriverServices } from './Driver.ts';
+import { ExecDriver } from './ExecDriver.ts';
 import { SimulatedDriver } from './SimulatedDriver.ts';
+import { StaticPoolDriver } from './StaticPoolDriver.ts';
 
 /** Every driver Slipway ships, by the name a blueprint uses. */
 export const DRIVERS: Readonly<Record<string, DriverFactory<any>>> = {
   [DirectoryDriver.name]: DirectoryDriver,
   [SimulatedDriver.name]: SimulatedDriver,
+  [ExecDriver.name]: ExecDriver,
+  [StaticPoolDriver.name]: StaticPoolDriver,
 };
 
-function factory(name: string): DriverFactory<unknown> {
+export function driverFactory(name: string): DriverFactory<unknown> {
   const found = DRIVERS[name];
   if (!found) {
     throw new InvalidInputError(`unknown driver "${name}"; use one of: ${Object.keys(DRIVERS).join(', ')}`, {
@@ -22,7 +26,7 @@ function factory(name: string): DriverFactory<unknown> {
 
 /** Checks a blueprint's settings against its driver's schema; returns them with defaults filled in. */
 export function validateDriverSettings(driver: string, settings: unknown): unknown {
-  const parsed = factory(driver).settingsSchema.safeParse(settings ?? {});
+  const parsed = driverFactory(driver).settingsSchema.safeParse(settings ?? {});
   if (!parsed.success) {
     throw new InvalidInputError(
       `invalid settings for the ${driver} driver: ${describeZodIssues(parsed.error.issues, 'settings')}`,
@@ -45,7 +49,7 @@ export class DriverRegistry {
     const key = `${blueprint.id}:${blueprint.version}`;
     let driver = this.cache.get(key);
     if (!driver) {
-      const chosen = factory(blueprint.driver);
+      const chosen = driverFactory(blueprint.driver);
       driver = chosen.create(validateDriverSettings(blueprint.driver, blueprint.settings), this.services);
       this.cache.set(key, driver);
     }

@@ -69,7 +69,7 @@ describe('directory driver', () => {
     expect(() => validateDriverSettings('directory', {})).toThrow(/invalid settings for the directory driver: settings.root/);
     expect(() => validateDriverSettings('directory', { root: '/tmp/x', extra: 1 })).toThrow(/Unrecognized key/);
     expect(() => validateDriverSettings('ftp', {})).toThrow(InvalidInputError);
-    expect(() => validateDriverSettings('ftp', {})).toThrow(/unknown driver "ftp"; use one of: directory, simulated/);
+    expect(() => validateDriverSettings('ftp', {})).toThrow(/unknown driver "ftp"; use one of: directory, simulated, exec, static-pool/);
   });
 });
 

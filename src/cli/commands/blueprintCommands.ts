@@ -1,11 +1,14 @@
 import type { Command } from 'commander';
 import { cliActor } from '../../domain/Actor.ts';
+import { InvalidInputError } from '../../domain/errors.ts';
+import { validateDriverSettings } from '../../drivers/registry.ts';
 import { createBlueprint } from '../../objects/createBlueprint.ts';
-import { listBlueprints, readBlueprintDetail, type BlueprintRef } from '../../read/blueprints.ts';
+import { findBlueprint, listBlueprints, readBlueprintDetail, type BlueprintRef } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { pageTable } from '../format.ts';
-import { addPageOptions, type PageOptions } from '../options.ts';
+import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } from '../options.ts';
 import { BlueprintRefArg, countBetween, DriverName, JsonObject, parseWith, Setting } from '../parsers.ts';
+import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
 import { BLUEPRINT_COLUMNS, renderBlueprint, renderBlueprintDetail } from '../views/blueprintViews.ts';
 
@@ -16,6 +19,11 @@ interface CreateOptions {
   readonly leasesPerResource: number;
   readonly settings?: Record<string, unknown>;
   /** From repeated --setting key=value. */
+  readonly setting?: Record<string, unknown>;
+}
+
+interface UpdateOptions extends WaitOptions {
+  readonly settings?: Record<string, unknown>;
   readonly setting?: Record<string, unknown>;
 }
 
@@ -47,6 +55,24 @@ export function addBlueprintCommands(program: Command): void {
         out.result(created, (b) => `created ${renderBlueprint(b)}`);
       }),
     );
+
+  addWaitOptions(
+    blueprint
+      .command('update')
+      .description("replace a blueprint's driver settings; its resources are reconciled with them (waits until done)")
+      .argument('<name|id>', 'blueprint name or id', parseWith(BlueprintRefArg))
+      .option('--settings <json>', 'the new driver settings as a JSON object (default: the current ones)', parseWith(JsonObject))
+      .option('--setting <key=value>', 'change one driver setting (repeatable; JSON values allowed; applied over --settings)', collectSetting),
+  ).action((ref: BlueprintRef, options: UpdateOptions, command: Command) =>
+    withSession(command, async (session) => {
+      if (!options.settings && !options.setting) throw new InvalidInputError('give the new settings with --settings <json> or --setting <key=value>');
+      const found = await findBlueprint(session.db, ref);
+      const settings = { ...(options.settings ?? (found.settings as Record<string, unknown>)), ...options.setting };
+      // Checked here too, so a mistake is refused before anything is queued.
+      validateDriverSettings(found.driver, settings);
+      await requestCommand(session, { kind: 'blueprint', id: found.id }, 'update_settings', options, { settings });
+    }),
+  );
 
   blueprint
     .command('show')

@@ -1,10 +1,12 @@
 import { sql } from 'kysely';
 import type { BlueprintRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
+import { InvalidInputError } from '../../domain/errors.ts';
+import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { recordEvent } from '../../objects/recordEvent.ts';
 import { appendInTransaction } from '../../queue/appendCommand.ts';
 import { resourceWithFreeSlot, waitingLeaseCount } from '../sql/freeSlot.ts';
-import { done, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
+import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
 
 type Ctx = HandlerContext<'blueprint'>;
 
@@ -161,6 +163,51 @@ export const BLUEPRINT_HANDLERS = {
       return done<'blueprint'>(`resource ${resourceId} gone (${counted.live_resources} of ${counted.max_resources})`, {
         set: { live_resources: counted.live_resources },
       });
+    },
+  },
+
+  /**
+   * New driver settings, and the blueprint's resources brought in line with
+   * them: the driver names the live resources that no longer fit (they are
+   * retired) and may set the resource limit; a raised limit serves waiting
+   * leases at once. The new settings apply to every driver call from the
+   * next drain on (drivers are made per blueprint version).
+   */
+  update_settings: {
+    async decide(trx: Db, ctx: Ctx) {
+      const blueprint = await lockedBlueprint(trx, ctx.object.id);
+      let settings: unknown;
+      try {
+        settings = validateDriverSettings(blueprint.driver, (ctx.payload as { settings: unknown }).settings);
+      } catch (error) {
+        if (error instanceof InvalidInputError) return failed<'blueprint'>(error.message);
+        throw error;
+      }
+      const plan = (await driverFactory(blueprint.driver).reconcile?.(trx, blueprint.id, settings)) ?? { retire: [] };
+      const counted = { ...blueprint, max_resources: plan.maxResources ?? blueprint.max_resources };
+      const room = counted.state === 'enabled' ? counted.max_resources - counted.live_resources : 0;
+      const allocations: Outcome<'blueprint'>[] = [];
+      for (const leaseId of await takeWaiters(trx, blueprint.id, room)) {
+        allocations.push(await allocateFor(trx, ctx, counted, leaseId));
+        counted.live_resources++;
+      }
+      const retired = plan.retire.map((r) => r.resourceId);
+      const limit = counted.max_resources === blueprint.max_resources ? '' : `; limit ${blueprint.max_resources} → ${counted.max_resources}`;
+      return done<'blueprint'>(
+        `settings updated${retired.length ? `; retiring resource(s) ${retired.join(', ')}` : ''}${limit}` +
+          allocations.map((a) => `; ${a.message}`).join(''),
+        {
+          set: { settings: JSON.stringify(settings), max_resources: counted.max_resources, live_resources: counted.live_resources },
+          events: [
+            { type: 'settings_updated', message: `driver settings replaced${limit}`, data: { retired, maxResources: counted.max_resources } },
+            ...allocations.flatMap((a) => a.events ?? []),
+          ],
+          followUps: [
+            ...plan.retire.map(({ resourceId, reason }): FollowUp => ({ target: { kind: 'resource', id: resourceId }, kind: 'retire', reason })),
+            ...allocations.flatMap((a) => a.followUps ?? []),
+          ],
+        },
+      );
     },
   },
 } satisfies HandlerTable<'blueprint'>;

@@ -74,7 +74,8 @@ export const RESOURCE_HANDLERS = {
     effect: (ctx: Ctx) => ctx.driver().allocateResource(resourceCall(ctx)),
     async decide(_trx: Db, ctx: Ctx, result: DriverResult) {
       return done<'resource'>('allocated', {
-        set: { attributes: mergedAttributes(ctx.object.attributes, result.attributes) },
+        // A driver that knows the resource's slots (a static pool's entry) overrides the blueprint's default.
+        set: { attributes: mergedAttributes(ctx.object.attributes, result.attributes), ...(result.capacity ? { capacity: result.capacity } : {}) },
         events: [{ type: 'allocated', message: 'the driver allocated it' }],
         followUps: [{ target: self(ctx.object), kind: 'activate', reason: 'allocated' }],
       });
@@ -190,6 +191,19 @@ export const RESOURCE_HANDLERS = {
       const resource = ctx.object;
       if (resource.used_slots > 0) return failed<'resource'>(`not reclaimed: ${resource.used_slots} lease(s) hold it`);
       return done<'resource'>('reclaimed', { to: 'released', followUps: [destroySelf(resource, 'reclaimed')] });
+    },
+  },
+
+  // Released without releasing its leases: acquires are refused from now
+  // on, and release_slot destroys it once the last lease has given its slot back.
+  retire: {
+    async decide(_trx: Db, ctx: Ctx) {
+      const resource = ctx.object;
+      const empty = resource.used_slots === 0;
+      return done<'resource'>(empty ? 'retired with no leases' : `retired; destroyed once its ${resource.used_slots} lease(s) end`, {
+        to: 'released',
+        followUps: empty ? [destroySelf(resource, 'retired with no leases')] : [],
+      });
     },
   },
 

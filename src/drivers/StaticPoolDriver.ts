@@ -1,0 +1,157 @@
+import { isDeepStrictEqual } from 'node:util';
+import { z } from 'zod';
+import type { Db } from '../db/Database.ts';
+import {
+  type Driver,
+  type DriverFactory,
+  type DriverResult,
+  type DriverServices,
+  type Reconciliation,
+  TransientDriverError,
+} from './Driver.ts';
+
+const Entry = z
+  .object({
+    /** Unique within the pool: a host name, an account, any named thing. */
+    name: z.string().min(1).max(200),
+    /** How many leases the entry takes at once. */
+    slots: z.number().int().min(1).max(10_000).default(1),
+    /** Copied into its resource's and its leases' attributes (an address, a port...). */
+    attributes: z.record(z.string(), z.json()).default({}),
+  })
+  .strict();
+type Entry = z.infer<typeof Entry>;
+
+const Settings = z
+  .object({
+    entries: z
+      .array(Entry)
+      .min(1, 'list at least one entry (disable the blueprint to take the whole pool out of use)')
+      .max(10_000)
+      .refine((entries) => new Set(entries.map((e) => e.name)).size === entries.length, 'entry names must be unique'),
+  })
+  .strict();
+type Settings = z.infer<typeof Settings>;
+
+/** A failed claim is tried again this many times before the call yields (others claimed the same entries meanwhile). */
+const CLAIM_ATTEMPTS = 5;
+/** When every entry is taken, look again after this long. */
+const NO_FREE_ENTRY_RETRY_MS = 30_000;
+
+// Claims the first entry of the blueprint's CURRENT settings that no resource
+// stands for. The settings are read FOR SHARE in the same statement: a
+// settings update holds the blueprint's row while it decides which claims to
+// retire, so a claim is made either before that decision (and is seen by it)
+// or after it (and sees the new settings), never in between. The primary key
+// settles two resources racing for one entry: the loser claims nothing and
+// tries the next entry.
+const CLAIM_FIRST_FREE_ENTRY = `
+  with blueprint as (
+    select settings from blueprints where id = $1 for share
+  ), free as (
+    select e.definition, e.position
+    from blueprint, jsonb_array_elements(blueprint.settings -> 'entries') with ordinality as e (definition, position)
+    where not exists (
+      select 1 from static_pool_claims c where c.blueprint_id = $1 and c.entry = e.definition ->> 'name'
+    )
+    order by e.position
+    limit 1
+  )
+  insert into static_pool_claims (blueprint_id, entry, resource_id, definition)
+  select $1, definition ->> 'name', $2, definition from free
+  on conflict do nothing
+  returning definition`;
+
+const OWN_CLAIM = `select definition from static_pool_claims where resource_id = $1`;
+const DROP_CLAIM = `delete from static_pool_claims where resource_id = $1`;
+
+async function definitionOf(services: DriverServices, text: string, values: unknown[]): Promise<Entry | undefined> {
+  const result = (await services.query(text, values)) as { rows: Array<{ definition: Entry }> };
+  return result.rows[0]?.definition;
+}
+
+/** The entry a resource stands for: the one it already claimed (calls are repeated), else a free one. */
+async function claimEntry(services: DriverServices, blueprintId: number, resourceId: number): Promise<Entry> {
+  for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+    const entry =
+      (await definitionOf(services, OWN_CLAIM, [resourceId])) ??
+      (await definitionOf(services, CLAIM_FIRST_FREE_ENTRY, [blueprintId, resourceId]));
+    if (entry) return entry;
+  }
+  throw new TransientDriverError('every entry of the pool stands for a live resource; waiting for one to be freed', NO_FREE_ENTRY_RETRY_MS);
+}
+
+/**
+ * A fixed list of named things (hosts, accounts...) from the blueprint's
+ * settings, each with its number of lease slots. Each resource stands for one
+ * entry: allocating a resource claims a free entry, destroying it frees the
+ * entry. Nothing is created or removed in the outside world; leases get the
+ * entry's name and attributes.
+ *
+ * When the settings change (`slipway blueprint update`), `reconcile` retires
+ * the resources of entries that were removed or changed (they take no new
+ * leases and are destroyed when their leases end) and sets the blueprint's
+ * resource limit to the number of entries, so added entries become usable.
+ */
+export const StaticPoolDriver: DriverFactory<Settings> = {
+  name: 'static-pool',
+  description: 'a fixed list of named entries (hosts...) from the settings, each with its own number of lease slots',
+  settingsSchema: Settings,
+  create(_settings, services) {
+    return {
+      async allocateResource(call) {
+        const entry = await claimEntry(services, call.blueprint.id, call.resource.id);
+        return { attributes: { ...entry.attributes, entry: entry.name }, capacity: entry.slots };
+      },
+      async activateResource() {
+        return {};
+      },
+      async destroyResource(call) {
+        await services.query(DROP_CLAIM, [call.resource.id]);
+        return {};
+      },
+      async acquireLease(call) {
+        // The lease carries what its holder needs to use the entry.
+        return { attributes: call.resource.attributes as DriverResult['attributes'] };
+      },
+      async activateLease() {
+        return {};
+      },
+      async releaseLease() {
+        return {};
+      },
+    } satisfies Driver;
+  },
+
+  async reconcile(trx: Db, blueprintId: number, settings: Settings): Promise<Reconciliation> {
+    const claims = await trx
+      .selectFrom('static_pool_claims as c')
+      .innerJoin('resources as r', 'r.id', 'c.resource_id')
+      .select(['c.entry', 'c.definition', 'r.id'])
+      .where('c.blueprint_id', '=', blueprintId)
+      .where('r.state', 'in', ['pending', 'active'])
+      .orderBy('r.id')
+      .execute();
+    const wanted = new Map(settings.entries.map((entry) => [entry.name, entry]));
+    const retire = claims.flatMap((claim) => {
+      const now = wanted.get(claim.entry);
+      if (!now) return [{ resourceId: claim.id, reason: `entry "${claim.entry}" was removed from the settings` }];
+      if (!isDeepStrictEqual(now, claim.definition)) return [{ resourceId: claim.id, reason: `entry "${claim.entry}" was changed in the settings` }];
+      return [];
+    });
+    // Resources still waiting to claim an entry claim from these settings;
+    // those beyond the entries left free could never claim one.
+    const claimed = new Set(claims.map((claim) => claim.entry));
+    const free = settings.entries.filter((entry) => !claimed.has(entry.name)).length;
+    const unclaimed = await trx
+      .selectFrom('resources as r')
+      .select('r.id')
+      .where('r.blueprint_id', '=', blueprintId)
+      .where('r.state', '=', 'pending')
+      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('static_pool_claims as c').select('c.entry').whereRef('c.resource_id', '=', 'r.id'))))
+      .orderBy('r.id')
+      .execute();
+    for (const { id } of unclaimed.slice(free)) retire.push({ resourceId: id, reason: 'no entry is left for it in the settings' });
+    return { retire, maxResources: settings.entries.length };
+  },
+};

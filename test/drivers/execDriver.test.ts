@@ -1,0 +1,185 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type LeaseCall, PermanentDriverError, type ResourceCall, TransientDriverError } from '../../src/drivers/Driver.ts';
+import { ExecDriver, STDERR_KEPT_BYTES } from '../../src/drivers/ExecDriver.ts';
+import { validateDriverSettings } from '../../src/drivers/registry.ts';
+import { validatingDriver } from '../../src/drivers/validatingDriver.ts';
+import { waitFor } from '../helpers/waitFor.ts';
+import { MISBEHAVE } from './execFixtures.ts';
+
+// The exec driver on its own, running real programs: what goes in (argv,
+// stdin, environment, working directory) and how each way a program can end
+// comes out.
+const noServices = { query: async () => undefined };
+let scratch: string;
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'slipway-exec-'));
+});
+afterAll(async () => rm(scratch, { recursive: true, force: true }));
+
+const EVIL = `x'; touch pwned; echo "$(touch pwned2)" \`touch pwned3\` && rm -rf ~ #`;
+const resourceCall: ResourceCall = {
+  blueprint: { id: 1, name: 'ws', settings: { note: EVIL } },
+  idempotencyKey: 'resource:5:11',
+  commandId: 11,
+  resource: { id: 5, capacity: 1, attributes: { label: EVIL } },
+};
+const leaseCall: LeaseCall = {
+  blueprint: { id: 1, name: 'ws', settings: {} },
+  idempotencyKey: 'lease:9:12',
+  commandId: 12,
+  lease: { id: 9, holder: EVIL, attributes: {} },
+  resource: { id: 5, attributes: { label: EVIL } },
+  slot: 0,
+};
+
+/** A driver whose every step runs `argv`, with settings validated as a blueprint's would be. */
+function exec(settings: Record<string, unknown>) {
+  return validatingDriver(ExecDriver.create(validateDriverSettings('exec', settings) as never, noServices));
+}
+const misbehave = (behaviour: string, extra: Record<string, unknown> = {}) =>
+  exec({ commands: { allocateResource: ['/bin/sh', MISBEHAVE, behaviour] }, ...extra });
+
+/** A node program that prints back, as attributes, what it was given. */
+async function echoProgram(): Promise<string> {
+  const file = path.join(scratch, 'echo.mjs');
+  await writeFile(
+    file,
+    `let input = '';
+     for await (const chunk of process.stdin) input += chunk;
+     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('npm_')));
+     process.stdout.write(JSON.stringify({ attributes: { input: JSON.parse(input), argv: process.argv.slice(2), env, cwd: process.cwd() } }));`,
+  );
+  return file;
+}
+
+describe('exec driver: what a program is given', () => {
+  test('the call as JSON on stdin, attributes and holder verbatim, fixed argv, an allow-listed environment and the working directory', async () => {
+    const echo = await echoProgram();
+    process.env.SLIPWAY_TEST_SECRET = 'must not leak';
+    const driver = exec({
+      commands: { allocateResource: [process.execPath, echo, 'allocate', '$HOME'], acquireLease: [process.execPath, echo, 'acquire'] },
+      cwd: scratch,
+      env: { REGION: 'eu-1' },
+      passEnv: ['PATH'],
+    });
+    const allocated = (await driver.allocateResource(resourceCall)).attributes as any;
+    expect(allocated.input).toEqual({ operation: 'allocateResource', ...resourceCall });
+    expect(allocated.argv).toEqual(['allocate', '$HOME']);
+    expect(allocated.cwd).toBe(scratch);
+    expect(allocated.env).toEqual({
+      PATH: process.env.PATH,
+      REGION: 'eu-1',
+      SLIPWAY_OPERATION: 'allocateResource',
+      SLIPWAY_IDEMPOTENCY_KEY: 'resource:5:11',
+    });
+
+    const acquired = (await driver.acquireLease(leaseCall)).attributes as any;
+    expect(acquired.input.lease.holder).toBe(EVIL);
+    expect(acquired.input.resource.attributes.label).toBe(EVIL);
+    for (const marker of ['pwned', 'pwned2', 'pwned3']) expect(existsSync(path.join(scratch, marker))).toBe(false);
+  });
+
+  test('an operation with no command succeeds without running anything', async () => {
+    await expect(misbehave('fail').activateLease(leaseCall)).resolves.toEqual({});
+  });
+});
+
+describe('exec driver: how a program ends', () => {
+  test('exit 0 with a JSON result: its attributes', async () => {
+    await expect(misbehave('ok').allocateResource(resourceCall)).resolves.toEqual({ attributes: { ok: true } });
+  });
+
+  test('a non-zero exit is permanent, with the end of stderr in the message', async () => {
+    const failure = misbehave('fail').allocateResource(resourceCall);
+    await expect(failure).rejects.toBeInstanceOf(PermanentDriverError);
+    await expect(failure).rejects.toThrow(
+      /allocateResource: \/bin\/sh exited with code 3 \(permanent failure\); stderr: provisioning failed: flavour m5.huge does not exist/,
+    );
+  });
+
+  test('exit 75 (EX_TEMPFAIL), or any code listed as transient, is transient', async () => {
+    await expect(misbehave('busy').allocateResource(resourceCall)).rejects.toBeInstanceOf(TransientDriverError);
+    await expect(misbehave('busy').allocateResource(resourceCall)).rejects.toThrow(/exited with code 75 \(transient failure\); stderr: quota exceeded/);
+    const listed = misbehave('fail', { transientExitCodes: [3] }).allocateResource(resourceCall);
+    await expect(listed).rejects.toBeInstanceOf(TransientDriverError);
+  });
+
+  test('invalid JSON on stdout is permanent and shows what was printed', async () => {
+    const failure = misbehave('garbage').allocateResource(resourceCall);
+    await expect(failure).rejects.toBeInstanceOf(PermanentDriverError);
+    await expect(failure).rejects.toThrow(/printed invalid JSON on stdout: "this is not JSON\\n"; stderr: warming up.../);
+  });
+
+  test('JSON that is not a driver result is refused by the shared output check', async () => {
+    const program = path.join(scratch, 'wrong-shape.sh');
+    await writeFile(program, `cat >/dev/null; echo '{"attributes": "a string"}'`);
+    const failure = exec({ commands: { destroyResource: ['/bin/sh', program] } }).destroyResource(resourceCall);
+    await expect(failure).rejects.toThrow(/destroyResource returned invalid output: attributes/);
+  });
+
+  test('only the last 4 KiB of stderr is kept', async () => {
+    const failure = await misbehave('noisy').allocateResource(resourceCall).catch((error: Error) => error);
+    const stderr = (failure as Error).message.split('; stderr: ')[1]!;
+    expect(stderr.startsWith('…')).toBe(true);
+    expect(Buffer.byteLength(stderr)).toBeLessThanOrEqual(STDERR_KEPT_BYTES + 3);
+    expect(stderr.endsWith('the real reason is at the end')).toBe(true);
+    expect(stderr).not.toContain('noise line 0\n');
+  });
+
+  test('a program past its timeout is stopped with its whole process group, even one ignoring SIGTERM', async () => {
+    const pidFile = path.join(scratch, 'hang.pids');
+    const driver = misbehave('hang', { timeoutMs: 1000, killGraceMs: 500, env: { PID_FILE: pidFile } });
+    const failure = driver.allocateResource(resourceCall);
+    await expect(failure).rejects.toBeInstanceOf(TransientDriverError);
+    await expect(failure).rejects.toThrow(/timed out after 1000 ms and was stopped; stderr: hanging on purpose/);
+    const pids = (await readFile(pidFile, 'utf8')).trim().split(' ').map(Number);
+    expect(pids).toHaveLength(2);
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await waitFor('the script and its child to be gone', async () => pids.every((pid) => !alive(pid)));
+  });
+
+  test('a program that exits leaving a child holding its pipes: its own result counts, not the child', async () => {
+    const pidFile = path.join(scratch, 'leave-child.pid');
+    const driver = misbehave('leave-child', { timeoutMs: 120_000, env: { PID_FILE: pidFile } });
+    try {
+      await expect(driver.allocateResource(resourceCall)).resolves.toEqual({ attributes: { left: 'a child' } });
+    } finally {
+      process.kill(Number((await readFile(pidFile, 'utf8')).trim()), 'SIGKILL');
+    }
+  });
+
+  test('a program that cannot be started is permanent', async () => {
+    const failure = exec({ commands: { allocateResource: [path.join(scratch, 'no-such-program')] } }).allocateResource(resourceCall);
+    await expect(failure).rejects.toBeInstanceOf(PermanentDriverError);
+    await expect(failure).rejects.toThrow(/could not be started: spawn .*no-such-program ENOENT/);
+  });
+});
+
+describe('exec driver: settings', () => {
+  test('are validated with messages naming the field', () => {
+    expect(() => validateDriverSettings('exec', {})).toThrow(/settings.commands/);
+    expect(() => validateDriverSettings('exec', { commands: {} })).toThrow(/give a command for at least one operation/);
+    expect(() => validateDriverSettings('exec', { commands: { allocateResource: 'rm -rf /' } })).toThrow(/settings.commands.allocateResource/);
+    expect(() => validateDriverSettings('exec', { commands: { allocateResource: [] } })).toThrow(/give the program and its arguments/);
+    expect(() => validateDriverSettings('exec', { commands: { makeCoffee: ['x'] } })).toThrow(/commands/);
+    expect(() => validateDriverSettings('exec', { commands: { allocateResource: ['x'] }, cwd: 'relative' })).toThrow(/cwd must be an absolute path/);
+    expect(() => validateDriverSettings('exec', { commands: { allocateResource: ['x'] }, env: { 'BAD NAME': 'x' } })).toThrow(/environment variable name/);
+    expect(() => validateDriverSettings('exec', { commands: { allocateResource: ['x'] }, transientExitCodes: [0] })).toThrow(/transientExitCodes/);
+    expect(validateDriverSettings('exec', { commands: { allocateResource: ['x'] } })).toMatchObject({
+      timeoutMs: 60_000,
+      transientExitCodes: [75],
+      passEnv: ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR'],
+    });
+  });
+});
