@@ -169,3 +169,20 @@ test('a callback registered after its command settled is delivered at once', asy
   const [request] = receiver.received('/late');
   expect(JSON.parse(request!.body)).toMatchObject({ outcome: 'succeeded', command: { id: command.id, status: 'done' } });
 });
+
+test('a command that failed is reported with the outcome failed', async () => {
+  const db = database.db;
+  const breaking = await simulatedBlueprint(
+    db,
+    'breaks-on-release',
+    { maxResources: 1, leasesPerResource: 1 },
+    { permanentFailureRate: 1, failOperations: ['releaseLease'] },
+  );
+  const [lease] = await createLeases(db, breaking, 1);
+  await waitForLeases(db, [lease!.id], ['active']);
+  const { command } = await releaseWithCallback(db, lease!.id, receiver.url('/broken'));
+  await waitForCallback(db, command.id, ['delivered']);
+  const body = JSON.parse(receiver.received('/broken')[0]!.body);
+  expect(body).toMatchObject({ outcome: 'failed', command: { id: command.id, status: 'failed' } });
+  expect(body.command.message).toMatch(/^driver failed permanently/);
+});

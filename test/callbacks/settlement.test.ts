@@ -2,12 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { attachCallback } from '../../src/callbacks/attachCallback.ts';
+import { buildCallbackPayload } from '../../src/callbacks/callbackPayload.ts';
 import { ObjectDrain } from '../../src/drain/ObjectDrain.ts';
 import { DriverRegistry } from '../../src/drivers/registry.ts';
 import { readCallbacks } from '../../src/read/callbacks.ts';
 import { createLeases, releaseLease, simulatedBlueprint } from '../concurrency/support/fixtures.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
-import { deliveryJobs, LOOPBACK, releaseWithCallback } from './support/callbackFixtures.ts';
+import { attachLater, deliveryJobs, LOOPBACK, releaseWithCallback } from './support/callbackFixtures.ts';
 
 /**
  * When a delivery is queued, seen from graphile-worker's queue. No worker
@@ -91,4 +92,21 @@ test('a callback attached while the last command of its tree settles is queued a
   await drainEverything();
   expect((await readCallbacks(db, command.id))[0]).toMatchObject({ status: 'pending' });
   expect(await deliveryJobs(db)).toBe(jobsBefore + 1);
+});
+
+test('a command cancelled before it ran settles its callback too, with the outcome cancelled', async () => {
+  const db = database.db;
+  const blueprint = await simulatedBlueprint(db, 'cancelled', { maxResources: 1, leasesPerResource: 1 });
+  const [lease] = await createLeases(db, blueprint, 1);
+  const allocate = await db.selectFrom('commands').select('id').where('target_kind', '=', 'lease').where('target_id', '=', lease!.id).where('kind', '=', 'allocate').executeTakeFirstOrThrow();
+  const callback = await attachLater(db, allocate.id, 'http://localhost:9/cancelled');
+  expect(callback.status).toBe('waiting');
+
+  // The release goes first and cancels the allocation it makes pointless.
+  await releaseLease(db, lease!.id);
+  await drainEverything();
+  expect((await readCallbacks(db, allocate.id))[0]).toMatchObject({ status: 'pending' });
+  const payload = await buildCallbackPayload(db, callback.id, allocate.id);
+  expect(payload).toMatchObject({ outcome: 'cancelled', command: { id: allocate.id, kind: 'allocate', status: 'cancelled' } });
+  expect(payload.command.message).toMatch(/^superseded by release/);
 });
