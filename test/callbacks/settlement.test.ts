@@ -110,3 +110,44 @@ test('a command cancelled before it ran settles its callback too, with the outco
   expect(payload).toMatchObject({ outcome: 'cancelled', command: { id: allocate.id, kind: 'allocate', status: 'cancelled' } });
   expect(payload.command.message).toMatch(/^superseded by release/);
 });
+
+test('two transactions settling the last two commands of a tree at once queue its callback exactly once', async () => {
+  const db = database.db;
+  // A settled root with two children on different objects, still queued.
+  const insert = (values: { kind: string; target_id: number; status?: 'done'; caused_by?: number }) =>
+    db
+      .insertInto('commands')
+      .values({ target_kind: 'lease', issued_by: 'tester', source: 'cli', ...values })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+  const root = await insert({ kind: 'release', target_id: 901, status: 'done' });
+  const a = await insert({ kind: 'destroy', target_id: 902, caused_by: root.id });
+  const b = await insert({ kind: 'destroy', target_id: 903, caused_by: root.id });
+  const callback = await attachLater(db, root.id, 'http://localhost:9/both');
+  expect(callback.status).toBe('waiting');
+  const jobsBefore = await deliveryJobs(db);
+
+  // Each settles one child and runs the (deferred) trigger before it commits,
+  // as at its commit: the second blocks on the first's lock, then sees its commit.
+  const first = await database.pool.connect();
+  const second = await database.pool.connect();
+  try {
+    const settle = async (client: typeof first, id: number) => {
+      await client.query('begin');
+      await client.query(`update commands set status = 'done', finished_at = now() where id = $1`, [id]);
+    };
+    await settle(first, a.id);
+    await settle(second, b.id);
+    await first.query('set constraints commands_queue_settled_callbacks immediate');
+    const secondChecks = second.query('set constraints commands_queue_settled_callbacks immediate');
+    await sleep(300);
+    await first.query('commit');
+    await secondChecks;
+    await second.query('commit');
+  } finally {
+    first.release();
+    second.release();
+  }
+  expect((await readCallbacks(db, root.id))[0]).toMatchObject({ status: 'pending' });
+  expect(await deliveryJobs(db)).toBe(jobsBefore + 1);
+});
