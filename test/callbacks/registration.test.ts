@@ -5,9 +5,9 @@ import { parseAllowedHosts } from '../../src/callbacks/allowedHosts.ts';
 import { checkCallbackUrl } from '../../src/callbacks/CallbackRequest.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { InvalidInputError, NotFoundError } from '../../src/domain/errors.ts';
-import { createLeases, simulatedBlueprint } from '../concurrency/support/fixtures.ts';
+import { createLeases, releaseLease, simulatedBlueprint } from '../concurrency/support/fixtures.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
-import { LOOPBACK, releaseWithCallback } from './support/callbackFixtures.ts';
+import { attachLater, LOOPBACK, releaseWithCallback } from './support/callbackFixtures.ts';
 
 /** No worker here: registration is checked before anything runs. */
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -95,4 +95,13 @@ test('the same URL on the same command twice is one callback', async () => {
   expect(rows).toHaveLength(1);
   // Nothing has run (no worker): the tree is unsettled, so no delivery is queued yet.
   expect(first.callback.status).toBe('waiting');
+});
+
+test('a callback on a request that coalesced into a queued command follows that command', async () => {
+  const [lease] = await createLeases(database.db, await simulatedBlueprint(database.db, 'coalescing', { maxResources: 1, leasesPerResource: 1 }), 1);
+  const first = await releaseLease(database.db, lease!.id);
+  const duplicate = await releaseLease(database.db, lease!.id);
+  expect(duplicate.coalesced).toBe(true);
+  const callback = await attachLater(database.db, duplicate.record.id, 'http://localhost:1/joined');
+  expect(callback).toMatchObject({ command_id: first.command.id, status: 'waiting' });
 });
