@@ -138,6 +138,30 @@ export interface StaticPoolClaimsTable {
   claimed_at: TimestampDefault;
 }
 
+export type CallbackStatus = 'waiting' | 'pending' | 'delivered' | 'failed';
+
+export interface CommandCallbacksTable {
+  id: GeneratedAlways<number>;
+  command_id: number;
+  url: string;
+  status: Generated<CallbackStatus>;
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp | null;
+  created_at: TimestampDefault;
+  finished_at: Timestamp | null;
+}
+
+export interface CallbackAttemptsTable {
+  id: GeneratedAlways<number>;
+  callback_id: number;
+  attempt: number;
+  started_at: Timestamp;
+  finished_at: TimestampDefault;
+  status_code: number | null;
+  error: string | null;
+  next_retry_at: Timestamp | null;
+}
+
 export interface DB {
   blueprints: BlueprintsTable;
   resources: ResourcesTable;
@@ -149,6 +173,8 @@ export interface DB {
   workers: WorkersTable;
   simulated_effects: SimulatedEffectsTable;
   static_pool_claims: StaticPoolClaimsTable;
+  command_callbacks: CommandCallbacksTable;
+  callback_attempts: CallbackAttemptsTable;
 }
 
 export type BlueprintRow = Selectable<BlueprintsTable>;
@@ -157,3 +183,5 @@ export type LeaseRow = Selectable<LeasesTable>;
 export type CommandRow = Selectable<CommandsTable>;
 export type EventRow = Selectable<EventsTable>;
 export type NewCommand = Insertable<CommandsTable>;
+export type CallbackRow = Selectable<CommandCallbacksTable>;
+export type CallbackAttemptRow = Selectable<CallbackAttemptsTable>;

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from './callbacks/allowedHosts.ts';
 
 /**
  * Every setting Slipway reads from its environment, validated in one place so a
@@ -25,6 +26,25 @@ const ConfigSchema = z.object({
   // Test and chaos hook: each drained command waits a random 0..N ms before it
   // is applied, to widen race windows. 0 (the default) disables it.
   SLIPWAY_CHAOS_DRAIN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
+  // Callbacks (see src/callbacks/): the hosts they may go to (loopback only
+  // unless told otherwise; empty disables callbacks), the HMAC secret that
+  // signs them (else one generated under SLIPWAY_HOME), and their retries.
+  SLIPWAY_CALLBACK_ALLOWED_HOSTS: z
+    .string()
+    .default(DEFAULT_ALLOWED_HOSTS)
+    .transform((text, ctx) => {
+      try {
+        return parseAllowedHosts(text);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: `${(error as Error).message}; expected a comma-separated list of hosts` });
+        return z.NEVER;
+      }
+    }),
+  SLIPWAY_CALLBACK_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  SLIPWAY_CALLBACK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8),
+  SLIPWAY_CALLBACK_BACKOFF_MS: positiveMs(5000),
+  SLIPWAY_CALLBACK_MAX_BACKOFF_MS: positiveMs(3600 * 1000),
+  SLIPWAY_CALLBACK_TIMEOUT_MS: positiveMs(10_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -1,5 +1,7 @@
 import { run, type Runner } from 'graphile-worker';
+import { callbackTasks } from '../../workers/deliverCallback.ts';
 import { drainTasks } from '../../workers/drainTasks.ts';
+import { CallbackDelivery } from '../callbacks/CallbackDelivery.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';
 import { ObjectDrain } from '../drain/ObjectDrain.ts';
@@ -49,7 +51,7 @@ export class SlipwayWorker {
           failJobBatchDelay: 0,
         },
       },
-      taskList: drainTasks(drain),
+      taskList: { ...drainTasks(drain), ...callbackTasks(CallbackDelivery.fromConfig(database.db, config, log)) },
       logger: graphileLogger(log),
     });
     const sweeper = new Sweeper(database.db, log, config.SLIPWAY_SWEEP_INTERVAL_MS, config.SLIPWAY_STALE_AFTER_MS);

@@ -22,6 +22,8 @@ test('every table and column in migrations/schema.ts exists after migrating', as
   await db.selectFrom('workers').select(['id', 'hostname', 'pid', 'handles', 'started_at', 'heartbeat_at']).execute();
   await db.selectFrom('simulated_effects').select(['operation', 'object_id', 'idempotency_key', 'calls', 'first_at', 'last_at']).execute();
   await db.selectFrom('static_pool_claims').select(['blueprint_id', 'entry', 'resource_id', 'definition', 'claimed_at']).execute();
+  await db.selectFrom('command_callbacks').select(['id', 'command_id', 'url', 'status', 'attempts', 'next_attempt_at', 'created_at', 'finished_at']).execute();
+  await db.selectFrom('callback_attempts').select(['id', 'callback_id', 'attempt', 'started_at', 'finished_at', 'status_code', 'error', 'next_retry_at']).execute();
   const { rows } = await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = 'graphile_worker'`.execute(db);
   expect(rows[0]!.n).toBeGreaterThan(0);
 });

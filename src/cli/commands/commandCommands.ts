@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { CommandStatus } from '../../../migrations/schema.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
+import { readCallbacks } from '../../read/callbacks.ts';
 import { readCommandTree } from '../../read/commandTree.ts';
 import { findCommand, listCommands } from '../../read/commands.ts';
 import { pageTable } from '../format.ts';
@@ -24,7 +25,11 @@ export function addCommandCommands(program: Command): void {
     .argument('<id>', 'command id', parseWith(PositiveId))
     .action((id: number, _options: unknown, command: Command) =>
       withSession(command, async ({ db, out }) => {
-        const detail = { command: await findCommand(db, id), tree: await readCommandTree(db, id) };
+        const detail = {
+          command: await findCommand(db, id),
+          tree: await readCommandTree(db, id),
+          callbacks: await readCallbacks(db, id),
+        };
         out.result(detail, renderCommandDetail);
       }),
     );

@@ -1,6 +1,8 @@
 import type { CommandRow } from '../../../migrations/schema.ts';
+import type { CallbackView } from '../../read/callbacks.ts';
 import type { CommandTreeNode } from '../../read/commandTree.ts';
 import { type Column, fields, formatJson, formatSeconds, formatTime, NONE, section, table, targetLabel } from '../format.ts';
+import { renderCallbacks } from './callbackViews.ts';
 
 /** "#13 acquire resource:3": how every view names a command. */
 export function commandName(command: Pick<CommandRow, 'id' | 'kind' | 'target_kind' | 'target_id'>): string {
@@ -40,7 +42,15 @@ function renderCommandTree(tree: readonly CommandTreeNode[]): string {
   return tree.length === 0 ? '(none)' : table(tree, treeColumns(tree[0]!));
 }
 
-export function renderCommandDetail({ command, tree }: { command: CommandRow; tree: readonly CommandTreeNode[] }): string {
+export function renderCommandDetail({
+  command,
+  tree,
+  callbacks = [],
+}: {
+  command: CommandRow;
+  tree: readonly CommandTreeNode[];
+  callbacks?: readonly CallbackView[];
+}): string {
   const detail = fields(`command ${commandName(command)}: ${command.status}`, [
     ['message', command.message ?? NONE],
     ['issued by', `${command.issued_by} via ${command.source}`],
@@ -56,5 +66,6 @@ export function renderCommandDetail({ command, tree }: { command: CommandRow; tr
     ['started', formatTime(command.started_at)],
     ['finished', formatTime(command.finished_at)],
   ]);
-  return `${detail}\n\n${section('what it caused', renderCommandTree(tree).split('\n'))}`;
+  const caused = section('what it caused', renderCommandTree(tree).split('\n'));
+  return callbacks.length === 0 ? `${detail}\n\n${caused}` : `${detail}\n\n${caused}\n\n${renderCallbacks(callbacks)}`;
 }
