@@ -12,9 +12,15 @@ import type { Session } from './session.ts';
  * that command and everything it causes. A duplicate request joins the
  * command already queued and waits on that one.
  */
-export async function requestCommand(session: Session, target: ObjectRef, kind: string, options: WaitOptions): Promise<void> {
+export async function requestCommand(
+  session: Session,
+  target: ObjectRef,
+  kind: string,
+  options: WaitOptions,
+  payload?: unknown,
+): Promise<void> {
   const { db, out } = session;
-  const { command, coalesced, record } = await appendCommand(db, { target, kind, actor: cliActor(options.reason) });
+  const { command, coalesced, record } = await appendCommand(db, { target, kind, payload, actor: cliActor(options.reason) });
   const queued = `${kind} ${describeObject(target)}: ${coalesced ? 'already queued as' : 'queued as'} command ${command.id}`;
   if (!options.wait) {
     out.result({ command, coalesced, record }, () => queued);

@@ -50,6 +50,17 @@ const leaseKinds = {
     summary: 'give the lease up',
   },
   destroy: { versions: { 1: none }, internal: true, dedupKey: 'destroy', summary: 'finish a released or broken lease' },
+  renew: {
+    versions: { 1: z.object({ expiresInMs: z.number().int().positive().max(366 * 24 * 3600 * 1000).optional() }).strict() },
+    internal: false,
+    // Ordered with release (both preempt, so among them by id): a renewal
+    // queued before the collector's expiry release is applied before it and
+    // the release then finds the lease renewed; one queued after finds the
+    // lease released. Preempting also keeps a heartbeat from waiting behind
+    // an activation that is backing off.
+    preempts: true,
+    summary: "push the lease's expiry and heartbeat deadline back",
+  },
 } as const satisfies Record<string, CommandKindSpec>;
 
 const resourceKinds = {
@@ -84,6 +95,12 @@ const blueprintKinds = {
   need_resource: { versions: { 1: leaseRef }, internal: true, summary: 'a lease found no free slot' },
   slot_freed: { versions: { 1: resourceRef }, internal: true, summary: 'a resource has a free slot' },
   resource_destroyed: { versions: { 1: resourceRef }, internal: true, summary: 'a resource is gone' },
+  top_up: {
+    versions: { 1: none },
+    internal: false,
+    dedupKey: 'top_up',
+    summary: 'make resources until the warm minimum is active (within the limit)',
+  },
 } as const satisfies Record<string, CommandKindSpec>;
 
 export const COMMAND_KINDS = { lease: leaseKinds, resource: resourceKinds, blueprint: blueprintKinds } as const;

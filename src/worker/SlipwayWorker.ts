@@ -1,5 +1,6 @@
 import { run, type Runner } from 'graphile-worker';
 import { drainTasks } from '../../workers/drainTasks.ts';
+import { gcCronItems, gcTasks } from '../../workers/gcTasks.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';
 import { ObjectDrain } from '../drain/ObjectDrain.ts';
@@ -37,7 +38,8 @@ export class SlipwayWorker {
       maxPoolSize: config.SLIPWAY_WORKER_CONCURRENCY + 2,
       noHandleSignals: true,
       pollInterval: 2000,
-      taskList: drainTasks(drain),
+      taskList: { ...drainTasks(drain), ...gcTasks(database, config, log) },
+      parsedCronItems: gcCronItems(config),
       logger: graphileLogger(log),
     });
     const sweeper = new Sweeper(database.db, log, config.SLIPWAY_SWEEP_INTERVAL_MS, config.SLIPWAY_STALE_AFTER_MS);
