@@ -3,6 +3,9 @@ import type { GcPass, StepReport } from './GcPass.ts';
 
 type PrunedKind = 'lease' | 'resource';
 
+/** What a pass counts as pruned, in the order it is reported. */
+export const PRUNED = ['leases', 'resources', 'events', 'commands', 'gc_passes'] as const;
+
 /**
  * One batch of destroyed objects of a kind whose last change is older than
  * the retention, and nothing else: a live object keeps all of its history,
@@ -63,7 +66,7 @@ async function pruneBatch(pass: GcPass, kind: PrunedKind, ids: number[]): Promis
  * pass's time is up.
  */
 export async function pruneHistory(pass: GcPass): Promise<StepReport> {
-  const pruned: Record<string, number> = { leases: 0, resources: 0, events: 0, commands: 0, gc_passes: 0 };
+  const pruned: Record<string, number> = Object.fromEntries(PRUNED.map((what) => [what, 0]));
   let found = 0;
   for (const kind of ['lease', 'resource'] as const) {
     for (;;) {

@@ -6,7 +6,7 @@ import type { Database } from '../db/Database.ts';
 import type { Logger } from '../log.ts';
 import { expireLeases } from './expireLeases.ts';
 import { GcPass, type GcSettings, type StepReport } from './GcPass.ts';
-import { pruneHistory } from './pruneHistory.ts';
+import { PRUNED, pruneHistory } from './pruneHistory.ts';
 import { reclaimIdleResources } from './reclaimIdleResources.ts';
 import { topUpWarmMinimum } from './topUpWarmMinimum.ts';
 
@@ -107,7 +107,18 @@ export async function runCollectorPass(
   return toReport(finished);
 }
 
+/** A pass record as a report, its steps and counts in pass order (jsonb keeps keys in an order of its own). */
 export function toReport(row: GcPassRow): GcPassReport {
+  const stored = row.report as Partial<Record<StepName, StepReport>>;
+  const steps = Object.fromEntries(
+    (Object.keys(STEPS) as StepName[])
+      .filter((name) => stored[name] !== undefined)
+      .map((name) => {
+        const step = stored[name]!;
+        const pruned = step.pruned && Object.fromEntries(PRUNED.map((what) => [what, step.pruned![what] ?? 0]));
+        return [name, { ...step, ...(pruned ? { pruned } : {}) }];
+      }),
+  );
   return {
     id: row.id,
     trigger: row.trigger,
@@ -115,7 +126,7 @@ export function toReport(row: GcPassRow): GcPassReport {
     startedAt: row.started_at,
     finishedAt: row.finished_at,
     message: row.message,
-    steps: row.report as GcPassReport['steps'],
+    steps,
   };
 }
 
