@@ -42,7 +42,12 @@ const leaseKinds = {
   },
   activate: { versions: { 1: none }, internal: true, summary: 'make an acquired lease usable' },
   release: {
-    versions: { 1: none },
+    // ifExpired: the collector's expiry release, applied only if the lease is
+    // still past a deadline then (see the lease's release handler). An
+    // optional field, so every v1 payload before it still reads; a worker
+    // from before it fails such a release as invalid, and the next
+    // collector pass asks again.
+    versions: { 1: z.object({ ifExpired: z.literal(true).optional() }).strict() },
     internal: false,
     dedupKey: 'release',
     preempts: true,

@@ -61,10 +61,10 @@ export class GcPass {
    * An object that moved on since the collector looked refuses; that is
    * recorded, not thrown: the next pass looks again.
    */
-  async request(target: ObjectRef, kind: string, reason: string): Promise<GcAction> {
+  async request(target: ObjectRef, kind: string, reason: string, payload?: unknown): Promise<GcAction> {
     const base = { target: `${target.kind}:${target.id}`, kind, reason };
     try {
-      const { command, coalesced } = await appendCommand(this.db, { target, kind, actor: { ...GC_ACTOR, reason } });
+      const { command, coalesced } = await appendCommand(this.db, { target, kind, payload, actor: { ...GC_ACTOR, reason } });
       return { ...base, commandId: command.id, coalesced };
     } catch (error) {
       if (error instanceof CommandRejectedError || error instanceof NotFoundError) {

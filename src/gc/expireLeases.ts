@@ -7,8 +7,8 @@ const EXPIRABLE = ['pending', 'acquired', 'active'] as const;
 
 /**
  * Issues a `release` for each live lease past its expiry time or heartbeat
- * deadline. The release is the lease's to apply: it checks the deadline
- * again then (see the lease's release handler), so a renewal queued first
+ * deadline, marked `ifExpired`: the lease checks the deadline again when it
+ * applies it (see the lease's release handler), so a renewal queued first
  * wins. A lease with a release already on its way is left alone, so a pass
  * neither coalesces into it nor repeats itself.
  */
@@ -28,7 +28,7 @@ export async function expireLeases(pass: GcPass): Promise<StepReport> {
   for (const lease of rows) {
     if (pass.outOfTime) break;
     const reason = describeExpiry(lease, lease.now)!;
-    actions.push(await pass.request({ kind: 'lease', id: lease.id }, 'release', reason));
+    actions.push(await pass.request({ kind: 'lease', id: lease.id }, 'release', reason, { ifExpired: true }));
   }
   return { found: rows.length, actions, truncated: rows.length >= pass.settings.batchSize || actions.length < rows.length };
 }

@@ -36,22 +36,33 @@ async function prunableBatch(pass: GcPass, kind: PrunedKind): Promise<number[]> 
   return rows.map((r) => r.id);
 }
 
+const OBJECT_TABLE = { lease: 'leases', resource: 'resources' } as const;
+
 /**
  * Removes one batch of objects with their events and commands, in one
- * transaction. Commands of other objects that point at a removed command
- * (caused_by, coalesced_into) lose only that link, by the foreign keys'
- * `on delete set null`; their own reasons still name the object.
+ * transaction. The objects go first, and only those still destroyed with
+ * nothing unsettled in their queue (a message may have reached one since the
+ * batch was read); their history follows. Commands of other objects that
+ * point at a removed command (caused_by, coalesced_into) lose only that
+ * link, by the foreign keys' `on delete set null`; their own reasons still
+ * name the object.
  */
 async function pruneBatch(pass: GcPass, kind: PrunedKind, ids: number[]): Promise<Record<string, number>> {
-  return pass.db.transaction().execute(async (trx) => {
-    const events = await trx.deleteFrom('events').where('target_kind', '=', kind).where('target_id', 'in', ids).executeTakeFirst();
-    const commands = await trx.deleteFrom('commands').where('target_kind', '=', kind).where('target_id', 'in', ids).executeTakeFirst();
-    const objects =
-      kind === 'lease'
-        ? await trx.deleteFrom('leases').where('id', 'in', ids).where('state', '=', 'destroyed').executeTakeFirst()
-        : await trx.deleteFrom('resources').where('id', 'in', ids).where('state', '=', 'destroyed').executeTakeFirst();
+  return pass.db.transaction().execute(async (trx): Promise<Record<string, number>> => {
+    const { rows } = await sql<{ id: number }>`
+      delete from ${sql.table(OBJECT_TABLE[kind])} o
+      where o.id = any(${ids}::bigint[]) and o.state = 'destroyed'
+        and not exists (
+          select 1 from commands c
+          where c.target_kind = ${kind} and c.target_id = o.id and c.status in ('queued', 'running'))
+      returning o.id
+    `.execute(trx);
+    const gone = rows.map((r) => r.id);
+    if (gone.length === 0) return {};
+    const events = await trx.deleteFrom('events').where('target_kind', '=', kind).where('target_id', 'in', gone).executeTakeFirst();
+    const commands = await trx.deleteFrom('commands').where('target_kind', '=', kind).where('target_id', 'in', gone).executeTakeFirst();
     return {
-      [`${kind}s`]: Number(objects.numDeletedRows),
+      [OBJECT_TABLE[kind]]: gone.length,
       events: Number(events.numDeletedRows),
       commands: Number(commands.numDeletedRows),
     };

@@ -3,8 +3,9 @@ import { cliTestEnv } from '../cli/cliTestEnv.ts';
 import { parseJson } from '../cli/runCli.ts';
 
 // The collector's and renewal's CLI, run as a real child process against a
-// database with a worker running.
-const env = cliTestEnv();
+// database with a worker running: one without the collector's schedule, so
+// the passes this file sees are its own.
+const env = cliTestEnv({ SLIPWAY_GC_INTERVAL_MINUTES: '0' });
 
 beforeAll(async () => {
   const run = await env.cli('blueprint', 'create', '--name', 'warm', '--driver', 'simulated', '--max-resources', '3', '--min-resources', '2', '--idle-timeout', '10m');

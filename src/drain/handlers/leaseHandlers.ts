@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { LeaseRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import type { DriverResult, LeaseCall } from '../../drivers/Driver.ts';
@@ -35,25 +36,24 @@ const giveBackSlot = (lease: LeaseRow, resourceId: number, reason: string): Foll
 });
 
 /**
- * Whether a release should go ahead. A release from the collector (source
- * `gc`, which issues releases only for expiry) is conditional: when it is
- * applied, the lease must still be past a deadline. A renewal queued before
- * it (renew and release both preempt, so they run in the order they were
- * queued) moves the deadline and the release settles as a no-op. Anyone
- * else's release that coalesced into it makes it unconditional again.
+ * Whether a release should go ahead. The collector's expiry release
+ * (`ifExpired`) is conditional: when it is applied, the lease must still be
+ * past a deadline. A renewal queued before it (renew and release both
+ * preempt, so they run in the order they were queued) moves the deadline and
+ * the release settles as a no-op. Anyone's plain release that coalesced into
+ * it makes it unconditional again.
  */
-async function releaseWanted(db: Db, ctx: Ctx): Promise<{ wanted: boolean; why?: string }> {
-  if (ctx.command.source !== 'gc') return { wanted: true };
-  const why = await expiryReason(db, ctx.object);
-  if (why) return { wanted: true, why };
+async function releaseWanted(db: Db, ctx: Ctx): Promise<boolean> {
+  if (!(ctx.payload as { ifExpired?: true }).ifExpired) return true;
+  if (await expiryReason(db, ctx.object)) return true;
   const joined = await db
     .selectFrom('commands')
     .select('id')
     .where('coalesced_into', '=', ctx.command.id)
-    .where('source', '!=', 'gc')
+    .where(sql<boolean>`payload->>'ifExpired' is null`)
     .limit(1)
     .executeTakeFirst();
-  return { wanted: joined !== undefined };
+  return joined !== undefined;
 }
 
 /** The lease's current slot as a driver call. */
@@ -181,8 +181,7 @@ export const LEASE_HANDLERS = {
 
   release: {
     async effect(ctx: Ctx) {
-      const { wanted } = await releaseWanted(ctx.db, ctx);
-      if (!wanted) return { skipped: true };
+      if (!(await releaseWanted(ctx.db, ctx))) return { skipped: true };
       if (holdsSlot(ctx.object)) await ctx.driver().releaseLease(await heldCall(ctx));
       return { skipped: false };
     },
@@ -191,7 +190,7 @@ export const LEASE_HANDLERS = {
       if (lease.state === 'broken') return done<'lease'>('already broken; it is being destroyed');
       if (effect.skipped) {
         // Someone's release may have joined this one since the effect looked.
-        if ((await releaseWanted(trx, ctx)).wanted) return yieldFor<'lease'>(0, 'a release from someone else joined this one; releasing');
+        if (await releaseWanted(trx, ctx)) return yieldFor<'lease'>(0, 'a release from someone else joined this one; releasing');
         return done<'lease'>('not released: the lease was renewed before its expiry release was applied');
       }
       return done<'lease'>(holdsSlot(lease) ? 'released' : 'released before it got a slot', {

@@ -196,14 +196,7 @@ export const RESOURCE_HANDLERS = {
   reclaim: {
     async decide(_trx: Db, ctx: Ctx) {
       const resource = ctx.object;
-      if (resource.used_slots > 0) {
-        const message = `not reclaimed: ${resource.used_slots} lease(s) hold it`;
-        // The collector reclaims what it saw idle; a lease that took the
-        // resource before the reclaim was applied wins, which is the design
-        // working, not a failure. An operator's reclaim of a held resource
-        // fails, to say it did not happen.
-        return ctx.command.source === 'gc' ? done<'resource'>(`${message} (a lease took it first)`) : failed<'resource'>(message);
-      }
+      if (resource.used_slots > 0) return failed<'resource'>(`not reclaimed: ${resource.used_slots} lease(s) hold it`);
       return done<'resource'>('reclaimed', { to: 'released', followUps: [destroySelf(resource, 'reclaimed')] });
     },
   },
