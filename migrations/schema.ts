@@ -26,6 +26,8 @@ export interface BlueprintsTable {
   leases_per_resource: number;
   state: Generated<string>;
   live_resources: Generated<number>;
+  min_resources: Generated<number>;
+  idle_timeout_ms: number | null;
   version: Generated<number>;
   created_at: TimestampDefault;
   updated_at: TimestampDefault;
@@ -40,6 +42,7 @@ export interface ResourcesTable {
   allocated_for_lease_id: number | null;
   attributes: JsonDefault;
   message: string | null;
+  idle_since: Timestamp | null;
   version: Generated<number>;
   created_at: TimestampDefault;
   updated_at: TimestampDefault;
@@ -54,6 +57,9 @@ export interface LeasesTable {
   slot: number | null;
   attributes: JsonDefault;
   expires_at: Timestamp | null;
+  term_ms: number | null;
+  heartbeat_ms: number | null;
+  heartbeat_deadline: Timestamp | null;
   message: string | null;
   version: Generated<number>;
   created_at: TimestampDefault;
@@ -162,6 +168,18 @@ export interface CallbackAttemptsTable {
   next_retry_at: Timestamp | null;
 }
 
+export type GcPassStatus = 'running' | 'done' | 'failed' | 'skipped';
+
+export interface GcPassesTable {
+  id: GeneratedAlways<number>;
+  trigger: 'schedule' | 'cli';
+  status: Generated<GcPassStatus>;
+  started_at: TimestampDefault;
+  finished_at: Timestamp | null;
+  report: JsonDefault;
+  message: string | null;
+}
+
 export interface DB {
   blueprints: BlueprintsTable;
   resources: ResourcesTable;
@@ -175,6 +193,7 @@ export interface DB {
   static_pool_claims: StaticPoolClaimsTable;
   command_callbacks: CommandCallbacksTable;
   callback_attempts: CallbackAttemptsTable;
+  gc_passes: GcPassesTable;
 }
 
 export type BlueprintRow = Selectable<BlueprintsTable>;
@@ -182,6 +201,7 @@ export type ResourceRow = Selectable<ResourcesTable>;
 export type LeaseRow = Selectable<LeasesTable>;
 export type CommandRow = Selectable<CommandsTable>;
 export type EventRow = Selectable<EventsTable>;
+export type GcPassRow = Selectable<GcPassesTable>;
 export type NewCommand = Insertable<CommandsTable>;
 export type CallbackRow = Selectable<CommandCallbacksTable>;
 export type CallbackAttemptRow = Selectable<CallbackAttemptsTable>;

@@ -45,6 +45,15 @@ const ConfigSchema = z.object({
   SLIPWAY_CALLBACK_BACKOFF_MS: positiveMs(5000),
   SLIPWAY_CALLBACK_MAX_BACKOFF_MS: positiveMs(3600 * 1000),
   SLIPWAY_CALLBACK_TIMEOUT_MS: positiveMs(10_000),
+  // The collector (src/gc): how often it runs (minutes, on graphile-worker's
+  // crontab; 0 turns the schedule off), how long an idle resource may be
+  // kept while leases wait at its full blueprint, how long history of
+  // destroyed objects is kept, and the bounds of one pass.
+  SLIPWAY_GC_INTERVAL_MINUTES: z.coerce.number().int().min(0).max(60).default(1),
+  SLIPWAY_GC_IDLE_GRACE_MS: z.coerce.number().int().min(0).max(7 * 24 * 3600 * 1000).default(60_000),
+  SLIPWAY_GC_RETENTION_DAYS: z.coerce.number().positive().max(3650).default(30),
+  SLIPWAY_GC_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
+  SLIPWAY_GC_PASS_BUDGET_MS: positiveMs(30_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { addBlueprintCommands } from './commands/blueprintCommands.ts';
 import { addCommandCommands } from './commands/commandCommands.ts';
+import { addGcCommands } from './commands/gcCommands.ts';
 import { addLeaseCommands } from './commands/leaseCommands.ts';
 import { addResourceCommands } from './commands/resourceCommands.ts';
 import { addServiceCommands } from './commands/serviceCommands.ts';
@@ -23,5 +24,6 @@ export function buildProgram(): Command {
   addLeaseCommands(program);
   addResourceCommands(program);
   addCommandCommands(program);
+  addGcCommands(program);
   return program;
 }

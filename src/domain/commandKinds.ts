@@ -42,7 +42,12 @@ const leaseKinds = {
   },
   activate: { versions: { 1: none }, internal: true, summary: 'make an acquired lease usable' },
   release: {
-    versions: { 1: none },
+    // ifExpired: the collector's expiry release, applied only if the lease is
+    // still past a deadline then (see the lease's release handler). An
+    // optional field, so every v1 payload before it still reads; a worker
+    // from before it fails such a release as invalid, and the next
+    // collector pass asks again.
+    versions: { 1: z.object({ ifExpired: z.literal(true).optional() }).strict() },
     internal: false,
     dedupKey: 'release',
     preempts: true,
@@ -50,6 +55,17 @@ const leaseKinds = {
     summary: 'give the lease up',
   },
   destroy: { versions: { 1: none }, internal: true, dedupKey: 'destroy', summary: 'finish a released or broken lease' },
+  renew: {
+    versions: { 1: z.object({ expiresInMs: z.number().int().positive().max(366 * 24 * 3600 * 1000).optional() }).strict() },
+    internal: false,
+    // Ordered with release (both preempt, so among them by id): a renewal
+    // queued before the collector's expiry release is applied before it and
+    // the release then finds the lease renewed; one queued after finds the
+    // lease released. Preempting also keeps a heartbeat from waiting behind
+    // an activation that is backing off.
+    preempts: true,
+    summary: "push the lease's expiry and heartbeat deadline back",
+  },
 } as const satisfies Record<string, CommandKindSpec>;
 
 const resourceKinds = {
@@ -94,6 +110,12 @@ const blueprintKinds = {
     versions: { 1: z.object({ settings: z.record(z.string(), z.json()) }).strict() },
     internal: false,
     summary: "replace the driver settings and reconcile the blueprint's resources with them",
+  },
+  top_up: {
+    versions: { 1: none },
+    internal: false,
+    dedupKey: 'top_up',
+    summary: 'make resources until the warm minimum is active (within the limit)',
   },
 } as const satisfies Record<string, CommandKindSpec>;
 

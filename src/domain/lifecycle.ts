@@ -19,9 +19,9 @@ export interface StateSpec {
 }
 
 const lease = {
-  pending: { next: ['acquired', 'released', 'broken'], accepts: ['allocate', 'grant', 'deny', 'release'], isLive: true },
-  acquired: { next: ['active', 'released', 'broken'], accepts: ['activate', 'grant', 'deny', 'release'], isLive: true },
-  active: { next: ['released', 'broken'], accepts: ['grant', 'deny', 'release'], isLive: true },
+  pending: { next: ['acquired', 'released', 'broken'], accepts: ['allocate', 'grant', 'deny', 'release', 'renew'], isLive: true },
+  acquired: { next: ['active', 'released', 'broken'], accepts: ['activate', 'grant', 'deny', 'release', 'renew'], isLive: true },
+  active: { next: ['released', 'broken'], accepts: ['grant', 'deny', 'release', 'renew'], isLive: true },
   released: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny'], isLive: true },
   broken: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny', 'release'], isLive: true },
   destroyed: { next: [], accepts: ['grant', 'deny'], isLive: false },
@@ -41,7 +41,8 @@ const resource = {
 
 const blueprintCommands = ['need_resource', 'slot_freed', 'resource_destroyed', 'update_settings'] as const;
 const blueprint = {
-  enabled: { next: ['disabled'], accepts: blueprintCommands, isLive: true },
+  // A disabled blueprint makes no new resources, so it is not topped up.
+  enabled: { next: ['disabled'], accepts: [...blueprintCommands, 'top_up'], isLive: true },
   disabled: { next: ['enabled'], accepts: blueprintCommands, isLive: true },
 } as const satisfies Record<string, StateSpec>;
 

@@ -15,15 +15,23 @@ export const BlueprintInputSchema = z
     settings: z.record(z.string(), z.unknown()).default({}),
     maxResources: z.number().int().min(1).max(100_000),
     leasesPerResource: z.number().int().min(1).max(10_000).default(1),
+    /** The warm minimum: active resources the collector keeps ready. */
+    minResources: z.number().int().min(0).max(100_000).default(0),
+    /** Idle resources beyond the minimum are reclaimed after this long; absent: kept. */
+    idleTimeoutMs: z.number().int().min(1000, 'expected at least 1 s').max(366 * 24 * 3600 * 1000).optional(),
   })
-  .strict();
+  .strict()
+  .refine((b) => b.minResources <= b.maxResources, {
+    message: 'the warm minimum (minResources) cannot exceed maxResources',
+    path: ['minResources'],
+  });
 export type BlueprintInput = z.input<typeof BlueprintInputSchema>;
 
 /** Creates a blueprint (no command needed: nothing is allocated until a lease asks). */
 export async function createBlueprint(db: Db, input: BlueprintInput, actor: Actor): Promise<BlueprintRow> {
   const parsed = BlueprintInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid blueprint: ${describeZodIssues(parsed.error.issues)}`);
-  const { name, driver, maxResources, leasesPerResource } = parsed.data;
+  const { name, driver, maxResources, leasesPerResource, minResources, idleTimeoutMs } = parsed.data;
   const settings = validateDriverSettings(driver, parsed.data.settings);
   return db.transaction().execute(async (trx) => {
     const row = await trx
@@ -34,6 +42,8 @@ export async function createBlueprint(db: Db, input: BlueprintInput, actor: Acto
         settings: JSON.stringify(settings),
         max_resources: maxResources,
         leases_per_resource: leasesPerResource,
+        min_resources: minResources,
+        idle_timeout_ms: idleTimeoutMs ?? null,
       })
       .onConflict((oc) => oc.column('name').doNothing())
       .returningAll()

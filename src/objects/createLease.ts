@@ -4,7 +4,10 @@ import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError } from '../domain/errors.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
+import { deadlinesFromNow } from './leaseDeadlines.ts';
 import { recordEvent } from './recordEvent.ts';
+
+const DAY_MS = 24 * 3600 * 1000;
 
 export const LeaseInputSchema = z
   .object({
@@ -12,8 +15,16 @@ export const LeaseInputSchema = z
     blueprint: z.union([z.string().min(1).max(63), z.number().int().positive()]),
     holder: z.string().min(1).max(200),
     expiresAt: z.coerce.date().optional(),
+    /** Relative expiry; also the term a renewal without its own extends the lease by. */
+    expiresInMs: z.number().int().min(1000, 'expected at least 1 s').max(366 * DAY_MS).optional(),
+    /** A heartbeat lease: released when its holder stops renewing it (see leaseDeadlines). */
+    heartbeatMs: z.number().int().min(1000, 'expected at least 1 s').max(DAY_MS).optional(),
   })
-  .strict();
+  .strict()
+  .refine((l) => l.expiresAt === undefined || l.expiresInMs === undefined, {
+    message: 'give expiresAt or expiresInMs, not both',
+    path: ['expiresInMs'],
+  });
 export type LeaseInput = z.input<typeof LeaseInputSchema>;
 
 /**
@@ -28,7 +39,7 @@ export async function createLease(
 ): Promise<{ lease: LeaseRow; command: CommandRow }> {
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
-  const { blueprint: ref, holder, expiresAt } = parsed.data;
+  const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs } = parsed.data;
   if (expiresAt && expiresAt.getTime() <= Date.now()) {
     throw new InvalidInputError('expiresAt must be in the future', { field: 'expiresAt' });
   }
@@ -44,9 +55,20 @@ export async function createLease(
         state: blueprint.state,
       });
     }
+    // An absolute expiry's term (for renewals) is what was left of it when asked.
+    const termMs = expiresInMs ?? (expiresAt ? expiresAt.getTime() - Date.now() : undefined);
+    // The heartbeat clock starts when the lease becomes active (see the lease's
+    // activate): a holder waiting for capacity has nothing to beat for yet.
+    const { expires_at } = await deadlinesFromNow(trx, { termMs: expiresInMs });
     const lease = await trx
       .insertInto('leases')
-      .values({ blueprint_id: blueprint.id, holder, expires_at: expiresAt ?? null })
+      .values({
+        blueprint_id: blueprint.id,
+        holder,
+        expires_at: expires_at ?? expiresAt ?? null,
+        term_ms: termMs === undefined ? null : Math.max(1000, Math.round(termMs)),
+        heartbeat_ms: heartbeatMs ?? null,
+      })
       .returningAll()
       .executeTakeFirstOrThrow();
     const target = { kind: 'lease', id: lease.id } as const;

@@ -2,6 +2,7 @@ import { run, type Runner } from 'graphile-worker';
 import { callbackTasks } from '../../workers/deliverCallback.ts';
 import { drainTasks } from '../../workers/drainTasks.ts';
 import { CallbackDelivery } from '../callbacks/CallbackDelivery.ts';
+import { gcCronItems, gcTasks } from '../../workers/gcTasks.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';
 import { ObjectDrain } from '../drain/ObjectDrain.ts';
@@ -51,7 +52,12 @@ export class SlipwayWorker {
           failJobBatchDelay: 0,
         },
       },
-      taskList: { ...drainTasks(drain), ...callbackTasks(CallbackDelivery.fromConfig(database.db, config, log)) },
+      taskList: {
+        ...drainTasks(drain),
+        ...callbackTasks(CallbackDelivery.fromConfig(database.db, config, log)),
+        ...gcTasks(database, config, log),
+      },
+      parsedCronItems: gcCronItems(config),
       logger: graphileLogger(log),
     });
     const sweeper = new Sweeper(database.db, log, config.SLIPWAY_SWEEP_INTERVAL_MS, config.SLIPWAY_STALE_AFTER_MS);

@@ -13,13 +13,14 @@ export interface CliTestEnv {
 /**
  * A test file's own migrated database with a worker running in the test
  * process, so the CLI under test (a child process) sees its commands run.
+ * `workerEnv` adds settings for that worker (e.g. no collector schedule).
  */
-export function cliTestEnv(): CliTestEnv {
+export function cliTestEnv(workerEnv: Record<string, string> = {}): CliTestEnv {
   let database: CliTestEnv['database'] | undefined;
   let worker: SlipwayWorker | undefined;
   beforeAll(async () => {
     database = await createTestDatabase();
-    worker = await SlipwayWorker.start(database, loadConfig({ DATABASE_URL: database.url }), testLog);
+    worker = await SlipwayWorker.start(database, loadConfig({ ...workerEnv, DATABASE_URL: database.url }), testLog);
   });
   afterAll(async () => {
     await worker?.stop();

@@ -45,6 +45,15 @@ describe('the state table', () => {
     expect(accepts('resource', 'pending', 'reclaim')).toBe(false);
   });
 
+  test('a lease is renewed only while it is live and not yet released; the collector may top up only an enabled blueprint', () => {
+    expect(statesAccepting('lease', 'renew').sort()).toEqual(['acquired', 'active', 'pending']);
+    expect(statesAccepting('blueprint', 'top_up')).toEqual(['enabled']);
+    // renew and release are ordered among themselves by when they were queued
+    expect(commandKindSpec('lease', 'renew')).toMatchObject({ internal: false, preempts: true });
+    expect(commandKindSpec('lease', 'release')).toMatchObject({ preempts: true });
+    expect(commandKindSpec('blueprint', 'top_up')).toMatchObject({ internal: false, dedupKey: 'top_up' });
+  });
+
   test('an unknown state is a programming error, not a silent "no"', () => {
     expect(() => accepts('lease', 'flying', 'release')).toThrow(/unknown lease state "flying"/);
   });

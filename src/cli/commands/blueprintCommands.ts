@@ -7,7 +7,7 @@ import { findBlueprint, listBlueprints, readBlueprintDetail, type BlueprintRef }
 import { readHistory } from '../../read/objectHistory.ts';
 import { pageTable } from '../format.ts';
 import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } from '../options.ts';
-import { BlueprintRefArg, countBetween, DriverName, JsonObject, parseWith, Setting } from '../parsers.ts';
+import { BlueprintRefArg, countBetween, DriverName, Duration, JsonObject, parseWith, Setting } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
 import { BLUEPRINT_COLUMNS, renderBlueprint, renderBlueprintDetail } from '../views/blueprintViews.ts';
@@ -17,6 +17,9 @@ interface CreateOptions {
   readonly driver: string;
   readonly maxResources: number;
   readonly leasesPerResource: number;
+  readonly minResources: number;
+  /** Milliseconds. */
+  readonly idleTimeout?: number;
   readonly settings?: Record<string, unknown>;
   /** From repeated --setting key=value. */
   readonly setting?: Record<string, unknown>;
@@ -45,13 +48,16 @@ export function addBlueprintCommands(program: Command): void {
     .requiredOption('--driver <driver>', `one of: ${DriverName.options.join(', ')}`, parseWith(DriverName))
     .requiredOption('--max-resources <n>', 'at most this many resources at once', parseWith(countBetween(1, 100_000)))
     .option('--leases-per-resource <n>', 'lease slots on each resource', parseWith(countBetween(1, 10_000)), 1)
+    .option('--min-resources <n>', 'warm minimum: active resources the collector keeps ready', parseWith(countBetween(0, 100_000)), 0)
+    .option('--idle-timeout <duration>', 'reclaim idle resources beyond the minimum after this long, e.g. 15m', parseWith(Duration))
     .option('--settings <json>', 'driver settings as a JSON object', parseWith(JsonObject))
     .option('--setting <key=value>', 'one driver setting (repeatable; JSON values allowed; overrides --settings)', collectSetting)
     .action((options: CreateOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const settings = { ...options.settings, ...options.setting };
-        const { name, driver, maxResources, leasesPerResource } = options;
-        const created = await createBlueprint(db, { name, driver, maxResources, leasesPerResource, settings }, cliActor());
+        const { name, driver, maxResources, leasesPerResource, minResources, idleTimeout } = options;
+        const input = { name, driver, maxResources, leasesPerResource, settings, minResources, idleTimeoutMs: idleTimeout };
+        const created = await createBlueprint(db, input, cliActor());
         out.result(created, (b) => `created ${renderBlueprint(b)}`);
       }),
     );

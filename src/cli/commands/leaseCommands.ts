@@ -18,6 +18,13 @@ interface CreateOptions extends WaitOptions {
   readonly holder: string;
   /** Milliseconds. */
   readonly expiresIn?: number;
+  /** Milliseconds. */
+  readonly heartbeat?: number;
+}
+
+interface RenewOptions extends WaitOptions {
+  /** Milliseconds. */
+  readonly expiresIn?: number;
 }
 
 interface ListOptions extends PageOptions {
@@ -38,7 +45,12 @@ export function addLeaseCommands(program: Command): void {
       .description('request a lease and wait until it is active')
       .requiredOption('--blueprint <name|id>', 'the blueprint to lease from', parseWith(BlueprintRefArg))
       .option('--holder <name>', 'who holds the lease', parseWith(textUpTo(200)), cliActor().issuedBy)
-      .option('--expires-in <duration>', 'give it up after this long, e.g. 30m, 2h, 1h30m', parseWith(Duration)),
+      .option('--expires-in <duration>', 'give it up after this long, e.g. 30m, 2h, 1h30m', parseWith(Duration))
+      .option(
+        '--heartbeat <duration>',
+        'a heartbeat lease: released once two of these intervals pass without a `lease renew`, e.g. 30s',
+        parseWith(Duration),
+      ),
   ).action((options: CreateOptions, command: Command) => withSession(command, (session) => requestLease(session, options)));
 
   addWaitOptions(
@@ -48,6 +60,18 @@ export function addLeaseCommands(program: Command): void {
       .argument('<id>', 'lease id', parseWith(PositiveId)),
   ).action((id: number, options: WaitOptions, command: Command) =>
     withSession(command, (session) => requestCommand(session, { kind: 'lease', id }, 'release', options)),
+  );
+
+  addWaitOptions(
+    lease
+      .command('renew')
+      .description("push a lease's expiry back (by its term, or --expires-in) and beat its heartbeat")
+      .argument('<id>', 'lease id', parseWith(PositiveId))
+      .option('--expires-in <duration>', 'expire this long from now (and renew by this term from now on)', parseWith(Duration)),
+  ).action((id: number, options: RenewOptions, command: Command) =>
+    withSession(command, (session) =>
+      requestCommand(session, { kind: 'lease', id }, 'renew', options, options.expiresIn === undefined ? {} : { expiresInMs: options.expiresIn }),
+    ),
   );
 
   lease
@@ -80,8 +104,7 @@ export function addLeaseCommands(program: Command): void {
 /** Creates the lease, then (unless --no-wait) waits until it is active or has failed for good. */
 async function requestLease(session: Session, options: CreateOptions): Promise<void> {
   const { db, out } = session;
-  const expiresAt = options.expiresIn === undefined ? undefined : new Date(Date.now() + options.expiresIn);
-  const input = { blueprint: options.blueprint, holder: options.holder, expiresAt };
+  const input = { blueprint: options.blueprint, holder: options.holder, expiresInMs: options.expiresIn, heartbeatMs: options.heartbeat };
   const created = await createLease(db, input, cliActor(options.reason));
   const requested = `lease ${created.lease.id} requested for ${created.lease.holder} (command ${created.command.id})`;
   if (!options.wait) {

@@ -25,6 +25,8 @@ export function renderBlueprint(blueprint: BlueprintRow): string {
     ['driver', blueprint.driver],
     ['settings', formatJson(blueprint.settings)],
     ['resources', `${blueprint.live_resources} live, at most ${blueprint.max_resources}`],
+    ['warm minimum', String(blueprint.min_resources)],
+    ['idle timeout', blueprint.idle_timeout_ms === null ? 'none (idle resources are kept)' : `${blueprint.idle_timeout_ms / 1000} s`],
     ['leases/resource', String(blueprint.leases_per_resource)],
     ['created', formatTime(blueprint.created_at)],
   ]);

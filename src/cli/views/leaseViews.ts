@@ -20,6 +20,7 @@ export function renderLease(lease: LeaseView): string {
     ['resource', lease.resource_id === null ? NONE : `${lease.resource_id}, slot ${lease.slot}`],
     ['attributes', formatJson(lease.attributes)],
     ['expires', formatTime(lease.expires_at)],
+    ['heartbeat', lease.heartbeat_ms === null ? NONE : `every ${lease.heartbeat_ms / 1000} s; next renewal due by ${formatTime(lease.heartbeat_deadline)}`],
     ['message', lease.message ?? NONE],
     ['created', formatTime(lease.created_at)],
     ['updated', formatTime(lease.updated_at)],

@@ -33,13 +33,15 @@ async function lockedBlueprint(trx: Db, id: number): Promise<BlueprintRow> {
 }
 
 /**
- * Makes a resource for a lease: the resource's row, its creation event, its
- * first command (allocate) and the lease's acquire on it. Resource creation,
- * like lease creation, is the exception to "only the lock holder writes a
- * row": nobody else can know of the row yet. The blueprint counts it, as the
- * single writer of its resource count.
+ * Makes a resource: its row, its creation event and its first command
+ * (allocate), for a lease that needs one or to keep the pool warm. Resource
+ * creation, like lease creation, is the exception to "only the lock holder
+ * writes a row": nobody else can know of the row yet. The caller counts it,
+ * as the blueprint is the single writer of its resource count.
  */
-async function allocateFor(trx: Db, ctx: Ctx, blueprint: BlueprintRow, leaseId: number): Promise<Outcome<'blueprint'>> {
+async function makeResource(trx: Db, ctx: Ctx, blueprint: BlueprintRow, purpose: { leaseId: number } | { warm: true }): Promise<number> {
+  const leaseId = 'leaseId' in purpose ? purpose.leaseId : null;
+  const why = leaseId === null ? `kept warm (minimum ${blueprint.min_resources})` : `lease ${leaseId} needs a resource`;
   const resource = await trx
     .insertInto('resources')
     .values({ blueprint_id: blueprint.id, capacity: blueprint.leases_per_resource, allocated_for_lease_id: leaseId })
@@ -49,22 +51,28 @@ async function allocateFor(trx: Db, ctx: Ctx, blueprint: BlueprintRow, leaseId: 
   const target = { kind: 'resource', id: resource.id } as const;
   const { command } = await appendInTransaction(
     trx,
-    { target, kind: 'allocate', causedBy: ctx.command.id, actor: { ...actor, reason: `lease ${leaseId} needs a resource` } },
+    { target, kind: 'allocate', causedBy: ctx.command.id, actor: { ...actor, reason: why } },
     { fromOutside: false },
   );
   await recordEvent(trx, {
     target,
     type: 'created',
     toState: resource.state,
-    message: `made by blueprint ${blueprint.name} for lease ${leaseId}`,
+    message: `made by blueprint ${blueprint.name}: ${why}`,
     actor,
     commandId: command.id,
   });
+  return resource.id;
+}
+
+/** Makes a resource for a lease and sends the lease's acquire to it. */
+async function allocateFor(trx: Db, ctx: Ctx, blueprint: BlueprintRow, leaseId: number): Promise<Outcome<'blueprint'>> {
+  const resourceId = await makeResource(trx, ctx, blueprint, { leaseId });
   const live = blueprint.live_resources + 1;
-  return done(`allocating resource ${resource.id} for lease ${leaseId} (${live} of ${blueprint.max_resources})`, {
+  return done(`allocating resource ${resourceId} for lease ${leaseId} (${live} of ${blueprint.max_resources})`, {
     set: { live_resources: live },
-    events: [{ type: 'resource_allocated', message: `resource ${resource.id} for lease ${leaseId}`, data: { resourceId: resource.id, leaseId } }],
-    followUps: [acquire(resource.id, leaseId, `made for lease ${leaseId}`)],
+    events: [{ type: 'resource_allocated', message: `resource ${resourceId} for lease ${leaseId}`, data: { resourceId, leaseId } }],
+    followUps: [acquire(resourceId, leaseId, `made for lease ${leaseId}`)],
   });
 }
 
@@ -208,6 +216,43 @@ export const BLUEPRINT_HANDLERS = {
           ],
         },
       );
+    },
+  },
+
+  top_up: {
+    async decide(trx: Db, ctx: Ctx) {
+      const blueprint = await lockedBlueprint(trx, ctx.object.id);
+      // Resources that are, or are becoming, ready: pending or active, with
+      // no release or reclaim on their way.
+      const warm = await trx
+        .selectFrom('resources')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .where('blueprint_id', '=', blueprint.id)
+        .where('state', 'in', ['pending', 'active'])
+        .where(({ not, exists, selectFrom }) =>
+          not(
+            exists(
+              selectFrom('commands')
+                .select('id')
+                .where('target_kind', '=', 'resource')
+                .whereRef('target_id', '=', 'resources.id')
+                .where('kind', 'in', ['release', 'reclaim'])
+                .where('status', 'in', ['queued', 'running']),
+            ),
+          ),
+        )
+        .executeTakeFirstOrThrow();
+      const missing = Math.min(blueprint.min_resources - warm.n, blueprint.max_resources - blueprint.live_resources);
+      if (missing <= 0) {
+        return done<'blueprint'>(`${warm.n} warm of a minimum of ${blueprint.min_resources}; nothing to make${warm.n < blueprint.min_resources ? ' (at the limit)' : ''}`);
+      }
+      const made: number[] = [];
+      for (let i = 0; i < missing; i++) made.push(await makeResource(trx, ctx, blueprint, { warm: true }));
+      const live = blueprint.live_resources + missing;
+      return done<'blueprint'>(`making ${missing} resource(s) (${made.join(', ')}) to keep ${blueprint.min_resources} warm (${live} of ${blueprint.max_resources})`, {
+        set: { live_resources: live },
+        events: [{ type: 'topped_up', message: `made resource(s) ${made.join(', ')} to keep the pool warm`, data: { resourceIds: made } }],
+      });
     },
   },
 } satisfies HandlerTable<'blueprint'>;

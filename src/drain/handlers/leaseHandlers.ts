@@ -1,8 +1,10 @@
+import { sql } from 'kysely';
 import type { LeaseRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import type { DriverResult, LeaseCall } from '../../drivers/Driver.ts';
+import { deadlinesFromNow, expiryReason } from '../../objects/leaseDeadlines.ts';
 import { hasWaitingLeases, resourceWithFreeSlot } from '../sql/freeSlot.ts';
-import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes } from '../Handler.ts';
+import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
 
 type Ctx = HandlerContext<'lease'>;
 const self = (lease: LeaseRow) => ({ kind: 'lease', id: lease.id }) as const;
@@ -32,6 +34,27 @@ const giveBackSlot = (lease: LeaseRow, resourceId: number, reason: string): Foll
   payload: { leaseId: lease.id },
   reason,
 });
+
+/**
+ * Whether a release should go ahead. The collector's expiry release
+ * (`ifExpired`) is conditional: when it is applied, the lease must still be
+ * past a deadline. A renewal queued before it (renew and release both
+ * preempt, so they run in the order they were queued) moves the deadline and
+ * the release settles as a no-op. Anyone's plain release that coalesced into
+ * it makes it unconditional again.
+ */
+async function releaseWanted(db: Db, ctx: Ctx): Promise<boolean> {
+  if (!(ctx.payload as { ifExpired?: true }).ifExpired) return true;
+  if (await expiryReason(db, ctx.object)) return true;
+  const joined = await db
+    .selectFrom('commands')
+    .select('id')
+    .where('coalesced_into', '=', ctx.command.id)
+    .where(sql<boolean>`payload->>'ifExpired' is null`)
+    .limit(1)
+    .executeTakeFirst();
+  return joined !== undefined;
+}
 
 /** The lease's current slot as a driver call. */
 const heldCall = (ctx: Ctx) => leaseCall(ctx, ctx.object.resource_id!, ctx.object.slot!);
@@ -125,21 +148,51 @@ export const LEASE_HANDLERS = {
     async effect(ctx: Ctx) {
       return ctx.driver().activateLease(await heldCall(ctx));
     },
-    async decide(_trx: Db, ctx: Ctx, result: DriverResult) {
+    async decide(trx: Db, ctx: Ctx, result: DriverResult) {
+      // The heartbeat clock starts now: the holder has something to beat for.
+      const { heartbeat_deadline } = await deadlinesFromNow(trx, { heartbeatMs: ctx.object.heartbeat_ms });
       return done<'lease'>('active', {
         to: 'active',
-        set: { attributes: mergedAttributes(ctx.object.attributes, result.attributes) },
+        set: { attributes: mergedAttributes(ctx.object.attributes, result.attributes), ...(heartbeat_deadline ? { heartbeat_deadline } : {}) },
+      });
+    },
+  },
+
+  renew: {
+    async decide(trx: Db, ctx: Ctx) {
+      const lease = ctx.object;
+      const { expiresInMs } = ctx.payload as { expiresInMs?: number };
+      // Without a term of its own, a renewal extends an expiring lease by the
+      // term it was given; a lease that never expired gains an expiry only
+      // when asked for one.
+      const termMs = expiresInMs ?? (lease.expires_at ? lease.term_ms : null);
+      if (!termMs && !lease.heartbeat_ms) return done<'lease'>('nothing to renew: the lease has no expiry and no heartbeat');
+      const deadlines = await deadlinesFromNow(trx, { termMs, heartbeatMs: lease.heartbeat_ms });
+      const until = [
+        deadlines.expires_at && `expires ${deadlines.expires_at.toISOString()}`,
+        deadlines.heartbeat_deadline && `next heartbeat due by ${deadlines.heartbeat_deadline.toISOString()}`,
+      ].filter(Boolean);
+      return done<'lease'>(`renewed: ${until.join('; ')}`, {
+        set: { ...deadlines, ...(termMs ? { term_ms: termMs } : {}) },
+        events: [{ type: 'renewed', message: until.join('; '), data: deadlines }],
       });
     },
   },
 
   release: {
     async effect(ctx: Ctx) {
-      return holdsSlot(ctx.object) ? ctx.driver().releaseLease(await heldCall(ctx)) : undefined;
+      if (!(await releaseWanted(ctx.db, ctx))) return { skipped: true };
+      if (holdsSlot(ctx.object)) await ctx.driver().releaseLease(await heldCall(ctx));
+      return { skipped: false };
     },
-    async decide(_trx: Db, ctx: Ctx) {
+    async decide(trx: Db, ctx: Ctx, effect: { skipped: boolean }) {
       const lease = ctx.object;
       if (lease.state === 'broken') return done<'lease'>('already broken; it is being destroyed');
+      if (effect.skipped) {
+        // Someone's release may have joined this one since the effect looked.
+        if (await releaseWanted(trx, ctx)) return yieldFor<'lease'>(0, 'a release from someone else joined this one; releasing');
+        return done<'lease'>('not released: the lease was renewed before its expiry release was applied');
+      }
       return done<'lease'>(holdsSlot(lease) ? 'released' : 'released before it got a slot', {
         to: 'released',
         followUps: [{ target: self(lease), kind: 'destroy', reason: 'released' }],

@@ -27,6 +27,14 @@ const deny = (resource: ResourceRow, leaseId: number, reason: string): FollowUp 
   reason: `resource ${resource.id} refused: ${reason}`,
 });
 
+/**
+ * idle_since, kept by the resource's own drain: when its last slot was
+ * given back (or it became active), null while a lease holds a slot. The
+ * collector reclaims by it. The worker's clock, not the database's: an idle
+ * time is minutes long, clock skew between hosts is not.
+ */
+const idleFrom = (usedSlots: number) => (usedSlots > 0 ? null : new Date());
+
 const destroySelf = (resource: ResourceRow, reason: string): FollowUp => ({ target: self(resource), kind: 'destroy', reason });
 
 /**
@@ -99,7 +107,7 @@ export const RESOURCE_HANDLERS = {
       // (the blueprint discounts the slot that lease's acquire will take).
       return done<'resource'>('active', {
         to: 'active',
-        set: { attributes: mergedAttributes(resource.attributes, result.attributes) },
+        set: { attributes: mergedAttributes(resource.attributes, result.attributes), idle_since: idleFrom(resource.used_slots) },
         followUps: await offerFreeSlot(trx, resource, resource.used_slots),
       });
     },
@@ -134,7 +142,7 @@ export const RESOURCE_HANDLERS = {
       const slot = lowest.rows[0]!.slot;
       await trx.insertInto('resource_slots').values({ resource_id: resource.id, slot, lease_id: leaseId }).execute();
       return done<'resource'>(`granted slot ${slot} to lease ${leaseId}`, {
-        set: { used_slots: resource.used_slots + 1 },
+        set: { used_slots: resource.used_slots + 1, idle_since: null },
         events: [{ type: 'slot_granted', message: `slot ${slot} to lease ${leaseId}`, data: { leaseId, slot } }],
         followUps: [
           { target: { kind: 'lease', id: leaseId }, kind: 'grant', payload: { resourceId: resource.id, slot }, reason: `resource ${resource.id} has a slot` },
@@ -159,7 +167,7 @@ export const RESOURCE_HANDLERS = {
       if (resource.state === 'released' && used === 0) followUps.push(destroySelf(resource, 'released and empty'));
       if (resource.state === 'active') followUps.push(...(await offerFreeSlot(trx, resource, used)));
       return done<'resource'>(`lease ${leaseId} gave back slot ${freed.slot}`, {
-        set: { used_slots: used },
+        set: { used_slots: used, idle_since: idleFrom(used) },
         events: [{ type: 'slot_freed', message: `slot ${freed.slot} from lease ${leaseId}`, data: { leaseId, slot: freed.slot } }],
         followUps,
       });

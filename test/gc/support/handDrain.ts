@@ -1,0 +1,56 @@
+import { sql } from 'kysely';
+import type { ObjectKind } from '../../../migrations/schema.ts';
+import type { Db } from '../../../src/db/Database.ts';
+import { ObjectDrain } from '../../../src/drain/ObjectDrain.ts';
+import { DriverRegistry } from '../../../src/drivers/registry.ts';
+import type { GcSettings } from '../../../src/gc/GcPass.ts';
+import { runCollectorPass } from '../../../src/gc/runCollector.ts';
+import type { TestDatabase } from '../../concurrency/support/testCluster.ts';
+import { testLog } from '../../helpers/testDatabase.ts';
+
+/** Collector settings for tests: no grace, a long retention, small batches. */
+export const TEST_GC: GcSettings = { idleGraceMs: 0, retentionMs: 30 * 24 * 3600 * 1000, batchSize: 50, budgetMs: 60_000 };
+
+/**
+ * The drain and the collector run by hand, with no graphile-worker, so a
+ * test decides exactly what is applied when.
+ */
+export function handDrain(database: TestDatabase) {
+  const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
+  const drain = new ObjectDrain(database.pool, drivers, testLog, { chaosDelayMs: 0, handOffAfterMs: 60_000 });
+  const db: Db = database.db;
+  return {
+    drain,
+    /** Drains one object. */
+    one: (kind: ObjectKind, id: number) => drain.drain(kind, id),
+    /** Drains every object with a ready command until none is left (yielded commands wait). */
+    async all(): Promise<void> {
+      for (let round = 0; round < 200; round++) {
+        const { rows } = await sql<{ kind: ObjectKind; id: number }>`
+          select distinct target_kind as kind, target_id as id from commands
+          where status in ('queued', 'running') and not_before <= now()
+        `.execute(db);
+        if (rows.length === 0) return;
+        for (const { kind, id } of rows) await drain.drain(kind, id);
+      }
+      throw new Error('the queues never emptied');
+    },
+    /** One collector pass. */
+    pass: (settings: Partial<GcSettings> = {}) => runCollectorPass(database, { ...TEST_GC, ...settings }, 'cli', testLog),
+  };
+}
+
+export const commandsOf = (db: Db, kind: ObjectKind, id: number) =>
+  db.selectFrom('commands').selectAll().where('target_kind', '=', kind).where('target_id', '=', id).orderBy('id').execute();
+
+export const stateEvents = async (db: Db, kind: ObjectKind, id: number) =>
+  (
+    await db
+      .selectFrom('events')
+      .select(['from_state', 'to_state'])
+      .where('target_kind', '=', kind)
+      .where('target_id', '=', id)
+      .where('type', '=', 'state')
+      .orderBy('id')
+      .execute()
+  ).map((e) => `${e.from_state}→${e.to_state}`);
