@@ -10,7 +10,7 @@ import { PermanentDriverError, TransientDriverError } from '../drivers/Driver.ts
 import type { DriverRegistry } from '../drivers/registry.ts';
 import { validatingDriver } from '../drivers/validatingDriver.ts';
 import type { Logger } from '../log.ts';
-import { OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../queue/objectTables.ts';
 import { wakeObjects } from '../queue/wakeObjects.ts';
 import { commitOutcome } from './commitOutcome.ts';
 import { PendingAnnouncements } from './sql/announcements.ts';
