@@ -10,7 +10,7 @@ import { PermanentDriverError, TransientDriverError } from '../drivers/Driver.ts
 import type { DriverRegistry } from '../drivers/registry.ts';
 import { validatingDriver } from '../drivers/validatingDriver.ts';
 import type { Logger } from '../log.ts';
-import { OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../queue/objectTables.ts';
 import { wakeObjects } from '../queue/wakeObjects.ts';
 import { commitOutcome } from './commitOutcome.ts';
 import { PendingAnnouncements } from './sql/announcements.ts';
@@ -18,9 +18,9 @@ import type { HandlerContext, HandlerTable, ObjectTypes, Outcome } from './Handl
 import { BLUEPRINT_HANDLERS } from './handlers/blueprintHandlers.ts';
 import { LEASE_HANDLERS } from './handlers/leaseHandlers.ts';
 import { RESOURCE_HANDLERS } from './handlers/resourceHandlers.ts';
-import { tryLockObject, unlockObject } from './sql/objectLock.ts';
+import { unlockObject } from './sql/objectLock.ts';
 import { beginLockingObjectRow } from './sql/objectRow.ts';
-import { announceUnlockAndLook, commitAndReadHead, markRunning, readHeadAndObject } from './sql/queueHead.ts';
+import { announceUnlockAndLook, commitAndReadHead, lockAndReadHead, markRunning } from './sql/queueHead.ts';
 
 // Each table is checked against its own object kind where it is defined;
 // here they are looked up by the kind of the object being drained.
@@ -90,10 +90,11 @@ export class ObjectDrain {
     try {
       let applied = 0;
       for (;;) {
-        if (!(await tryLockObject(client, kind, id))) return applied;
+        const start = await lockAndReadHead<ObjectRow>(client, target, PREEMPTING[kind]);
+        if (!start.locked) return applied;
         let after: Awaited<ReturnType<typeof announceUnlockAndLook>>;
         try {
-          applied += await this.drainLocked(client, target, announcements);
+          applied += await this.drainLocked(client, target, start, announcements);
           after = await announceUnlockAndLook(client, target, announcements);
         } catch (error) {
           // The connection is discarded below, which frees the lock anyway.
@@ -116,14 +117,18 @@ export class ObjectDrain {
 
   /**
    * Applies ready commands while holding the lock. The object's row is read
-   * once, with the first queue head, and then carried forward from each
-   * commit's RETURNING: only the lock holder writes it, and every commit
-   * re-checks its version under a row lock, so the copy is the row.
+   * once, with the lock and the first queue head, and then carried forward
+   * from each commit's RETURNING: only the lock holder writes it, and every
+   * commit re-checks its version under a row lock, so the copy is the row.
    */
-  private async drainLocked(client: pg.PoolClient, target: ObjectRef, announcements: PendingAnnouncements): Promise<number> {
+  private async drainLocked(
+    client: pg.PoolClient,
+    target: ObjectRef,
+    first: { head: CommandRow | undefined; object: ObjectRow | undefined },
+    announcements: PendingAnnouncements,
+  ): Promise<number> {
     const db = kyselyOnClient(client);
     const blueprints = new Map<number, BlueprintRow>();
-    const first = await readHeadAndObject<ObjectRow>(client, target, PREEMPTING[target.kind]);
     let { head } = first;
     if (head && !first.object) throw new Error(`${target.kind} ${target.id} has commands but no row`);
     let object = first.object!;

@@ -6,7 +6,7 @@ import { wakeObjects } from '../queue/wakeObjects.ts';
 
 /** How many objects one pass may wake, and how many stale commands it looks at: bound the work of a pass. */
 const MAX_WAKES_PER_PASS = 500;
-const MAX_STALE_LOOKED_AT = 2000;
+const MAX_STALE_LOOKED_AT = 500;
 
 /**
  * Finds objects with a command that should have run by now (queued past its
@@ -83,10 +83,15 @@ export class Sweeper {
       where object_lock_key(s.kind, s.id) not in (select h.lock_key from held h)
         -- An object whose wake-up job is waiting, unlocked and due, is only
         -- waiting its turn in a backlog, not stranded: waking it again would
-        -- just rewrite its job while workers try to take it.
+        -- just rewrite its job while workers try to take it. Likewise one
+        -- whose job a worker took only just now (into its local queue): if
+        -- that worker died, the job's lock ages past the staleness bound and
+        -- the next pass wakes the object.
         and not exists (
           select 1 from graphile_worker._private_jobs j
-          where j.key = object_drain_job_key(s.kind, s.id) and j.is_available and j.run_at <= now()
+          where j.key = object_drain_job_key(s.kind, s.id)
+            and (j.is_available and j.run_at <= now()
+                 or j.locked_at > now() - make_interval(secs => ${this.staleAfterMs / 1000}))
         )
       limit ${MAX_WAKES_PER_PASS}
     `.execute(this.db);

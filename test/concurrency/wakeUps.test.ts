@@ -92,3 +92,23 @@ test('the sweeper wakes an object nobody drains, even while another database dra
     drain.release(true);
   }
 });
+
+test('the sweeper leaves an object whose job a worker took just now, and wakes it once that take is older than the staleness bound', async () => {
+  const staleAfterMs = 300;
+  const blueprint = await simulatedBlueprint(swept.db, 'taken', { maxResources: 1, leasesPerResource: 1 });
+  const [lease] = await createLeases(swept.db, blueprint, 1);
+  const key = `drain:lease:${lease!.id}`;
+  const sweeper = new Sweeper(swept.db, testLog, 60_000, staleAfterMs);
+  // Taken into a worker's local queue, as graphile-worker does: locked, not started.
+  const takeJob = (at: string) =>
+    sql`update graphile_worker._private_jobs set locked_at = ${at}::timestamptz, locked_by = 'gone' where key = ${key}`.execute(swept.db);
+  await sleep(staleAfterMs + 50);
+  // The command is stale, but its job was taken less than the bound ago.
+  await takeJob(new Date().toISOString());
+  expect(await sweeper.sweep()).toBe(0);
+  // The worker that took it is gone: its take ages, and the object is woken.
+  await takeJob(new Date(Date.now() - 60_000).toISOString());
+  expect(await sweeper.sweep()).toBe(1);
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where key = ${key} and locked_at is null`.execute(swept.db);
+  expect(rows[0]!.n).toBe(1);
+});

@@ -165,4 +165,73 @@ describe('the drain', () => {
     expect(after.message).toBe('waiting for a worker that handles lease release v99');
     expect((await lease(l.id)).state).toBe('active');
   });
+
+  test('a drain that finds the lock taken applies nothing; the holder, once it lets go, finds what was queued meanwhile', async () => {
+    await blueprint('held');
+    const { lease: l } = await createLease(db(), { blueprint: 'held', holder: 'alice' }, alice);
+    const holder = await database.pool.connect();
+    try {
+      await holder.query('select pg_advisory_lock(object_lock_key($1, $2))', ['lease', l.id]);
+      expect(await drain.drain('lease', l.id)).toBe(0);
+      expect((await commandsOf('lease', l.id)).map((c) => c.status)).toEqual(['queued']);
+    } finally {
+      await holder.query('select pg_advisory_unlock(object_lock_key($1, $2))', ['lease', l.id]);
+      holder.release();
+    }
+    expect(await drain.drain('lease', l.id)).toBeGreaterThan(0);
+    expect((await commandsOf('lease', l.id))[0]!.status).toBe('done');
+  });
+
+  test('announces every command it settles, after the commit', async () => {
+    await blueprint('announced');
+    const { lease: l } = await createLease(db(), { blueprint: 'announced', holder: 'alice' }, alice);
+    const listener = await database.pool.connect();
+    const notices: { id: number; target: string; status: string; committed: string | undefined }[] = [];
+    const pending: Promise<void>[] = [];
+    listener.on('notification', (n) => {
+      const notice = JSON.parse(n.payload!) as { id: number; target: string; status: string };
+      // What a waiter reading on the notice would find.
+      pending.push(
+        db()
+          .selectFrom('commands')
+          .select('status')
+          .where('id', '=', notice.id)
+          .executeTakeFirst()
+          .then((row) => void notices.push({ ...notice, committed: row?.status })),
+      );
+    });
+    try {
+      await listener.query('listen slipway_commands');
+      await drainAll();
+      await appendCommand(db(), { target: { kind: 'lease', id: l.id }, kind: 'release', actor: alice });
+      await drainAll();
+      await sql`select pg_sleep(0.2)`.execute(db());
+      await Promise.all(pending);
+    } finally {
+      await listener.query('unlisten slipway_commands');
+      listener.release();
+    }
+    const settled = (await commandsOf('lease', l.id)).filter((c) => c.status === 'done');
+    expect(settled.length).toBeGreaterThanOrEqual(4);
+    for (const command of settled) {
+      expect(notices.filter((n) => n.id === command.id)).toEqual([{ id: command.id, target: `lease:${l.id}`, status: 'done', committed: 'done' }]);
+    }
+  });
+
+  test("a write to the object behind its drain's back fails the version check, and nothing of the command is committed", async () => {
+    await blueprint('tampered', { operationLatencyMs: { releaseLease: 1500 } });
+    const { lease: l } = await createLease(db(), { blueprint: 'tampered', holder: 'alice' }, alice);
+    await drainAll();
+    expect((await lease(l.id)).state).toBe('active');
+    const { command: release } = await appendCommand(db(), { target: { kind: 'lease', id: l.id }, kind: 'release', actor: alice });
+    const draining = drain.drain('lease', l.id);
+    const releaseStatus = async () => (await db().selectFrom('commands').select('status').where('id', '=', release.id).executeTakeFirstOrThrow()).status;
+    for (let i = 0; i < 100 && (await releaseStatus()) !== 'running'; i++) await sql`select pg_sleep(0.02)`.execute(db());
+    // The release is in its driver call, holding the row as it read it.
+    await db().updateTable('leases').set({ version: sql<number>`version + 1` }).where('id', '=', l.id).execute();
+    await expect(draining).rejects.toThrow(/version/);
+    expect((await lease(l.id)).state).toBe('active');
+    expect(await stateEvents('lease', l.id)).toEqual(['pending→acquired', 'acquired→active']);
+    expect(await releaseStatus()).toBe('running');
+  });
 });

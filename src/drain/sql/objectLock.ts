@@ -6,16 +6,11 @@ import type { ObjectKind } from '../../../migrations/schema.ts';
  * connection. Session-level (not transaction-level) so it spans the several
  * short transactions and the driver calls of one drain; if the worker dies,
  * PostgreSQL ends the session and frees the lock.
+ *
+ * The drain takes it together with its first reads, and lets go of it
+ * together with its last look (lockAndReadHead and announceUnlockAndLook in
+ * queueHead.ts); this is the unlock on its way out after a failure.
  */
-export async function tryLockObject(client: pg.PoolClient, kind: ObjectKind, id: number): Promise<boolean> {
-  const { rows } = await client.query<{ locked: boolean }>({
-    name: 'slipway_try_lock',
-    text: 'select pg_try_advisory_lock(object_lock_key($1, $2)) as locked',
-    values: [kind, id],
-  });
-  return rows[0]?.locked === true;
-}
-
 export async function unlockObject(client: pg.PoolClient, kind: ObjectKind, id: number): Promise<void> {
   await client.query({
     name: 'slipway_unlock',

@@ -28,16 +28,24 @@ const headText = (client: pg.PoolClient, target: ObjectRef, preempting: readonly
 
 type Results<T> = pg.QueryResult<T & pg.QueryResultRow>;
 
-/** The queue head and the object's row, read together as a drain starts. */
-export async function readHeadAndObject<Row>(
+/**
+ * Starts a lock hold in one round trip: tries the object's session advisory
+ * lock (see objectLock.ts), then reads the queue head and the object's row.
+ * Each is its own statement, so the reads see everything committed before the
+ * lock was taken; when it was not, their rows are simply ignored.
+ */
+export async function lockAndReadHead<Row>(
   client: pg.PoolClient,
   target: ObjectRef,
   preempting: readonly string[],
-): Promise<{ head: CommandRow | undefined; object: Row | undefined }> {
-  const [head, object] = (await client.query(
-    `${headText(client, target, preempting)}; select * from ${OBJECT_TABLE[target.kind]} where id = ${Number(target.id)}`,
-  )) as unknown as [Results<CommandRow>, Results<Row>];
-  return { head: head.rows[0], object: object.rows[0] };
+): Promise<{ locked: false } | { locked: true; head: CommandRow | undefined; object: Row | undefined }> {
+  const [lock, head, object] = (await client.query(
+    `select pg_try_advisory_lock(object_lock_key(${client.escapeLiteral(target.kind)}, ${Number(target.id)})) as locked;
+     ${headText(client, target, preempting)};
+     select * from ${OBJECT_TABLE[target.kind]} where id = ${Number(target.id)}`,
+  )) as unknown as [Results<{ locked: boolean }>, Results<CommandRow>, Results<Row>];
+  if (lock.rows[0]?.locked !== true) return { locked: false };
+  return { locked: true, head: head.rows[0], object: object.rows[0] };
 }
 
 /** Commits the outcome transaction and reads the next queue head, in one round trip. */
