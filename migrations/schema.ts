@@ -95,6 +95,8 @@ export interface CommandsTable {
   created_at: TimestampDefault;
   started_at: Timestamp | null;
   finished_at: Timestamp | null;
+  client_address: ColumnType<string | null, string | null | undefined, string | null>;
+  user_agent: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface EventsTable {
@@ -130,6 +132,30 @@ export interface SimulatedEffectsTable {
   last_at: TimestampDefault;
 }
 
+export type TokenRole = 'viewer' | 'user' | 'operator' | 'admin';
+
+export interface ApiTokensTable {
+  id: GeneratedAlways<number>;
+  name: string;
+  role: TokenRole;
+  secret_sha256: string;
+  created_by: string;
+  created_at: TimestampDefault;
+  last_used_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+}
+
+export interface IdempotencyKeysTable {
+  token_id: number;
+  key: string;
+  request_sha256: string;
+  state: 'in_progress' | 'completed';
+  response_status: number | null;
+  response_headers: Json | null;
+  response_body: Json | null;
+  created_at: TimestampDefault;
+}
+
 export interface DB {
   blueprints: BlueprintsTable;
   resources: ResourcesTable;
@@ -140,6 +166,8 @@ export interface DB {
   events: EventsTable;
   workers: WorkersTable;
   simulated_effects: SimulatedEffectsTable;
+  api_tokens: ApiTokensTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 export type BlueprintRow = Selectable<BlueprintsTable>;
@@ -148,3 +176,4 @@ export type LeaseRow = Selectable<LeasesTable>;
 export type CommandRow = Selectable<CommandsTable>;
 export type EventRow = Selectable<EventsTable>;
 export type NewCommand = Insertable<CommandsTable>;
+export type ApiTokenRow = Selectable<ApiTokensTable>;

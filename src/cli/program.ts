@@ -4,6 +4,7 @@ import { addCommandCommands } from './commands/commandCommands.ts';
 import { addLeaseCommands } from './commands/leaseCommands.ts';
 import { addResourceCommands } from './commands/resourceCommands.ts';
 import { addServiceCommands } from './commands/serviceCommands.ts';
+import { addTokenCommands } from './commands/tokenCommands.ts';
 
 /**
  * The `slipway` command line. The settings below are made before any
@@ -23,5 +24,6 @@ export function buildProgram(): Command {
   addLeaseCommands(program);
   addResourceCommands(program);
   addCommandCommands(program);
+  addTokenCommands(program);
   return program;
 }

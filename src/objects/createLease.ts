@@ -12,6 +12,8 @@ export const LeaseInputSchema = z
     blueprint: z.union([z.string().min(1).max(63), z.number().int().positive()]),
     holder: z.string().min(1).max(200),
     expiresAt: z.coerce.date().optional(),
+    /** The requester's own labels, kept on the lease beside what the driver reports. */
+    attributes: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 export type LeaseInput = z.input<typeof LeaseInputSchema>;
@@ -26,39 +28,46 @@ export async function createLease(
   input: LeaseInput,
   actor: Actor,
 ): Promise<{ lease: LeaseRow; command: CommandRow }> {
+  return db.transaction().execute((trx) => createLeaseInTransaction(trx, input, actor));
+}
+
+/** The same, inside a caller's transaction (the API's, which records an Idempotency-Key with it). */
+export async function createLeaseInTransaction(
+  trx: Db,
+  input: LeaseInput,
+  actor: Actor,
+): Promise<{ lease: LeaseRow; command: CommandRow }> {
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
-  const { blueprint: ref, holder, expiresAt } = parsed.data;
+  const { blueprint: ref, holder, expiresAt, attributes } = parsed.data;
   if (expiresAt && expiresAt.getTime() <= Date.now()) {
     throw new InvalidInputError('expiresAt must be in the future', { field: 'expiresAt' });
   }
-  return db.transaction().execute(async (trx) => {
-    const blueprint = await trx
-      .selectFrom('blueprints')
-      .select(['id', 'name', 'state'])
-      .where(typeof ref === 'number' ? 'id' : 'name', '=', ref)
-      .executeTakeFirst();
-    if (!blueprint) throw new NotFoundError('blueprint', ref);
-    if (blueprint.state !== 'enabled') {
-      throw new CommandRejectedError(`blueprint ${blueprint.name} is ${blueprint.state}; it takes no new leases`, {
-        state: blueprint.state,
-      });
-    }
-    const lease = await trx
-      .insertInto('leases')
-      .values({ blueprint_id: blueprint.id, holder, expires_at: expiresAt ?? null })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    const target = { kind: 'lease', id: lease.id } as const;
-    const { command } = await appendInTransaction(trx, { target, kind: 'allocate', actor }, { fromOutside: false });
-    await recordEvent(trx, {
-      target,
-      type: 'created',
-      toState: lease.state,
-      message: `requested on ${blueprint.name} for ${holder}`,
-      actor,
-      commandId: command.id,
+  const blueprint = await trx
+    .selectFrom('blueprints')
+    .select(['id', 'name', 'state'])
+    .where(typeof ref === 'number' ? 'id' : 'name', '=', ref)
+    .executeTakeFirst();
+  if (!blueprint) throw new NotFoundError('blueprint', ref);
+  if (blueprint.state !== 'enabled') {
+    throw new CommandRejectedError(`blueprint ${blueprint.name} is ${blueprint.state}; it takes no new leases`, {
+      state: blueprint.state,
     });
-    return { lease, command };
+  }
+  const lease = await trx
+    .insertInto('leases')
+    .values({ blueprint_id: blueprint.id, holder, expires_at: expiresAt ?? null, attributes: JSON.stringify(attributes ?? {}) })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  const target = { kind: 'lease', id: lease.id } as const;
+  const { command } = await appendInTransaction(trx, { target, kind: 'allocate', actor }, { fromOutside: false });
+  await recordEvent(trx, {
+    target,
+    type: 'created',
+    toState: lease.state,
+    message: `requested on ${blueprint.name} for ${holder}`,
+    actor,
+    commandId: command.id,
   });
+  return { lease, command };
 }

@@ -98,6 +98,8 @@ export async function appendInTransaction(
     source: request.actor.source,
     reason: request.actor.reason ?? null,
     request_id: request.actor.requestId ?? null,
+    client_address: request.actor.clientAddress ?? null,
+    user_agent: request.actor.userAgent ?? null,
     caused_by: request.causedBy ?? null,
     dedup_key: spec.dedupKey ?? null,
     ...(request.notBefore ? { not_before: request.notBefore } : {}),

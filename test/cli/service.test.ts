@@ -20,13 +20,13 @@ afterAll(async () => {
 test('worker refuses to run on a database without the schema, naming the fix', async () => {
   const run = await runCli(['worker'], empty.url);
   expect(run.code).toBe(1);
-  expect(run.stderr).toMatch(/^error: the database schema is not up to date \(0001_core, 0002_simulated_effects not applied\): run `slipway db migrate`\n$/);
+  expect(run.stderr).toMatch(/^error: the database schema is not up to date \(0001_core, 0002_simulated_effects, 0004_api not applied\): run `slipway db migrate`\n$/);
 });
 
 test('db migrate applies the migrations once', async () => {
   const first = await runCli(['db', 'migrate'], empty.url);
   expect(first.code).toBe(0);
-  expect(first.stdout).toMatch(/^PostgreSQL at postgres@[\d.]+:\d+\/slipway_cli_\w+: applied 0001_core, 0002_simulated_effects\n$/);
+  expect(first.stdout).toMatch(/^PostgreSQL at postgres@[\d.]+:\d+\/slipway_cli_\w+: applied 0001_core, 0002_simulated_effects, 0004_api\n$/);
   const second = parseJson(await runCli(['--json', 'db', 'migrate'], empty.url));
   expect(second.applied).toEqual([]);
 });
