@@ -50,15 +50,18 @@ const SLIPWAY_ERROR_STATUS: Record<SlipwayError['code'], number> = {
 };
 
 /**
- * fastify's own client errors (its codes are stable), as our codes: a body
- * that is not JSON, too big, of a media type we do not read, and so on.
+ * fastify's own client errors (its codes are stable), as our codes and
+ * messages: a body that is not JSON, too big, of a media type we do not
+ * read, and so on.
  */
-const FASTIFY_ERROR_CODE: Record<string, string> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
-  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
-  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_input',
+const FASTIFY_ERRORS: Record<string, { code: string; message: (error: FastifyError, request: FastifyRequest) => string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large', message: () => 'the request body is too large for this server (SLIPWAY_API_BODY_LIMIT_BYTES)' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    code: 'unsupported_media_type',
+    message: (_error, request) => `send the body as application/json, not ${request.headers['content-type'] ?? 'without a content type'}`,
+  },
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'invalid_json', message: (error) => `the body is not valid JSON: ${error.message}` },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'invalid_json', message: () => 'the body is empty; send a JSON object ({} when nothing else is needed)' },
 };
 
 /** A zod validation failure of one part of a request (params, querystring, body, headers). */
@@ -86,7 +89,7 @@ interface Answer {
 }
 
 /** THE mapping from whatever stopped a request to its status code and body. */
-export function answerFor(error: unknown): Answer {
+export function answerFor(error: unknown, request: FastifyRequest): Answer {
   if (error instanceof ApiError) {
     return { status: error.statusCode, body: bodyOf(error.code, error.message, error.details), retryAfter: error.retryAfter };
   }
@@ -101,11 +104,14 @@ export function answerFor(error: unknown): Answer {
     }));
     return { status: 400, body: bodyOf('invalid_input', error.message, { field: fields[0]?.field, issues: fields }) };
   }
-  const fastifyError = error as Partial<FastifyError>;
+  const fastifyError = error as FastifyError;
   const status = fastifyError.statusCode;
   if (status !== undefined && status >= 400 && status < 500) {
-    const code = FASTIFY_ERROR_CODE[fastifyError.code ?? ''] ?? 'invalid_input';
-    return { status, body: bodyOf(code, fastifyError.message ?? 'bad request', {}) };
+    const known = FASTIFY_ERRORS[fastifyError.code];
+    if (known) return { status, body: bodyOf(known.code, known.message(fastifyError, request), {}) };
+    // A body that fails JSON.parse is a SyntaxError fastify marks 400.
+    const code = error instanceof SyntaxError ? 'invalid_json' : 'invalid_input';
+    return { status, body: bodyOf(code, fastifyError.message, {}) };
   }
   // Anything else is ours to fix: the client learns only that, never a stack.
   return { status: 500, body: bodyOf('internal', 'internal error; the server log has the details (search for the request id)', {}) };
@@ -116,7 +122,7 @@ function bodyOf(code: string, message: string, details: Record<string, unknown>)
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
-  const answer = answerFor(error);
+  const answer = answerFor(error, request);
   if (answer.status >= 500) request.log.error({ err: error }, 'request failed');
   else request.log.info({ code: answer.body.code, status: answer.status }, answer.body.message);
   if (answer.retryAfter !== undefined) reply.header('retry-after', String(Math.ceil(answer.retryAfter)));

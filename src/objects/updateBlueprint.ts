@@ -17,8 +17,14 @@ import { recordEvent } from './recordEvent.ts';
  * new `leasesPerResource` applies to resources made from then on; a lower
  * `maxResources` stops new resources until the count is below it.
  */
-export const BlueprintChangesSchema = BlueprintInputSchema.pick({ settings: true, maxResources: true, leasesPerResource: true })
-  .partial()
+const { settings, maxResources, leasesPerResource } = BlueprintInputSchema.shape;
+export const BlueprintChangesSchema = z
+  .object({
+    // Without the defaults creation fills in: a field left out stays as it is.
+    settings: settings.unwrap().optional(),
+    maxResources: maxResources.optional(),
+    leasesPerResource: leasesPerResource.unwrap().optional(),
+  })
   .strict()
   .refine((changes) => Object.keys(changes).length > 0, 'name at least one of settings, maxResources, leasesPerResource');
 export type BlueprintChanges = z.input<typeof BlueprintChangesSchema>;

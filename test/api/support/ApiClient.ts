@@ -44,6 +44,6 @@ export class ApiClient {
       ...(hasBody ? { body: options.rawBody ?? JSON.stringify(options.body) } : {}),
     });
     const text = await response.text();
-    return { status: response.status, headers: response.headers, body: text === '' ? null : (JSON.parse(text) as T) };
+    return { status: response.status, headers: response.headers, body: (text === '' ? null : JSON.parse(text)) as T };
   }
 }
