@@ -1,4 +1,6 @@
+import { sql } from 'kysely';
 import { expect, test } from 'vitest';
+import { waitFor } from '../helpers/waitFor.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
 import { activeLease, simulatedBlueprint } from './support/fixtures.ts';
 
@@ -174,3 +176,23 @@ async function waitForStatus(commandId: number, status: string): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+test('many waiting requests share the server\'s one LISTEN connection', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const leases = await Promise.all(Array.from({ length: 5 }, () => activeLease(env.as.operator, name)));
+  await env.stopWorker();
+  try {
+    const waits = leases.map((lease) => env.as.operator.post(`/v1/leases/${lease.id}/commands?wait=4`, { kind: 'release' }));
+    await waitFor('every request to be waiting', async () => {
+      const queued = await env.database.db.selectFrom('commands').select('id').where('kind', '=', 'release').where('status', '=', 'queued').execute();
+      return queued.length >= leases.length;
+    });
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike 'listen %'
+    `.execute(env.database.db);
+    expect(rows[0]!.n).toBe(1);
+    for (const answer of await Promise.all(waits)) expect(answer.body.outcome).toBe('timed_out');
+  } finally {
+    await env.startWorker();
+  }
+});
