@@ -77,8 +77,14 @@ export async function revokeToken(db: Db, name: string): Promise<TokenView> {
   });
 }
 
+export interface LiveToken {
+  readonly id: number;
+  readonly name: string;
+  readonly role: TokenRole;
+}
+
 /** The live (not revoked) token whose secret this is. */
-export async function findLiveToken(db: Db, secret: string): Promise<{ id: number; name: string; role: TokenRole } | undefined> {
+export async function findLiveToken(db: Db, secret: string): Promise<LiveToken | undefined> {
   if (!secret.startsWith(PREFIX)) return undefined;
   return db
     .selectFrom('api_tokens')
