@@ -35,7 +35,6 @@ export async function buildApp(context: ApiContext, log: Logger): Promise<Fastif
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    // Unknown query parameters are refused by each route's strict schema; these keep fastify's own parsing plain.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   });
   app.addHook('onSend', async (request, reply) => {

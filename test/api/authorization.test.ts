@@ -3,6 +3,7 @@ import { expect, test } from 'vitest';
 import type { TokenRole } from '../../migrations/schema.ts';
 import { ROLES } from '../../src/api/auth/roles.ts';
 import { createToken, revokeToken } from '../../src/api/auth/tokens.ts';
+import { waitFor } from '../helpers/waitFor.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
 import { activeLease, simulatedBlueprint } from './support/fixtures.ts';
 
@@ -141,6 +142,8 @@ test('no token, an unknown token and a revoked token get 401, and write nothing'
   const { secret } = await createToken(env.database.db, { name: 'short-lived', role: 'admin' }, 'test');
   expect((await env.as.user.withToken(secret).get('/v1/leases')).status).toBe(200);
   await revokeToken(env.database.db, 'short-lived');
+  // A server trusts a valid token for a few seconds: the revocation shows within that.
+  await waitFor('the revocation to take effect', async () => (await env.as.user.withToken(secret).get('/v1/leases')).status === 401, 15_000);
   const before = await everyRowCount();
   for (const client of [env.anonymous, env.as.user.withToken('slw_not-a-real-token'), env.as.user.withToken(secret)]) {
     const answer = await client.post('/v1/leases', { blueprint: name });

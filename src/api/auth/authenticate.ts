@@ -5,7 +5,8 @@ import type { Actor } from '../../domain/Actor.ts';
 import { ApiError } from '../errors.ts';
 import { FailureLimiter } from './FailureLimiter.ts';
 import { reachOf, type Action, type Reach } from './roles.ts';
-import { findLiveToken, markUsed, tokenActorName, type LiveToken } from './tokens.ts';
+import { tokenActorName } from './tokens.ts';
+import { TrustedTokens } from './TrustedTokens.ts';
 
 /** Who is calling: the token, its role, and how far the route's action reaches for it. */
 export interface Caller {
@@ -29,16 +30,6 @@ declare module 'fastify' {
   }
 }
 
-/** How often a token's last_used_at is written, at most. */
-const MARK_USED_EVERY_MS = 60_000;
-
-/**
- * How long a token found valid is trusted without asking the database
- * again: a revoked token stops working within this long on every server.
- * Spares a round trip on nearly every request.
- */
-const TOKEN_TRUST_MS = 5000;
-
 /**
  * Authenticates every non-public route (bearer token), refuses what the
  * token's role may not do, and rate-limits failed authentication per client
@@ -47,21 +38,10 @@ const TOKEN_TRUST_MS = 5000;
  */
 export function installAuthentication(app: FastifyInstance, db: Db, failuresPerMinute: number): void {
   const limiter = new FailureLimiter(failuresPerMinute);
-  const lastMarked = new Map<number, number>();
-  const trusted = new Map<string, { token: LiveToken; until: number }>();
-  const lookUp = async (secret: string): Promise<LiveToken | undefined> => {
-    const now = Date.now();
-    const known = trusted.get(secret);
-    if (known && known.until > now) return known.token;
-    trusted.delete(secret);
-    const token = await findLiveToken(db, secret);
-    if (token) trusted.set(secret, { token, until: now + TOKEN_TRUST_MS });
-    return token;
-  };
+  const tokens = new TrustedTokens(db);
   const pruning = setInterval(() => {
     limiter.prune();
-    const now = Date.now();
-    for (const [secret, { until }] of trusted) if (until <= now) trusted.delete(secret);
+    tokens.prune();
   }, 60_000);
   pruning.unref();
   app.addHook('onClose', async () => clearInterval(pruning));
@@ -74,7 +54,7 @@ export function installAuthentication(app: FastifyInstance, db: Db, failuresPerM
       throw new ApiError('too_many_requests', `too many failed authentications from ${request.ip}; try again in ${wait} s`, {}, wait);
     }
     const secret = bearerToken(request);
-    const token = secret === undefined ? undefined : await lookUp(secret);
+    const token = secret === undefined ? undefined : await tokens.find(secret);
     if (!token) {
       limiter.recordFailure(request.ip);
       throw new ApiError(
@@ -86,14 +66,10 @@ export function installAuthentication(app: FastifyInstance, db: Db, failuresPerM
     }
     const reach = reachOf(token.role, action);
     if (!reach) {
-      throw new ApiError('forbidden', `a ${token.role} token may not ${describeAction(action)}`, { role: token.role, action });
+      throw new ApiError('forbidden', `a ${token.role} token may not ${ACTION_TEXT[action]}`, { role: token.role, action });
     }
     request.caller = { tokenId: token.id, name: token.name, role: token.role, actorName: tokenActorName(token.name), reach };
-    const now = Date.now();
-    if ((lastMarked.get(token.id) ?? 0) < now - MARK_USED_EVERY_MS) {
-      lastMarked.set(token.id, now);
-      await markUsed(db, token.id);
-    }
+    await tokens.markUsed(token);
   });
 }
 
@@ -102,6 +78,7 @@ function bearerToken(request: FastifyRequest): string | undefined {
   return match?.[1];
 }
 
+/** Each action as the end of "a viewer token may not ...". */
 const ACTION_TEXT: Record<Action, string> = {
   read: 'read',
   'lease.create': 'create leases',
@@ -110,10 +87,6 @@ const ACTION_TEXT: Record<Action, string> = {
   'command.cancel': 'cancel commands',
   'blueprint.write': 'create or change blueprints',
 };
-
-function describeAction(action: Action): string {
-  return ACTION_TEXT[action];
-}
 
 /** The caller of an authenticated route (set by the hook above). */
 export function callerOf(request: FastifyRequest): Caller {

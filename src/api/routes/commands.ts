@@ -13,7 +13,7 @@ import type { Action } from '../auth/roles.ts';
 import { commandAccepted, commandSettled } from '../commandAnswers.ts';
 import { runPost } from '../respond.ts';
 import { addRoute } from '../route.ts';
-import { Id, IdParams, PageQuery, Reason, WaitQuery } from '../schemas.ts';
+import { IdParams, PageQuery, Reason, WaitQuery } from '../schemas.ts';
 
 /** The kinds a caller may request of each object (the others Slipway issues itself). */
 function requestableKinds(target: ObjectKind): [string, ...string[]] {
@@ -119,7 +119,7 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
     url: '/v1/commands/:id/cancel',
     summary: 'cancel a command still queued (409 once it is running or settled)',
     action: 'command.cancel',
-    params: z.object({ id: Id }).strict(),
+    params: IdParams,
     body: CancelBody,
     handler: ({ params, body }, request, reply) =>
       runPost(context, request, reply, async (trx) => {
