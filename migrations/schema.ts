@@ -101,6 +101,8 @@ export interface CommandsTable {
   created_at: TimestampDefault;
   started_at: Timestamp | null;
   finished_at: Timestamp | null;
+  client_address: ColumnType<string | null, string | null | undefined, string | null>;
+  user_agent: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface EventsTable {
@@ -180,6 +182,30 @@ export interface GcPassesTable {
   message: string | null;
 }
 
+export type TokenRole = 'viewer' | 'user' | 'operator' | 'admin';
+
+export interface ApiTokensTable {
+  id: GeneratedAlways<number>;
+  name: string;
+  role: TokenRole;
+  secret_sha256: string;
+  created_by: string;
+  created_at: TimestampDefault;
+  last_used_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+}
+
+export interface IdempotencyKeysTable {
+  token_id: number;
+  key: string;
+  request_sha256: string;
+  state: 'in_progress' | 'completed';
+  response_status: number | null;
+  response_headers: Json | null;
+  response_body: Json | null;
+  created_at: TimestampDefault;
+}
+
 export interface DB {
   blueprints: BlueprintsTable;
   resources: ResourcesTable;
@@ -194,6 +220,8 @@ export interface DB {
   command_callbacks: CommandCallbacksTable;
   callback_attempts: CallbackAttemptsTable;
   gc_passes: GcPassesTable;
+  api_tokens: ApiTokensTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 export type BlueprintRow = Selectable<BlueprintsTable>;
@@ -205,3 +233,4 @@ export type GcPassRow = Selectable<GcPassesTable>;
 export type NewCommand = Insertable<CommandsTable>;
 export type CallbackRow = Selectable<CommandCallbacksTable>;
 export type CallbackAttemptRow = Selectable<CallbackAttemptsTable>;
+export type ApiTokenRow = Selectable<ApiTokensTable>;

@@ -54,6 +54,19 @@ const ConfigSchema = z.object({
   SLIPWAY_GC_RETENTION_DAYS: z.coerce.number().positive().max(3650).default(30),
   SLIPWAY_GC_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
   SLIPWAY_GC_PASS_BUDGET_MS: positiveMs(30_000),
+  // The HTTP API (see NOTES-api.md / README "HTTP API").
+  SLIPWAY_API_HOST: z.string().min(1).default('127.0.0.1'),
+  SLIPWAY_API_PORT: z.coerce.number().int().min(0).max(65_535).default(7480),
+  SLIPWAY_API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
+  // Backpressure: an object with this many commands queued or running takes
+  // no more (429), nor does Slipway with this many queued in all (503).
+  SLIPWAY_API_QUEUE_DEPTH_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  SLIPWAY_API_BACKLOG_LIMIT: z.coerce.number().int().min(1).max(100_000_000).default(50_000),
+  // Failed authentications one client address may make per minute before
+  // it is answered 429 without its token being looked at.
+  SLIPWAY_API_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(20),
+  // How long an Idempotency-Key is remembered (at least 24 hours).
+  SLIPWAY_API_IDEMPOTENCY_HOURS: z.coerce.number().int().min(24).max(24 * 365).default(24),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

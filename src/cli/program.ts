@@ -5,6 +5,7 @@ import { addGcCommands } from './commands/gcCommands.ts';
 import { addLeaseCommands } from './commands/leaseCommands.ts';
 import { addResourceCommands } from './commands/resourceCommands.ts';
 import { addServiceCommands } from './commands/serviceCommands.ts';
+import { addTokenCommands } from './commands/tokenCommands.ts';
 
 /**
  * The `slipway` command line. The settings below are made before any
@@ -25,5 +26,6 @@ export function buildProgram(): Command {
   addResourceCommands(program);
   addCommandCommands(program);
   addGcCommands(program);
+  addTokenCommands(program);
   return program;
 }

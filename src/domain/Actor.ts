@@ -8,6 +8,9 @@ export interface Actor {
   readonly source: CommandSource;
   readonly reason?: string | null;
   readonly requestId?: string | null;
+  /** Where an HTTP request came from (API and web only). */
+  readonly clientAddress?: string | null;
+  readonly userAgent?: string | null;
 }
 
 export const ActorSchema = z.object({
@@ -15,6 +18,8 @@ export const ActorSchema = z.object({
   source: z.enum(['web', 'cli', 'api', 'gc', 'system']),
   reason: z.string().max(1000).nullish(),
   requestId: z.string().max(200).nullish(),
+  clientAddress: z.string().max(100).nullish(),
+  userAgent: z.string().max(500).nullish(),
 });
 
 /** The CLI's actor: the operating-system user at this host. */

@@ -29,34 +29,37 @@ export type BlueprintInput = z.input<typeof BlueprintInputSchema>;
 
 /** Creates a blueprint (no command needed: nothing is allocated until a lease asks). */
 export async function createBlueprint(db: Db, input: BlueprintInput, actor: Actor): Promise<BlueprintRow> {
+  return db.transaction().execute((trx) => createBlueprintInTransaction(trx, input, actor));
+}
+
+/** The same, inside a caller's transaction (the API's, which records an Idempotency-Key with it). */
+export async function createBlueprintInTransaction(trx: Db, input: BlueprintInput, actor: Actor): Promise<BlueprintRow> {
   const parsed = BlueprintInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid blueprint: ${describeZodIssues(parsed.error.issues)}`);
   const { name, driver, maxResources, leasesPerResource, minResources, idleTimeoutMs } = parsed.data;
   const settings = validateDriverSettings(driver, parsed.data.settings);
-  return db.transaction().execute(async (trx) => {
-    const row = await trx
-      .insertInto('blueprints')
-      .values({
-        name,
-        driver,
-        settings: JSON.stringify(settings),
-        max_resources: maxResources,
-        leases_per_resource: leasesPerResource,
-        min_resources: minResources,
-        idle_timeout_ms: idleTimeoutMs ?? null,
-      })
-      .onConflict((oc) => oc.column('name').doNothing())
-      .returningAll()
-      .executeTakeFirst();
-    if (!row) throw new CommandRejectedError(`a blueprint named "${name}" already exists`, { field: 'name' });
-    await recordEvent(trx, {
-      target: { kind: 'blueprint', id: row.id },
-      type: 'created',
-      toState: row.state,
-      message: `created with driver ${driver}, at most ${maxResources} resources of ${leasesPerResource} slots`,
-      actor,
-      commandId: null,
-    });
-    return row;
+  const row = await trx
+    .insertInto('blueprints')
+    .values({
+      name,
+      driver,
+      settings: JSON.stringify(settings),
+      max_resources: maxResources,
+      leases_per_resource: leasesPerResource,
+      min_resources: minResources,
+      idle_timeout_ms: idleTimeoutMs ?? null,
+    })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw new CommandRejectedError(`a blueprint named "${name}" already exists`, { field: 'name' });
+  await recordEvent(trx, {
+    target: { kind: 'blueprint', id: row.id },
+    type: 'created',
+    toState: row.state,
+    message: `created with driver ${driver}, at most ${maxResources} resources of ${leasesPerResource} slots`,
+    actor,
+    commandId: null,
   });
+  return row;
 }

@@ -19,6 +19,8 @@ export const LeaseInputSchema = z
     expiresInMs: z.number().int().min(1000, 'expected at least 1 s').max(366 * DAY_MS).optional(),
     /** A heartbeat lease: released when its holder stops renewing it (see leaseDeadlines). */
     heartbeatMs: z.number().int().min(1000, 'expected at least 1 s').max(DAY_MS).optional(),
+    /** The requester's own labels, kept on the lease beside what the driver reports. */
+    attributes: z.record(z.string(), z.unknown()).optional(),
   })
   .strict()
   .refine((l) => l.expiresAt === undefined || l.expiresInMs === undefined, {
@@ -37,50 +39,58 @@ export async function createLease(
   input: LeaseInput,
   actor: Actor,
 ): Promise<{ lease: LeaseRow; command: CommandRow }> {
+  return db.transaction().execute((trx) => createLeaseInTransaction(trx, input, actor));
+}
+
+/** The same, inside a caller's transaction (the API's, which records an Idempotency-Key with it). */
+export async function createLeaseInTransaction(
+  trx: Db,
+  input: LeaseInput,
+  actor: Actor,
+): Promise<{ lease: LeaseRow; command: CommandRow }> {
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
-  const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs } = parsed.data;
+  const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, attributes } = parsed.data;
   if (expiresAt && expiresAt.getTime() <= Date.now()) {
     throw new InvalidInputError('expiresAt must be in the future', { field: 'expiresAt' });
   }
-  return db.transaction().execute(async (trx) => {
-    const blueprint = await trx
-      .selectFrom('blueprints')
-      .select(['id', 'name', 'state'])
-      .where(typeof ref === 'number' ? 'id' : 'name', '=', ref)
-      .executeTakeFirst();
-    if (!blueprint) throw new NotFoundError('blueprint', ref);
-    if (blueprint.state !== 'enabled') {
-      throw new CommandRejectedError(`blueprint ${blueprint.name} is ${blueprint.state}; it takes no new leases`, {
-        state: blueprint.state,
-      });
-    }
-    // An absolute expiry's term (for renewals) is what was left of it when asked.
-    const termMs = expiresInMs ?? (expiresAt ? expiresAt.getTime() - Date.now() : undefined);
-    // The heartbeat clock starts when the lease becomes active (see the lease's
-    // activate): a holder waiting for capacity has nothing to beat for yet.
-    const { expires_at } = await deadlinesFromNow(trx, { termMs: expiresInMs });
-    const lease = await trx
-      .insertInto('leases')
-      .values({
-        blueprint_id: blueprint.id,
-        holder,
-        expires_at: expires_at ?? expiresAt ?? null,
-        term_ms: termMs === undefined ? null : Math.max(1000, Math.round(termMs)),
-        heartbeat_ms: heartbeatMs ?? null,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    const target = { kind: 'lease', id: lease.id } as const;
-    const { command } = await appendInTransaction(trx, { target, kind: 'allocate', actor }, { fromOutside: false });
-    await recordEvent(trx, {
-      target,
-      type: 'created',
-      toState: lease.state,
-      message: `requested on ${blueprint.name} for ${holder}`,
-      actor,
-      commandId: command.id,
+  const blueprint = await trx
+    .selectFrom('blueprints')
+    .select(['id', 'name', 'state'])
+    .where(typeof ref === 'number' ? 'id' : 'name', '=', ref)
+    .executeTakeFirst();
+  if (!blueprint) throw new NotFoundError('blueprint', ref);
+  if (blueprint.state !== 'enabled') {
+    throw new CommandRejectedError(`blueprint ${blueprint.name} is ${blueprint.state}; it takes no new leases`, {
+      state: blueprint.state,
     });
-    return { lease, command };
+  }
+  // An absolute expiry's term (for renewals) is what was left of it when asked.
+  const termMs = expiresInMs ?? (expiresAt ? expiresAt.getTime() - Date.now() : undefined);
+  // The heartbeat clock starts when the lease becomes active (see the lease's
+  // activate): a holder waiting for capacity has nothing to beat for yet.
+  const { expires_at } = await deadlinesFromNow(trx, { termMs: expiresInMs });
+  const lease = await trx
+    .insertInto('leases')
+    .values({
+      blueprint_id: blueprint.id,
+      holder,
+      expires_at: expires_at ?? expiresAt ?? null,
+      term_ms: termMs === undefined ? null : Math.max(1000, Math.round(termMs)),
+      heartbeat_ms: heartbeatMs ?? null,
+      attributes: JSON.stringify(attributes ?? {}),
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  const target = { kind: 'lease', id: lease.id } as const;
+  const { command } = await appendInTransaction(trx, { target, kind: 'allocate', actor }, { fromOutside: false });
+  await recordEvent(trx, {
+    target,
+    type: 'created',
+    toState: lease.state,
+    message: `requested on ${blueprint.name} for ${holder}`,
+    actor,
+    commandId: command.id,
   });
+  return { lease, command };
 }

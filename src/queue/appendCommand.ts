@@ -93,6 +93,7 @@ export async function appendInTransaction(
       ${target.kind}, ${target.id}, ${options.fromOutside ? statesAccepting(target.kind, kind) : null}::text[],
       ${kind}, ${version}, ${JSON.stringify(parsed.data)}::jsonb,
       ${request.actor.issuedBy}, ${request.actor.source}, ${request.actor.reason ?? null}, ${request.actor.requestId ?? null},
+      ${request.actor.clientAddress ?? null}, ${request.actor.userAgent ?? null},
       ${request.causedBy ?? null}::bigint, ${spec.dedupKey ?? null}, ${request.notBefore?.toISOString() ?? null}::timestamptz,
       ${options.wake === false ? null : DRAIN_TASK[target.kind]}
     ) as f`.execute(trx);

@@ -8,7 +8,7 @@ export type WakeTarget = ObjectRef & { runAt?: Date | undefined };
 /**
  * Schedules a drain of each object, in the caller's transaction, so a command
  * and its wake-up commit together (SQL function slipway_wake_objects, in
- * migrations/0003_fast_paths.ts; one round trip). One job per object, keyed
+ * migrations/0007_fast_paths.ts; one round trip). One job per object, keyed
  * `drain:<kind>:<id>` (SQL function object_drain_job_key):
  *
  * - An object whose wake-up is already pending and due no later than asked

@@ -12,9 +12,9 @@ const NoticeSchema = z.object({
 export type CommandNotice = z.infer<typeof NoticeSchema>;
 
 /**
- * LISTENs on the drain's channel on a dedicated connection (LISTEN belongs to
- * a session, so it cannot share pooled connections) and lets a waiter sleep
- * until a notice it cares about arrives.
+ * One waiter's view of the drain's notices: it lets the waiter sleep until a
+ * notice it cares about arrives. Fed by a NoticeListener, which may serve
+ * many waiters from one LISTEN connection (the API server does).
  *
  * Notices are kept from one `clear()` to the next rather than handed out
  * once: a waiter clears, reads the state, then asks whether anything relevant
@@ -25,25 +25,21 @@ export class CommandNotices {
   private received: CommandNotice[] = [];
   private arrived: (() => void) | undefined;
 
-  private constructor(private readonly client: pg.PoolClient) {
-    client.on('notification', (message) => {
-      if (message.channel !== COMMANDS_CHANNEL) return;
-      const notice = parseNotice(message.payload);
-      if (!notice) return;
-      this.received.push(notice);
-      this.arrived?.();
-    });
+  constructor(private readonly onClose: () => Promise<void>) {}
+
+  /**
+   * LISTENs on a connection of its own, for a process with one waiter (the
+   * CLI). Closing the notices closes the connection.
+   */
+  static async listen(pool: pg.Pool): Promise<CommandNotices> {
+    const listener = await NoticeListener.open(pool);
+    return listener.subscribe(() => listener.close());
   }
 
-  static async listen(pool: pg.Pool): Promise<CommandNotices> {
-    const client = await pool.connect();
-    try {
-      await client.query(`listen ${COMMANDS_CHANNEL}`);
-    } catch (error) {
-      client.release(error as Error);
-      throw error;
-    }
-    return new CommandNotices(client);
+  /** Called by the listener with every notice. */
+  deliver(notice: CommandNotice): void {
+    this.received.push(notice);
+    this.arrived?.();
   }
 
   /** Forgets the notices received so far: the caller is about to read the current state. */
@@ -74,6 +70,51 @@ export class CommandNotices {
 
   async close(): Promise<void> {
     this.arrived = undefined;
+    await this.onClose();
+  }
+}
+
+/**
+ * LISTENs on the drain's channel on a dedicated connection (LISTEN belongs to
+ * a session, so it cannot share pooled connections) and hands every notice
+ * to each subscribed waiter. A server opens one per process, however many
+ * requests wait at once.
+ */
+export class NoticeListener {
+  private readonly subscribers = new Set<CommandNotices>();
+
+  private constructor(private readonly client: pg.PoolClient) {
+    client.on('notification', (message) => {
+      if (message.channel !== COMMANDS_CHANNEL) return;
+      const notice = parseNotice(message.payload);
+      if (!notice) return;
+      for (const subscriber of this.subscribers) subscriber.deliver(notice);
+    });
+  }
+
+  static async open(pool: pg.Pool): Promise<NoticeListener> {
+    const client = await pool.connect();
+    try {
+      await client.query(`listen ${COMMANDS_CHANNEL}`);
+    } catch (error) {
+      client.release(error as Error);
+      throw error;
+    }
+    return new NoticeListener(client);
+  }
+
+  /** A waiter's notices; closing them unsubscribes (and runs `onClose`, if given). */
+  subscribe(onClose?: () => Promise<void>): CommandNotices {
+    const notices: CommandNotices = new CommandNotices(async () => {
+      this.subscribers.delete(notices);
+      await onClose?.();
+    });
+    this.subscribers.add(notices);
+    return notices;
+  }
+
+  async close(): Promise<void> {
+    this.subscribers.clear();
     let failure: Error | undefined;
     try {
       await this.client.query(`unlisten ${COMMANDS_CHANNEL}`);

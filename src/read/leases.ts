@@ -3,6 +3,14 @@ import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import { fetchPage, type Page, type PageRequest } from './page.ts';
 
+/** A lease is still being set up in these states: creating one waits for it to leave them. */
+const SETTING_UP: readonly string[] = ['pending', 'acquired'];
+
+/** True once a new lease is past setting up: active, or failed for good. */
+export function leaseSetUp(state: string): boolean {
+  return !SETTING_UP.includes(state);
+}
+
 export type LeaseView = LeaseRow & { readonly blueprint_name: string };
 
 export interface LeaseFilter {

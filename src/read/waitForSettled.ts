@@ -1,7 +1,7 @@
 import type { Database } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
-import { CommandNotices, type CommandNotice } from './CommandNotices.ts';
+import { CommandNotices, type CommandNotice, type NoticeListener } from './CommandNotices.ts';
 import { readCommandTree, treeSettled, type CommandTreeNode } from './commandTree.ts';
 import { readObjectState, readTransitionsSince, type Transition } from './objectState.ts';
 
@@ -26,6 +26,11 @@ export interface WaitRequest {
   readonly fallbackMs?: number;
   /** Stops the wait early (the commands carry on). */
   readonly signal?: AbortSignal;
+  /**
+   * A listener shared with other waiters (a server's one LISTEN connection);
+   * without it the wait LISTENs on a connection of its own.
+   */
+  readonly listener?: NoticeListener;
   /** Called with every fresh read, for progress reports. */
   readonly onSnapshot?: (snapshot: WaitSnapshot) => void;
 }
@@ -50,7 +55,7 @@ export interface WaitResult extends WaitSnapshot {
  */
 export async function waitForSettled(database: Database, request: WaitRequest): Promise<WaitResult> {
   const deadline = Date.now() + request.timeoutMs;
-  const notices = await CommandNotices.listen(database.pool);
+  const notices = request.listener ? request.listener.subscribe() : await CommandNotices.listen(database.pool);
   try {
     for (;;) {
       notices.clear();

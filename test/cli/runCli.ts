@@ -18,7 +18,8 @@ export interface CliRun {
 export function spawnCli(args: readonly string[], databaseUrl: string): ChildProcess {
   return spawn(process.execPath, [BIN, ...args], {
     cwd: os.tmpdir(),
-    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+    // Port 0: a `start` serves its HTTP API on a free port, never colliding with another test's.
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', SLIPWAY_API_PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { cliActor } from '../../domain/Actor.ts';
 import { createLease } from '../../objects/createLease.ts';
 import { blueprintIdFilter, type BlueprintRef } from '../../read/blueprints.ts';
-import { findLease, listLeases } from '../../read/leases.ts';
+import { findLease, leaseSetUp, listLeases } from '../../read/leases.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { assertTreeSucceeded, awaitTree } from '../awaitTree.ts';
 import { CliFailure, EXIT } from '../exitStatus.ts';
@@ -32,9 +32,6 @@ interface ListOptions extends PageOptions {
   readonly blueprint?: BlueprintRef;
   readonly holder?: string;
 }
-
-/** A lease is still being set up in these states: `create` waits for it to leave them. */
-const SETTING_UP: readonly string[] = ['pending', 'acquired'];
 
 export function addLeaseCommands(program: Command): void {
   const lease = program.command('lease').description("leases: a holder's claim on a slot of one of a blueprint's resources");
@@ -115,7 +112,7 @@ async function requestLease(session: Session, options: CreateOptions): Promise<v
   const ref = { kind: 'lease', id: created.lease.id } as const;
   const request = {
     rootId: created.command.id,
-    object: { ref, until: (state: string) => !SETTING_UP.includes(state) },
+    object: { ref, until: leaseSetUp },
     timeoutSeconds: options.timeout,
   };
   const result = await awaitTree(session, request);

@@ -3,23 +3,23 @@ import { migrate } from '../../db/migrate.ts';
 import { pendingMigrations } from '../../read/pendingMigrations.ts';
 import { describeDatabase, describeMigrations } from '../databaseStatus.ts';
 import { CliFailure, EXIT } from '../exitStatus.ts';
-import { runWorker } from '../runWorker.ts';
-import { withSession } from '../session.ts';
+import { runService } from '../runService.ts';
+import { withSession, type Session } from '../session.ts';
 
 /** Long-running commands log at info unless LOG_LEVEL says otherwise. */
 const SERVICE_LOG_LEVEL = 'info';
 
-/** `start`, `worker` and `db migrate`: running Slipway and keeping its schema. */
+/** `start`, `worker`, `api` and `db migrate`: running Slipway and keeping its schema. */
 export function addServiceCommands(program: Command): void {
   program
     .command('start')
-    .description('migrate the database, then run a worker until SIGINT/SIGTERM')
+    .description('migrate the database, then run a worker and the HTTP API until SIGINT/SIGTERM')
     .action((_options: unknown, command: Command) =>
       withSession(
         command,
         async (session) => {
-          const applied = await migrate(session.database, session.log);
-          await runWorker(session, applied);
+          const migrated = await migrate(session.database, session.log);
+          await runService(session, { worker: true, api: true, migrated });
         },
         { logLevel: SERVICE_LOG_LEVEL },
       ),
@@ -32,14 +32,22 @@ export function addServiceCommands(program: Command): void {
       withSession(
         command,
         async (session) => {
-          const pending = await pendingMigrations(session.db);
-          if (pending.length > 0) {
-            throw new CliFailure(
-              `the database schema is not up to date (${pending.join(', ')} not applied): run \`slipway db migrate\``,
-              EXIT.failed,
-            );
-          }
-          await runWorker(session);
+          await assertMigrated(session);
+          await runService(session, { worker: true, api: false });
+        },
+        { logLevel: SERVICE_LOG_LEVEL },
+      ),
+    );
+
+  program
+    .command('api')
+    .description('serve the HTTP API only (no worker, no migrations) until SIGINT/SIGTERM')
+    .action((_options: unknown, command: Command) =>
+      withSession(
+        command,
+        async (session) => {
+          await assertMigrated(session);
+          await runService(session, { worker: false, api: true });
         },
         { logLevel: SERVICE_LOG_LEVEL },
       ),
@@ -56,4 +64,15 @@ export function addServiceCommands(program: Command): void {
         out.result(status, (s) => `${s.database}: ${describeMigrations(s.applied)}`);
       }),
     );
+}
+
+/** `worker` and `api` do not migrate: they refuse a schema that is behind, naming the fix. */
+async function assertMigrated(session: Session): Promise<void> {
+  const pending = await pendingMigrations(session.db);
+  if (pending.length > 0) {
+    throw new CliFailure(
+      `the database schema is not up to date (${pending.join(', ')} not applied): run \`slipway db migrate\``,
+      EXIT.failed,
+    );
+  }
 }

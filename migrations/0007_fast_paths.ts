@@ -56,6 +56,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       p_target_kind text, p_target_id bigint, p_accepted_states text[],
       p_kind text, p_version int, p_payload jsonb,
       p_issued_by text, p_source text, p_reason text, p_request_id text,
+      p_client_address text, p_user_agent text,
       p_caused_by bigint, p_dedup_key text, p_not_before timestamptz, p_wake_task text
     ) returns table (part text, object_state text, cmd commands)
       language plpgsql volatile
@@ -87,9 +88,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         -- read it, in which case our insert goes through on the next try.
         loop
           insert into commands (target_kind, target_id, kind, version, payload, issued_by, source, reason,
-                                request_id, caused_by, dedup_key, not_before)
+                                request_id, client_address, user_agent, caused_by, dedup_key, not_before)
           values (p_target_kind, p_target_id, p_kind, p_version, p_payload, p_issued_by, p_source, p_reason,
-                  p_request_id, p_caused_by, p_dedup_key, coalesce(p_not_before, now()))
+                  p_request_id, p_client_address, p_user_agent, p_caused_by, p_dedup_key, coalesce(p_not_before, now()))
           on conflict (target_kind, target_id, dedup_key)
             where dedup_key is not null and status in ('queued', 'running')
             do nothing
@@ -106,10 +107,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
             and c.dedup_key = p_dedup_key and c.status in ('queued', 'running');
           if found then
             insert into commands (target_kind, target_id, kind, version, payload, issued_by, source, reason,
-                                  request_id, caused_by, dedup_key, not_before,
+                                  request_id, client_address, user_agent, caused_by, dedup_key, not_before,
                                   status, coalesced_into, message, finished_at)
             values (p_target_kind, p_target_id, p_kind, p_version, p_payload, p_issued_by, p_source, p_reason,
-                    p_request_id, p_caused_by, null, coalesce(p_not_before, now()),
+                    p_request_id, p_client_address, p_user_agent, p_caused_by, null, coalesce(p_not_before, now()),
                     'coalesced', v_existing.id,
                     format('coalesced into command %s, already %s', v_existing.id, v_existing.status), now())
             returning * into v_new;
@@ -125,7 +126,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
-    drop function slipway_append_command(text, bigint, text[], text, int, jsonb, text, text, text, text, bigint, text, timestamptz, text);
+    drop function slipway_append_command(text, bigint, text[], text, int, jsonb, text, text, text, text, text, text, bigint, text, timestamptz, text);
     drop function slipway_wake_objects(text[], text[], bigint[], timestamptz[]);
   `.execute(db);
 }

@@ -1,0 +1,15 @@
+import type { Config } from '../config.ts';
+import type { Database } from '../db/Database.ts';
+import type { NoticeListener } from '../read/CommandNotices.ts';
+import type { Backpressure } from './backpressure.ts';
+
+/** What every route plugin works with: one per server process. */
+export interface ApiContext {
+  readonly database: Database;
+  readonly config: Config;
+  /** The process's one LISTEN connection, shared by every waiting request. */
+  readonly notices: NoticeListener;
+  readonly backpressure: Backpressure;
+  /** Aborted when the server stops: waiting requests answer with what they have. */
+  readonly stopping: AbortSignal;
+}

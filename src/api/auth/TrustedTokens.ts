@@ -1,0 +1,40 @@
+import type { Db } from '../../db/Database.ts';
+import { findLiveToken, markUsed, type LiveToken } from './tokens.ts';
+
+/**
+ * How long a token found valid is trusted without asking the database
+ * again: a revoked token stops working within this long on every server.
+ * Spares a round trip on nearly every request.
+ */
+const TRUST_MS = 5000;
+
+/** How often a token's last_used_at is written, at most. */
+const MARK_USED_EVERY_MS = 60_000;
+
+/** Looks tokens up by secret, remembering valid ones for a few seconds, and keeps their last use roughly current. */
+export class TrustedTokens {
+  private readonly trusted = new Map<string, { token: LiveToken; until: number }>();
+  private readonly lastMarked = new Map<number, number>();
+
+  constructor(private readonly db: Db) {}
+
+  async find(secret: string, now = Date.now()): Promise<LiveToken | undefined> {
+    const known = this.trusted.get(secret);
+    if (known && known.until > now) return known.token;
+    this.trusted.delete(secret);
+    const token = await findLiveToken(this.db, secret);
+    if (token) this.trusted.set(secret, { token, until: now + TRUST_MS });
+    return token;
+  }
+
+  async markUsed(token: LiveToken, now = Date.now()): Promise<void> {
+    if ((this.lastMarked.get(token.id) ?? 0) >= now - MARK_USED_EVERY_MS) return;
+    this.lastMarked.set(token.id, now);
+    await markUsed(this.db, token.id);
+  }
+
+  /** Forgets tokens no longer trusted (called on a timer). */
+  prune(now = Date.now()): void {
+    for (const [secret, { until }] of this.trusted) if (until <= now) this.trusted.delete(secret);
+  }
+}

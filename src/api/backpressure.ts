@@ -1,0 +1,75 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/Database.ts';
+import { describeObject, type ObjectRef } from '../queue/objectTables.ts';
+import { ApiError } from './errors.ts';
+
+export interface BackpressureLimits {
+  /** Commands queued or running on one object. */
+  readonly queueDepth: number;
+  /** Commands queued in all. */
+  readonly backlog: number;
+}
+
+/** How long the global backlog count is reused: counting a large backlog on every request would add to the load it measures. */
+const BACKLOG_SAMPLE_MS = 1000;
+
+/**
+ * Refuses new work, before anything is written, when an object's queue or
+ * the whole backlog is over its limit: 429 for one busy object (the caller
+ * should slow down on it), 503 for the whole service (everyone should).
+ * Both say when to retry.
+ */
+export class Backpressure {
+  private sampledAt = 0;
+  private sampled = 0;
+
+  constructor(private readonly limits: BackpressureLimits) {}
+
+  /** Checks the global backlog (every POST that queues work). */
+  async assertBacklogRoom(db: Db): Promise<void> {
+    const backlog = await this.backlog(db);
+    if (backlog >= this.limits.backlog) {
+      throw new ApiError(
+        'backlog_full',
+        `Slipway has ${backlog} commands queued (limit ${this.limits.backlog}); retry later`,
+        { backlog, limit: this.limits.backlog },
+        5,
+      );
+    }
+  }
+
+  /** Checks one object's queue, in the appending transaction. */
+  async assertQueueRoom(trx: Db, target: ObjectRef): Promise<void> {
+    const limit = this.limits.queueDepth;
+    const { rows } = await sql<{ depth: number }>`
+      select count(*)::int as depth from (
+        select 1 from commands
+        where target_kind = ${target.kind} and target_id = ${target.id} and status in ('queued', 'running')
+        limit ${limit}
+      ) as queue
+    `.execute(trx);
+    const depth = rows[0]!.depth;
+    if (depth >= limit) {
+      throw new ApiError(
+        'too_many_requests',
+        `${describeObject(target)} has ${depth} commands queued or running (limit ${limit}); retry later`,
+        { target, depth, limit },
+        1,
+      );
+    }
+  }
+
+  private async backlog(db: Db): Promise<number> {
+    const now = Date.now();
+    if (now - this.sampledAt >= BACKLOG_SAMPLE_MS) {
+      const { rows } = await sql<{ n: number }>`
+        select count(*)::int as n from (
+          select 1 from commands where status in ('queued', 'running') limit ${this.limits.backlog}
+        ) as backlog
+      `.execute(db);
+      this.sampled = rows[0]!.n;
+      this.sampledAt = now;
+    }
+    return this.sampled;
+  }
+}

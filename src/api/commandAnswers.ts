@@ -1,0 +1,73 @@
+import type { CommandRow, LeaseRow } from '../../migrations/schema.ts';
+import type { AppendResult } from '../queue/appendCommand.ts';
+import type { ObjectRef } from '../queue/objectTables.ts';
+import { findLease, leaseSetUp } from '../read/leases.ts';
+import { readObjectState } from '../read/objectState.ts';
+import { waitForSettled, type WaitRequest } from '../read/waitForSettled.ts';
+import type { ApiContext } from './ApiContext.ts';
+import type { StoredResponse } from './idempotency.ts';
+
+/**
+ * The answers of the POSTs that queue work. Their bodies are what the CLI
+ * prints with --json for the same request (`--no-wait`, or waiting), so a
+ * remote CLI can print an answer as it comes.
+ *
+ * Status: 202 while the work is still to do (no wait, or the wait ran out);
+ * 200 once it has settled (success or failure: the tree says which), and for
+ * a duplicate that joined a command already queued or running.
+ */
+export function commandLocation(commandId: number): Record<string, string> {
+  return { location: `/v1/commands/${commandId}` };
+}
+
+export function commandAccepted(result: AppendResult): StoredResponse {
+  const { command, coalesced, record } = result;
+  return { status: coalesced ? 200 : 202, headers: commandLocation(command.id), body: { command, coalesced, record } };
+}
+
+export async function commandSettled(
+  context: ApiContext,
+  target: ObjectRef,
+  result: AppendResult,
+  waitS: number,
+  signal: AbortSignal,
+): Promise<StoredResponse> {
+  const { coalesced, record } = result;
+  const waited = await waitTree(context, { rootId: result.command.id, timeoutMs: waitS * 1000, signal });
+  const state = await readObjectState(context.database.db, target);
+  return {
+    status: coalesced || waited.outcome === 'settled' ? 200 : 202,
+    headers: commandLocation(result.command.id),
+    body: { command: waited.tree[0], coalesced, record, outcome: waited.outcome, state, tree: waited.tree },
+  };
+}
+
+export function leaseAccepted(created: { lease: LeaseRow; command: CommandRow }): StoredResponse {
+  return { status: 202, headers: commandLocation(created.command.id), body: created };
+}
+
+/** A new lease is settled when its tree has, and it is past setting up (it may first wait for capacity). */
+export async function leaseSettled(
+  context: ApiContext,
+  created: { lease: LeaseRow; command: CommandRow },
+  waitS: number,
+  signal: AbortSignal,
+): Promise<StoredResponse> {
+  const ref = { kind: 'lease', id: created.lease.id } as const;
+  const waited = await waitTree(context, {
+    rootId: created.command.id,
+    object: { ref, until: leaseSetUp },
+    timeoutMs: waitS * 1000,
+    signal,
+  });
+  const lease = await findLease(context.database.db, ref.id);
+  return {
+    status: waited.outcome === 'settled' ? 200 : 202,
+    headers: commandLocation(created.command.id),
+    body: { lease, command: waited.tree[0], outcome: waited.outcome, tree: waited.tree },
+  };
+}
+
+function waitTree(context: ApiContext, request: Omit<WaitRequest, 'listener'>) {
+  return waitForSettled(context.database, { ...request, listener: context.notices });
+}

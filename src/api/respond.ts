@@ -1,0 +1,59 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Db } from '../db/Database.ts';
+import type { ApiContext } from './ApiContext.ts';
+import { callerOf } from './auth/authenticate.ts';
+import { claimKey, idempotencyKeyOf, recordResponse, requestFingerprint, type StoredResponse } from './idempotency.ts';
+
+/** What a POST's work returns: its answer now, and, for `?wait`, how to get the final one. */
+export interface Accepted {
+  readonly response: StoredResponse;
+  /** Waits for the command tree and answers with its outcome. */
+  readonly settle?: (signal: AbortSignal) => Promise<StoredResponse>;
+}
+
+/**
+ * Runs a POST: its work and its Idempotency-Key record commit in ONE
+ * transaction owned here, so a key is recorded exactly when the request took
+ * effect, and a failed request (4xx, nothing written) leaves the key free
+ * for a corrected retry. A request repeated with its key gets the recorded
+ * answer (marked `Idempotent-Replayed: true`), without running again.
+ */
+export async function runPost(
+  context: ApiContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  work: (trx: Db) => Promise<Accepted>,
+): Promise<FastifyReply> {
+  const key = idempotencyKeyOf(request);
+  const claim = key === undefined ? undefined : { tokenId: callerOf(request).tokenId, key };
+  const hours = context.config.SLIPWAY_API_IDEMPOTENCY_HOURS;
+  const done = await context.database.db.transaction().execute(async (trx) => {
+    if (claim) {
+      const replay = await claimKey(trx, claim, requestFingerprint(request), hours);
+      if (replay) return { replay };
+    }
+    const accepted = await work(trx);
+    if (claim) await recordResponse(trx, claim, accepted.response, !accepted.settle);
+    return { accepted };
+  });
+  if (done.replay) return send(reply.header('idempotent-replayed', 'true'), done.replay);
+
+  const { accepted } = done;
+  if (!accepted.settle) return send(reply, accepted.response);
+  const response = await accepted.settle(AbortSignal.any([disconnected(reply), context.stopping]));
+  if (claim) await recordResponse(context.database.db, claim, response, true);
+  return send(reply, response);
+}
+
+export function send(reply: FastifyReply, response: StoredResponse): FastifyReply {
+  return reply.code(response.status).headers(response.headers).send(response.body);
+}
+
+/** Aborted when the client goes away before its answer: a wait for nobody stops. */
+function disconnected(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}

@@ -1,0 +1,133 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { ObjectKind } from '../../../migrations/schema.ts';
+import { COMMAND_KINDS, type CommandKindSpec } from '../../domain/commandKinds.ts';
+import { appendInTransaction } from '../../queue/appendCommand.ts';
+import { cancelCommand } from '../../queue/cancelCommand.ts';
+import { readCommandTree } from '../../read/commandTree.ts';
+import { findCommand, listCommands } from '../../read/commands.ts';
+import { findLease } from '../../read/leases.ts';
+import type { ApiContext } from '../ApiContext.ts';
+import { actorOf, assertMayTouch, callerOf } from '../auth/authenticate.ts';
+import type { Action } from '../auth/roles.ts';
+import { commandAccepted, commandSettled } from '../commandAnswers.ts';
+import { runPost } from '../respond.ts';
+import { addRoute } from '../route.ts';
+import { IdParams, PageQuery, Reason, WaitQuery } from '../schemas.ts';
+
+/** The kinds a caller may request of each object (the others Slipway issues itself). */
+function requestableKinds(target: ObjectKind): [string, ...string[]] {
+  const kinds = Object.entries(COMMAND_KINDS[target] as Record<string, CommandKindSpec>)
+    .filter(([, spec]) => !spec.internal)
+    .map(([kind]) => kind);
+  return kinds as [string, ...string[]];
+}
+
+/** `{ kind, reason?, version?, payload? }`: the payload is checked against the kind's schema when appended. */
+function commandBody(target: ObjectKind) {
+  return z
+    .object({
+      kind: z.enum(requestableKinds(target)),
+      reason: Reason.optional(),
+      version: z.number().int().min(1).optional(),
+      payload: z.record(z.string(), z.unknown()).optional(),
+    })
+    .strict();
+}
+
+/** The objects that take commands over the API, as data: path, kind, what the caller's role must allow. */
+const COMMAND_TARGETS: ReadonlyArray<{ path: string; kind: ObjectKind; action: Action }> = [
+  { path: 'leases', kind: 'lease', action: 'lease.command' },
+  { path: 'resources', kind: 'resource', action: 'resource.command' },
+];
+
+const ListQuery = z
+  .object({
+    status: z.enum(['queued', 'running', 'done', 'failed', 'cancelled', 'coalesced']).optional(),
+    kind: z.string().regex(/^[a-z_]{1,40}$/, 'expected a command kind, e.g. release').optional(),
+    target: z
+      .string()
+      .regex(/^(lease|resource|blueprint):[1-9]\d{0,14}$/, 'expected <kind>:<id>, e.g. lease:12')
+      .transform((text) => {
+        const [kind, id] = text.split(':');
+        return { kind: kind as ObjectKind, id: Number(id) };
+      })
+      .optional(),
+    ...PageQuery,
+  })
+  .strict();
+
+const CancelBody = z.object({ reason: Reason.optional() }).strict();
+
+export async function commandRoutes(app: FastifyInstance, context: ApiContext): Promise<void> {
+  const { db } = context.database;
+
+  for (const { path, kind: targetKind, action } of COMMAND_TARGETS) {
+    addRoute(app, {
+      method: 'POST',
+      url: `/v1/${path}/:id/commands`,
+      summary: `queue a command on a ${targetKind} (202 + Location; 200 for a duplicate joining the one in flight; ?wait=<s> waits for it to settle)`,
+      action,
+      params: IdParams,
+      query: WaitQuery,
+      body: commandBody(targetKind),
+      handler: ({ params, query, body }, request, reply) =>
+        runPost(context, request, reply, async (trx) => {
+          const target = { kind: targetKind, id: params.id };
+          const caller = callerOf(request);
+          // Only a caller limited to its own leases needs the holder (a missing lease is a 404 either way).
+          if (targetKind === 'lease' && caller.reach === 'own') assertMayTouch(caller, (await findLease(trx, params.id)).holder, 'leases');
+          await context.backpressure.assertBacklogRoom(trx);
+          await context.backpressure.assertQueueRoom(trx, target);
+          const result = await appendInTransaction(
+            trx,
+            { target, kind: body.kind, version: body.version, payload: body.payload, actor: actorOf(request, body.reason) },
+            { fromOutside: true },
+          );
+          const wait = query.wait;
+          return {
+            response: commandAccepted(result),
+            ...(wait ? { settle: (signal: AbortSignal) => commandSettled(context, target, result, wait, signal) } : {}),
+          };
+        }),
+    });
+  }
+
+  addRoute(app, {
+    method: 'GET',
+    url: '/v1/commands',
+    summary: 'commands, oldest first, filtered by status, kind and target',
+    action: 'read',
+    query: ListQuery,
+    handler: async ({ query }) => {
+      const { status, kind, target, limit, after } = query;
+      return listCommands(db, { status, kind, target }, { limit, after });
+    },
+  });
+
+  addRoute(app, {
+    method: 'GET',
+    url: '/v1/commands/:id',
+    summary: 'a command, its status and outcome, and the tree of commands it caused',
+    action: 'read',
+    params: IdParams,
+    handler: async ({ params }) => ({ command: await findCommand(db, params.id), tree: await readCommandTree(db, params.id) }),
+  });
+
+  addRoute(app, {
+    method: 'POST',
+    url: '/v1/commands/:id/cancel',
+    summary: 'cancel a command still queued (409 once it is running or settled)',
+    action: 'command.cancel',
+    params: IdParams,
+    body: CancelBody,
+    handler: ({ params, body }, request, reply) =>
+      runPost(context, request, reply, async (trx) => {
+        const command = await findCommand(trx, params.id);
+        assertMayTouch(callerOf(request), command.issued_by, 'commands');
+        const cancelled = await cancelCommand(trx, command, actorOf(request, body.reason));
+        return { response: { status: 200, headers: {}, body: { command: cancelled } } };
+      }),
+  });
+
+}

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+
+/**
+ * The request parts several routes share. Path and query values arrive as
+ * text, so numbers are parsed from digits here (and only digits: "1e3",
+ * "0x10" or "-1" are refused, naming the field).
+ */
+const digits = (what: string) => z.string().regex(/^\d{1,15}$/, `expected ${what} (a whole number)`).transform(Number);
+
+export const Id = digits('an id').pipe(z.number().int().min(1, 'expected an id of 1 or more'));
+
+export const IdParams = z.object({ id: Id }).strict();
+
+/** A blueprint's id (digits) or its name. */
+export const BlueprintRef = z
+  .string()
+  .min(1)
+  .max(63)
+  .transform((text) => (/^\d+$/.test(text) ? Number(text) : text));
+
+export const BlueprintParams = z.object({ ref: BlueprintRef }).strict();
+
+/** `?limit=&after=`: keyset pages; `after` is the `next` of the previous page. */
+export const PageQuery = {
+  limit: digits('a page size').pipe(z.number().int().min(1).max(1000)).default(50),
+  after: Id.optional(),
+};
+
+/** The longest `?wait=`, in seconds. */
+export const MAX_WAIT_S = 60;
+
+/** `?wait=<seconds>`: hold the answer until the command tree settles, or this long. */
+export const WaitQuery = z
+  .object({
+    wait: z
+      .string()
+      .regex(/^\d+(\.\d+)?$/, 'expected a number of seconds')
+      .transform(Number)
+      .pipe(z.number().max(MAX_WAIT_S, `expected at most ${MAX_WAIT_S} seconds`))
+      .optional(),
+  })
+  .strict();
+
+export const Reason = z.string().trim().min(1).max(1000);

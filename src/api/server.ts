@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/Database.ts';
+import type { Logger } from '../log.ts';
+import { NoticeListener } from '../read/CommandNotices.ts';
+import type { ApiContext } from './ApiContext.ts';
+import { installAuthentication } from './auth/authenticate.ts';
+import { Backpressure } from './backpressure.ts';
+import { installErrorHandling } from './errors.ts';
+import { pruneKeys } from './idempotency.ts';
+import { installOpenApi } from './openapi.ts';
+import { blueprintRoutes } from './routes/blueprints.ts';
+import { commandRoutes } from './routes/commands.ts';
+import { healthRoutes } from './routes/health.ts';
+import { leaseRoutes } from './routes/leases.ts';
+import { resourceRoutes } from './routes/resources.ts';
+import { installZodValidation } from './validation.ts';
+
+/** Route plugins, in registration order. */
+const ROUTES = [healthRoutes, blueprintRoutes, leaseRoutes, resourceRoutes, commandRoutes] as const;
+
+const PRUNE_KEYS_EVERY_MS = 3_600_000;
+
+/** A caller's X-Request-Id is kept (and recorded on its commands) when it is a sane token; otherwise we make one. */
+const REQUEST_ID = /^[\w.:-]{1,100}$/;
+
+/** Builds the fastify app (routes, validation, authentication, errors) without listening. */
+export async function buildApp(context: ApiContext, log: Logger): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: log.child({ component: 'api' }) as FastifyBaseLogger,
+    bodyLimit: context.config.SLIPWAY_API_BODY_LIMIT_BYTES,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  installErrorHandling(app);
+  installZodValidation(app);
+  installAuthentication(app, context.database.db, context.config.SLIPWAY_API_AUTH_FAILURES_PER_MINUTE);
+  installOpenApi(app);
+  for (const routes of ROUTES) await app.register(async (scope) => routes(scope, context));
+  return app;
+}
+
+/** The HTTP API of one process: the app, its one LISTEN connection, and its housekeeping. */
+export class ApiServer {
+  private constructor(
+    private readonly app: FastifyInstance,
+    private readonly notices: NoticeListener,
+    private readonly stopping: AbortController,
+    private readonly pruning: NodeJS.Timeout,
+    /** Where it listens, e.g. http://127.0.0.1:7480. */
+    readonly url: string,
+  ) {}
+
+  static async start(database: Database, config: Config, log: Logger): Promise<ApiServer> {
+    const notices = await NoticeListener.open(database.pool);
+    const stopping = new AbortController();
+    const context: ApiContext = {
+      database,
+      config,
+      notices,
+      stopping: stopping.signal,
+      backpressure: new Backpressure({ queueDepth: config.SLIPWAY_API_QUEUE_DEPTH_LIMIT, backlog: config.SLIPWAY_API_BACKLOG_LIMIT }),
+    };
+    const app = await buildApp(context, log);
+    const prune = () =>
+      pruneKeys(database.db, config.SLIPWAY_API_IDEMPOTENCY_HOURS).then(
+        (n) => n > 0 && log.info({ pruned: n }, 'forgot old idempotency keys'),
+        (error: unknown) => log.warn({ err: error }, 'pruning idempotency keys failed'),
+      );
+    void prune();
+    const pruning = setInterval(prune, PRUNE_KEYS_EVERY_MS);
+    pruning.unref();
+    try {
+      await app.listen({ host: config.SLIPWAY_API_HOST, port: config.SLIPWAY_API_PORT });
+    } catch (error) {
+      clearInterval(pruning);
+      await notices.close();
+      throw error;
+    }
+    const { address, port } = app.server.address() as AddressInfo;
+    const host = address.includes(':') ? `[${address}]` : address;
+    return new ApiServer(app, notices, stopping, pruning, `http://${host}:${port}`);
+  }
+
+  /** Stops taking requests; requests still waiting answer at once with what they have. */
+  async stop(): Promise<void> {
+    clearInterval(this.pruning);
+    this.stopping.abort();
+    await this.app.close();
+    await this.notices.close();
+  }
+}

@@ -1,0 +1,58 @@
+import path from 'node:path';
+import { ensureFirstAdminToken } from '../api/auth/firstAdminToken.ts';
+import { ApiServer } from '../api/server.ts';
+import { SlipwayWorker } from '../worker/SlipwayWorker.ts';
+import { describeDatabase, describeMigrations } from './databaseStatus.ts';
+import type { Session } from './session.ts';
+import { untilInterrupted } from './shutdown.ts';
+
+/** What one process runs: a worker, the HTTP API, or both (`slipway start`). */
+export interface ServiceParts {
+  readonly worker: boolean;
+  readonly api: boolean;
+  /** What `start` migrated first (undefined when it did not migrate). */
+  readonly migrated?: readonly string[];
+}
+
+/**
+ * Runs a worker and/or the HTTP API until SIGINT or SIGTERM, then stops
+ * them cleanly: the API stops taking requests (waiting ones answer with what
+ * they have), drains in progress finish, and the worker leaves the registry.
+ */
+export async function runService(session: Session, parts: ServiceParts): Promise<void> {
+  const { database, config, log, out } = session;
+  const worker = parts.worker ? await SlipwayWorker.start(database, config, log) : undefined;
+  const api = parts.api ? await ApiServer.start(database, config, log) : undefined;
+  // The embedded default's first start makes an admin token, so the API is usable at once.
+  const tokenFile = api && !config.DATABASE_URL ? await ensureFirstAdminToken(database.db, config.homeDir) : undefined;
+  const status = {
+    database: describeDatabase(config),
+    ...(parts.migrated ? { migrationsApplied: parts.migrated } : {}),
+    ...(worker ? { worker: worker.id, concurrency: config.SLIPWAY_WORKER_CONCURRENCY } : {}),
+    ...(api ? { api: api.url } : {}),
+    ...(tokenFile ? { adminTokenFile: tokenFile } : {}),
+  };
+  out.result(status, (s) =>
+    [
+      `database: ${s.database}`,
+      ...(parts.migrated ? [`migrations: ${describeMigrations(parts.migrated)}`] : []),
+      ...(worker ? [`worker ${worker.id} running (concurrency ${config.SLIPWAY_WORKER_CONCURRENCY})`] : []),
+      ...(api ? [`HTTP API on ${api.url} (see ${api.url}/v1/openapi.json)`] : []),
+      ...(tokenFile
+        ? [`first admin token written to ${path.relative(process.cwd(), tokenFile)} (mode 0600; shown nowhere else)`]
+        : []),
+      'Ctrl-C stops it',
+    ].join('\n'),
+  );
+  await untilInterrupted();
+  const reason = String(session.interrupted.reason);
+  if (api) {
+    out.progress(`stopping the HTTP API (${reason})`);
+    await api.stop();
+  }
+  if (worker) {
+    out.progress(`stopping worker ${worker.id} (${reason}): finishing drains in progress`);
+    await worker.stop();
+    out.progress('worker stopped');
+  }
+}

@@ -1,0 +1,76 @@
+import { sql } from 'kysely';
+import { expect, test } from 'vitest';
+import { ApiClient } from './support/ApiClient.ts';
+import { apiTestEnv } from './support/apiTestEnv.ts';
+import { activeLease, simulatedBlueprint } from './support/fixtures.ts';
+
+/** Backpressure (429 for a full queue, 503 for a full backlog) and the limit on failed authentication. */
+const env = apiTestEnv({ worker: true });
+
+async function commandCount(): Promise<number> {
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from commands`.execute(env.database.db);
+  return rows[0]!.n;
+}
+
+test('a full queue is 429 and a full backlog 503, both with Retry-After and nothing written', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const first = await activeLease(env.as.operator, name);
+  const second = await activeLease(env.as.operator, name);
+  const queueOfOne = new ApiClient((await env.startServer({ SLIPWAY_API_QUEUE_DEPTH_LIMIT: '1' })).url, env.as.operator.token);
+  const backlogOfOne = new ApiClient((await env.startServer({ SLIPWAY_API_BACKLOG_LIMIT: '1' })).url, env.as.operator.token);
+  // No worker: what is queued stays queued.
+  await env.stopWorker();
+  try {
+    expect((await queueOfOne.post(`/v1/leases/${first.id}/commands`, { kind: 'release' })).status).toBe(202);
+    const before = await commandCount();
+
+    // Even a duplicate that would have joined the queued release is turned away: nothing is written.
+    const full = await queueOfOne.post(`/v1/leases/${first.id}/commands`, { kind: 'release' });
+    expect(full.status).toBe(429);
+    expect(full.body).toMatchObject({ code: 'too_many_requests', details: { depth: 1, limit: 1 } });
+    expect(full.headers.get('retry-after')).toBe('1');
+
+    for (const [path, body] of [
+      [`/v1/leases/${second.id}/commands`, { kind: 'release' }],
+      ['/v1/leases', { blueprint: name }],
+    ] as const) {
+      const refused = await backlogOfOne.post(path, body);
+      expect(refused.status).toBe(503);
+      expect(refused.body.code).toBe('backlog_full');
+      expect(refused.headers.get('retry-after')).toBe('5');
+    }
+    expect(await commandCount()).toBe(before);
+  } finally {
+    await env.startWorker();
+  }
+});
+
+test('failed authentication is limited per client address: over the limit, 429 before any token is looked at', async () => {
+  const strict = await env.startServer({ SLIPWAY_API_AUTH_FAILURES_PER_MINUTE: '3' });
+  const guesser = new ApiClient(strict.url, 'slw_guess');
+  for (let i = 0; i < 3; i++) expect((await guesser.get('/v1/leases')).status).toBe(401);
+  const limited = await guesser.get('/v1/leases');
+  expect(limited.status).toBe(429);
+  expect(limited.body.code).toBe('too_many_requests');
+  expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+  // The address is limited, whatever token it now sends; public probes still answer.
+  expect((await guesser.withToken(env.as.admin.token).get('/v1/leases')).status).toBe(429);
+  expect((await guesser.get('/healthz')).status).toBe(200);
+  // Another server process keeps its own count.
+  expect((await env.as.admin.get('/v1/leases')).status).toBe(200);
+});
+
+test('a blueprint disabled through the API takes no new lease (409); enabled again, it does', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const disabled = await env.as.admin.post(`/v1/blueprints/${name}/disable`);
+  expect(disabled.body).toMatchObject({ name, state: 'disabled' });
+  const refused = await env.as.user.post('/v1/leases', { blueprint: name });
+  expect(refused.status).toBe(409);
+  expect(refused.body.message).toMatch(/is disabled; it takes no new leases/);
+  expect((await env.as.admin.post(`/v1/blueprints/${name}/disable`)).status).toBe(409);
+  expect((await env.as.admin.post(`/v1/blueprints/${name}/enable`)).body.state).toBe('enabled');
+  const changed = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { maxResources: 3, settings: { latencyMs: { min: 1, max: 2 } } } });
+  expect(changed.status).toBe(200);
+  expect(changed.body).toMatchObject({ max_resources: 3, leases_per_resource: 4, settings: { latencyMs: { min: 1, max: 2 } } });
+  await activeLease(env.as.user, name);
+});

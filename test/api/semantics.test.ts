@@ -1,0 +1,198 @@
+import { sql } from 'kysely';
+import { expect, test } from 'vitest';
+import { waitFor } from '../helpers/waitFor.ts';
+import { apiTestEnv } from './support/apiTestEnv.ts';
+import { activeLease, simulatedBlueprint } from './support/fixtures.ts';
+
+/**
+ * The asynchronous contract, one real request per answer: 202 + Location,
+ * 200 for a duplicate and for a settled wait, 404, 409 with the reason, the
+ * wait's three endings, cancel, and the probes.
+ */
+const env = apiTestEnv({ worker: true });
+
+test('healthz, readyz and the OpenAPI document answer without a token', async () => {
+  expect((await env.anonymous.get('/healthz')).body).toEqual({ status: 'ok' });
+  expect((await env.anonymous.get('/readyz')).body).toEqual({ status: 'ready' });
+  const doc = await env.anonymous.get('/v1/openapi.json');
+  expect(doc.status).toBe(200);
+  expect(doc.body.openapi).toBe('3.1.0');
+  const create = doc.body.paths['/v1/leases'].post;
+  expect(create.requestBody.content['application/json'].schema.required).toEqual(['blueprint']);
+  expect(create.requestBody.content['application/json'].schema.additionalProperties).toBe(false);
+  expect(doc.body.paths['/v1/leases/{id}/commands'].post.parameters.map((p: { name: string }) => p.name)).toEqual([
+    'id',
+    'wait',
+    'Idempotency-Key',
+  ]);
+});
+
+test('a release is accepted with 202 and Location; its status is readable there', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const lease = await activeLease(env.as.user, name);
+  expect(lease.holder).toBe('token:user');
+
+  const release = await env.as.user.post(`/v1/leases/${lease.id}/commands`, { kind: 'release', reason: 'done with it' });
+  expect(release.status).toBe(202);
+  expect(release.headers.get('location')).toBe(`/v1/commands/${release.body.command.id}`);
+  expect(release.body.coalesced).toBe(false);
+  const command = release.body.command;
+  expect(command).toMatchObject({ kind: 'release', issued_by: 'token:user', source: 'api', reason: 'done with it' });
+  expect(command.client_address).toMatch(/127\.0\.0\.1/);
+  expect(command.user_agent).toBeTruthy();
+  expect(command.request_id).toBe(release.headers.get('x-request-id'));
+
+  const shown = await env.as.viewer.get(release.headers.get('location')!);
+  expect(shown.status).toBe(200);
+  expect(shown.body.command.id).toBe(command.id);
+  expect(shown.body.tree[0].id).toBe(command.id);
+});
+
+test('a duplicate release answers 200 with the command already in flight', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin, { operationLatencyMs: { releaseLease: 3000 } });
+  const lease = await activeLease(env.as.operator, name);
+  const first = await env.as.operator.post(`/v1/leases/${lease.id}/commands`, { kind: 'release' });
+  const second = await env.as.operator.post(`/v1/leases/${lease.id}/commands`, { kind: 'release' });
+  expect(first.status).toBe(202);
+  expect(second.status).toBe(200);
+  expect(second.body.coalesced).toBe(true);
+  expect(second.body.command.id).toBe(first.body.command.id);
+  expect(second.body.record).toMatchObject({ status: 'coalesced', coalesced_into: first.body.command.id });
+  expect(second.headers.get('location')).toBe(`/v1/commands/${first.body.command.id}`);
+});
+
+test('wait returns when the tree has settled: success', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const lease = await activeLease(env.as.operator, name);
+  const release = await env.as.operator.post(`/v1/leases/${lease.id}/commands?wait=60`, { kind: 'release' });
+  expect(release.status).toBe(200);
+  expect(release.body.outcome).toBe('settled');
+  expect(release.body.state).toBe('destroyed');
+  expect(release.body.tree.map((c: { status: string }) => c.status).every((s: string) => s === 'done')).toBe(true);
+});
+
+test('wait returns when the tree has settled: failure, and the body says so', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin, { permanentFailureRate: 1, failOperations: ['releaseLease'] });
+  const lease = await activeLease(env.as.operator, name);
+  const release = await env.as.operator.post(`/v1/leases/${lease.id}/commands?wait=60`, { kind: 'release' });
+  expect(release.status).toBe(200);
+  expect(release.body.outcome).toBe('settled');
+  expect(release.body.command.status).toBe('failed');
+  expect(release.body.command.message).toMatch(/simulated permanent failure in releaseLease/);
+});
+
+test('wait returns at its timeout with 202, saying the command is still under way', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin, { operationLatencyMs: { releaseLease: 4000 } });
+  const lease = await activeLease(env.as.operator, name);
+  const release = await env.as.operator.post(`/v1/leases/${lease.id}/commands?wait=0.5`, { kind: 'release' });
+  expect(release.status).toBe(202);
+  expect(release.body.outcome).toBe('timed_out');
+  expect(['queued', 'running']).toContain(release.body.command.status);
+});
+
+test('lease create with wait answers once the lease is active', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const created = await env.as.user.post('/v1/leases?wait=60', { blueprint: name, attributes: { team: 'ci' } });
+  expect(created.status).toBe(200);
+  expect(created.body.outcome).toBe('settled');
+  expect(created.body.lease).toMatchObject({ state: 'active', holder: 'token:user', blueprint_name: name });
+  expect(created.body.lease.attributes).toMatchObject({ team: 'ci', simulated: true });
+});
+
+test('an unknown target is 404; a release the state forbids is 409, naming the command that did it', async () => {
+  expect((await env.as.operator.post('/v1/leases/999999/commands', { kind: 'release' })).status).toBe(404);
+  expect((await env.as.operator.post('/v1/resources/999999/commands', { kind: 'reclaim' })).status).toBe(404);
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const lease = await activeLease(env.as.operator, name);
+  const release = await env.as.operator.post(`/v1/leases/${lease.id}/commands?wait=60`, { kind: 'release' });
+  const again = await env.as.operator.post(`/v1/leases/${lease.id}/commands`, { kind: 'release' });
+  expect(again.status).toBe(409);
+  expect(again.body.code).toBe('conflict');
+  expect(again.body.message).toMatch(/is destroyed; release is accepted only when it is/);
+  expect(again.body.details.settledBy).toBe(release.body.command.id);
+});
+
+test('GET answers are the read models the CLI prints with --json', async () => {
+  const { id, name } = await simulatedBlueprint(env.as.admin);
+  const lease = await activeLease(env.as.user, name);
+  const shown = await env.as.viewer.get(`/v1/leases/${lease.id}`);
+  expect(Object.keys(shown.body)).toEqual(['lease', 'queue', 'timeline']);
+  expect(shown.body.timeline.entries.length).toBeGreaterThan(0);
+  const blueprint = await env.as.viewer.get(`/v1/blueprints/${name}`);
+  expect(blueprint.body.blueprint).toMatchObject({ id, name, leasesByState: { active: 1 } });
+  const resources = await env.as.viewer.get(`/v1/resources?blueprint=${name}`);
+  expect(resources.body.items).toHaveLength(1);
+  const resource = await env.as.viewer.get(`/v1/resources/${resources.body.items[0].id}`);
+  expect(resource.body.resource.slots).toHaveLength(1);
+  const page = await env.as.viewer.get(`/v1/leases?blueprint=${name}&holder=token:user&state=active&limit=1`);
+  expect(page.body).toEqual({ items: [expect.objectContaining({ id: lease.id })], next: null });
+  const commands = await env.as.viewer.get(`/v1/commands?target=lease:${lease.id}&limit=1`);
+  expect(commands.body.items).toHaveLength(1);
+  expect(commands.body.next).toBe(commands.body.items[0].id);
+});
+
+test('cancel: a queued command is cancelled and never applied; a running one is refused', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin, { operationLatencyMs: { releaseLease: 4000 } });
+  const queuedLease = await activeLease(env.as.user, name);
+  const runningLease = await activeLease(env.as.user, name);
+
+  const running = await env.as.user.post(`/v1/leases/${runningLease.id}/commands`, { kind: 'release' });
+  await waitForStatus(running.body.command.id, 'running');
+  const refused = await env.as.user.post(`/v1/commands/${running.body.command.id}/cancel`);
+  expect(refused.status).toBe(409);
+  expect(refused.body.details).toMatchObject({ status: 'running' });
+
+  await env.stopWorker();
+  try {
+    const queued = await env.as.user.post(`/v1/leases/${queuedLease.id}/commands`, { kind: 'release' });
+    expect(queued.body.command.status).toBe('queued');
+    const cancelled = await env.as.user.post(`/v1/commands/${queued.body.command.id}/cancel`, { reason: 'changed my mind' });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body.command).toMatchObject({ status: 'cancelled', message: 'cancelled by token:user: changed my mind' });
+    const twice = await env.as.user.post(`/v1/commands/${queued.body.command.id}/cancel`);
+    expect(twice.status).toBe(409);
+  } finally {
+    await env.startWorker();
+  }
+  // The worker is back: the cancelled release never runs, the lease stays active.
+  await waitForStatus(running.body.command.id, 'done');
+  const lease = await env.as.viewer.get(`/v1/leases/${queuedLease.id}`);
+  expect(lease.body.lease.state).toBe('active');
+  const effects = await env.database.db
+    .selectFrom('simulated_effects')
+    .select('object_id')
+    .where('operation', '=', 'releaseLease')
+    .where('object_id', '=', queuedLease.id)
+    .execute();
+  expect(effects).toEqual([]);
+});
+
+async function waitForStatus(commandId: number, status: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const shown = await env.as.viewer.get(`/v1/commands/${commandId}`);
+    if (shown.body.command.status === status) return;
+    if (Date.now() > deadline) throw new Error(`command ${commandId} never became ${status}: ${shown.body.command.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+test('many waiting requests share the server\'s one LISTEN connection', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const leases = await Promise.all(Array.from({ length: 5 }, () => activeLease(env.as.operator, name)));
+  await env.stopWorker();
+  try {
+    const waits = leases.map((lease) => env.as.operator.post(`/v1/leases/${lease.id}/commands?wait=4`, { kind: 'release' }));
+    await waitFor('every request to be waiting', async () => {
+      const queued = await env.database.db.selectFrom('commands').select('id').where('kind', '=', 'release').where('status', '=', 'queued').execute();
+      return queued.length >= leases.length;
+    });
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike 'listen %'
+    `.execute(env.database.db);
+    expect(rows[0]!.n).toBe(1);
+    for (const answer of await Promise.all(waits)) expect(answer.body.outcome).toBe('timed_out');
+  } finally {
+    await env.startWorker();
+  }
+});
