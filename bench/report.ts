@@ -1,3 +1,4 @@
+import type { ApiLatencyResult } from './apiBench.ts';
 import type { BaselineResult } from './baseline.ts';
 import type { DrainResult } from './drain.ts';
 import type { LatencyResult } from './latency.ts';
@@ -14,14 +15,18 @@ export interface BenchResults {
   readonly drain: DrainResult;
   readonly graphile: Throughput;
   readonly latency: LatencyResult;
+  readonly apiReleases: Throughput;
+  readonly apiLatency: ApiLatencyResult;
   /** 1-minute load average when the run ended. */
   readonly loadAverageAtEnd: number;
   /** Wall time of the whole run, setup included. */
   readonly runSeconds: number;
 }
 
-/** The issue's bar: append and drain each at least this fraction of the baseline. */
+/** Issue 2's bar: append and drain each at least this fraction of the baseline. */
 const MIN_FRACTION_OF_BASELINE = 0.25;
+/** Issue 3's bar: releases through the HTTP API at least this fraction of the baseline. */
+const MIN_API_FRACTION_OF_BASELINE = 0.2;
 
 const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 const perSecond = (t: Throughput) => `${integer.format(t.perSecond)} /s`;
@@ -56,10 +61,11 @@ function figure(label: string, value: string, ratio: string, note = ''): string 
 
 /** Formats a finished run: machine, the six figures with their ratio to (a), and the bar. */
 export function formatReport(results: BenchResults, reproduce: string): string {
-  const { machine, settings, baseline, append, drain, graphile, latency } = results;
+  const { machine, settings, baseline, append, drain, graphile, latency, apiReleases, apiLatency } = results;
   const { done, cancelled, coalesced, failed } = drain.settled;
   const appendRatio = append.perSecond / baseline.perSecond;
   const drainRatio = drain.perSecond / baseline.perSecond;
+  const apiRatio = apiReleases.perSecond / baseline.perSecond;
   const latencyPair = (p50: number, p99: number) => `${ms(p50)} / ${ms(p99)} ms`;
   const latencyRatio = (p50: number, p99: number) => `${times(p50, baseline.p50Ms)} / ${times(p99, baseline.p99Ms)}`;
 
@@ -91,10 +97,18 @@ export function formatReport(results: BenchResults, reproduce: string): string {
     figure('    the same, in the database (finished − created)', latencyPair(latency.dbP50Ms, latency.dbP99Ms), latencyRatio(latency.dbP50Ms, latency.dbP99Ms),
       `ratios to (a)'s insert latency p50 / p99 = ${latencyPair(baseline.p50Ms, baseline.p99Ms)}`),
     figure('(f) peak RSS of each worker process during (c)', drain.peakRssBytes.map(mib).join(' + '), 'n/a', 'sampled every 100 ms'),
+    figure('(g) releases through the HTTP API (202)', perSecond(apiReleases), times(apiReleases.perSecond, baseline.perSecond),
+      `${batch(apiReleases)}; ${settings.BENCH_CLIENTS} keep-alive clients, no worker running`),
+    figure('(h) API response time p50 / p99 at a steady load', latencyPair(apiLatency.p50Ms, apiLatency.p99Ms), latencyRatio(apiLatency.p50Ms, apiLatency.p99Ms),
+      `${integer.format(apiLatency.requests)} releases sent at ${integer.format(apiLatency.achievedRate)}/s (target ${apiLatency.targetRate}/s), workers running`),
+    figure('    ?wait response time for a release done at once', latencyPair(apiLatency.waitP50Ms, apiLatency.waitP99Ms), latencyRatio(apiLatency.waitP50Ms, apiLatency.waitP99Ms),
+      `${apiLatency.waitSamples} requests, one at a time, each answered when its tree settled`),
     '',
     `Bar: append and drain each ≥ ${MIN_FRACTION_OF_BASELINE} × (a), drain faster than (d)`,
     `  append ≥ ${MIN_FRACTION_OF_BASELINE} × (a)   ${appendRatio.toFixed(2)} × (a)   ${met(appendRatio >= MIN_FRACTION_OF_BASELINE)}`,
     `  drain  ≥ ${MIN_FRACTION_OF_BASELINE} × (a)   ${drainRatio.toFixed(2)} × (a)   ${met(drainRatio >= MIN_FRACTION_OF_BASELINE)}`,
     `  drain  > (d)          ${perSecond(drain)} vs ${perSecond(graphile)}   ${met(drain.perSecond > graphile.perSecond)}`,
+    `Bar (HTTP API): releases through the API ≥ ${MIN_API_FRACTION_OF_BASELINE} × (a)`,
+    `  API    ≥ ${MIN_API_FRACTION_OF_BASELINE} × (a)    ${apiRatio.toFixed(2)} × (a)   ${met(apiRatio >= MIN_API_FRACTION_OF_BASELINE)}`,
   ].join('\n');
 }

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { createLogger } from '../src/log.ts';
+import { measureApiLatency, measureApiReleases } from './apiBench.ts';
 import { measureAppend } from './append.ts';
 import { measureBaseline } from './baseline.ts';
 import { openBenchDatabase } from './benchDatabase.ts';
@@ -18,10 +19,11 @@ import { WorkerFleet } from './WorkerFleet.ts';
  * insert rate of the same server, in one run on a fresh database.
  *
  * Order of the phases: (a) baseline; leases created with no worker running,
- * so they stay pending; (b) one release appended per lease; the workers
- * start and (c) drain that backlog while (f) their memory is sampled; (e)
- * the latency run with the workers still up; the workers stop and (d)
- * graphile-worker runs alone. Progress goes to stderr, the report to stdout.
+ * so they stay pending; (b) one release appended per lease; (g) as many
+ * releases of other pending leases through the HTTP API; the workers start
+ * and (c) drain that backlog while (f) their memory is sampled; (e) the
+ * latency run with the workers still up, then (h) the API's response times;
+ * the workers stop and (d) graphile-worker runs alone. Progress goes to stderr, the report to stdout.
  */
 const runStarted = performance.now();
 const settings = loadBenchSettings();
@@ -47,6 +49,10 @@ try {
   progress(`(b) appending ${leaseIds.length} releases from ${settings.BENCH_CLIENTS} clients`);
   const append = await measureAppend(database.db, leaseIds, settings.BENCH_CLIENTS);
 
+  progress(`(g) ${settings.BENCH_LEASES} releases of fresh pending leases through the HTTP API`);
+  const apiLeaseIds = await createLeases(database.db, blueprintId, settings.BENCH_LEASES, settings.BENCH_CLIENTS);
+  const apiReleases = await measureApiReleases(database, apiLeaseIds, settings.BENCH_CLIENTS);
+
   progress(`launching ${settings.BENCH_WORKERS} worker processes`);
   fleet = await WorkerFleet.launch(settings.BENCH_WORKERS, database.url);
   progress('(c) draining the backlog');
@@ -59,6 +65,13 @@ try {
     { rate: settings.BENCH_LATENCY_RATE, seconds: settings.BENCH_LATENCY_SECONDS },
     settings.BENCH_CLIENTS,
   );
+  progress(`(h) API releases at ${settings.BENCH_LATENCY_RATE / 2}/s for ${settings.BENCH_LATENCY_SECONDS} s, then ?wait samples`);
+  const apiLatency = await measureApiLatency(database, fleet, {
+    rate: settings.BENCH_LATENCY_RATE / 2,
+    seconds: settings.BENCH_LATENCY_SECONDS,
+    waitSamples: 100,
+    clients: settings.BENCH_CLIENTS,
+  });
   await fleet.stop();
   fleet = undefined;
 
@@ -74,6 +87,8 @@ try {
     drain,
     graphile,
     latency,
+    apiReleases,
+    apiLatency,
     loadAverageAtEnd: os.loadavg()[0]!,
     runSeconds: (performance.now() - runStarted) / 1000,
   };

@@ -1,7 +1,7 @@
 import { loadConfig } from '../src/config.ts';
 import { Database } from '../src/db/Database.ts';
 import { createLogger } from '../src/log.ts';
-import { SlipwayWorker } from '../src/worker/SlipwayWorker.ts';
+import { SlipwayWorker, workerPoolSize } from '../src/worker/SlipwayWorker.ts';
 import type { FromWorker, ToWorker } from './workerProtocol.ts';
 
 /**
@@ -13,10 +13,7 @@ import type { FromWorker, ToWorker } from './workerProtocol.ts';
 const config = loadConfig();
 if (!config.DATABASE_URL) throw new Error('bench/workerProcess.ts is started by the benchmark, which sets DATABASE_URL');
 const log = createLogger(config.LOG_LEVEL, 'bench-worker');
-// Each running drain holds a connection for its whole drain, and a driver
-// call made from it takes a second one: twice the concurrency, plus the
-// sweeper's and the heartbeat's.
-const database = await Database.open(config, log, { poolSize: 2 * config.SLIPWAY_WORKER_CONCURRENCY + 2 });
+const database = await Database.open(config, log, { poolSize: workerPoolSize(config) });
 
 /** The highest resident set size seen since the last take(), sampled every 100 ms. */
 class PeakRss {

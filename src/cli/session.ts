@@ -20,6 +20,8 @@ export interface Session {
 export interface SessionOptions {
   /** Log level unless LOG_LEVEL says otherwise: quiet for one-shot commands, so their output stays readable. */
   readonly logLevel?: Config['LOG_LEVEL'];
+  /** Connections the command's pool may open (default: the pool's own 10). */
+  readonly poolSize?: (config: Config) => number;
 }
 
 /**
@@ -39,7 +41,7 @@ export async function withSession<T>(
     pino.destination({ dest: 2, sync: true }),
   );
   const out = new Output(command.optsWithGlobals<{ json?: boolean }>().json === true);
-  const database = await Database.open(config, log);
+  const database = await Database.open(config, log, { poolSize: options.poolSize?.(config) });
   try {
     return await work({ config, log, database, db: database.db, out, interrupted });
   } finally {

@@ -17,6 +17,15 @@ import { WorkerRegistry } from './WorkerRegistry.ts';
  * tasks, the sweeper, and the registry heartbeat. All workers are equal;
  * run as many as you like against one database.
  */
+/**
+ * Connections a worker's pool needs: each running drain holds one for its
+ * whole drain and a driver call made from it borrows a second; two more for
+ * the sweeper and the heartbeat. (graphile-worker has a pool of its own.)
+ */
+export function workerPoolSize(config: Pick<Config, 'SLIPWAY_WORKER_CONCURRENCY'>): number {
+  return 2 * config.SLIPWAY_WORKER_CONCURRENCY + 2;
+}
+
 export class SlipwayWorker {
   private constructor(
     private readonly runner: Runner,

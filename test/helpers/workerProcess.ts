@@ -12,14 +12,12 @@
 import { loadConfig } from '../../src/config.ts';
 import { Database } from '../../src/db/Database.ts';
 import { createLogger } from '../../src/log.ts';
-import { SlipwayWorker } from '../../src/worker/SlipwayWorker.ts';
+import { SlipwayWorker, workerPoolSize } from '../../src/worker/SlipwayWorker.ts';
 
 const config = loadConfig();
 if (!config.DATABASE_URL) throw new Error('workerProcess needs DATABASE_URL');
 const log = createLogger(config.LOG_LEVEL, 'test-worker');
-// Each running drain holds one connection and its driver calls borrow
-// another; two more for the sweeper and the heartbeat.
-const database = Database.fromUrl(config.DATABASE_URL, log, { poolSize: config.SLIPWAY_WORKER_CONCURRENCY * 2 + 2 });
+const database = Database.fromUrl(config.DATABASE_URL, log, { poolSize: workerPoolSize(config) });
 const worker = await SlipwayWorker.start(database, config, log);
 process.send?.({ ready: worker.id });
 

@@ -1,13 +1,21 @@
 import type { Command } from 'commander';
+import type { Config } from '../../config.ts';
 import { migrate } from '../../db/migrate.ts';
 import { pendingMigrations } from '../../read/pendingMigrations.ts';
+import { workerPoolSize } from '../../worker/SlipwayWorker.ts';
 import { describeDatabase, describeMigrations } from '../databaseStatus.ts';
 import { CliFailure, EXIT } from '../exitStatus.ts';
 import { runService } from '../runService.ts';
 import { withSession, type Session } from '../session.ts';
 
-/** Long-running commands log at info unless LOG_LEVEL says otherwise. */
-const SERVICE_LOG_LEVEL = 'info';
+/**
+ * Long-running commands log at info unless LOG_LEVEL says otherwise, and
+ * size their pool for a worker's drains plus the API's requests (which take
+ * a connection each for their short transactions; a waiting request holds
+ * none: it listens on the API's one shared LISTEN connection).
+ */
+const SERVICE_SESSION = { logLevel: 'info', poolSize: (config: Config) => workerPoolSize(config) + API_CONNECTIONS } as const;
+const API_CONNECTIONS = 10;
 
 /** `start`, `worker`, `api` and `db migrate`: running Slipway and keeping its schema. */
 export function addServiceCommands(program: Command): void {
@@ -21,7 +29,7 @@ export function addServiceCommands(program: Command): void {
           const migrated = await migrate(session.database, session.log);
           await runService(session, { worker: true, api: true, migrated });
         },
-        { logLevel: SERVICE_LOG_LEVEL },
+        SERVICE_SESSION,
       ),
     );
 
@@ -35,7 +43,7 @@ export function addServiceCommands(program: Command): void {
           await assertMigrated(session);
           await runService(session, { worker: true, api: false });
         },
-        { logLevel: SERVICE_LOG_LEVEL },
+        SERVICE_SESSION,
       ),
     );
 
@@ -49,7 +57,7 @@ export function addServiceCommands(program: Command): void {
           await assertMigrated(session);
           await runService(session, { worker: false, api: true });
         },
-        { logLevel: SERVICE_LOG_LEVEL },
+        SERVICE_SESSION,
       ),
     );
 
