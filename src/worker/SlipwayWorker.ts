@@ -85,12 +85,14 @@ export class SlipwayWorker {
 
 /**
  * graphile-worker's own connections commit without waiting for the WAL
- * flush. They only take and complete drain jobs, and a drain job is a
- * wake-up that may run twice: losing a completion (or a take) in a server
- * crash just runs a drain that finds nothing to do, or nothing new. The
- * wake-ups themselves are added in Slipway's durable transactions, with
- * their commands. This spares the flush that would otherwise be waited for
- * on every job taken and every job completed.
+ * flush. They only take and complete jobs, and every Slipway job may run
+ * twice: a drain job is a wake-up (a second run finds nothing new), a
+ * callback delivery is at-least-once anyway (receivers dedupe on its
+ * delivery id), and a collector pass only asks for what is still due. So
+ * losing a completion (or a take) in a server crash costs a repeated run,
+ * nothing more. The jobs themselves are added in Slipway's durable
+ * transactions, with the commands that need them. This spares the flush
+ * that would otherwise be waited for on every job taken and completed.
  */
 function asynchronousCommits(url: string): string {
   const withOption = new URL(url);
