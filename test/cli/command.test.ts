@@ -1,5 +1,6 @@
 import { beforeAll, expect, test } from 'vitest';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
+import { waitFor } from '../helpers/waitFor.ts';
 import { cliTestEnv } from './cliTestEnv.ts';
 import { parseJson } from './runCli.ts';
 import { rowCounts } from './rowCounts.ts';
@@ -71,6 +72,14 @@ test.each([
 test('a wait that runs out of time exits non-zero and says the command carries on', async () => {
   const run = await env.cli('lease', 'create', '--blueprint', 'sluggish', '--timeout', '1');
   expect(run.code).toBe(1);
-  const root = /^lease \d+ requested for \S+ \(command (\d+)\)$/m.exec(run.stdout)?.[1];
+  const [, lease, root] = /^lease (\d+) requested for \S+ \(command (\d+)\)$/m.exec(run.stdout) ?? [];
   expect(run.stderr).toBe(`error: timed out after 1 s; command ${root} carries on (see \`slipway command show ${root}\`)\n`);
+  // And it does carry on, to an active lease. Waiting for that also keeps
+  // the worker from being stopped, and the database dropped, in the middle
+  // of one of its 5 s driver calls.
+  const active = await waitFor('the lease to become active', async () => {
+    const row = await env.database.db.selectFrom('leases').select('state').where('id', '=', Number(lease)).executeTakeFirst();
+    return row?.state === 'active';
+  });
+  expect(active).toBe(true);
 });
