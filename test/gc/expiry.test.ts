@@ -1,26 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
-import type { TestDatabase } from '../concurrency/support/testCluster.ts';
-import { createTestDatabase } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
-import { commandsOf, handDrain, stateEvents } from './support/handDrain.ts';
+import { commandsOf, handDrainSuite, stateEvents } from './support/handDrain.ts';
 
 // Expiry and heartbeats with the drain and the collector run by hand: each
 // race is set up in the exact order the test names.
 const alice = { issuedBy: 'alice@host', source: 'cli' } as const;
-let database: TestDatabase;
-let hand: ReturnType<typeof handDrain>;
-const db = () => database.db;
+const { db, hand } = handDrainSuite();
 
 beforeAll(async () => {
-  database = await createTestDatabase({ poolSize: 10 });
-  hand = handDrain(database);
   await createBlueprint(db(), { name: 'pool', driver: 'simulated', maxResources: 20, leasesPerResource: 1 }, alice);
 });
-afterAll(async () => database?.drop());
 
 const lease = (id: number) => db().selectFrom('leases').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const releasesOf = async (id: number) => (await commandsOf(db(), 'lease', id)).filter((c) => c.kind === 'release');

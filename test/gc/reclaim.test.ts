@@ -1,25 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { GcPass } from '../../src/gc/GcPass.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
-import type { TestDatabase } from '../concurrency/support/testCluster.ts';
-import { createTestDatabase } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
-import { commandsOf, handDrain, TEST_GC } from './support/handDrain.ts';
+import { commandsOf, handDrainSuite, TEST_GC } from './support/handDrain.ts';
 
 // Reclaim and the warm minimum with the drain and the collector run by hand.
 const alice = { issuedBy: 'alice@host', source: 'cli' } as const;
-let database: TestDatabase;
-let hand: ReturnType<typeof handDrain>;
-const db = () => database.db;
-
-beforeAll(async () => {
-  database = await createTestDatabase({ poolSize: 10 });
-  hand = handDrain(database);
-});
-afterAll(async () => database?.drop());
+const { db, hand } = handDrainSuite();
 
 const lease = (id: number) => db().selectFrom('leases').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const resourcesOf = (blueprintId: number) => db().selectFrom('resources').selectAll().where('blueprint_id', '=', blueprintId).orderBy('id').execute();

@@ -1,25 +1,15 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
-import type { TestDatabase } from '../concurrency/support/testCluster.ts';
-import { createTestDatabase } from '../helpers/testDatabase.ts';
-import { handDrain } from './support/handDrain.ts';
+import { handDrainSuite } from './support/handDrain.ts';
 
 // Retention with the drain and the collector run by hand. Age is made by
 // moving timestamps back, as if the rows had been written long ago.
 const alice = { issuedBy: 'alice@host', source: 'cli' } as const;
-let database: TestDatabase;
-let hand: ReturnType<typeof handDrain>;
-const db = () => database.db;
-
-beforeAll(async () => {
-  database = await createTestDatabase({ poolSize: 10 });
-  hand = handDrain(database);
-});
-afterAll(async () => database?.drop());
+const { db, hand } = handDrainSuite();
 
 const DAY = "interval '1 day'";
 

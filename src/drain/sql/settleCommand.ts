@@ -1,7 +1,7 @@
 import { type Compilable, sql } from 'kysely';
 import type { CommandRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
-import type { EventInput } from '../../objects/recordEvent.ts';
+import { eventRow, type EventInput } from '../../objects/recordEvent.ts';
 import type { Outcome } from '../Handler.ts';
 
 /**
@@ -24,18 +24,7 @@ export async function settleCommand<Row>(
   supersedes: readonly string[],
   objectUpdate: Compilable<Row> | undefined,
 ): Promise<Row | undefined> {
-  const eventRows = events.map((e) => ({
-    target_kind: e.target.kind,
-    target_id: e.target.id,
-    command_id: e.commandId,
-    type: e.type,
-    from_state: e.fromState ?? null,
-    to_state: e.toState ?? null,
-    message: e.message,
-    actor: e.actor.issuedBy,
-    source: e.actor.source,
-    data: e.data ?? null,
-  }));
+  const eventRows = events.map(eventRow);
   const settle =
     outcome.status === 'yield'
       ? sql`status = 'queued', message = ${outcome.message}, attempts = attempts + 1,

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { afterAll, beforeAll } from 'vitest';
 import type { ObjectKind } from '../../../migrations/schema.ts';
 import type { Db } from '../../../src/db/Database.ts';
 import { ObjectDrain } from '../../../src/drain/ObjectDrain.ts';
@@ -6,7 +7,7 @@ import { DriverRegistry } from '../../../src/drivers/registry.ts';
 import type { GcSettings } from '../../../src/gc/GcPass.ts';
 import { runCollectorPass } from '../../../src/gc/runCollector.ts';
 import type { TestDatabase } from '../../concurrency/support/testCluster.ts';
-import { testLog } from '../../helpers/testDatabase.ts';
+import { createTestDatabase, testLog } from '../../helpers/testDatabase.ts';
 
 /** Collector settings for tests: no grace, a long retention, small batches. */
 export const TEST_GC: GcSettings = { idleGraceMs: 0, retentionMs: 30 * 24 * 3600 * 1000, batchSize: 50, budgetMs: 60_000 };
@@ -54,3 +55,31 @@ export const stateEvents = async (db: Db, kind: ObjectKind, id: number) =>
       .orderBy('id')
       .execute()
   ).map((e) => `${e.from_state}→${e.to_state}`);
+
+/**
+ * A test file's own database with its drain and collector run by hand:
+ * made before the file's tests, dropped after them. `hand` may be used
+ * from the tests on.
+ */
+export function handDrainSuite() {
+  let database: TestDatabase | undefined;
+  let current: ReturnType<typeof handDrain> | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase({ poolSize: 10 });
+    current = handDrain(database);
+  });
+  afterAll(async () => database?.drop());
+  const made = () => {
+    if (!current) throw new Error('the test database is made in beforeAll');
+    return current;
+  };
+  const hand: ReturnType<typeof handDrain> = {
+    get drain() {
+      return made().drain;
+    },
+    one: (kind, id) => made().one(kind, id),
+    all: () => made().all(),
+    pass: (settings) => made().pass(settings),
+  };
+  return { db: (): Db => database!.db, hand };
+}
