@@ -26,7 +26,8 @@ function requestableKinds(target: ObjectKind): [string, ...string[]] {
   const kinds = Object.entries(COMMAND_KINDS[target] as Record<string, CommandKindSpec>)
     .filter(([, spec]) => !spec.internal)
     .map(([kind]) => kind);
-  return kinds as [string, ...string[]];}
+  return kinds as [string, ...string[]];
+}
 
 /**
  * `{ kind, reason?, version?, payload?, callback? }`: the payload is checked
@@ -42,7 +43,8 @@ function commandBody(target: ObjectKind) {
       payload: z.record(z.string(), z.unknown()).optional(),
       callback: CallbackRequestSchema.optional(),
     })
-    .strict();}
+    .strict();
+}
 
 /** The objects that take commands over the API, as data: path, kind, what the caller's role must allow. */
 const COMMAND_TARGETS: ReadonlyArray<{ path: string; kind: ObjectKind; action: Action }> = [
