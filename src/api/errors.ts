@@ -82,6 +82,13 @@ function fieldName(part: string, path: readonly PropertyKey[]): string {
   return [root, ...path.map(String)].join('.');
 }
 
+/**
+ * PostgreSQL's answers that end a transaction for a reason other than the
+ * request: a broken lock cycle (40P01; e.g. a callback attached to a tree a
+ * drain is settling, see attachCallback) and a serialization failure (40001).
+ */
+const RETRYABLE_DATABASE_CODES = new Set(['40P01', '40001']);
+
 interface Answer {
   readonly status: number;
   readonly body: ErrorBody;
@@ -103,6 +110,10 @@ export function answerFor(error: unknown, request: FastifyRequest): Answer {
       code: issue.code,
     }));
     return { status: 400, body: bodyOf('invalid_input', error.message, { field: fields[0]?.field, issues: fields }) };
+  }
+  if (RETRYABLE_DATABASE_CODES.has(String((error as { code?: unknown }).code))) {
+    // The request's transaction rolled back whole: nothing was written, and the same request will very likely go through.
+    return { status: 503, body: bodyOf('try_again', 'the request met a lock conflict with other work and was rolled back; nothing was written, send it again', {}), retryAfter: 1 };
   }
   const fastifyError = error as FastifyError;
   const status = fastifyError.statusCode;

@@ -18,7 +18,7 @@ const POST_ERRORS: Record<string, string> = {
   '415': 'body is not application/json',
   '422': 'Idempotency-Key reused for a different request',
   '429': "the object's queue is full, or too many failed authentications (see Retry-After)",
-  '503': 'the backlog is full (see Retry-After)',
+  '503': 'the backlog is full, or a lock conflict rolled the request back (see Retry-After)',
 };
 
 /**

@@ -9,24 +9,43 @@ import { recordEvent } from './recordEvent.ts';
 
 const DAY_MS = 24 * 3600 * 1000;
 
-export const LeaseInputSchema = z
-  .object({
-    /** The blueprint's name or id. */
-    blueprint: z.union([z.string().min(1).max(63), z.number().int().positive()]),
-    holder: z.string().min(1).max(200),
-    expiresAt: z.coerce.date().optional(),
-    /** Relative expiry; also the term a renewal without its own extends the lease by. */
-    expiresInMs: z.number().int().min(1000, 'expected at least 1 s').max(366 * DAY_MS).optional(),
-    /** A heartbeat lease: released when its holder stops renewing it (see leaseDeadlines). */
-    heartbeatMs: z.number().int().min(1000, 'expected at least 1 s').max(DAY_MS).optional(),
-    /** The requester's own labels, kept on the lease beside what the driver reports. */
-    attributes: z.record(z.string(), z.unknown()).optional(),
-  })
-  .strict()
-  .refine((l) => l.expiresAt === undefined || l.expiresInMs === undefined, {
-    message: 'give expiresAt or expiresInMs, not both',
-    path: ['expiresInMs'],
-  });
+/**
+ * How long a lease lives, shared by every interface that creates leases (the
+ * CLI's and the API's bodies are this plus their own fields).
+ */
+const LEASE_EXPIRY_FIELDS = {
+  /** An absolute expiry, with its offset, e.g. 2030-01-01T12:00:00Z. */
+  expiresAt: z.iso
+    .datetime({ offset: true, message: 'expected an ISO 8601 time with its offset, e.g. 2030-01-01T12:00:00Z' })
+    .transform((text) => new Date(text))
+    .refine((at) => at.getTime() > Date.now(), 'must be in the future')
+    .optional(),
+  /** Relative expiry; also the term a renewal without its own extends the lease by. */
+  expiresInMs: z.number().int().min(1000, 'expected at least 1 s').max(366 * DAY_MS).optional(),
+  /** A heartbeat lease: released when its holder stops renewing it (see leaseDeadlines). */
+  heartbeatMs: z.number().int().min(1000, 'expected at least 1 s').max(DAY_MS).optional(),
+};
+
+type ExpiryOutput = z.output<z.ZodObject<typeof LEASE_EXPIRY_FIELDS>>;
+
+/** A strict lease body: `fields` plus the expiry fields, with at most one of expiresAt and expiresInMs. */
+export function leaseBodySchema<Fields extends z.ZodRawShape>(fields: Fields) {
+  return z
+    .object({ ...fields, ...LEASE_EXPIRY_FIELDS })
+    .strict()
+    .refine((lease) => (lease as ExpiryOutput).expiresAt === undefined || (lease as ExpiryOutput).expiresInMs === undefined, {
+      message: 'give expiresAt or expiresInMs, not both',
+      path: ['expiresInMs'],
+    });
+}
+
+export const LeaseInputSchema = leaseBodySchema({
+  /** The blueprint's name or id. */
+  blueprint: z.union([z.string().min(1).max(63), z.number().int().positive()]),
+  holder: z.string().min(1).max(200),
+  /** The requester's own labels, kept on the lease beside what the driver reports. */
+  attributes: z.record(z.string(), z.unknown()).optional(),
+});
 export type LeaseInput = z.input<typeof LeaseInputSchema>;
 
 /**
@@ -51,9 +70,6 @@ export async function createLeaseInTransaction(
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
   const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, attributes } = parsed.data;
-  if (expiresAt && expiresAt.getTime() <= Date.now()) {
-    throw new InvalidInputError('expiresAt must be in the future', { field: 'expiresAt' });
-  }
   const blueprint = await trx
     .selectFrom('blueprints')
     .select(['id', 'name', 'state'])

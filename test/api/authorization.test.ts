@@ -60,6 +60,24 @@ const CASES: readonly Case[] = [
     },
   },
   {
+    what: "renew a lease of one's own",
+    allowed: ['user', 'operator', 'admin'],
+    setup: async (caller) => {
+      const holder = caller === 'viewer' ? env.as.operator : env.as[caller];
+      const lease = await activeLease(holder, (await shared()).name);
+      return { method: 'POST', path: `/v1/leases/${lease.id}/commands?wait=60`, body: { kind: 'renew', payload: { expiresInMs: 3_600_000 } } };
+    },
+  },
+  {
+    what: "renew somebody else's lease",
+    allowed: ['operator', 'admin'],
+    setup: async (caller) => {
+      const owner = caller === 'operator' ? env.as.admin : env.as.operator;
+      const lease = await activeLease(owner, (await shared()).name);
+      return { method: 'POST', path: `/v1/leases/${lease.id}/commands?wait=60`, body: { kind: 'renew', payload: { expiresInMs: 3_600_000 } } };
+    },
+  },
+  {
     what: 'reclaim a resource',
     allowed: ['operator', 'admin'],
     setup: async () => {

@@ -36,7 +36,19 @@ const BAD: readonly BadRequest[] = [
   { what: 'a missing field', method: 'POST', path: () => '/v1/leases', options: () => json({}), status: 400, code: 'invalid_input', says: /body\.blueprint/ },
   { what: 'a field of the wrong type', method: 'POST', path: () => '/v1/leases', options: () => json({ blueprint: true }), status: 400, code: 'invalid_input', says: /body\.blueprint/ },
   { what: 'an unknown field', method: 'POST', path: () => '/v1/leases', options: (f) => json({ blueprint: f.blueprint, holder: 'someone-else' }), status: 400, code: 'invalid_input', says: /body: Unrecognized key: "holder"/ },
-  { what: 'expiry, not taken yet', method: 'POST', path: () => '/v1/leases', options: (f) => json({ blueprint: f.blueprint, expiresAt: '2030-01-01T00:00:00Z' }), status: 400, code: 'invalid_input', says: /expiresAt/ },
+  { what: 'an expiry time that is not a time', method: 'POST', path: () => '/v1/leases', options: (f) => json({ blueprint: f.blueprint, expiresAt: 'tomorrow' }), status: 400, code: 'invalid_input', says: /body\.expiresAt: expected an ISO 8601 time/ },
+  { what: 'an expiry time without its offset', method: 'POST', path: () => '/v1/leases', options: (f) => json({ blueprint: f.blueprint, expiresAt: '2030-01-01T00:00:00' }), status: 400, code: 'invalid_input', says: /body\.expiresAt/ },
+  { what: 'an expiry time as a number', method: 'POST', path: () => '/v1/leases', options: (f) => json({ blueprint: f.blueprint, expiresAt: 1893456000000 }), status: 400, code: 'invalid_input', says: /body\.expiresAt/ },
+  { what: 'an expiry time in the past', method: 'POST', path: () => '/v1/leases', options: (f) => json({ blueprint: f.blueprint, expiresAt: '2001-01-01T00:00:00Z' }), status: 400, code: 'invalid_input', says: /body\.expiresAt: must be in the future/ },
+  { what: 'both an expiry time and a term', method: 'POST', path: () => '/v1/leases', options: (f) => json({ blueprint: f.blueprint, expiresAt: '2099-01-01T00:00:00Z', expiresInMs: 60_000 }), status: 400, code: 'invalid_input', says: /body\.expiresInMs: give expiresAt or expiresInMs, not both/ },
+  { what: 'a term under a second', method: 'POST', path: () => '/v1/leases', options: (f) => json({ blueprint: f.blueprint, expiresInMs: 10 }), status: 400, code: 'invalid_input', says: /body\.expiresInMs: expected at least 1 s/ },
+  { what: 'a heartbeat as text', method: 'POST', path: () => '/v1/leases', options: (f) => json({ blueprint: f.blueprint, heartbeatMs: '30s' }), status: 400, code: 'invalid_input', says: /body\.heartbeatMs/ },
+  { what: 'a heartbeat longer than a day', method: 'POST', path: () => '/v1/leases', options: (f) => json({ blueprint: f.blueprint, heartbeatMs: 2 * 24 * 3600 * 1000 }), status: 400, code: 'invalid_input', says: /body\.heartbeatMs/ },
+  { what: 'a callback on lease create', method: 'POST', path: () => '/v1/leases', options: (f) => json({ blueprint: f.blueprint, callback: { url: 'http://127.0.0.1:9/x' } }), status: 400, code: 'invalid_input', says: /body: Unrecognized key: "callback"/ },
+  { what: 'a renewal with a negative term', method: 'POST', path: (f) => `/v1/leases/${f.lease}/commands`, options: () => json({ kind: 'renew', payload: { expiresInMs: -5 } }), status: 400, code: 'invalid_input', says: /payload\.expiresInMs/ },
+  { what: 'a callback to a host not allowed', method: 'POST', path: (f) => `/v1/leases/${f.lease}/commands`, options: () => json({ kind: 'release', callback: { url: 'http://169.254.169.254/latest' } }), status: 400, code: 'invalid_input', says: /body\.callback\.url/ },
+  { what: 'a callback that is not a URL', method: 'POST', path: (f) => `/v1/leases/${f.lease}/commands`, options: () => json({ kind: 'release', callback: { url: 'somewhere' } }), status: 400, code: 'invalid_input', says: /body\.callback\.url/ },
+  { what: 'a callback with an unknown field', method: 'POST', path: (f) => `/v1/leases/${f.lease}/commands`, options: () => json({ kind: 'release', callback: { url: 'http://127.0.0.1:9/x', secret: 'x' } }), status: 400, code: 'invalid_input', says: /body\.callback: Unrecognized key: "secret"/ },
   { what: 'attributes that are not an object', method: 'POST', path: () => '/v1/leases', options: (f) => json({ blueprint: f.blueprint, attributes: [1] }), status: 400, code: 'invalid_input', says: /body\.attributes/ },
   { what: 'an unknown blueprint', method: 'POST', path: () => '/v1/leases', options: () => json({ blueprint: 'no-such-pool' }), status: 404, code: 'not_found', says: /blueprint no-such-pool does not exist/ },
   { what: 'an unknown command kind', method: 'POST', path: (f) => `/v1/leases/${f.lease}/commands`, options: () => json({ kind: 'explode' }), status: 400, code: 'invalid_input', says: /body\.kind/ },
@@ -69,6 +81,7 @@ async function everyRowCount(): Promise<Record<string, number>> {
     select (select count(*) from blueprints)::int as blueprints, (select count(*) from leases)::int as leases,
            (select count(*) from resources)::int as resources, (select count(*) from commands)::int as commands,
            (select count(*) from events)::int as events, (select count(*) from idempotency_keys)::int as keys,
+           (select count(*) from command_callbacks)::int as callbacks,
            (select coalesce(sum(version), 0) from blueprints)::int as blueprint_versions
   `.execute(env.database.db);
   return rows[0]!;

@@ -25,6 +25,15 @@ test('healthz, readyz and the OpenAPI document answer without a token', async ()
     'wait',
     'Idempotency-Key',
   ]);
+  // The expiry fields and the callback are in the document, as the server validates them.
+  const createFields = create.requestBody.content['application/json'].schema.properties;
+  expect(createFields.expiresAt).toMatchObject({ type: 'string', format: 'date-time' });
+  expect(createFields.expiresInMs).toMatchObject({ type: 'integer', minimum: 1000 });
+  expect(createFields.heartbeatMs).toMatchObject({ type: 'integer', minimum: 1000 });
+  for (const path of ['/v1/leases/{id}/commands', '/v1/resources/{id}/commands']) {
+    const body = doc.body.paths[path].post.requestBody.content['application/json'].schema;
+    expect(body.properties.callback).toMatchObject({ type: 'object', required: ['url'], properties: { url: { type: 'string' } }, additionalProperties: false });
+  }
 });
 
 test('a release is accepted with 202 and Location; its status is readable there', async () => {
@@ -97,6 +106,41 @@ test('lease create with wait answers once the lease is active', async () => {
   expect(created.body.outcome).toBe('settled');
   expect(created.body.lease).toMatchObject({ state: 'active', holder: 'token:user', blueprint_name: name });
   expect(created.body.lease.attributes).toMatchObject({ team: 'ci', simulated: true });
+});
+
+test('lease create takes an expiry time or a term and a heartbeat; renew through the commands route pushes the expiry back', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const HOUR = 3_600_000;
+  const expiring = await env.as.user.post('/v1/leases?wait=60', { blueprint: name, expiresInMs: HOUR, heartbeatMs: 60_000 });
+  expect(expiring.status, JSON.stringify(expiring.body)).toBe(200);
+  expect(expiring.body.lease).toMatchObject({ state: 'active', term_ms: HOUR, heartbeat_ms: 60_000 });
+  const firstExpiry = Date.parse(expiring.body.lease.expires_at);
+  expect(firstExpiry).toBeGreaterThan(Date.now() + HOUR / 2);
+  expect(expiring.body.lease.heartbeat_deadline).not.toBeNull();
+
+  const at = new Date(Date.now() + 2 * HOUR);
+  const absolute = await env.as.user.post('/v1/leases', { blueprint: name, expiresAt: at.toISOString() });
+  expect(absolute.status).toBe(202);
+  expect(Date.parse(absolute.body.lease.expires_at)).toBe(at.getTime());
+  expect(absolute.body.lease.heartbeat_ms).toBeNull();
+
+  // The holder renews its own lease: a `renew` command like any other, 202 or (waiting) 200 once applied.
+  const renewed = await env.as.user.post(`/v1/leases/${expiring.body.lease.id}/commands?wait=60`, {
+    kind: 'renew',
+    reason: 'still building',
+    payload: { expiresInMs: 4 * HOUR },
+  });
+  expect(renewed.status, JSON.stringify(renewed.body)).toBe(200);
+  expect(renewed.body.command).toMatchObject({ kind: 'renew', status: 'done', issued_by: 'token:user', source: 'api', reason: 'still building' });
+  const shown = await env.as.viewer.get(`/v1/leases/${expiring.body.lease.id}`);
+  expect(shown.body.lease).toMatchObject({ state: 'active', term_ms: 4 * HOUR });
+  expect(Date.parse(shown.body.lease.expires_at)).toBeGreaterThan(firstExpiry + 2 * HOUR);
+
+  // A lease that is gone cannot be renewed: 409, before anything is queued.
+  await env.as.user.post(`/v1/leases/${expiring.body.lease.id}/commands?wait=60`, { kind: 'release' });
+  const late = await env.as.user.post(`/v1/leases/${expiring.body.lease.id}/commands`, { kind: 'renew' });
+  expect(late.status, JSON.stringify(late.body)).toBe(409);
+  expect(late.body.code).toBe('conflict');
 });
 
 test('an unknown target is 404; a release the state forbids is 409, naming the command that did it', async () => {

@@ -39,7 +39,7 @@ describe('creating a lease', () => {
     await expect(createLease(db(), { blueprint: 'nope', holder: 'x' }, alice)).rejects.toBeInstanceOf(NotFoundError);
     await expect(createLease(db(), { blueprint: 'pool', holder: '' }, alice)).rejects.toThrow(/holder/);
     await expect(createLease(db(), { blueprint: 'pool', holder: 'x', expiresAt: '2001-01-01T00:00:00Z' }, alice)).rejects.toThrow(
-      /expiresAt must be in the future/,
+      /expiresAt: must be in the future/,
     );
     expect(await count('commands')).toBe(before);
   });

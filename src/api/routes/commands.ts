@@ -1,9 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ObjectKind } from '../../../migrations/schema.ts';
+import { attachCallback } from '../../callbacks/attachCallback.ts';
+import { CallbackRequestSchema, type CallbackRequest } from '../../callbacks/CallbackRequest.ts';
+import type { Config } from '../../config.ts';
 import { COMMAND_KINDS, type CommandKindSpec } from '../../domain/commandKinds.ts';
+import { InvalidInputError } from '../../domain/errors.ts';
+import type { Db } from '../../db/Database.ts';
 import { appendInTransaction } from '../../queue/appendCommand.ts';
 import { cancelCommand } from '../../queue/cancelCommand.ts';
+import { readCallbacks } from '../../read/callbacks.ts';
 import { readCommandTree } from '../../read/commandTree.ts';
 import { findCommand, listCommands } from '../../read/commands.ts';
 import { findLease } from '../../read/leases.ts';
@@ -23,7 +29,11 @@ function requestableKinds(target: ObjectKind): [string, ...string[]] {
   return kinds as [string, ...string[]];
 }
 
-/** `{ kind, reason?, version?, payload? }`: the payload is checked against the kind's schema when appended. */
+/**
+ * `{ kind, reason?, version?, payload?, callback? }`: the payload is checked
+ * against the kind's schema when appended, the callback's host against the
+ * allow-list when attached.
+ */
 function commandBody(target: ObjectKind) {
   return z
     .object({
@@ -31,6 +41,7 @@ function commandBody(target: ObjectKind) {
       reason: Reason.optional(),
       version: z.number().int().min(1).optional(),
       payload: z.record(z.string(), z.unknown()).optional(),
+      callback: CallbackRequestSchema.optional(),
     })
     .strict();
 }
@@ -84,6 +95,9 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
             { target, kind: body.kind, version: body.version, payload: body.payload, actor: actorOf(request, body.reason) },
             { fromOutside: true },
           );
+          // In the append's transaction: a refused URL leaves no command behind, and a
+          // duplicate that coalesced gets its callback on the command it joined.
+          if (body.callback) await attachRequestedCallback(trx, result.command.id, body.callback, context.config);
           const wait = query.wait;
           return {
             response: commandAccepted(result),
@@ -108,10 +122,14 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
   addRoute(app, {
     method: 'GET',
     url: '/v1/commands/:id',
-    summary: 'a command, its status and outcome, and the tree of commands it caused',
+    summary: 'a command, its status and outcome, the tree of commands it caused, and its callbacks with every delivery attempt',
     action: 'read',
     params: IdParams,
-    handler: async ({ params }) => ({ command: await findCommand(db, params.id), tree: await readCommandTree(db, params.id) }),
+    handler: async ({ params }) => ({
+      command: await findCommand(db, params.id),
+      tree: await readCommandTree(db, params.id),
+      callbacks: await readCallbacks(db, params.id),
+    }),
   });
 
   addRoute(app, {
@@ -129,5 +147,14 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
         return { response: { status: 200, headers: {}, body: { command: cancelled } } };
       }),
   });
+}
 
+/** Attaches a request's callback; a refused URL names its field as every other body field (`body.callback.url`). */
+async function attachRequestedCallback(trx: Db, commandId: number, callback: CallbackRequest, config: Config): Promise<void> {
+  try {
+    await attachCallback(trx, commandId, callback.url, config.SLIPWAY_CALLBACK_ALLOWED_HOSTS);
+  } catch (error) {
+    if (!(error instanceof InvalidInputError)) throw error;
+    throw new InvalidInputError(error.message, { ...error.details, field: `body.${String(error.details.field)}` });
+  }
 }

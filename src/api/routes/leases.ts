@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { LIFECYCLES } from '../../domain/lifecycle.ts';
-import { createLeaseInTransaction } from '../../objects/createLease.ts';
+import { createLeaseInTransaction, leaseBodySchema } from '../../objects/createLease.ts';
 import { blueprintIdFilter } from '../../read/blueprints.ts';
 import { findLease, listLeases } from '../../read/leases.ts';
 import { readHistory } from '../../read/objectHistory.ts';
@@ -13,18 +13,19 @@ import { addRoute } from '../route.ts';
 import { BlueprintRef, IdParams, PageQuery, Reason, WaitQuery } from '../schemas.ts';
 
 /**
- * A lease request. The holder is always the calling token's actor
+ * A lease request: the shared lease body (with its expiry fields and rules)
+ * without a holder, which is always the calling token's actor
  * (`token:<name>`), so a `user` token can later release what it created.
- * Expiry is not taken here yet (it comes with lease expiry and renewal).
+ * No `callback`: a lease's first command can settle while the lease still
+ * waits for capacity (see NOTES-api), so a callback could not say what a
+ * caller wants to know; `?wait` and polling the lease do.
  */
-const CreateBody = z
-  .object({
-    /** The blueprint's name, or its id. */
-    blueprint: z.union([z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'expected a blueprint name'), z.number().int().positive()]),
-    attributes: z.record(z.string().max(100), z.unknown()).optional(),
-    reason: Reason.optional(),
-  })
-  .strict();
+const CreateBody = leaseBodySchema({
+  /** The blueprint's name, or its id. */
+  blueprint: z.union([z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'expected a blueprint name'), z.number().int().positive()]),
+  attributes: z.record(z.string().max(100), z.unknown()).optional(),
+  reason: Reason.optional(),
+});
 
 const ListQuery = z
   .object({
@@ -48,8 +49,9 @@ export async function leaseRoutes(app: FastifyInstance, context: ApiContext): Pr
     handler: ({ query, body }, request, reply) =>
       runPost(context, request, reply, async (trx) => {
         await context.backpressure.assertBacklogRoom(trx);
-        const input = { blueprint: body.blueprint, holder: callerOf(request).actorName, attributes: body.attributes };
-        const created = await createLeaseInTransaction(trx, input, actorOf(request, body.reason));
+        const { reason, expiresAt, ...rest } = body;
+        const input = { ...rest, expiresAt: expiresAt?.toISOString(), holder: callerOf(request).actorName };
+        const created = await createLeaseInTransaction(trx, input, actorOf(request, reason));
         const wait = query.wait;
         return {
           response: leaseAccepted(created),
