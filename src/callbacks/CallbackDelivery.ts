@@ -6,6 +6,7 @@ import type { Logger } from '../log.ts';
 import type { AllowedHosts } from './allowedHosts.ts';
 import { buildCallbackPayload } from './callbackPayload.ts';
 import { checkCallbackUrl } from './CallbackRequest.ts';
+import { lockUnsettledTree } from './lockUnsettledTree.ts';
 import { loadCallbackSecret } from './callbackSecret.ts';
 import { SIGNATURE_HEADER, signCallback } from './signCallback.ts';
 
@@ -73,10 +74,34 @@ export class CallbackDelivery {
       .executeTakeFirst();
     // Delivered, given up, or gone with its command: a stale job.
     if (!callback) return;
+    if (await this.waitAgainIfUnsettled(callback)) return;
     const attempt = callback.attempts + 1;
     const startedAt = new Date();
     const result = await this.post(callback, attempt);
     await this.record(callback, attempt, startedAt, result);
+  }
+
+  /**
+   * The trigger that queued this delivery judged the tree settled. That
+   * judgement is checked again here, under the same lock protocol as
+   * attachCallback: a callback must carry the tree's final state, and the
+   * full suite once caught one sent with a command of its tree still queued
+   * (cause not yet found). If the tree has unsettled commands, they stay
+   * share-locked until the callback is back to `waiting`, so the settlement
+   * of the last of them sees it and queues the delivery again.
+   */
+  private async waitAgainIfUnsettled(callback: CallbackRow): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      if (!(await lockUnsettledTree(trx, callback.command_id))) return false;
+      await trx
+        .updateTable('command_callbacks')
+        .set({ status: 'waiting', next_attempt_at: null })
+        .where('id', '=', callback.id)
+        .where('status', '=', 'pending')
+        .execute();
+      this.log.warn({ callback: callback.id, command: callback.command_id }, 'callback queued before its tree settled; waiting again');
+      return true;
+    });
   }
 
   private async post(callback: CallbackRow, attempt: number): Promise<AttemptResult> {

@@ -4,6 +4,7 @@ import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import type { AllowedHosts } from './allowedHosts.ts';
 import { checkCallbackUrl } from './CallbackRequest.ts';
+import { lockUnsettledTree } from './lockUnsettledTree.ts';
 
 /**
  * Records that `url` wants the final status of a command, in the caller's
@@ -47,30 +48,4 @@ export async function attachCallback(trx: Db, commandId: number, url: string, al
   if (await lockUnsettledTree(trx, rootId)) return inserted;
   await sql`select queue_callback_delivery(${inserted.id})`.execute(trx);
   return trx.selectFrom('command_callbacks').selectAll().where('id', '=', inserted.id).executeTakeFirstOrThrow();
-}
-
-/**
- * Share-locks the commands of the tree that have not settled, until the
- * caller commits; returns whether there were any. A drain settling one of
- * them waits for our commit, so its trigger then sees our callback and queues
- * the delivery; and with none left, the tree has settled for good (commands
- * join a tree only when one of its unsettled commands settles), so we queue
- * it ourselves. Either way exactly one of us does.
- *
- * A lock we waited for may have let a drain commit children we did not see,
- * so the set is read again until two reads agree.
- */
-async function lockUnsettledTree(trx: Db, rootId: number): Promise<boolean> {
-  let previous: string | undefined;
-  for (;;) {
-    const { rows } = await sql<{ id: number }>`
-      select id from commands
-      where id in (select command_tree_ids(${rootId})) and status in ('queued', 'running')
-      order by id
-      for share
-    `.execute(trx);
-    const current = rows.map((row) => row.id).join(',');
-    if (current === previous) return rows.length > 0;
-    previous = current;
-  }
 }
