@@ -4,6 +4,7 @@ import { waitForSettled, type WaitRequest, type WaitResult } from '../read/waitF
 import { CliFailure, EXIT } from './exitStatus.ts';
 import { progressPrinter } from './progress.ts';
 import type { Session } from './session.ts';
+import type { Waited } from './transport/Transport.ts';
 import { commandName } from './views/commandViews.ts';
 
 /** Workers whose heartbeat is older than this many intervals are presumed dead. */
@@ -21,7 +22,7 @@ export interface AwaitRequest {
  * and the wait can only time out. An interrupted wait fails at once, before
  * the caller reads anything more.
  */
-export async function awaitTree(session: Session, request: AwaitRequest): Promise<WaitResult> {
+export async function awaitTree(session: Session, request: AwaitRequest): Promise<WaitResult & Waited> {
   const { db, config, out } = session;
   if ((await countLiveWorkers(db, config.SLIPWAY_HEARTBEAT_MS * LIVE_HEARTBEATS)) === 0) {
     out.warn(`no live worker: command ${request.rootId} waits until \`slipway start\` or \`slipway worker\` runs`);
@@ -34,11 +35,11 @@ export async function awaitTree(session: Session, request: AwaitRequest): Promis
     onSnapshot: progressPrinter(out, request.object?.ref),
   });
   if (result.outcome === 'aborted') throw new CliFailure(`stopped waiting; ${carriesOn(request)}`, EXIT.interrupted);
-  return result;
+  return { ...result, outcome: result.outcome };
 }
 
 /** Fails the CLI command when the wait timed out, or a command in the tree failed. */
-export function assertTreeSucceeded(result: WaitResult, request: AwaitRequest): void {
+export function assertTreeSucceeded(result: Waited, request: Pick<AwaitRequest, 'rootId' | 'timeoutSeconds'>): void {
   if (result.outcome === 'timed_out') {
     throw new CliFailure(`timed out after ${request.timeoutSeconds} s; ${carriesOn(request)}`, EXIT.failed);
   }
@@ -46,6 +47,6 @@ export function assertTreeSucceeded(result: WaitResult, request: AwaitRequest): 
   if (failed) throw new CliFailure(`command ${commandName(failed)} failed: ${failed.message ?? 'no message'}`, EXIT.failed);
 }
 
-function carriesOn(request: AwaitRequest): string {
+function carriesOn(request: Pick<AwaitRequest, 'rootId'>): string {
   return `command ${request.rootId} carries on (see \`slipway command show ${request.rootId}\`)`;
 }
