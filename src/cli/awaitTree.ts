@@ -34,19 +34,20 @@ export async function awaitTree(session: Session, request: AwaitRequest): Promis
     signal: session.interrupted,
     onSnapshot: progressPrinter(out, request.object?.ref),
   });
-  if (result.outcome === 'aborted') throw new CliFailure(`stopped waiting; ${carriesOn(request)}`, EXIT.interrupted);
+  if (result.outcome === 'aborted') throw new CliFailure(`stopped waiting; ${carriesOn(request.rootId)}`, EXIT.interrupted);
   return { ...result, outcome: result.outcome };
 }
 
 /** Fails the CLI command when the wait timed out, or a command in the tree failed. */
 export function assertTreeSucceeded(result: Waited, request: Pick<AwaitRequest, 'rootId' | 'timeoutSeconds'>): void {
   if (result.outcome === 'timed_out') {
-    throw new CliFailure(`timed out after ${request.timeoutSeconds} s; ${carriesOn(request)}`, EXIT.failed);
+    throw new CliFailure(`timed out after ${request.timeoutSeconds} s; ${carriesOn(request.rootId)}`, EXIT.failed);
   }
   const [failed] = failedCommands(result.tree);
   if (failed) throw new CliFailure(`command ${commandName(failed)} failed: ${failed.message ?? 'no message'}`, EXIT.failed);
 }
 
-function carriesOn(request: Pick<AwaitRequest, 'rootId'>): string {
-  return `command ${request.rootId} carries on (see \`slipway command show ${request.rootId}\`)`;
+/** What happens to a command tree the CLI stops waiting for. */
+export function carriesOn(rootId: number): string {
+  return `command ${rootId} carries on (see \`slipway command show ${rootId}\`)`;
 }

@@ -181,3 +181,17 @@ test('bad remote settings are usage errors that never echo the token', async () 
   expectOneLineError(await remote('user', 'lease', 'create', '--blueprint', 'x', '--holder', 'bob'), 2, /--holder .* remote mode/);
   expectOneLineError(await remote('user', 'lease', 'create', '--blueprint', 'x', '--expires-in', '1h'), 2, /--expires-in .* remote mode/);
 });
+
+test('a wait that outlasts the API\'s 60 s goes on until the CLI\'s --timeout; a shorter one times out like locally', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin, { operationLatencyMs: { releaseLease: 63_000 } });
+  const slow = await remoteLease('operator', name);
+  const run = await remote('operator', 'lease', 'release', String(slow), '--timeout', '150');
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stdout).toMatch(new RegExp(`^lease ${slow} is destroyed$`, 'm'));
+  expect(await leaseState(slow)).toBe('destroyed');
+
+  const other = await remoteLease('operator', name);
+  const short = await remote('operator', 'lease', 'release', String(other), '--timeout', '1');
+  expectOneLineError({ ...short, stdout: '' }, 1, /^error: timed out after 1 s; command (\d+) carries on/);
+  expect(short.stdout).toMatch(new RegExp(`^lease ${other} is active$`, 'm'));
+}, 300_000);

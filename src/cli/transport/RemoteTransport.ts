@@ -6,6 +6,7 @@ import type { CommandFilter } from '../../read/commands.ts';
 import { treeSettled, type CommandTreeNode } from '../../read/commandTree.ts';
 import { leaseSetUp, type LeaseView } from '../../read/leases.ts';
 import type { Page, PageRequest } from '../../read/page.ts';
+import { carriesOn } from '../awaitTree.ts';
 import { CliFailure, EXIT } from '../exitStatus.ts';
 import type { Output } from '../output.ts';
 import { progressPrinter } from '../progress.ts';
@@ -135,7 +136,7 @@ export class RemoteTransport implements Transport {
     try {
       await sleep(ms, undefined, { signal: this.api.signal });
     } catch {
-      throw new CliFailure(`stopped waiting; command ${commandId} carries on (see \`slipway command show ${commandId}\`)`, EXIT.interrupted);
+      throw new CliFailure(`stopped waiting; ${carriesOn(commandId)}`, EXIT.interrupted);
     }
   }
 }
