@@ -67,6 +67,16 @@ const ConfigSchema = z.object({
   SLIPWAY_API_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(20),
   // How long an Idempotency-Key is remembered (at least 24 hours).
   SLIPWAY_API_IDEMPOTENCY_HOURS: z.coerce.number().int().min(24).max(24 * 365).default(24),
+  // The CLI's remote mode (see NOTES-remote.md): with SLIPWAY_URL set, its
+  // lease and command subcommands call the HTTP API there with this token
+  // instead of opening the database.
+  SLIPWAY_URL: z
+    .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL, e.g. http://127.0.0.1:7480' })
+    .optional(),
+  SLIPWAY_TOKEN: z
+    .string()
+    .regex(/^slw_[A-Za-z0-9_-]{20,200}$/, 'must be an API token as `slipway token create` prints it (slw_...)')
+    .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -77,6 +87,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     throw new ConfigError(`invalid configuration: ${problems}`);
+  }
+  if (parsed.data.SLIPWAY_URL !== undefined && parsed.data.SLIPWAY_TOKEN === undefined) {
+    throw new ConfigError('invalid configuration: SLIPWAY_TOKEN: must be set when SLIPWAY_URL is (an API token, slw_...)');
   }
   return { ...parsed.data, homeDir: path.resolve(parsed.data.SLIPWAY_HOME) };
 }

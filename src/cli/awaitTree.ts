@@ -4,6 +4,7 @@ import { waitForSettled, type WaitRequest, type WaitResult } from '../read/waitF
 import { CliFailure, EXIT } from './exitStatus.ts';
 import { progressPrinter } from './progress.ts';
 import type { Session } from './session.ts';
+import type { Waited } from './transport/Transport.ts';
 import { commandName } from './views/commandViews.ts';
 
 /** Workers whose heartbeat is older than this many intervals are presumed dead. */
@@ -21,7 +22,7 @@ export interface AwaitRequest {
  * and the wait can only time out. An interrupted wait fails at once, before
  * the caller reads anything more.
  */
-export async function awaitTree(session: Session, request: AwaitRequest): Promise<WaitResult> {
+export async function awaitTree(session: Session, request: AwaitRequest): Promise<WaitResult & Waited> {
   const { db, config, out } = session;
   if ((await countLiveWorkers(db, config.SLIPWAY_HEARTBEAT_MS * LIVE_HEARTBEATS)) === 0) {
     out.warn(`no live worker: command ${request.rootId} waits until \`slipway start\` or \`slipway worker\` runs`);
@@ -33,19 +34,20 @@ export async function awaitTree(session: Session, request: AwaitRequest): Promis
     signal: session.interrupted,
     onSnapshot: progressPrinter(out, request.object?.ref),
   });
-  if (result.outcome === 'aborted') throw new CliFailure(`stopped waiting; ${carriesOn(request)}`, EXIT.interrupted);
-  return result;
+  if (result.outcome === 'aborted') throw new CliFailure(`stopped waiting; ${carriesOn(request.rootId)}`, EXIT.interrupted);
+  return { ...result, outcome: result.outcome };
 }
 
 /** Fails the CLI command when the wait timed out, or a command in the tree failed. */
-export function assertTreeSucceeded(result: WaitResult, request: AwaitRequest): void {
+export function assertTreeSucceeded(result: Waited, request: Pick<AwaitRequest, 'rootId' | 'timeoutSeconds'>): void {
   if (result.outcome === 'timed_out') {
-    throw new CliFailure(`timed out after ${request.timeoutSeconds} s; ${carriesOn(request)}`, EXIT.failed);
+    throw new CliFailure(`timed out after ${request.timeoutSeconds} s; ${carriesOn(request.rootId)}`, EXIT.failed);
   }
   const [failed] = failedCommands(result.tree);
   if (failed) throw new CliFailure(`command ${commandName(failed)} failed: ${failed.message ?? 'no message'}`, EXIT.failed);
 }
 
-function carriesOn(request: AwaitRequest): string {
-  return `command ${request.rootId} carries on (see \`slipway command show ${request.rootId}\`)`;
+/** What happens to a command tree the CLI stops waiting for. */
+export function carriesOn(rootId: number): string {
+  return `command ${rootId} carries on (see \`slipway command show ${rootId}\`)`;
 }

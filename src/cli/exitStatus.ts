@@ -12,6 +12,8 @@ export const EXIT = {
   notFound: 3,
   /** The object's state or queue refused the request. */
   conflict: 4,
+  /** Remote mode: the API refused the token (401) or what its role may do (403). */
+  denied: 5,
   /** SIGINT/SIGTERM stopped a wait; the commands carry on. */
   interrupted: 130,
 } as const;

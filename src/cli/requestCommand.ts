@@ -1,38 +1,31 @@
-import { cliActor } from '../domain/Actor.ts';
-import { appendCommand } from '../queue/appendCommand.ts';
-import { describeObject, type ObjectRef } from '../queue/objectTables.ts';
-import { readObjectState } from '../read/objectState.ts';
-import { assertTreeSucceeded, awaitTree } from './awaitTree.ts';
+import { describeObject } from '../queue/objectTables.ts';
+import { assertTreeSucceeded } from './awaitTree.ts';
 import type { WaitOptions } from './options.ts';
-import type { Session } from './session.ts';
+import type { Output } from './output.ts';
+import type { CommandRequest, Transport } from './transport/Transport.ts';
 
 /**
- * Asks an object for something (release, reclaim) the one way everyone does,
- * by appending a command as the CLI user, then, unless told not to, waits for
- * that command and everything it causes. A duplicate request joins the
- * command already queued and waits on that one.
+ * Asks an object for something (release, renew, reclaim) the one way
+ * everyone does, by appending a command as the caller, then, unless told
+ * not to, waits for that command and everything it causes. A duplicate
+ * request joins the command already queued and waits on that one.
  */
 export async function requestCommand(
-  session: Session,
-  target: ObjectRef,
-  kind: string,
+  transport: Transport,
+  out: Output,
+  request: Omit<CommandRequest, 'reason'>,
   options: WaitOptions,
-  payload?: unknown,
 ): Promise<void> {
-  const { db, out } = session;
-  const { command, coalesced, record } = await appendCommand(db, { target, kind, payload, actor: cliActor(options.reason) });
-  const queued = `${kind} ${describeObject(target)}: ${coalesced ? 'already queued as' : 'queued as'} command ${command.id}`;
+  const { target, kind } = request;
+  const queued = ({ command, coalesced }: { command: { id: number }; coalesced: boolean }) =>
+    `${kind} ${describeObject(target)}: ${coalesced ? 'already queued as' : 'queued as'} command ${command.id}`;
+  const full = { ...request, reason: options.reason };
   if (!options.wait) {
-    out.result({ command, coalesced, record }, () => queued);
+    out.result(await transport.requestCommand(full), queued);
     return;
   }
-  out.progress(queued);
-  const request = { rootId: command.id, timeoutSeconds: options.timeout };
-  const result = await awaitTree(session, request);
-  const state = await readObjectState(db, target);
-  out.result(
-    { command: result.tree[0], coalesced, record, outcome: result.outcome, state, tree: result.tree },
-    () => `${describeObject(target)} is ${state}`,
-  );
-  assertTreeSucceeded(result, request);
+  const timeoutSeconds = options.timeout;
+  const waited = await transport.requestCommandAndWait(full, { timeoutSeconds, accepted: (appended) => out.progress(queued(appended)) });
+  out.result(waited, () => `${describeObject(target)} is ${waited.state}`);
+  assertTreeSucceeded(waited, { rootId: waited.command.id, timeoutSeconds });
 }

@@ -40,11 +40,16 @@ export async function withSession<T>(
     { name: 'slipway', level: config.LOG_LEVEL, base: { pid: process.pid } },
     pino.destination({ dest: 2, sync: true }),
   );
-  const out = new Output(command.optsWithGlobals<{ json?: boolean }>().json === true);
+  const out = outputOf(command);
   const database = await Database.open(config, log, { poolSize: options.poolSize?.(config) });
   try {
     return await work({ config, log, database, db: database.db, out, interrupted });
   } finally {
     await database.close();
   }
+}
+
+/** The command's output, JSON or text per the global --json. */
+export function outputOf(command: Command): Output {
+  return new Output(command.optsWithGlobals<{ json?: boolean }>().json === true);
 }

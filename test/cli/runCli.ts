@@ -13,13 +13,14 @@ export interface CliRun {
 
 /**
  * Starts the real `slipway` executable against `databaseUrl`, from a working
- * directory outside the project (the launcher must not depend on it).
+ * directory outside the project (the launcher must not depend on it), with
+ * `env` added to its environment.
  */
-export function spawnCli(args: readonly string[], databaseUrl: string): ChildProcess {
+export function spawnCli(args: readonly string[], databaseUrl: string, env: Record<string, string> = {}): ChildProcess {
   return spawn(process.execPath, [BIN, ...args], {
     cwd: os.tmpdir(),
     // Port 0: a `start` serves its HTTP API on a free port, never colliding with another test's.
-    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', SLIPWAY_API_PORT: '0' },
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', SLIPWAY_API_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
@@ -37,8 +38,8 @@ export function finished(child: ChildProcess): Promise<CliRun> {
 }
 
 /** Runs `slipway <args>` to completion. */
-export function runCli(args: readonly string[], databaseUrl: string): Promise<CliRun> {
-  return finished(spawnCli(args, databaseUrl));
+export function runCli(args: readonly string[], databaseUrl: string, env: Record<string, string> = {}): Promise<CliRun> {
+  return finished(spawnCli(args, databaseUrl, env));
 }
 
 /** The stdout of a --json run, parsed. */

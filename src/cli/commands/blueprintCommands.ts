@@ -10,6 +10,7 @@ import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } fr
 import { BlueprintRefArg, countBetween, DriverName, Duration, JsonObject, parseWith, Setting } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
+import { LocalTransport } from '../transport/LocalTransport.ts';
 import { BLUEPRINT_COLUMNS, renderBlueprint, renderBlueprintDetail } from '../views/blueprintViews.ts';
 
 interface CreateOptions {
@@ -76,7 +77,8 @@ export function addBlueprintCommands(program: Command): void {
       const settings = { ...(options.settings ?? (found.settings as Record<string, unknown>)), ...options.setting };
       // Checked here too, so a mistake is refused before anything is queued.
       validateDriverSettings(found.driver, settings);
-      await requestCommand(session, { kind: 'blueprint', id: found.id }, 'update_settings', options, { settings });
+      const request = { target: { kind: 'blueprint', id: found.id }, kind: 'update_settings', payload: { settings } } as const;
+      await requestCommand(new LocalTransport(session), session.out, request, options);
     }),
   );
 

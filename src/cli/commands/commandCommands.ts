@@ -1,13 +1,10 @@
 import type { Command } from 'commander';
 import type { CommandStatus } from '../../../migrations/schema.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
-import { readCallbacks } from '../../read/callbacks.ts';
-import { readCommandTree } from '../../read/commandTree.ts';
-import { findCommand, listCommands } from '../../read/commands.ts';
 import { pageTable } from '../format.ts';
 import { addPageOptions, type PageOptions } from '../options.ts';
 import { CommandKindArg, CommandStatusArg, ObjectRefArg, parseWith, PositiveId } from '../parsers.ts';
-import { withSession } from '../session.ts';
+import { withTransport } from '../transport/withTransport.ts';
 import { COMMAND_COLUMNS, renderCommandDetail } from '../views/commandViews.ts';
 
 interface ListOptions extends PageOptions {
@@ -24,14 +21,7 @@ export function addCommandCommands(program: Command): void {
     .description('a command, its outcome, and the tree of commands it caused')
     .argument('<id>', 'command id', parseWith(PositiveId))
     .action((id: number, _options: unknown, command: Command) =>
-      withSession(command, async ({ db, out }) => {
-        const detail = {
-          command: await findCommand(db, id),
-          tree: await readCommandTree(db, id),
-          callbacks: await readCallbacks(db, id),
-        };
-        out.result(detail, renderCommandDetail);
-      }),
+      withTransport(command, async (transport, out) => out.result(await transport.showCommand(id), renderCommandDetail)),
     );
 
   addPageOptions(
@@ -42,9 +32,9 @@ export function addCommandCommands(program: Command): void {
       .option('--kind <kind>', 'only commands of this kind', parseWith(CommandKindArg))
       .option('--target <kind:id>', 'only commands for this object, e.g. lease:12', parseWith(ObjectRefArg)),
   ).action((options: ListOptions, command: Command) =>
-    withSession(command, async ({ db, out }) => {
-      const { status, kind, target } = options;
-      const page = await listCommands(db, { status, kind, target }, options);
+    withTransport(command, async (transport, out) => {
+      const { status, kind, target, limit, after } = options;
+      const page = await transport.listCommands({ status, kind, target }, { limit, after });
       out.result(page, (p) => pageTable(p, COMMAND_COLUMNS));
     }),
   );

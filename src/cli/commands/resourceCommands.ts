@@ -7,6 +7,7 @@ import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } fr
 import { BlueprintRefArg, parseWith, PositiveId, ResourceStateArg } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
+import { LocalTransport } from '../transport/LocalTransport.ts';
 import { RESOURCE_COLUMNS, renderResourceDetail } from '../views/resourceViews.ts';
 
 interface ListOptions extends PageOptions {
@@ -28,7 +29,7 @@ export function addResourceCommands(program: Command): void {
   for (const [kind, description] of Object.entries(REQUESTS)) {
     addWaitOptions(resource.command(kind).description(description).argument('<id>', 'resource id', parseWith(PositiveId))).action(
       (id: number, options: WaitOptions, command: Command) =>
-        withSession(command, (session) => requestCommand(session, { kind: 'resource', id }, kind, options)),
+        withSession(command, (session) => requestCommand(new LocalTransport(session), session.out, { target: { kind: 'resource', id }, kind }, options)),
     );
   }
 

@@ -1,0 +1,24 @@
+import type { Command } from 'commander';
+import { loadConfig } from '../../config.ts';
+import type { Output } from '../output.ts';
+import { outputOf, withSession } from '../session.ts';
+import { interrupted } from '../shutdown.ts';
+import { ApiCaller } from './ApiCaller.ts';
+import { LocalTransport } from './LocalTransport.ts';
+import { RemoteTransport } from './RemoteTransport.ts';
+import type { Transport } from './Transport.ts';
+
+/**
+ * Runs a lease or command subcommand over the HTTP API when SLIPWAY_URL is
+ * set (no database is opened then), else over the database.
+ */
+export async function withTransport(command: Command, work: (transport: Transport, out: Output) => Promise<void>): Promise<void> {
+  const config = loadConfig();
+  if (config.SLIPWAY_URL === undefined) {
+    return withSession(command, (session) => work(new LocalTransport(session), session.out));
+  }
+  const out = outputOf(command);
+  // loadConfig refuses a SLIPWAY_URL without SLIPWAY_TOKEN.
+  const api = new ApiCaller(config.SLIPWAY_URL, config.SLIPWAY_TOKEN!, interrupted);
+  return work(new RemoteTransport(api, out), out);
+}

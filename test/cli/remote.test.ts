@@ -1,0 +1,197 @@
+import net from 'node:net';
+import { expect, test } from 'vitest';
+import type { TokenRole } from '../../migrations/schema.ts';
+import { apiTestEnv } from '../api/support/apiTestEnv.ts';
+import { simulatedBlueprint } from '../api/support/fixtures.ts';
+import { parseJson, runCli, type CliRun } from './runCli.ts';
+import { rowCounts } from './rowCounts.ts';
+
+/**
+ * The CLI's remote mode: the real `slipway` binary with SLIPWAY_URL and
+ * SLIPWAY_TOKEN, against a real API server (and a worker) on this file's
+ * database, while its own DATABASE_URL points at a closed port, so every
+ * answer it prints came through the API. Where a local run is possible it
+ * runs too, and both outputs must be the same.
+ */
+const env = apiTestEnv({ worker: true });
+
+/** Nothing listens there: a remote run that touched the database would fail. */
+const NO_DATABASE = 'postgres://nobody@127.0.0.1:1/nothing';
+/** A well-formed token nobody issued. */
+const UNKNOWN_TOKEN = `slw_${'x'.repeat(43)}`;
+
+function remote(role: TokenRole | { token: string; url?: string }, ...args: string[]): Promise<CliRun> {
+  const { token, url } = typeof role === 'string' ? { token: env.as[role].token!, url: undefined } : role;
+  return runCli(args, NO_DATABASE, { SLIPWAY_URL: url ?? env.server.url, SLIPWAY_TOKEN: token }).then((run) => {
+    // The token is a secret: never on the screen, whatever happened.
+    expect(run.stdout + run.stderr).not.toContain(token);
+    return run;
+  });
+}
+
+function local(...args: string[]): Promise<CliRun> {
+  return runCli(args, env.database.url);
+}
+
+function expectOneLineError(run: CliRun, exitCode: number, message: RegExp): void {
+  expect(run.code, run.stderr).toBe(exitCode);
+  expect(run.stdout).toBe('');
+  expect(run.stderr).toMatch(/^error: [^\n]+\n$/);
+  expect(run.stderr).toMatch(message);
+}
+
+/** A port nothing listens on: one the system just handed out and took back. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function remoteLease(role: TokenRole, blueprint: string): Promise<number> {
+  const run = await remote(role, '--json', 'lease', 'create', '--blueprint', blueprint);
+  expect(run.code, run.stderr).toBe(0);
+  return parseJson(run).lease.id;
+}
+
+const leaseState = async (id: number) =>
+  (await env.database.db.selectFrom('leases').select('state').where('id', '=', id).executeTakeFirstOrThrow()).state;
+
+test('lease create waits through the API until the lease is active, printing what the local mode prints', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const run = await remote('user', 'lease', 'create', '--blueprint', name, '--reason', 'remote job');
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(0);
+  const match = /^lease (\d+) requested for token:user \(command (\d+)\)$/m.exec(run.stdout);
+  const id = Number(match?.[1]);
+  expect(await leaseState(id)).toBe('active');
+  // Progress from the settled tree, then the lease as the local mode renders it.
+  expect(run.stdout).toMatch(/^#\d+ allocate lease:\d+ → done/m);
+  expect(run.stdout).toMatch(/^ +#\d+ activate lease:\d+ → done: active/m);
+  expect(run.stdout).toMatch(new RegExp(`^lease ${id}: active$`, 'm'));
+  expect(run.stdout).toMatch(/holder\s+token:user/);
+  const command = await env.database.db.selectFrom('commands').selectAll().where('id', '=', Number(match?.[2])).executeTakeFirstOrThrow();
+  expect(command).toMatchObject({ kind: 'allocate', issued_by: 'token:user', source: 'api', reason: 'remote job' });
+});
+
+test('lease release waits until the lease is destroyed; --no-wait answers at once', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const id = await remoteLease('user', name);
+  const run = await remote('user', 'lease', 'release', String(id), '--reason', 'done');
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(0);
+  expect(run.stdout).toMatch(new RegExp(`^release lease ${id}: queued as command \\d+$`, 'm'));
+  expect(run.stdout).toMatch(new RegExp(`^lease ${id} is destroyed\\n$`, 'm'));
+  expect(await leaseState(id)).toBe('destroyed');
+
+  const other = await remoteLease('user', name);
+  const queued = await remote('user', '--json', 'lease', 'release', String(other), '--no-wait');
+  expect(queued.code, queued.stderr).toBe(0);
+  const body = parseJson(queued);
+  expect(body).toMatchObject({ coalesced: false, command: { kind: 'release', target_id: other, issued_by: 'token:user' } });
+  expect(body.outcome).toBeUndefined();
+});
+
+test('lease renew goes through the API as a renew command', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const id = await remoteLease('operator', name);
+  const run = await remote('operator', '--json', 'lease', 'renew', String(id));
+  expect(run.code, run.stderr).toBe(0);
+  const body = parseJson(run);
+  expect(body).toMatchObject({ outcome: 'settled', state: 'active', command: { kind: 'renew', status: 'done', issued_by: 'token:operator' } });
+});
+
+test('show and list print the same text and JSON remotely as locally', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const kept = await remoteLease('operator', name);
+  const released = await remoteLease('operator', name);
+  const release = parseJson(await remote('operator', '--json', 'lease', 'release', String(released)));
+  const commandId = String(release.command.id);
+
+  const same = [
+    ['lease', 'show', String(kept)],
+    ['lease', 'show', String(released)],
+    ['lease', 'list', '--blueprint', name],
+    ['lease', 'list', '--holder', 'token:operator', '--state', 'active', '--limit', '1'],
+    ['command', 'list', '--target', `lease:${released}`],
+    ['command', 'show', commandId],
+  ];
+  for (const args of same) {
+    for (const format of [[], ['--json']]) {
+      const [there, here] = await Promise.all([remote('viewer', ...format, ...args), local(...format, ...args)]);
+      expect(there.code, `${args.join(' ')}: ${there.stderr}`).toBe(0);
+      expect(here.code, here.stderr).toBe(0);
+      if (args[0] === 'command' && args[1] === 'show' && format.length > 0) {
+        // GET /v1/commands/{id} does not carry the callbacks (none here), the only difference.
+        expect(parseJson(there)).toEqual({ ...parseJson(here), callbacks: undefined });
+      } else {
+        expect(there.stdout, args.join(' ')).toBe(here.stdout);
+      }
+    }
+  }
+  // The pages really are pages, and the command really is the release.
+  expect(parseJson(await remote('viewer', '--json', 'lease', 'list', '--holder', 'token:operator', '--limit', '1')).next).not.toBeNull();
+  expect((await remote('viewer', 'command', 'show', commandId)).stdout).toMatch(new RegExp(`^command #${commandId} release lease:${released}: done`, 'm'));
+}, 400_000);
+
+test('refusals exit with the codes and one-line messages of the local mode', async () => {
+  const [there, here] = await Promise.all([remote('viewer', 'lease', 'show', '999999'), local('lease', 'show', '999999')]);
+  expectOneLineError(there, 3, /lease 999999/);
+  expect(there.stderr).toBe(here.stderr);
+
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const id = await remoteLease('operator', name);
+  expect((await remote('operator', 'lease', 'release', String(id))).code).toBe(0);
+  const [again, againLocally] = await Promise.all([
+    remote('operator', 'lease', 'release', String(id)),
+    local('lease', 'release', String(id)),
+  ]);
+  expectOneLineError(again, 4, /destroyed/);
+  expect(againLocally.code).toBe(4);
+});
+
+test('a viewer token is refused (403) with the refusal exit code, and nothing is written', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const id = await remoteLease('operator', name);
+  const before = await rowCounts(env.database.db);
+  expectOneLineError(await remote('viewer', 'lease', 'release', String(id)), 5, /viewer token may not/);
+  expectOneLineError(await remote('viewer', 'lease', 'create', '--blueprint', name), 5, /viewer token may not/);
+  expect(await rowCounts(env.database.db)).toEqual(before);
+  expect(await leaseState(id)).toBe('active');
+});
+
+test('an unknown token is refused (401) with the refusal exit code', async () => {
+  expectOneLineError(await remote({ token: UNKNOWN_TOKEN }, 'lease', 'list'), 5, /token/);
+});
+
+test('an unreachable server is one clear line', async () => {
+  const port = await closedPort();
+  const run = await remote({ token: UNKNOWN_TOKEN, url: `http://127.0.0.1:${port}` }, 'command', 'list');
+  expectOneLineError(run, 1, new RegExp(`^error: cannot reach the Slipway API at http://127\\.0\\.0\\.1:${port} \\(SLIPWAY_URL\\): ECONNREFUSED$`, 'm'));
+});
+
+test('bad remote settings are usage errors that never echo the token', async () => {
+  const notAToken = 'hunter2-secret-value';
+  expectOneLineError(await remote({ token: notAToken }, 'lease', 'list'), 2, /SLIPWAY_TOKEN: must be an API token/);
+  expectOneLineError(await remote({ token: UNKNOWN_TOKEN, url: 'ftp://example.com' }, 'lease', 'list'), 2, /SLIPWAY_URL: must be an http/);
+  const noToken = await runCli(['lease', 'list'], NO_DATABASE, { SLIPWAY_URL: env.server.url });
+  expectOneLineError(noToken, 2, /SLIPWAY_TOKEN: must be set when SLIPWAY_URL is/);
+  // Options the API does not take are refused, not dropped.
+  expectOneLineError(await remote('user', 'lease', 'create', '--blueprint', 'x', '--holder', 'bob'), 2, /--holder .* remote mode/);
+  expectOneLineError(await remote('user', 'lease', 'create', '--blueprint', 'x', '--expires-in', '1h'), 2, /--expires-in .* remote mode/);
+});
+
+test('a wait that outlasts the API\'s 60 s goes on until the CLI\'s --timeout; a shorter one times out like locally', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin, { operationLatencyMs: { releaseLease: 63_000 } });
+  const slow = await remoteLease('operator', name);
+  const run = await remote('operator', 'lease', 'release', String(slow), '--timeout', '150');
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stdout).toMatch(new RegExp(`^lease ${slow} is destroyed$`, 'm'));
+  expect(await leaseState(slow)).toBe('destroyed');
+
+  const other = await remoteLease('operator', name);
+  const short = await remote('operator', 'lease', 'release', String(other), '--timeout', '1');
+  expectOneLineError({ ...short, stdout: '' }, 1, /^error: timed out after 1 s; command (\d+) carries on/);
+  expect(short.stdout).toMatch(new RegExp(`^lease ${other} is active$`, 'm'));
+}, 300_000);
