@@ -54,7 +54,7 @@ const ConfigSchema = z.object({
   SLIPWAY_GC_RETENTION_DAYS: z.coerce.number().positive().max(3650).default(30),
   SLIPWAY_GC_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
   SLIPWAY_GC_PASS_BUDGET_MS: positiveMs(30_000),
-  // The HTTP API (see NOTES-api.md / README "HTTP API").
+  // The HTTP API (see the README, "HTTP API").
   SLIPWAY_API_HOST: z.string().min(1).default('127.0.0.1'),
   SLIPWAY_API_PORT: z.coerce.number().int().min(0).max(65_535).default(7480),
   SLIPWAY_API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
@@ -67,7 +67,7 @@ const ConfigSchema = z.object({
   SLIPWAY_API_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(20),
   // How long an Idempotency-Key is remembered (at least 24 hours).
   SLIPWAY_API_IDEMPOTENCY_HOURS: z.coerce.number().int().min(24).max(24 * 365).default(24),
-  // The CLI's remote mode (see NOTES-remote.md): with SLIPWAY_URL set, its
+  // The CLI's remote mode (see the README, "Remote mode"): with SLIPWAY_URL set, its
   // lease and command subcommands call the HTTP API there with this token
   // instead of opening the database.
   SLIPWAY_URL: z

@@ -179,7 +179,15 @@ test('bad remote settings are usage errors that never echo the token', async () 
   expectOneLineError(noToken, 2, /SLIPWAY_TOKEN: must be set when SLIPWAY_URL is/);
   // Options the API does not take are refused, not dropped.
   expectOneLineError(await remote('user', 'lease', 'create', '--blueprint', 'x', '--holder', 'bob'), 2, /--holder .* remote mode/);
-  expectOneLineError(await remote('user', 'lease', 'create', '--blueprint', 'x', '--expires-in', '1h'), 2, /--expires-in .* remote mode/);
+});
+
+test('lease create passes its expiry and heartbeat to the API', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const run = await remote('user', '--json', 'lease', 'create', '--blueprint', name, '--expires-in', '1h', '--heartbeat', '30s');
+  expect(run.code, run.stderr).toBe(0);
+  const { lease } = parseJson(run);
+  expect(lease).toMatchObject({ state: 'active', term_ms: 3_600_000, heartbeat_ms: 30_000 });
+  expect(new Date(lease.expires_at).getTime()).toBeGreaterThan(Date.now() + 3_500_000);
 });
 
 test('a wait that outlasts the API\'s 60 s goes on until the CLI\'s --timeout; a shorter one times out like locally', async () => {

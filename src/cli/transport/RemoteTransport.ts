@@ -29,11 +29,9 @@ const API_MAX_WAIT_S = 60;
 /** How often a wait longer than the API's looks again, once the API's wait has run out. */
 const POLL_MS = 1000;
 
-/** Lease options the API's POST /v1/leases does not take (yet): refused rather than silently dropped. */
+/** Lease options the API's POST /v1/leases does not take: refused rather than silently dropped. */
 const LOCAL_ONLY_LEASE_OPTIONS: ReadonlyArray<readonly [keyof LeaseRequest, string]> = [
   ['holder', '--holder (the API makes the token the holder)'],
-  ['expiresInMs', '--expires-in'],
-  ['heartbeatMs', '--heartbeat'],
 ];
 
 /** Each object kind's API collection, and the key of its document in a GET. */
@@ -146,7 +144,8 @@ function leaseBody(request: LeaseRequest): Record<string, unknown> {
   for (const [option, flag] of LOCAL_ONLY_LEASE_OPTIONS) {
     if (request[option] !== undefined) throw new CliFailure(`${flag} is not available in remote mode (SLIPWAY_URL)`, EXIT.usage);
   }
-  return { blueprint: request.blueprint, ...(request.reason === undefined ? {} : { reason: request.reason }) };
+  const { blueprint, expiresInMs, heartbeatMs, reason } = request;
+  return Object.fromEntries(Object.entries({ blueprint, expiresInMs, heartbeatMs, reason }).filter(([, value]) => value !== undefined));
 }
 
 function commandsPath(target: ObjectRef): string {
