@@ -7,6 +7,9 @@ import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
+import { PendingAnnouncements } from '../../src/drain/sql/announcements.ts';
+import { COMMANDS_CHANNEL } from '../../src/drain/commitOutcome.ts';
+import { waitFor } from '../helpers/waitFor.ts';
 
 // The drain run by hand, one object at a time, with no graphile-worker: each
 // step of the protocol can be looked at exactly.
@@ -234,4 +237,27 @@ describe('the drain', () => {
     expect(await stateEvents('lease', l.id)).toEqual(['pending→acquired', 'acquired→active']);
     expect(await releaseStatus()).toBe('running');
   });
+});
+
+test('held notices go out in one statement however many there are (more than a select list may hold)', async () => {
+  const count = 2000;
+  const listener = await database.pool.connect();
+  const client = await database.pool.connect();
+  try {
+    const received: string[] = [];
+    listener.on('notification', (n) => {
+      if (n.channel === COMMANDS_CHANNEL && n.payload) received.push(n.payload);
+    });
+    await listener.query(`listen ${COMMANDS_CHANNEL}`);
+    const announcements = new PendingAnnouncements(client);
+    for (let id = 1; id <= count; id++) announcements.add({ kind: 'lease', id }, id, 'done');
+    await client.query(announcements.take());
+    expect(announcements.take()).toBe('');
+    await waitFor(`${count} notices`, async () => received.length === count);
+    expect(received.map((p) => JSON.parse(p).id)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+  } finally {
+    await listener.query(`unlisten ${COMMANDS_CHANNEL}`);
+    listener.release();
+    client.release();
+  }
 });

@@ -15,24 +15,28 @@ import type { Outcome } from '../Handler.ts';
  * on its fallback read.
  */
 export class PendingAnnouncements {
-  private calls: string[] = [];
+  private notices: string[] = [];
 
   constructor(private readonly client: pg.PoolClient) {}
 
   add(target: ObjectRef, commandId: number, status: Outcome['status']): void {
     const notice = { id: commandId, target: `${target.kind}:${target.id}`, status: status === 'yield' ? 'queued' : status };
-    this.calls.push(`pg_notify('${COMMANDS_CHANNEL}', ${this.client.escapeLiteral(JSON.stringify(notice))})`);
+    this.notices.push(JSON.stringify(notice));
   }
 
   /**
    * SQL text that sends the held notices in a transaction of their own, to
    * put in front of other statements in one simple query; '' if none.
-   * Taking them empties the list.
+   * Taking them empties the list. They travel as one JSON array, whatever
+   * their number: a long lock hold (a blueprint serving thousands of leases)
+   * can gather more notices than a select list may have columns (1664).
    */
   take(): string {
-    if (this.calls.length === 0) return '';
-    const text = `begin; set local synchronous_commit = off; select ${this.calls.join(', ')}; commit;`;
-    this.calls = [];
-    return text;
+    if (this.notices.length === 0) return '';
+    const notices = this.client.escapeLiteral(JSON.stringify(this.notices));
+    this.notices = [];
+    return `begin; set local synchronous_commit = off;
+      select pg_notify('${COMMANDS_CHANNEL}', n) from jsonb_array_elements_text(${notices}::jsonb) with ordinality as a(n, i) order by i;
+      commit;`;
   }
 }
