@@ -5,7 +5,6 @@ import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError } from '../domain/errors.ts';
 import { canTransition, type BlueprintState } from '../domain/lifecycle.ts';
-import { validateDriverSettings } from '../drivers/registry.ts';
 import { lockObjectInTransaction } from '../queue/lockObjectInTransaction.ts';
 import { wakeObjects } from '../queue/wakeObjects.ts';
 import { findBlueprint, type BlueprintRef } from '../read/blueprints.ts';
@@ -13,20 +12,29 @@ import { BlueprintInputSchema } from './createBlueprint.ts';
 import { recordEvent } from './recordEvent.ts';
 
 /**
- * What may change on a blueprint: its driver's settings and its limits. A
- * new `leasesPerResource` applies to resources made from then on; a lower
+ * What may change on a blueprint directly: its limits. A new
+ * `leasesPerResource` applies to resources made from then on; a lower
  * `maxResources` stops new resources until the count is below it.
+ *
+ * Driver settings are not among them: new settings may leave live resources
+ * that no longer fit (a static pool's entries), so they change only through
+ * the blueprint's own queue (`update_settings`), whose drain reconciles the
+ * resources with them. The key is named here only to say so.
  */
-const { settings, maxResources, leasesPerResource } = BlueprintInputSchema.shape;
+const { maxResources, leasesPerResource } = BlueprintInputSchema.shape;
 export const BlueprintChangesSchema = z
   .object({
     // Without the defaults creation fills in: a field left out stays as it is.
-    settings: settings.unwrap().optional(),
     maxResources: maxResources.optional(),
     leasesPerResource: leasesPerResource.unwrap().optional(),
+    settings: z
+      .undefined({
+        error: 'driver settings change through the update_settings command (POST /v1/blueprints/{id}/commands, or slipway blueprint update), which reconciles the resources with them',
+      })
+      .optional(),
   })
   .strict()
-  .refine((changes) => Object.keys(changes).length > 0, 'name at least one of settings, maxResources, leasesPerResource');
+  .refine((changes) => Object.keys(changes).length > 0, 'name at least one of maxResources, leasesPerResource');
 export type BlueprintChanges = z.input<typeof BlueprintChangesSchema>;
 
 /**
@@ -38,9 +46,8 @@ export async function updateBlueprint(trx: Db, ref: BlueprintRef, changes: Bluep
   const parsed = BlueprintChangesSchema.safeParse(changes);
   if (!parsed.success) throw new InvalidInputError(`invalid blueprint changes: ${describeZodIssues(parsed.error.issues)}`);
   const blueprint = await lockedBlueprint(trx, ref);
-  const { settings, maxResources, leasesPerResource } = parsed.data;
+  const { maxResources, leasesPerResource } = parsed.data;
   const row = await writeBlueprint(trx, blueprint, {
-    ...(settings ? { settings: JSON.stringify(validateDriverSettings(blueprint.driver, settings)) } : {}),
     ...(maxResources !== undefined ? { max_resources: maxResources } : {}),
     ...(leasesPerResource !== undefined ? { leases_per_resource: leasesPerResource } : {}),
   });
@@ -83,7 +90,7 @@ async function lockedBlueprint(trx: Db, ref: BlueprintRef): Promise<BlueprintRow
 async function writeBlueprint(
   trx: Db,
   blueprint: BlueprintRow,
-  set: { settings?: string; max_resources?: number; leases_per_resource?: number; state?: string },
+  set: { max_resources?: number; leases_per_resource?: number; state?: string },
 ): Promise<BlueprintRow> {
   const row = await trx
     .updateTable('blueprints')

@@ -61,7 +61,7 @@ test('failed authentication is limited per client address: over the limit, 429 b
 });
 
 test('a blueprint disabled through the API takes no new lease (409); enabled again, it does', async () => {
-  const { name } = await simulatedBlueprint(env.as.admin);
+  const { name, id } = await simulatedBlueprint(env.as.admin);
   const disabled = await env.as.admin.post(`/v1/blueprints/${name}/disable`);
   expect(disabled.body).toMatchObject({ name, state: 'disabled' });
   const refused = await env.as.user.post('/v1/leases', { blueprint: name });
@@ -69,8 +69,31 @@ test('a blueprint disabled through the API takes no new lease (409); enabled aga
   expect(refused.body.message).toMatch(/is disabled; it takes no new leases/);
   expect((await env.as.admin.post(`/v1/blueprints/${name}/disable`)).status).toBe(409);
   expect((await env.as.admin.post(`/v1/blueprints/${name}/enable`)).body.state).toBe('enabled');
-  const changed = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { maxResources: 3, settings: { latencyMs: { min: 1, max: 2 } } } });
+  const changed = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { maxResources: 3 } });
   expect(changed.status).toBe(200);
-  expect(changed.body).toMatchObject({ max_resources: 3, leases_per_resource: 4, settings: { latencyMs: { min: 1, max: 2 } } });
+  expect(changed.body).toMatchObject({ max_resources: 3, leases_per_resource: 4 });
   await activeLease(env.as.user, name);
+});
+
+test('driver settings change only through the blueprint queue, where its resources are reconciled', async () => {
+  const { name, id } = await simulatedBlueprint(env.as.admin);
+  const direct = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { maxResources: 5, settings: { latencyMs: { min: 1, max: 2 } } } });
+  expect(direct.status).toBe(400);
+  expect(direct.body.message).toMatch(/update_settings command \(POST \/v1\/blueprints\/\{id\}\/commands/);
+  const untouched = (await env.as.admin.get(`/v1/blueprints/${name}`)).body.blueprint;
+  expect(untouched.max_resources).toBe(10);
+  expect(untouched.settings.latencyMs).toEqual({ min: 0, max: 0 });
+
+  const body = { kind: 'update_settings', reason: 'slower', payload: { settings: { latencyMs: { min: 1, max: 2 } } } };
+  expect((await env.as.operator.post(`/v1/blueprints/${id}/commands`, body)).status).toBe(403);
+  const queued = await env.as.admin.post(`/v1/blueprints/${id}/commands?wait=60`, body);
+  expect(queued.status, JSON.stringify(queued.body)).toBe(200);
+  expect(queued.body.command).toMatchObject({ kind: 'update_settings', status: 'done', issued_by: 'token:admin', source: 'api', reason: 'slower' });
+  expect((await env.as.admin.get(`/v1/blueprints/${name}`)).body.blueprint.settings).toMatchObject({ latencyMs: { min: 1, max: 2 } });
+
+  // Settings the driver refuses fail the command, and the blueprint keeps the ones it had.
+  const wrong = await env.as.admin.post(`/v1/blueprints/${id}/commands?wait=60`, { kind: 'update_settings', payload: { settings: { latencyMs: 'fast' } } });
+  expect(wrong.status).toBe(200);
+  expect(wrong.body.command).toMatchObject({ status: 'failed', message: expect.stringMatching(/latencyMs/) });
+  expect((await env.as.admin.get(`/v1/blueprints/${name}`)).body.blueprint.settings).toMatchObject({ latencyMs: { min: 1, max: 2 } });
 });

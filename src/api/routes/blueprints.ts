@@ -54,7 +54,7 @@ export async function blueprintRoutes(app: FastifyInstance, context: ApiContext)
   addRoute(app, {
     method: 'PATCH',
     url: '/v1/blueprints/:ref',
-    summary: "change a blueprint's driver settings or limits",
+    summary: "change a blueprint's limits (its driver settings change through the update_settings command)",
     action: 'blueprint.write',
     params: BlueprintParams,
     body: BlueprintChangesSchema,

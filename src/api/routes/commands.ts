@@ -50,6 +50,7 @@ function commandBody(target: ObjectKind) {
 const COMMAND_TARGETS: ReadonlyArray<{ path: string; kind: ObjectKind; action: Action }> = [
   { path: 'leases', kind: 'lease', action: 'lease.command' },
   { path: 'resources', kind: 'resource', action: 'resource.command' },
+  { path: 'blueprints', kind: 'blueprint', action: 'blueprint.write' },
 ];
 
 const ListQuery = z
