@@ -12,15 +12,15 @@ import { validatingDriver } from '../drivers/validatingDriver.ts';
 import type { Logger } from '../log.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
 import { wakeObjects } from '../queue/wakeObjects.ts';
-import { commitOutcome } from './commitOutcome.ts';
+import { outcomeStatements } from './commitOutcome.ts';
 import { PendingAnnouncements } from './sql/announcements.ts';
 import type { HandlerContext, HandlerTable, ObjectTypes, Outcome } from './Handler.ts';
 import { BLUEPRINT_HANDLERS } from './handlers/blueprintHandlers.ts';
 import { LEASE_HANDLERS } from './handlers/leaseHandlers.ts';
 import { RESOURCE_HANDLERS } from './handlers/resourceHandlers.ts';
 import { unlockObject } from './sql/objectLock.ts';
-import { beginLockingObjectRow } from './sql/objectRow.ts';
-import { announceUnlockAndLook, commitAndReadHead, lockAndReadHead, markRunning } from './sql/queueHead.ts';
+import { beginLockingObjectRow, expectVersion } from './sql/objectRow.ts';
+import { announceUnlockAndLook, commitOutcomeAndReadHead, lockAndReadHead, markRunning } from './sql/queueHead.ts';
 
 // Each table is checked against its own object kind where it is defined;
 // here they are looked up by the kind of the object being drained.
@@ -94,8 +94,9 @@ export class ObjectDrain {
         if (!start.locked) return applied;
         let after: Awaited<ReturnType<typeof announceUnlockAndLook>>;
         try {
-          applied += await this.drainLocked(client, target, start, announcements);
-          after = await announceUnlockAndLook(client, target, announcements);
+          const held = await this.drainLocked(client, target, start, announcements);
+          applied += held.applied;
+          after = await announceUnlockAndLook(client, target, announcements, held.openTransaction);
         } catch (error) {
           // The connection is discarded below, which frees the lock anyway.
           await unlockObject(client, kind, id).catch(() => undefined);
@@ -116,47 +117,48 @@ export class ObjectDrain {
   }
 
   /**
-   * Applies ready commands while holding the lock. The object's row is read
-   * once, with the lock and the first queue head, and then carried forward
+   * Applies ready commands while holding the lock, starting in the outcome
+   * transaction the lock opened. The object's row is read once, with the
+   * lock, its row lock and the first queue head, and then carried forward
    * from each commit's RETURNING: only the lock holder writes it, and every
    * commit re-checks its version under a row lock, so the copy is the row.
+   * Returns how many it applied, and whether the last commit left an
+   * outcome transaction open for the caller to end.
    */
   private async drainLocked(
     client: pg.PoolClient,
     target: ObjectRef,
-    first: { head: CommandRow | undefined; object: ObjectRow | undefined },
+    first: { head: CommandRow | undefined; object: ObjectRow | undefined; blueprint: BlueprintRow | undefined },
     announcements: PendingAnnouncements,
-  ): Promise<number> {
-    const db = kyselyOnClient(client);
-    const blueprints = new Map<number, BlueprintRow>();
+  ): Promise<{ applied: number; openTransaction: boolean }> {
+    const blueprints = new Map(first.blueprint ? [[first.blueprint.id, first.blueprint]] : []);
+    const step = { client, db: kyselyOnClient(client), target, blueprints, announcements, openTransaction: true };
     let { head } = first;
     if (head && !first.object) throw new Error(`${target.kind} ${target.id} has commands but no row`);
     let object = first.object!;
     let applied = 0;
     while (head) {
-      const after = await this.apply(client, db, target, object, head, blueprints, announcements);
+      const after = await this.apply(step, object, head);
       if (!after) break;
       ({ object, head } = after);
       applied++;
     }
-    return applied;
+    return { applied, openTransaction: step.openTransaction };
   }
 
   /**
    * Applies one command; returns the object's row after it and the next
    * queue head, or undefined when this worker cannot run the command and
    * must hand the object on.
+   *
+   * Each commit opens the next command's outcome transaction, the object's
+   * row already locked (see commitOutcomeAndReadHead), so a command that
+   * calls no driver decides and commits in that one and costs a single round
+   * trip of its own. A driver call first ends it (markRunning), and the
+   * transaction is opened again after the call.
    */
-  private async apply(
-    client: pg.PoolClient,
-    db: Db,
-    target: ObjectRef,
-    object: ObjectRow,
-    command: CommandRow,
-    blueprints: Map<number, BlueprintRow>,
-    announcements: PendingAnnouncements,
-  ): Promise<{ object: ObjectRow; head: CommandRow | undefined } | undefined> {
-    const log = this.log.child({ command: command.id, kind: command.kind, target: `${target.kind}:${target.id}` });
+  private async apply(step: DrainStep, object: ObjectRow, command: CommandRow): Promise<{ object: ObjectRow; head: CommandRow | undefined } | undefined> {
+    const { client, db, target } = step;
     const spec = commandKindSpec(target.kind, command.kind);
     const schema = spec?.versions[command.version];
     if (!spec || !schema) {
@@ -168,7 +170,9 @@ export class ObjectDrain {
         .set({ message: note, not_before: new Date(Date.now() + this.options.handOffAfterMs) })
         .where('id', '=', command.id)
         .execute();
-      log.warn(note);
+      if (step.openTransaction) await client.query('commit');
+      step.openTransaction = false;
+      this.log.warn({ command: command.id, target: `${target.kind}:${target.id}` }, note);
       return undefined;
     }
 
@@ -186,50 +190,47 @@ export class ObjectDrain {
     let ctx: HandlerContext<ObjectKind> | undefined;
     let effect: unknown;
     if (!outcome && handler) {
-      ctx = await this.context(client, db, target, object, command, payload.data, blueprints, announcements);
+      ctx = await this.context(step, object, command, payload.data);
       if (handler.effect) {
         try {
           effect = await handler.effect(ctx);
         } catch (error) {
           outcome = driverFailure(target.kind, object.state, command, error as Error);
-          log.warn({ err: error }, 'driver call failed');
+          this.log.warn({ err: error, command: command.id, kind: command.kind, target: `${target.kind}:${target.id}` }, 'driver call failed');
         }
       }
     }
 
     const settled = outcome;
-    let updated: ObjectRow | undefined;
-    let head: CommandRow | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
-        await beginLockingObjectRow(client, target, object.version);
+        if (!step.openTransaction) await beginLockingObjectRow(client, target, object.version);
+        step.openTransaction = true;
         // A decision reads and writes only through this transaction, so it
         // can be taken again after a rollback.
         outcome = settled ?? (await handler!.decide(db, ctx!, effect));
-        updated = await commitOutcome(db, target, object, command, outcome);
-        head = await commitAndReadHead(client, target, PREEMPTING[target.kind]);
-        break;
+        const next = await commitOutcomeAndReadHead<ObjectRow>(
+          client,
+          target,
+          PREEMPTING[target.kind],
+          outcomeStatements(db, target, object, command, outcome),
+        );
+        const carried = next.object ?? object;
+        expectVersion(target, next.lockedVersion === undefined ? undefined : { version: next.lockedVersion }, carried.version);
+        step.announcements.add(target, command.id, outcome.status);
+        this.log.debug({ command: command.id, kind: command.kind, status: outcome.status, to: outcome.to }, outcome.message);
+        return { object: carried, head: next.head };
       } catch (error) {
+        step.openTransaction = false;
         await client.query('rollback').catch(() => undefined);
         if (attempt >= COMMIT_ATTEMPTS || !isRetryableConflict(error)) throw error;
-        log.info({ attempt, code: (error as { code?: string }).code }, 'commit lost a deadlock; retrying');
+        this.log.info({ attempt, code: (error as { code?: string }).code, command: command.id }, 'commit lost a deadlock; retrying');
       }
     }
-    announcements.add(target, command.id, outcome.status);
-    log.debug({ status: outcome.status, to: outcome.to }, outcome.message);
-    return { object: updated ?? object, head };
   }
 
-  private async context(
-    client: pg.PoolClient,
-    db: Db,
-    target: ObjectRef,
-    object: ObjectTypes[ObjectKind]['row'],
-    command: CommandRow,
-    payload: unknown,
-    blueprints: Map<number, BlueprintRow>,
-    announcements: PendingAnnouncements,
-  ): Promise<HandlerContext<ObjectKind>> {
+  private async context(step: DrainStep, object: ObjectRow, command: CommandRow, payload: unknown): Promise<HandlerContext<ObjectKind>> {
+    const { client, db, target, blueprints } = step;
     const blueprintId = target.kind === 'blueprint' ? target.id : (object as { blueprint_id: number }).blueprint_id;
     // A lease's or resource's blueprint is read once per drain, not per
     // command: a settings change applies from the next drain on.
@@ -243,7 +244,9 @@ export class ObjectDrain {
     const markOnce = async () => {
       if (marked) return;
       marked = true;
-      await markRunning(client, command.id, announcements);
+      // No transaction may stay open across a driver call.
+      await markRunning(client, command.id, step.announcements, step.openTransaction);
+      step.openTransaction = false;
     };
     return {
       object,
@@ -261,6 +264,17 @@ export class ObjectDrain {
       },
     };
   }
+}
+
+/** What one lock hold's commands share: its connection, its object, the blueprints it read, its held notices, its open transaction. */
+interface DrainStep {
+  readonly client: pg.PoolClient;
+  readonly db: Db;
+  readonly target: ObjectRef;
+  readonly blueprints: Map<number, BlueprintRow>;
+  readonly announcements: PendingAnnouncements;
+  /** Whether an outcome transaction is open, the object's row locked in it (see commitOutcomeAndReadHead). */
+  openTransaction: boolean;
 }
 
 type ObjectRow = ObjectTypes[ObjectKind]['row'];

@@ -1,12 +1,12 @@
-import { sql } from 'kysely';
+import { type CompiledQuery, sql } from 'kysely';
 import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { commandKindSpec } from '../domain/commandKinds.ts';
 import { canTransition } from '../domain/lifecycle.ts';
 import type { EventInput } from '../objects/recordEvent.ts';
-import { appendInTransaction } from '../queue/appendCommand.ts';
-import { OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
-import { wakeObjects, type WakeTarget } from '../queue/wakeObjects.ts';
+import { appendCall } from '../queue/appendCommand.ts';
+import { describeObject, OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
+import { type WakeTarget, wakeObjectsQuery } from '../queue/wakeObjects.ts';
 import type { Outcome } from './Handler.ts';
 import { settleCommand } from './sql/settleCommand.ts';
 
@@ -18,21 +18,30 @@ export class VersionConflictError extends Error {
 /** Channel on which every settled or yielded command is announced (for waiters). */
 export const COMMANDS_CHANNEL = 'slipway_commands';
 
+/** SQLSTATEs of the drain's own checks (see migrations/0008_drain_checks.ts). */
+export const VERSION_CONFLICT_SQLSTATE = 'SW001';
+const FOLLOW_UP_TARGET_MISSING_SQLSTATE = 'SW002';
+
 /**
- * Commits one applied command, in the caller's transaction: the object's new
- * state and columns (only if its version is still the one we read), the
- * command's status, the event rows, the cancellation of queued work this
- * command supersedes, and the follow-up commands with their wake-ups.
- * Returns the object's row as it now is (the drain carries it to the next
- * command), or undefined when the outcome left the row alone.
+ * One applied command's outcome as the statements that commit it, in the
+ * order they run: the object's new state and columns (only if its version is
+ * still the one we read, else the statement fails), the command's status,
+ * the event rows, the cancellation of queued work this command supersedes;
+ * then the follow-up commands, and the wake-ups of their objects. The first
+ * statement returns the object's row as it now is (the drain carries it to
+ * the next command), or a row of nulls when the outcome left the row alone.
+ *
+ * They are built, not run: the drain sends them with its commit and its next
+ * reads in one round trip (sql/queueHead.ts), so every check is made inside
+ * them and fails the whole query, commit included.
  */
-export async function commitOutcome<Row extends { state: string; version: number }>(
-  trx: Db,
+export function outcomeStatements<Row extends { state: string; version: number }>(
+  db: Db,
   target: ObjectRef,
   object: Row,
   command: CommandRow,
   outcome: Outcome,
-): Promise<Row | undefined> {
+): CompiledQuery[] {
   const actor = { issuedBy: command.issued_by, source: command.source };
   const events: EventInput[] = [];
 
@@ -41,7 +50,7 @@ export async function commitOutcome<Row extends { state: string; version: number
     if (outcome.to !== undefined && !canTransition(target.kind, object.state, outcome.to)) {
       throw new Error(`${target.kind} ${target.id}: ${object.state} → ${outcome.to} is not in the state table`);
     }
-    objectUpdate = trx
+    objectUpdate = db
       .updateTable(OBJECT_TABLE[target.kind] as 'leases')
       .set({
         ...(outcome.set as object),
@@ -68,18 +77,18 @@ export async function commitOutcome<Row extends { state: string; version: number
     events.push({ target, type: e.type, message: e.message, data: e.data, actor, commandId: command.id });
   }
   const supersedes = outcome.status === 'done' ? (commandKindSpec(target.kind, command.kind)?.supersedes ?? []) : [];
-  const updated = (await settleCommand(trx, command, outcome, events, supersedes, objectUpdate)) as Row | undefined;
-  if (objectUpdate && !updated) {
-    throw new VersionConflictError(`${target.kind} ${target.id} changed while command ${command.id} was applied`);
-  }
+  const conflict = {
+    sqlstate: VERSION_CONFLICT_SQLSTATE,
+    message: `${target.kind} ${target.id} changed while command ${command.id} was applied`,
+  };
+  const statements = [settleCommand(command, outcome, events, supersedes, objectUpdate, conflict).compile(db)];
 
   // Follow-ups are appended first and their objects woken in one call at the
   // end, so every commit locks wake-up jobs in the same (key) order.
   const wakes: WakeTarget[] = [];
   for (const followUp of outcome.followUps ?? []) {
     const notBefore = followUp.notBeforeMs ? new Date(Date.now() + followUp.notBeforeMs) : undefined;
-    await appendInTransaction(
-      trx,
+    const append = appendCall(
       {
         target: followUp.target,
         kind: followUp.kind,
@@ -90,12 +99,16 @@ export async function commitOutcome<Row extends { state: string; version: number
       },
       { fromOutside: false, wake: false },
     );
+    const missing = `${followUp.kind} from command ${command.id}: ${describeObject(followUp.target)} does not exist`;
+    statements.push(
+      sql`select slipway_expect(f.part <> 'missing', ${FOLLOW_UP_TARGET_MISSING_SQLSTATE}, ${missing}) from ${append} as f`.compile(db),
+    );
     // The drain will see commands for its own object before it lets go.
     const toSelf = followUp.target.kind === target.kind && followUp.target.id === target.id;
     if (!toSelf) wakes.push({ ...followUp.target, runAt: notBefore });
   }
-  await wakeObjects(trx, wakes);
-  return updated;
+  if (wakes.length > 0) statements.push(wakeObjectsQuery(wakes).compile(db));
+  return statements;
 }
 
 export type { ObjectKind };

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
@@ -59,6 +59,28 @@ export async function appendInTransaction(
 ): Promise<AppendResult> {
   const { target, kind } = request;
   const spec = commandKindSpec(target.kind, kind);
+  const { rows } = await sql<AppendedRow>`select f.part, f.object_state, (f.cmd).* from ${appendCall(request, options)} as f`.execute(trx);
+
+  const parts = new Map(rows.map(({ part, object_state, ...command }) => [part, { state: object_state, command }]));
+  const inserted = parts.get('inserted');
+  if (inserted) return { command: inserted.command, coalesced: false, record: inserted.command };
+  const into = parts.get('coalesced_into');
+  const record = parts.get('coalesced');
+  if (into && record) return { command: into.command, coalesced: true, record: record.command };
+  if (parts.has('missing')) throw new NotFoundError(target.kind, target.id);
+  const rejected = parts.get('rejected');
+  if (rejected?.state) throw await rejection(trx, target, kind, rejected.state, spec?.dedupKey);
+  throw new Error(`slipway_append_command returned no outcome for ${describeObject(target)}: ${JSON.stringify([...parts.keys()])}`);
+}
+
+/**
+ * The append as a call of slipway_append_command (a set-returning function:
+ * use it in a FROM), after validating the kind, version and payload. The
+ * drain uses it directly to send its follow-ups together with its commit.
+ */
+export function appendCall(request: AppendRequest, options: { fromOutside: boolean; wake?: boolean }): RawBuilder<AppendedRow> {
+  const { target, kind } = request;
+  const spec = commandKindSpec(target.kind, kind);
   if (!spec) {
     const known = Object.keys(COMMAND_KINDS[target.kind]).filter(
       (k) => !options.fromOutside || !commandKindSpec(target.kind, k)!.internal,
@@ -87,27 +109,14 @@ export async function appendInTransaction(
     });
   }
 
-  const { rows } = await sql<AppendedRow>`
-    select f.part, f.object_state, (f.cmd).*
-    from slipway_append_command(
+  return sql<AppendedRow>`slipway_append_command(
       ${target.kind}, ${target.id}, ${options.fromOutside ? statesAccepting(target.kind, kind) : null}::text[],
       ${kind}, ${version}, ${JSON.stringify(parsed.data)}::jsonb,
       ${request.actor.issuedBy}, ${request.actor.source}, ${request.actor.reason ?? null}, ${request.actor.requestId ?? null},
       ${request.actor.clientAddress ?? null}, ${request.actor.userAgent ?? null},
       ${request.causedBy ?? null}::bigint, ${spec.dedupKey ?? null}, ${request.notBefore?.toISOString() ?? null}::timestamptz,
       ${options.wake === false ? null : DRAIN_TASK[target.kind]}
-    ) as f`.execute(trx);
-
-  const parts = new Map(rows.map(({ part, object_state, ...command }) => [part, { state: object_state, command }]));
-  const inserted = parts.get('inserted');
-  if (inserted) return { command: inserted.command, coalesced: false, record: inserted.command };
-  const into = parts.get('coalesced_into');
-  const record = parts.get('coalesced');
-  if (into && record) return { command: into.command, coalesced: true, record: record.command };
-  if (parts.has('missing')) throw new NotFoundError(target.kind, target.id);
-  const rejected = parts.get('rejected');
-  if (rejected?.state) throw await rejection(trx, target, kind, rejected.state, spec.dedupKey);
-  throw new Error(`slipway_append_command returned no outcome for ${describeObject(target)}: ${JSON.stringify([...parts.keys()])}`);
+    )`;
 }
 
 /** One row of slipway_append_command: which part of the answer it is, and a command. */

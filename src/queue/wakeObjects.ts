@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/Database.ts';
 import { DRAIN_TASK, type ObjectRef } from './objectTables.ts';
 
@@ -32,10 +32,14 @@ export type WakeTarget = ObjectRef & { runAt?: Date | undefined };
  * PostgreSQL breaks such a deadlock (see ObjectDrain).
  */
 export async function wakeObjects(db: Db, targets: readonly WakeTarget[], runAt?: Date): Promise<void> {
-  if (targets.length === 0) return;
+  if (targets.length > 0) await wakeObjectsQuery(targets, runAt).execute(db);
+}
+
+/** The statement wakeObjects runs, for a caller that sends it together with others (the drain's commit). */
+export function wakeObjectsQuery(targets: readonly WakeTarget[], runAt?: Date): RawBuilder<unknown> {
   const tasks = targets.map((t) => DRAIN_TASK[t.kind]);
   const kinds = targets.map((t) => t.kind);
   const ids = targets.map((t) => t.id);
   const runAts = targets.map((t) => (t.runAt ?? runAt ?? null)?.toISOString() ?? null);
-  await sql`select slipway_wake_objects(${tasks}::text[], ${kinds}::text[], ${ids}::bigint[], ${runAts}::timestamptz[])`.execute(db);
+  return sql`select slipway_wake_objects(${tasks}::text[], ${kinds}::text[], ${ids}::bigint[], ${runAts}::timestamptz[])`;
 }

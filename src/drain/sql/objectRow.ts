@@ -22,10 +22,17 @@ import { VersionConflictError } from '../commitOutcome.ts';
  * waiting append never sits between them in a cycle of waits.
  */
 export async function beginLockingObjectRow(client: pg.PoolClient, target: ObjectRef, version: number): Promise<void> {
-  const results = (await client.query(
-    `begin; select version from ${OBJECT_TABLE[target.kind]} where id = ${Number(target.id)} for no key update`,
-  )) as unknown as pg.QueryResult<{ version: number }>[];
-  const row = results[1]?.rows[0];
+  const results = (await client.query(`begin; ${lockObjectRowText(target)}`)) as unknown as pg.QueryResult<{ version: number }>[];
+  expectVersion(target, results[1]?.rows[0], version);
+}
+
+/** The row lock of beginLockingObjectRow, for a query that opens the transaction itself (see commitOutcomeAndReadHead). */
+export function lockObjectRowText(target: ObjectRef): string {
+  return `select version from ${OBJECT_TABLE[target.kind]} where id = ${Number(target.id)} for no key update`;
+}
+
+/** Checks what the row lock read against the version the drain carries. */
+export function expectVersion(target: ObjectRef, row: { version: number } | undefined, version: number): void {
   if (!row) throw new Error(`${target.kind} ${target.id} has no row`);
   if (row.version !== version) {
     throw new VersionConflictError(`${target.kind} ${target.id} is at version ${row.version}, not ${version}, under its drain`);

@@ -1,6 +1,10 @@
+import type { CompiledQuery } from 'kysely';
 import type pg from 'pg';
-import type { CommandRow } from '../../../migrations/schema.ts';
+import type { BlueprintRow, CommandRow } from '../../../migrations/schema.ts';
+import { inlineParameters } from '../../db/inlineParameters.ts';
 import { OBJECT_TABLE, type ObjectRef } from '../../queue/objectTables.ts';
+import { VERSION_CONFLICT_SQLSTATE, VersionConflictError } from '../commitOutcome.ts';
+import { lockObjectRowText } from './objectRow.ts';
 import type { PendingAnnouncements } from './announcements.ts';
 
 // The queue head of one object. A `running` command comes first: finding one
@@ -29,37 +33,87 @@ const headText = (client: pg.PoolClient, target: ObjectRef, preempting: readonly
 type Results<T> = pg.QueryResult<T & pg.QueryResultRow>;
 
 /**
- * Starts a lock hold in one round trip: tries the object's session advisory
- * lock (see objectLock.ts), then reads the queue head and the object's row.
- * Each is its own statement, so the reads see everything committed before the
- * lock was taken; when it was not, their rows are simply ignored.
+ * Starts a lock hold in one round trip: opens the first outcome transaction
+ * and tries the object's session advisory lock (see objectLock.ts), locking
+ * the object's row as well when it got it (slipway_lock_object); then reads
+ * the queue head, the object's row and, for a lease or resource, its
+ * blueprint. Each is its own statement, so the reads see everything committed
+ * before the lock was taken; when it was not, their rows are ignored and the
+ * empty transaction is rolled back. When it was, the transaction stays open
+ * for the caller, as after commitOutcomeAndReadHead.
  */
 export async function lockAndReadHead<Row>(
   client: pg.PoolClient,
   target: ObjectRef,
   preempting: readonly string[],
-): Promise<{ locked: false } | { locked: true; head: CommandRow | undefined; object: Row | undefined }> {
-  const [lock, head, object] = (await client.query(
-    `select pg_try_advisory_lock(object_lock_key(${client.escapeLiteral(target.kind)}, ${Number(target.id)})) as locked;
+): Promise<
+  | { locked: false }
+  | { locked: true; head: CommandRow | undefined; object: Row | undefined; blueprint: BlueprintRow | undefined }
+> {
+  const table = OBJECT_TABLE[target.kind];
+  const id = Number(target.id);
+  const blueprint = target.kind === 'blueprint' ? '' : `; select * from blueprints where id = (select blueprint_id from ${table} where id = ${id})`;
+  const [, lock, head, object, ofBlueprint] = (await client.query(
+    `begin;
+     select slipway_lock_object(${client.escapeLiteral(target.kind)}, ${id}) as locked;
      ${headText(client, target, preempting)};
-     select * from ${OBJECT_TABLE[target.kind]} where id = ${Number(target.id)}`,
-  )) as unknown as [Results<{ locked: boolean }>, Results<CommandRow>, Results<Row>];
-  if (lock.rows[0]?.locked !== true) return { locked: false };
-  return { locked: true, head: head.rows[0], object: object.rows[0] };
+     select * from ${table} where id = ${id}${blueprint}`,
+  )) as unknown as [unknown, Results<{ locked: boolean }>, Results<CommandRow>, Results<Row>, Results<BlueprintRow> | undefined];
+  if (lock.rows[0]?.locked !== true) {
+    await client.query('rollback');
+    return { locked: false };
+  }
+  return { locked: true, head: head.rows[0], object: object.rows[0], blueprint: ofBlueprint?.rows[0] };
 }
 
-/** Commits the outcome transaction and reads the next queue head, in one round trip. */
-export async function commitAndReadHead(
+/**
+ * Commits one command's outcome and gets the next one going, in ONE round
+ * trip: the outcome's statements (see outcomeStatements), the commit, the
+ * next queue head, and the next outcome transaction opened with the
+ * object's row locked (see objectRow.ts), ready for the next command's
+ * decision. Whoever takes the result must end that transaction: the next
+ * outcome's commit, the mark before a driver call, or the unlock.
+ *
+ * The outcome's checks fail inside the query, so the commit after them never
+ * runs (PostgreSQL abandons the rest of a simple query at its first error)
+ * and the caller rolls back. Nothing after the commit can fail for a reason
+ * worth retrying: the row lock is on a row that only the advisory lock's
+ * holder writes, taken in a transaction that holds nothing else.
+ */
+export async function commitOutcomeAndReadHead<Row>(
   client: pg.PoolClient,
   target: ObjectRef,
   preempting: readonly string[],
-): Promise<CommandRow | undefined> {
-  const [, head] = (await client.query(`commit; ${headText(client, target, preempting)}`)) as unknown as [
-    Results<unknown>,
-    Results<CommandRow>,
-  ];
-  return head.rows[0];
+  outcome: readonly CompiledQuery[],
+): Promise<{ object: Row | undefined; head: CommandRow | undefined; lockedVersion: number | undefined }> {
+  const escape = (text: string) => client.escapeLiteral(text);
+  const statements = outcome.map((query) => inlineParameters(query, escape));
+  let results: Results<unknown>[];
+  try {
+    results = (await client.query(
+      `${statements.join(';\n')};
+       commit;
+       ${headText(client, target, preempting)};
+       begin; ${lockObjectRowText(target)}`,
+    )) as unknown as Results<unknown>[];
+  } catch (error) {
+    if ((error as { code?: string }).code === VERSION_CONFLICT_SQLSTATE) throw new VersionConflictError((error as Error).message);
+    throw error;
+  }
+  const after = statements.length;
+  return {
+    object: (results[0] as Results<Row>).rows[0],
+    head: (results[after + 1] as Results<CommandRow>).rows[0],
+    lockedVersion: (results[after + 3] as Results<{ version: number }>).rows[0]?.version,
+  };
 }
+
+/**
+ * Ends the outcome transaction commitOutcomeAndReadHead opened, when it is
+ * not used for an outcome (no command left, or a driver call to make first,
+ * which no transaction may wait on). It wrote nothing, so it is rolled back.
+ */
+const endUnused = (openTransaction: boolean) => (openTransaction ? 'rollback; ' : '');
 
 /**
  * Ends a lock hold in one round trip: sends the held announcements, lets go
@@ -74,9 +128,10 @@ export async function announceUnlockAndLook(
   client: pg.PoolClient,
   target: ObjectRef,
   announcements: PendingAnnouncements,
+  openTransaction: boolean,
 ): Promise<{ ready: boolean; nextNotBefore: Date | undefined }> {
   const results = (await client.query(
-    `${announcements.take()}
+    `${endUnused(openTransaction)}${announcements.take()}
      select pg_advisory_unlock(object_lock_key(${client.escapeLiteral(target.kind)}, ${Number(target.id)}));
      select exists (select 1 from commands where ${ready(client, target)}) as ready,
             (select min(not_before) from commands where ${objectIs(client, target)} and status = 'queued') as at`,
@@ -92,9 +147,14 @@ export async function announceUnlockAndLook(
  * again. The outcome commit that follows is fully durable. Announcements
  * held by the drain go first, before the driver call can take its time.
  */
-export async function markRunning(client: pg.PoolClient, commandId: number, announcements: PendingAnnouncements): Promise<void> {
+export async function markRunning(
+  client: pg.PoolClient,
+  commandId: number,
+  announcements: PendingAnnouncements,
+  openTransaction: boolean,
+): Promise<void> {
   await client.query(
-    `${announcements.take()} begin; set local synchronous_commit = off;
+    `${endUnused(openTransaction)}${announcements.take()} begin; set local synchronous_commit = off;
      update commands set status = 'running', started_at = now() where id = ${Number(commandId)};
      commit`,
   );

@@ -1,29 +1,30 @@
-import { type Compilable, sql } from 'kysely';
+import { type Compilable, type RawBuilder, sql } from 'kysely';
 import type { CommandRow } from '../../../migrations/schema.ts';
-import type { Db } from '../../db/Database.ts';
 import { eventRow, type EventInput } from '../../objects/recordEvent.ts';
 import type { Outcome } from '../Handler.ts';
 
 /**
- * Writes what one applied command leaves behind, as ONE statement in the
- * outcome transaction: the object's update if it has one (a version-checked
- * UPDATE ... RETURNING *, whose row this returns), its event rows, its own
- * status (settled, or queued again until its retry time for a yield), and
- * the cancellation of the queued work it supersedes (`supersedes` empty for
- * none). Events keep their order (WITH ORDINALITY), so an object's log reads
- * in the order they happened; event data null and absent both store NULL.
+ * What one applied command leaves behind, as ONE statement of the outcome
+ * transaction: the object's update if it has one (a version-checked
+ * UPDATE ... RETURNING *, whose row the statement returns), its event rows,
+ * its own status (settled, or queued again until its retry time for a yield),
+ * and the cancellation of the queued work it supersedes (`supersedes` empty
+ * for none). Events keep their order (WITH ORDINALITY), so an object's log
+ * reads in the order they happened; event data null and absent both store
+ * NULL.
  *
- * Returns undefined when there was no update, or when its version check
- * matched no row: the caller then rolls the whole transaction back.
+ * When the update's version check matches no row the statement fails with
+ * `conflict` (slipway_expect): it travels with its commit in one query, and
+ * the failure keeps that commit from running.
  */
-export async function settleCommand<Row>(
-  trx: Db,
+export function settleCommand<Row>(
   command: CommandRow,
   outcome: Outcome,
   events: readonly EventInput[],
   supersedes: readonly string[],
   objectUpdate: Compilable<Row> | undefined,
-): Promise<Row | undefined> {
+  conflict: { sqlstate: string; message: string },
+): RawBuilder<Row> {
   const eventRows = events.map(eventRow);
   const settle =
     outcome.status === 'yield'
@@ -31,7 +32,11 @@ export async function settleCommand<Row>(
             not_before = now() + make_interval(secs => ${(outcome.retryInMs ?? 1000) / 1000})`
       : sql`status = ${outcome.status}, message = ${outcome.message}, finished_at = now(),
             started_at = coalesce(started_at, now())`;
-  const { rows } = await sql<Row>`
+  const result = objectUpdate
+    ? sql`select u.* from (select slipway_expect(exists (select 1 from updated), ${conflict.sqlstate}, ${conflict.message})) as checked
+          left join updated u on true`
+    : sql`select * from updated`;
+  return sql<Row>`
     with updated as (${objectUpdate ?? sql`select null where false`}),
     recorded as (
       insert into events (target_kind, target_id, command_id, type, from_state, to_state, message, actor, source, data)
@@ -50,7 +55,6 @@ export async function settleCommand<Row>(
     settled as (
       update commands set ${settle} where id = ${command.id}
     )
-    select * from updated
-  `.execute(trx);
-  return rows[0];
+    ${result}
+  `;
 }
