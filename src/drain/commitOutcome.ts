@@ -18,7 +18,7 @@ export class VersionConflictError extends Error {
 /** Channel on which every settled or yielded command is announced (for waiters). */
 export const COMMANDS_CHANNEL = 'slipway_commands';
 
-/** SQLSTATEs of the drain's own checks (see migrations/0008_drain_checks.ts). */
+/** SQLSTATEs of the drain's own checks (see migrations/0009_drain_checks.ts). */
 export const VERSION_CONFLICT_SQLSTATE = 'SW001';
 const FOLLOW_UP_TARGET_MISSING_SQLSTATE = 'SW002';
 
