@@ -1,20 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ObjectKind } from '../../../migrations/schema.ts';
-import { attachCallback } from '../../callbacks/attachCallback.ts';
-import { CallbackRequestSchema, type CallbackRequest } from '../../callbacks/CallbackRequest.ts';
-import type { Config } from '../../config.ts';
+import { CallbackRequestSchema } from '../../callbacks/CallbackRequest.ts';
 import { COMMAND_KINDS, type CommandKindSpec } from '../../domain/commandKinds.ts';
-import { InvalidInputError } from '../../domain/errors.ts';
-import type { Db } from '../../db/Database.ts';
-import { appendInTransaction } from '../../queue/appendCommand.ts';
 import { cancelCommand } from '../../queue/cancelCommand.ts';
 import { readCallbacks } from '../../read/callbacks.ts';
 import { readCommandTree } from '../../read/commandTree.ts';
 import { findCommand, listCommands } from '../../read/commands.ts';
-import { findLease } from '../../read/leases.ts';
 import type { ApiContext } from '../ApiContext.ts';
 import { actorOf, assertMayTouch, callerOf } from '../auth/authenticate.ts';
+import { requestCommand } from '../requestCommand.ts';
 import type { Action } from '../auth/roles.ts';
 import { commandAccepted, commandSettled } from '../commandAnswers.ts';
 import { runPost } from '../respond.ts';
@@ -85,19 +80,7 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
       handler: ({ params, query, body }, request, reply) =>
         runPost(context, request, reply, async (trx) => {
           const target = { kind: targetKind, id: params.id };
-          const caller = callerOf(request);
-          // Only a caller limited to its own leases needs the holder (a missing lease is a 404 either way).
-          if (targetKind === 'lease' && caller.reach === 'own') assertMayTouch(caller, (await findLease(trx, params.id)).holder, 'leases');
-          await context.backpressure.assertBacklogRoom(trx);
-          await context.backpressure.assertQueueRoom(trx, target);
-          const result = await appendInTransaction(
-            trx,
-            { target, kind: body.kind, version: body.version, payload: body.payload, actor: actorOf(request, body.reason) },
-            { fromOutside: true },
-          );
-          // In the append's transaction: a refused URL leaves no command behind, and a
-          // duplicate that coalesced gets its callback on the command it joined.
-          if (body.callback) await attachRequestedCallback(trx, result.command.id, body.callback, context.config);
+          const result = await requestCommand(trx, context, request, target, body);
           const wait = query.wait;
           return {
             response: commandAccepted(result),
@@ -147,14 +130,4 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
         return { response: { status: 200, headers: {}, body: { command: cancelled } } };
       }),
   });
-}
-
-/** Attaches a request's callback; a refused URL names its field as every other body field (`body.callback.url`). */
-async function attachRequestedCallback(trx: Db, commandId: number, callback: CallbackRequest, config: Config): Promise<void> {
-  try {
-    await attachCallback(trx, commandId, callback.url, config.SLIPWAY_CALLBACK_ALLOWED_HOSTS);
-  } catch (error) {
-    if (!(error instanceof InvalidInputError)) throw error;
-    throw new InvalidInputError(error.message, { ...error.details, field: `body.${String(error.details.field)}` });
-  }
 }
