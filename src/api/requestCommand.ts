@@ -1,11 +1,14 @@
 import type { FastifyRequest } from 'fastify';
+import type { CommandRow } from '../../migrations/schema.ts';
 import { attachCallback } from '../callbacks/attachCallback.ts';
 import type { CallbackRequest } from '../callbacks/CallbackRequest.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/Database.ts';
 import { InvalidInputError } from '../domain/errors.ts';
 import { appendInTransaction, type AppendResult } from '../queue/appendCommand.ts';
+import { cancelCommand } from '../queue/cancelCommand.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
+import { findCommand } from '../read/commands.ts';
 import { findLease } from '../read/leases.ts';
 import type { ApiContext } from './ApiContext.ts';
 import { actorOf, assertMayTouch, callerOf } from './auth/authenticate.ts';
@@ -46,6 +49,13 @@ export async function requestCommand(
   // duplicate that coalesced gets its callback on the command it joined.
   if (body.callback) await attachRequestedCallback(trx, result.command.id, body.callback, context.config);
   return result;
+}
+
+/** Cancels a queued command for a caller (who, with an `own` grant, must have issued it): the API's cancel and the web UI's button. */
+export async function requestCancel(trx: Db, request: FastifyRequest, commandId: number, reason: string | undefined): Promise<CommandRow> {
+  const command = await findCommand(trx, commandId);
+  assertMayTouch(callerOf(request), command.issued_by, 'commands');
+  return cancelCommand(trx, command, actorOf(request, reason));
 }
 
 /** Attaches a request's callback; a refused URL names its field as every other body field (`body.callback.url`). */

@@ -3,18 +3,16 @@ import { z } from 'zod';
 import type { ObjectKind } from '../../../migrations/schema.ts';
 import { CallbackRequestSchema } from '../../callbacks/CallbackRequest.ts';
 import { COMMAND_KINDS, type CommandKindSpec } from '../../domain/commandKinds.ts';
-import { cancelCommand } from '../../queue/cancelCommand.ts';
 import { readCallbacks } from '../../read/callbacks.ts';
 import { readCommandTree } from '../../read/commandTree.ts';
 import { findCommand, listCommands } from '../../read/commands.ts';
 import type { ApiContext } from '../ApiContext.ts';
-import { actorOf, assertMayTouch, callerOf } from '../auth/authenticate.ts';
-import { requestCommand } from '../requestCommand.ts';
+import { requestCancel, requestCommand } from '../requestCommand.ts';
 import type { Action } from '../auth/roles.ts';
 import { commandAccepted, commandSettled } from '../commandAnswers.ts';
 import { runPost } from '../respond.ts';
 import { addRoute } from '../route.ts';
-import { IdParams, PageQuery, Reason, WaitQuery } from '../schemas.ts';
+import { IdParams, PageQuery, Reason, TargetRef, WaitQuery } from '../schemas.ts';
 
 /** The kinds a caller may request of each object (the others Slipway issues itself). */
 function requestableKinds(target: ObjectKind): [string, ...string[]] {
@@ -42,7 +40,7 @@ function commandBody(target: ObjectKind) {
 }
 
 /** The objects that take commands over the API, as data: path, kind, what the caller's role must allow. */
-const COMMAND_TARGETS: ReadonlyArray<{ path: string; kind: ObjectKind; action: Action }> = [
+export const COMMAND_TARGETS: ReadonlyArray<{ path: string; kind: ObjectKind; action: Action }> = [
   { path: 'leases', kind: 'lease', action: 'lease.command' },
   { path: 'resources', kind: 'resource', action: 'resource.command' },
 ];
@@ -51,14 +49,7 @@ const ListQuery = z
   .object({
     status: z.enum(['queued', 'running', 'done', 'failed', 'cancelled', 'coalesced']).optional(),
     kind: z.string().regex(/^[a-z_]{1,40}$/, 'expected a command kind, e.g. release').optional(),
-    target: z
-      .string()
-      .regex(/^(lease|resource|blueprint):[1-9]\d{0,14}$/, 'expected <kind>:<id>, e.g. lease:12')
-      .transform((text) => {
-        const [kind, id] = text.split(':');
-        return { kind: kind as ObjectKind, id: Number(id) };
-      })
-      .optional(),
+    target: TargetRef.optional(),
     ...PageQuery,
   })
   .strict();
@@ -124,9 +115,7 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
     body: CancelBody,
     handler: ({ params, body }, request, reply) =>
       runPost(context, request, reply, async (trx) => {
-        const command = await findCommand(trx, params.id);
-        assertMayTouch(callerOf(request), command.issued_by, 'commands');
-        const cancelled = await cancelCommand(trx, command, actorOf(request, body.reason));
+        const cancelled = await requestCancel(trx, request, params.id, body.reason);
         return { response: { status: 200, headers: {}, body: { command: cancelled } } };
       }),
   });
