@@ -1,9 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ChangeFeed } from './changeFeed.ts';
 
-/** A comment line this often keeps proxies and browsers from closing a quiet stream. */
-const HEARTBEAT_MS = 20_000;
-
 /** How long a browser waits before reconnecting a dropped stream. */
 const RETRY_MS = 3000;
 
@@ -13,7 +10,12 @@ const RETRY_MS = 3000;
  * JSON array of what changed; the stream ends when the client leaves or the
  * server stops (`stopping`), so a stopping server is not held open by pages.
  */
-export async function eventStreamRoutes(app: FastifyInstance, feed: ChangeFeed, stopping: AbortSignal): Promise<void> {
+export async function eventStreamRoutes(
+  app: FastifyInstance,
+  feed: ChangeFeed,
+  options: { stopping: AbortSignal; heartbeatMs: number },
+): Promise<void> {
+  const { stopping, heartbeatMs } = options;
   app.get('/events', { config: { webAction: 'read' } }, async (request, reply) => {
     reply.hijack();
     const out = reply.raw;
@@ -26,7 +28,8 @@ export async function eventStreamRoutes(app: FastifyInstance, feed: ChangeFeed, 
     });
     out.write(`retry: ${RETRY_MS}\n: connected\n\n`);
     const unsubscribe = feed.subscribe((changes) => out.write(`event: changed\ndata: ${JSON.stringify(changes)}\n\n`));
-    const heartbeat = setInterval(() => out.write(': heartbeat\n\n'), HEARTBEAT_MS);
+    // A comment line now and then keeps proxies and browsers from closing a quiet stream.
+    const heartbeat = setInterval(() => out.write(': heartbeat\n\n'), heartbeatMs);
     const end = () => {
       clearInterval(heartbeat);
       unsubscribe();

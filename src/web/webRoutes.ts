@@ -36,5 +36,5 @@ export async function webRoutes(app: FastifyInstance, context: ApiContext): Prom
   await resourcePage(app, db);
   await commandPage(app, db);
   await commandForms(app, context);
-  await eventStreamRoutes(app, feed, context.stopping);
+  await eventStreamRoutes(app, feed, { stopping: context.stopping, heartbeatMs: context.config.SLIPWAY_WEB_HEARTBEAT_MS });
 }

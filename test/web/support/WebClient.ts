@@ -35,8 +35,13 @@ export class WebClient {
     return answer;
   }
 
+  /** The Cookie header this client sends (for requests made outside it, such as a streamed /events). */
+  cookieHeader(): string {
+    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+  }
+
   private async request(method: string, path: string, body: string | undefined, headers: Record<string, string>): Promise<WebAnswer> {
-    const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+    const cookie = this.cookieHeader();
     const response = await fetch(`${this.baseUrl}${path}`, {
       method,
       redirect: 'manual',
