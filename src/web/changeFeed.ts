@@ -28,10 +28,6 @@ export class ChangeFeed {
     return () => this.subscribers.delete(onChanges);
   }
 
-  get size(): number {
-    return this.subscribers.size;
-  }
-
   close(): void {
     this.unwatch();
     clearTimeout(this.timer);

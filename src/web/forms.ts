@@ -14,9 +14,9 @@ export function installFormParsing(app: FastifyInstance, bodyLimit: number): voi
   });
 }
 
-/** A form field left empty is absent (a browser sends `name=` for an empty input or "any" in a select). */
+/** A form field left empty (or only spaces) is absent: a browser sends `name=` for an empty input or "any" in a select. */
 export function blank<T extends z.ZodType>(schema: T) {
-  return z.preprocess((value) => (value === '' ? undefined : value), schema);
+  return z.preprocess((value) => (typeof value === 'string' && value.trim() === '' ? undefined : value), schema);
 }
 
 /** Every form of a signed-in page: its CSRF token (checked before validation, see csrf.ts) and, for buttons, an optional reason. */

@@ -1,7 +1,7 @@
 /**
  * THE way the web UI makes HTML: the `html` template tag escapes every
- * interpolated value unless it is already SafeHtml (made by `html` itself or,
- * for the few hand-checked constants, by `trusted`). Arrays are joined, and
+ * interpolated value unless it is already SafeHtml (made by `html` itself).
+ * Arrays are joined, and
  * null, undefined and false render as nothing, so templates can map and
  * branch inline. Nothing else in src/web builds markup from strings.
  */
@@ -29,9 +29,4 @@ function render(value: Renderable): string {
 
 export function html(strings: TemplateStringsArray, ...values: Renderable[]): SafeHtml {
   return new SafeHtml(strings.reduce((out, part, i) => out + part + (i < values.length ? render(values[i]!) : ''), ''));
-}
-
-/** Markup written in this code base, not taken from a request or the database. */
-export function trusted(markup: string): SafeHtml {
-  return new SafeHtml(markup);
 }

@@ -28,12 +28,13 @@ declare module 'fastify' {
  */
 export function installWebAuthentication(app: FastifyInstance, db: Db): void {
   app.addHook('onRequest', async (request, reply) => {
+    const action = request.routeOptions.config.webAction;
+    // Public routes (sign-in, assets) need no session, so they cost no lookup.
+    if (action === undefined) return;
     const id = readCookie(request, SESSION_COOKIE);
     const session = id === undefined ? undefined : await findSession(db, id);
-    if (session) request.session = { ...session, id: id! };
-    const action = request.routeOptions.config.webAction;
-    if (action === undefined) return;
     if (!session) return refuseSignedOut(request, reply);
+    request.session = { ...session, id: id! };
     request.caller = authorize(session.token, action, 'web');
   });
   app.addHook('preValidation', async (request) => {

@@ -101,7 +101,8 @@ describe('bad input', () => {
     await operator.get(`/leases/${leases[1]}`);
     const count = async () => (await env.database.db.selectFrom('commands').select('id').execute()).length;
     const before = await count();
-    for (const fields of [{ kind: 'destroy' }, { kind: 'release', reason: 'x'.repeat(1001) }, { kind: 'release', extra: '1' }]) {
+    const forms: Record<string, string>[] = [{ kind: 'destroy' }, { kind: 'release', reason: 'x'.repeat(1001) }, { kind: 'release', extra: '1' }];
+    for (const fields of forms) {
       const answer = await operator.post(`/leases/${leases[1]}/commands`, fields);
       expect(answer.status).toBe(400);
       expect(answer.text).toMatch(/body[.:]/);

@@ -8,7 +8,7 @@ export async function operatorLease(env: ApiTestEnv, settings: Record<string, un
   return { id: lease.id, blueprint: blueprint.name };
 }
 
-/** The rows of `select` as plain objects. */
+/** The release commands on a lease, oldest first, coalesced ones included. */
 export async function releaseCommands(env: ApiTestEnv, leaseId: number) {
   return env.database.db
     .selectFrom('commands')
