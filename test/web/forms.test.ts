@@ -182,3 +182,24 @@ describe('buttons and forms', () => {
     }
   });
 });
+
+describe('resource buttons', () => {
+  test('an idle resource is reclaimed from its page, then shows both buttons disabled', async () => {
+    const lease = await operatorLease(env);
+    const { resource_id: resourceId } = await env.database.db.selectFrom('leases').select('resource_id').where('id', '=', lease.id).executeTakeFirstOrThrow();
+    await env.as.operator.post(`/v1/leases/${lease.id}/commands?wait=30`, { kind: 'release' });
+    const client = await signedIn('operator');
+    const page = await client.get(`/resources/${resourceId}`);
+    expect(page.text).toMatch(/name="kind" value="release" data-kind="release">Release</);
+    expect(page.text).toMatch(/name="kind" value="reclaim" data-kind="reclaim">Reclaim</);
+    const answer = await client.post(`/resources/${resourceId}/commands`, { kind: 'reclaim', reason: 'idle' });
+    expect(answer.headers.get('location')).toMatch(new RegExp(`^/resources/${resourceId}\\?command=\\d+&outcome=queued$`));
+    await waitFor('the resource destroyed', async () => (await env.database.db.selectFrom('resources').select('state').where('id', '=', resourceId!).executeTakeFirstOrThrow()).state === 'destroyed');
+    const after = await client.get(`/resources/${resourceId}`);
+    expect(after.text).toMatch(/value="release" data-kind="release" disabled title="a destroyed resource takes no release/);
+    expect(after.text).toMatch(/value="reclaim" data-kind="reclaim" disabled title="a destroyed resource takes no reclaim/);
+    const user = await signedIn('user');
+    expect((await user.get(`/resources/${resourceId}`)).text).not.toContain('data-kind="reclaim"');
+    expect((await user.post(`/resources/${resourceId}/commands`, { kind: 'release' })).status).toBe(403);
+  });
+});

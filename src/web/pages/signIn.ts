@@ -17,7 +17,7 @@ const NextPath = blank(
   z
     .string()
     .max(2000)
-    .regex(/^\/(?![/\\])/, 'expected a path on this server')
+    .regex(/^\/(?![/\\])[^\x00-\x1f]*$/, 'expected a path on this server')
     .optional(),
 );
 
