@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { answerFor } from '../api/errors.ts';
+import { NotFoundError } from '../domain/errors.ts';
 import { html } from './html.ts';
 import { sendPage } from './layout.ts';
 
@@ -10,7 +11,17 @@ import { sendPage } from './layout.ts';
  */
 export function installWebErrors(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => sendErrorPage(request, reply, error));
+  // Any other GET is a page that does not exist: a 404 page, except under the
+  // API's prefix, where the API's JSON answer stays (fastify has one
+  // not-found handler for `/`, and it is the API's).
+  app.get('/*', async (request, reply) => {
+    const path = request.url.split('?')[0]!;
+    if (path.startsWith(API_PREFIX)) return reply.callNotFound();
+    return sendErrorPage(request, reply, new NotFoundError('page', path));
+  });
 }
+
+const API_PREFIX = '/v1/';
 
 const TITLES: Record<number, string> = {
   400: 'That request is not valid',

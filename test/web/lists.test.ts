@@ -87,6 +87,7 @@ describe('bad input', () => {
     ['/resources/999999', 404, 'resource 999999'],
     ['/commands/999999', 404, 'command 999999'],
     ['/leases/1?outcome=hacked', 400, 'query.outcome'],
+    ['/no/such/page', 404, 'page /no/such/page does not exist'],
   ])('%s is a %i page that says what is wrong', async (path, status, says) => {
     const page = await client.get(path);
     expect(page.status).toBe(status);
