@@ -6,6 +6,7 @@ import * as gc from './0004_gc.ts';
 import * as callbacks from './0005_callbacks.ts';
 import * as staticPoolClaims from './0006_static_pool_claims.ts';
 import * as fastPaths from './0007_fast_paths.ts';
+import * as web from './0008_web.ts';
 import * as drainChecks from './0009_drain_checks.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
@@ -17,5 +18,6 @@ export const migrations: Record<string, Migration> = {
   '0005_callbacks': callbacks,
   '0006_static_pool_claims': staticPoolClaims,
   '0007_fast_paths': fastPaths,
+  '0008_web': web,
   '0009_drain_checks': drainChecks,
 };

@@ -206,6 +206,14 @@ export interface IdempotencyKeysTable {
   created_at: TimestampDefault;
 }
 
+export interface WebSessionsTable {
+  id_sha256: string;
+  token_id: number;
+  csrf_token: string;
+  created_at: TimestampDefault;
+  expires_at: Timestamp;
+}
+
 export interface DB {
   blueprints: BlueprintsTable;
   resources: ResourcesTable;
@@ -222,6 +230,7 @@ export interface DB {
   gc_passes: GcPassesTable;
   api_tokens: ApiTokensTable;
   idempotency_keys: IdempotencyKeysTable;
+  web_sessions: WebSessionsTable;
 }
 
 export type BlueprintRow = Selectable<BlueprintsTable>;

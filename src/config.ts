@@ -65,6 +65,8 @@ const ConfigSchema = z.object({
   // Failed authentications one client address may make per minute before
   // it is answered 429 without its token being looked at.
   SLIPWAY_API_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(20),
+  // How often the web UI's event stream sends a heartbeat comment, so proxies keep a quiet stream open.
+  SLIPWAY_WEB_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(20_000),
   // How long an Idempotency-Key is remembered (at least 24 hours).
   SLIPWAY_API_IDEMPOTENCY_HOURS: z.coerce.number().int().min(24).max(24 * 365).default(24),
   // The CLI's remote mode (see the README, "Remote mode"): with SLIPWAY_URL set, its

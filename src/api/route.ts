@@ -12,6 +12,8 @@ export interface RouteSpec<P extends Part, Q extends Part, B extends Part> {
   readonly summary: string;
   /** What the caller's role must allow; a route without one is public. */
   readonly action?: Action;
+  /** The same, for a web UI route: checked against the browser's session instead of a bearer token (src/web/webAuth.ts). */
+  readonly webAction?: Action;
   readonly params?: P;
   readonly query?: Q;
   readonly body?: B;
@@ -30,7 +32,7 @@ export function addRoute<P extends Part = undefined, Q extends Part = undefined,
   app.route({
     method: spec.method,
     url: spec.url,
-    config: { action: spec.action, summary: spec.summary },
+    config: { action: spec.action, webAction: spec.webAction, summary: spec.summary },
     schema: {
       ...(spec.params ? { params: spec.params } : {}),
       ...(spec.query ? { querystring: spec.query } : {}),

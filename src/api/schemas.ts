@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ObjectKind } from '../../migrations/schema.ts';
 
 /**
  * The request parts several routes share. Path and query values arrive as
@@ -17,6 +18,15 @@ export const BlueprintRef = z
   .min(1)
   .max(63)
   .transform((text) => (/^\d+$/.test(text) ? Number(text) : text));
+
+/** `<kind>:<id>` of an object, e.g. `lease:12`: the target filter of command lists. */
+export const TargetRef = z
+  .string()
+  .regex(/^(lease|resource|blueprint):[1-9]\d{0,14}$/, 'expected <kind>:<id>, e.g. lease:12')
+  .transform((text) => {
+    const [kind, id] = text.split(':') as [ObjectKind, string];
+    return { kind, id: Number(id) };
+  });
 
 export const BlueprintParams = z.object({ ref: BlueprintRef }).strict();
 

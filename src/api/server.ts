@@ -17,9 +17,10 @@ import { healthRoutes } from './routes/health.ts';
 import { leaseRoutes } from './routes/leases.ts';
 import { resourceRoutes } from './routes/resources.ts';
 import { installZodValidation } from './validation.ts';
+import { webRoutes } from '../web/webRoutes.ts';
 
-/** Route plugins, in registration order. */
-const ROUTES = [healthRoutes, blueprintRoutes, leaseRoutes, resourceRoutes, commandRoutes] as const;
+/** Route plugins, in registration order: the API's, then the web UI's (pages under `/`, see src/web/). */
+const ROUTES = [healthRoutes, blueprintRoutes, leaseRoutes, resourceRoutes, commandRoutes, webRoutes] as const;
 
 const PRUNE_KEYS_EVERY_MS = 3_600_000;
 

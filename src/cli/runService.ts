@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { ensureFirstAdminToken } from '../api/auth/firstAdminToken.ts';
+import { ensureFirstAdminToken, FIRST_ADMIN_TOKEN_FILE } from '../api/auth/firstAdminToken.ts';
 import { ApiServer } from '../api/server.ts';
 import { SlipwayWorker } from '../worker/SlipwayWorker.ts';
 import { describeDatabase, describeMigrations } from './databaseStatus.ts';
@@ -29,7 +29,7 @@ export async function runService(session: Session, parts: ServiceParts): Promise
     database: describeDatabase(config),
     ...(parts.migrated ? { migrationsApplied: parts.migrated } : {}),
     ...(worker ? { worker: worker.id, concurrency: config.SLIPWAY_WORKER_CONCURRENCY } : {}),
-    ...(api ? { api: api.url } : {}),
+    ...(api ? { api: api.url, web: `${api.url}/` } : {}),
     ...(tokenFile ? { adminTokenFile: tokenFile } : {}),
   };
   out.result(status, (s) =>
@@ -41,6 +41,7 @@ export async function runService(session: Session, parts: ServiceParts): Promise
       ...(tokenFile
         ? [`first admin token written to ${path.relative(process.cwd(), tokenFile)} (mode 0600; shown nowhere else)`]
         : []),
+      ...(api ? [signInHint(api.url, tokenFile ?? (config.DATABASE_URL ? undefined : path.join(config.homeDir, FIRST_ADMIN_TOKEN_FILE)))] : []),
       'Ctrl-C stops it',
     ].join('\n'),
   );
@@ -55,4 +56,12 @@ export async function runService(session: Session, parts: ServiceParts): Promise
     await worker.stop();
     out.progress('worker stopped');
   }
+}
+
+/** How to sign in to the web UI: with any API token, e.g. the first admin token when the embedded default made one. */
+function signInHint(url: string, adminTokenFile: string | undefined): string {
+  const token = adminTokenFile
+    ? `the admin token in ${path.relative(process.cwd(), adminTokenFile)} (if it is still there), or one from \`slipway token create\``
+    : 'a token from `slipway token create --name <you> --role operator`';
+  return `web UI on ${url}/ : sign in with ${token}`;
 }

@@ -82,6 +82,7 @@ export class CommandNotices {
  */
 export class NoticeListener {
   private readonly subscribers = new Set<CommandNotices>();
+  private readonly watchers = new Set<(notice: CommandNotice) => void>();
 
   private constructor(private readonly client: pg.PoolClient) {
     client.on('notification', (message) => {
@@ -89,6 +90,7 @@ export class NoticeListener {
       const notice = parseNotice(message.payload);
       if (!notice) return;
       for (const subscriber of this.subscribers) subscriber.deliver(notice);
+      for (const watcher of this.watchers) watcher(notice);
     });
   }
 
@@ -113,8 +115,15 @@ export class NoticeListener {
     return notices;
   }
 
+  /** Calls `onNotice` with every notice until the returned function is called (the web UI's change feed). */
+  watch(onNotice: (notice: CommandNotice) => void): () => void {
+    this.watchers.add(onNotice);
+    return () => this.watchers.delete(onNotice);
+  }
+
   async close(): Promise<void> {
     this.subscribers.clear();
+    this.watchers.clear();
     let failure: Error | undefined;
     try {
       await this.client.query(`unlisten ${COMMANDS_CHANNEL}`);

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
-import { fetchPage, type Page, type PageRequest } from './page.ts';
+import { fetchPage, type Page, type ListPage } from './page.ts';
 
 /** A blueprint named by its id or its name. */
 export type BlueprintRef = number | string;
@@ -55,6 +55,6 @@ export async function readBlueprintDetail(db: Db, ref: BlueprintRef): Promise<Bl
   };
 }
 
-export function listBlueprints(db: Db, page: PageRequest): Promise<Page<BlueprintRow>> {
+export function listBlueprints(db: Db, page: ListPage): Promise<Page<BlueprintRow>> {
   return fetchPage(db.selectFrom('blueprints').selectAll(), 'blueprints.id', page);
 }

@@ -1,7 +1,7 @@
 import type { LeaseRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
-import { fetchPage, type Page, type PageRequest } from './page.ts';
+import { fetchPage, type Page, type ListPage } from './page.ts';
 
 /** A lease is still being set up in these states: creating one waits for it to leave them. */
 const SETTING_UP: readonly string[] = ['pending', 'acquired'];
@@ -33,7 +33,7 @@ export async function findLease(db: Db, id: number): Promise<LeaseView> {
   return row;
 }
 
-export function listLeases(db: Db, filter: LeaseFilter, page: PageRequest): Promise<Page<LeaseView>> {
+export function listLeases(db: Db, filter: LeaseFilter, page: ListPage): Promise<Page<LeaseView>> {
   const query = leasesWithBlueprint(db)
     .$if(filter.state !== undefined, (q) => q.where('leases.state', '=', filter.state!))
     .$if(filter.blueprintId !== undefined, (q) => q.where('leases.blueprint_id', '=', filter.blueprintId!))

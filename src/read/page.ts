@@ -1,9 +1,14 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
 
 export interface PageRequest {
-  /** Only rows with an id greater than this. */
+  /** Only rows past this id in the page's order (greater, or smaller when newest first). */
   readonly after?: number;
   readonly limit: number;
+}
+
+/** A page in either order: the web UI's lists show the highest ids first; the API and the CLI list oldest first. */
+export interface ListPage extends PageRequest {
+  readonly newestFirst?: boolean;
 }
 
 export interface Page<T> {
@@ -20,11 +25,12 @@ export interface Page<T> {
 export async function fetchPage<DB, TB extends keyof DB, O extends { id: number }>(
   query: SelectQueryBuilder<DB, TB, O>,
   idColumn: string,
-  page: PageRequest,
+  page: ListPage,
 ): Promise<Page<O>> {
+  const past = page.newestFirst ? sql`<` : sql`>`;
   const rows = await query
-    .$if(page.after !== undefined, (q) => q.where(sql<boolean>`${sql.ref(idColumn)} > ${page.after}`))
-    .orderBy(sql.ref(idColumn))
+    .$if(page.after !== undefined, (q) => q.where(sql<boolean>`${sql.ref(idColumn)} ${past} ${page.after}`))
+    .orderBy(sql.ref(idColumn), page.newestFirst ? 'desc' : 'asc')
     .limit(page.limit + 1)
     .execute();
   const items = rows.slice(0, page.limit) as O[];

@@ -1,7 +1,7 @@
 import type { ResourceRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
-import { fetchPage, type Page, type PageRequest } from './page.ts';
+import { fetchPage, type Page, type ListPage } from './page.ts';
 
 export type ResourceView = ResourceRow & { readonly blueprint_name: string };
 
@@ -36,7 +36,7 @@ export async function readResourceDetail(db: Db, id: number): Promise<ResourceDe
   return { ...row, slots };
 }
 
-export function listResources(db: Db, filter: ResourceFilter, page: PageRequest): Promise<Page<ResourceView>> {
+export function listResources(db: Db, filter: ResourceFilter, page: ListPage): Promise<Page<ResourceView>> {
   const query = resourcesWithBlueprint(db)
     .$if(filter.state !== undefined, (q) => q.where('resources.state', '=', filter.state!))
     .$if(filter.blueprintId !== undefined, (q) => q.where('resources.blueprint_id', '=', filter.blueprintId!));

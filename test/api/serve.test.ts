@@ -22,6 +22,7 @@ for (const [command, serves] of [
     let stdout = '';
     child.stdout!.on('data', (chunk) => (stdout += chunk));
     const url = await waitFor(`${command} to report its API`, async () => serves.exec(stdout)?.[1]);
+    expect(stdout).toContain(`web UI on ${url}/ : sign in with a token from \`slipway token create`);
     if (command === 'api') expect(stdout).not.toMatch(/^worker /m);
     else expect(stdout).toMatch(/^worker \S+ running/m);
 

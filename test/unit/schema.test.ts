@@ -27,6 +27,7 @@ test('every table and column in migrations/schema.ts exists after migrating', as
   await db.selectFrom('callback_attempts').select(['id', 'callback_id', 'attempt', 'started_at', 'finished_at', 'status_code', 'error', 'next_retry_at']).execute();
   await db.selectFrom('api_tokens').select(['id', 'name', 'role', 'secret_sha256', 'created_by', 'created_at', 'last_used_at', 'revoked_at']).execute();
   await db.selectFrom('idempotency_keys').select(['token_id', 'key', 'request_sha256', 'state', 'response_status', 'response_headers', 'response_body', 'created_at']).execute();
+  await db.selectFrom('web_sessions').select(['id_sha256', 'token_id', 'csrf_token', 'created_at', 'expires_at']).execute();
   const { rows } = await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = 'graphile_worker'`.execute(db);
   expect(rows[0]!.n).toBeGreaterThan(0);
 });

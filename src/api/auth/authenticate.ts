@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { TokenRole } from '../../../migrations/schema.ts';
+import type { CommandSource, TokenRole } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import type { Actor } from '../../domain/Actor.ts';
 import { ApiError } from '../errors.ts';
 import { FailureLimiter } from './FailureLimiter.ts';
 import { reachOf, type Action, type Reach } from './roles.ts';
-import { tokenActorName } from './tokens.ts';
+import { tokenActorName, type LiveToken } from './tokens.ts';
 import { TrustedTokens } from './TrustedTokens.ts';
 
 /** Who is calling: the token, its role, and how far the route's action reaches for it. */
@@ -16,6 +16,8 @@ export interface Caller {
   /** `token:<name>`: the actor recorded on its commands, and the holder of its leases. */
   readonly actorName: string;
   readonly reach: Reach;
+  /** Where its commands come from: `api` for a bearer token, `web` for a signed-in browser. */
+  readonly source: CommandSource;
 }
 
 declare module 'fastify' {
@@ -64,13 +66,18 @@ export function installAuthentication(app: FastifyInstance, db: Db, failuresPerM
           : 'the token is unknown or revoked',
       );
     }
-    const reach = reachOf(token.role, action);
-    if (!reach) {
-      throw new ApiError('forbidden', `a ${token.role} token may not ${ACTION_TEXT[action]}`, { role: token.role, action });
-    }
-    request.caller = { tokenId: token.id, name: token.name, role: token.role, actorName: tokenActorName(token.name), reach };
+    request.caller = authorize(token, action, 'api');
     await tokens.markUsed(token);
   });
+}
+
+/** The caller a live token makes for an action, or a 403 when its role may not do it (the API's and the web UI's one check). */
+export function authorize(token: LiveToken, action: Action, source: CommandSource): Caller {
+  const reach = reachOf(token.role, action);
+  if (!reach) {
+    throw new ApiError('forbidden', `a ${token.role} token may not ${ACTION_TEXT[action]}`, { role: token.role, action });
+  }
+  return { tokenId: token.id, name: token.name, role: token.role, actorName: tokenActorName(token.name), reach, source };
 }
 
 function bearerToken(request: FastifyRequest): string | undefined {
@@ -96,9 +103,10 @@ export function callerOf(request: FastifyRequest): Caller {
 
 /** The actor recorded on what this request asks for: who, from where, with which request. */
 export function actorOf(request: FastifyRequest, reason?: string | null): Actor {
+  const caller = callerOf(request);
   return {
-    issuedBy: callerOf(request).actorName,
-    source: 'api',
+    issuedBy: caller.actorName,
+    source: caller.source,
     reason: reason ?? null,
     requestId: request.id,
     clientAddress: request.ip,

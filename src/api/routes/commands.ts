@@ -1,25 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ObjectKind } from '../../../migrations/schema.ts';
-import { attachCallback } from '../../callbacks/attachCallback.ts';
-import { CallbackRequestSchema, type CallbackRequest } from '../../callbacks/CallbackRequest.ts';
-import type { Config } from '../../config.ts';
+import { CallbackRequestSchema } from '../../callbacks/CallbackRequest.ts';
 import { COMMAND_KINDS, type CommandKindSpec } from '../../domain/commandKinds.ts';
-import { InvalidInputError } from '../../domain/errors.ts';
-import type { Db } from '../../db/Database.ts';
-import { appendInTransaction } from '../../queue/appendCommand.ts';
-import { cancelCommand } from '../../queue/cancelCommand.ts';
 import { readCallbacks } from '../../read/callbacks.ts';
 import { readCommandTree } from '../../read/commandTree.ts';
 import { findCommand, listCommands } from '../../read/commands.ts';
-import { findLease } from '../../read/leases.ts';
 import type { ApiContext } from '../ApiContext.ts';
-import { actorOf, assertMayTouch, callerOf } from '../auth/authenticate.ts';
+import { requestCancel, requestCommand } from '../requestCommand.ts';
 import type { Action } from '../auth/roles.ts';
 import { commandAccepted, commandSettled } from '../commandAnswers.ts';
 import { runPost } from '../respond.ts';
 import { addRoute } from '../route.ts';
-import { IdParams, PageQuery, Reason, WaitQuery } from '../schemas.ts';
+import { IdParams, PageQuery, Reason, TargetRef, WaitQuery } from '../schemas.ts';
 
 /** The kinds a caller may request of each object (the others Slipway issues itself). */
 function requestableKinds(target: ObjectKind): [string, ...string[]] {
@@ -47,7 +40,7 @@ function commandBody(target: ObjectKind) {
 }
 
 /** The objects that take commands over the API, as data: path, kind, what the caller's role must allow. */
-const COMMAND_TARGETS: ReadonlyArray<{ path: string; kind: ObjectKind; action: Action }> = [
+export const COMMAND_TARGETS: ReadonlyArray<{ path: string; kind: ObjectKind; action: Action }> = [
   { path: 'leases', kind: 'lease', action: 'lease.command' },
   { path: 'resources', kind: 'resource', action: 'resource.command' },
   { path: 'blueprints', kind: 'blueprint', action: 'blueprint.write' },
@@ -57,14 +50,7 @@ const ListQuery = z
   .object({
     status: z.enum(['queued', 'running', 'done', 'failed', 'cancelled', 'coalesced']).optional(),
     kind: z.string().regex(/^[a-z_]{1,40}$/, 'expected a command kind, e.g. release').optional(),
-    target: z
-      .string()
-      .regex(/^(lease|resource|blueprint):[1-9]\d{0,14}$/, 'expected <kind>:<id>, e.g. lease:12')
-      .transform((text) => {
-        const [kind, id] = text.split(':');
-        return { kind: kind as ObjectKind, id: Number(id) };
-      })
-      .optional(),
+    target: TargetRef.optional(),
     ...PageQuery,
   })
   .strict();
@@ -86,19 +72,7 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
       handler: ({ params, query, body }, request, reply) =>
         runPost(context, request, reply, async (trx) => {
           const target = { kind: targetKind, id: params.id };
-          const caller = callerOf(request);
-          // Only a caller limited to its own leases needs the holder (a missing lease is a 404 either way).
-          if (targetKind === 'lease' && caller.reach === 'own') assertMayTouch(caller, (await findLease(trx, params.id)).holder, 'leases');
-          await context.backpressure.assertBacklogRoom(trx);
-          await context.backpressure.assertQueueRoom(trx, target);
-          const result = await appendInTransaction(
-            trx,
-            { target, kind: body.kind, version: body.version, payload: body.payload, actor: actorOf(request, body.reason) },
-            { fromOutside: true },
-          );
-          // In the append's transaction: a refused URL leaves no command behind, and a
-          // duplicate that coalesced gets its callback on the command it joined.
-          if (body.callback) await attachRequestedCallback(trx, result.command.id, body.callback, context.config);
+          const result = await requestCommand(trx, context, request, target, body);
           const wait = query.wait;
           return {
             response: commandAccepted(result),
@@ -142,20 +116,8 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
     body: CancelBody,
     handler: ({ params, body }, request, reply) =>
       runPost(context, request, reply, async (trx) => {
-        const command = await findCommand(trx, params.id);
-        assertMayTouch(callerOf(request), command.issued_by, 'commands');
-        const cancelled = await cancelCommand(trx, command, actorOf(request, body.reason));
+        const cancelled = await requestCancel(trx, request, params.id, body.reason);
         return { response: { status: 200, headers: {}, body: { command: cancelled } } };
       }),
   });
-}
-
-/** Attaches a request's callback; a refused URL names its field as every other body field (`body.callback.url`). */
-async function attachRequestedCallback(trx: Db, commandId: number, callback: CallbackRequest, config: Config): Promise<void> {
-  try {
-    await attachCallback(trx, commandId, callback.url, config.SLIPWAY_CALLBACK_ALLOWED_HOSTS);
-  } catch (error) {
-    if (!(error instanceof InvalidInputError)) throw error;
-    throw new InvalidInputError(error.message, { ...error.details, field: `body.${String(error.details.field)}` });
-  }
 }

@@ -1,0 +1,94 @@
+import type { FastifyRequest } from 'fastify';
+import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
+import { reachOf, type Action } from '../api/auth/roles.ts';
+import { tokenActorName } from '../api/auth/tokens.ts';
+import { COMMAND_TARGETS } from '../api/routes/commands.ts';
+import { commandKindSpec } from '../domain/commandKinds.ts';
+import { accepts, statesAccepting } from '../domain/lifecycle.ts';
+import { objectHref } from './format.ts';
+import { html, type SafeHtml } from './html.ts';
+import { csrfField } from './layout.ts';
+
+/**
+ * The buttons that queue a command on an object, as data. `busyWhile`: the
+ * command kinds in flight (queued or running) during which the button reads
+ * `busyLabel` and is disabled, the way Drydock said "releasing…" until the
+ * object was gone: a release, then the destroy it causes.
+ */
+export interface ButtonSpec {
+  readonly target: ObjectKind;
+  readonly kind: string;
+  readonly label: string;
+  readonly busyLabel: string;
+  readonly busyWhile: readonly string[];
+}
+
+export const BUTTONS: readonly ButtonSpec[] = [
+  { target: 'lease', kind: 'release', label: 'Release', busyLabel: 'releasing…', busyWhile: ['release', 'destroy'] },
+  { target: 'resource', kind: 'release', label: 'Release', busyLabel: 'releasing…', busyWhile: ['release', 'destroy'] },
+  { target: 'resource', kind: 'reclaim', label: 'Reclaim', busyLabel: 'reclaiming…', busyWhile: ['reclaim', 'destroy'] },
+];
+
+/** The command kinds a form may post for each object: exactly the buttons'. */
+export function buttonKinds(target: ObjectKind): [string, ...string[]] {
+  return BUTTONS.filter((b) => b.target === target).map((b) => b.kind) as [string, ...string[]];
+}
+
+/** What the signed-in role's grant for commands on this kind of object reaches, if anything. */
+function commandAction(target: ObjectKind): Action {
+  const found = COMMAND_TARGETS.find((t) => t.kind === target);
+  if (!found) throw new Error(`no command route for ${target}`);
+  return found.action;
+}
+
+/** May the signed-in user act on an object owned by `owner` (undefined: objects nobody owns, such as resources)? */
+function mayAct(request: FastifyRequest, action: Action, owner: string | undefined): boolean {
+  const token = request.session?.token;
+  if (!token) return false;
+  const reach = reachOf(token.role, action);
+  return reach === 'any' || (reach === 'own' && owner === tokenActorName(token.name));
+}
+
+export interface ButtonTarget {
+  readonly kind: ObjectKind;
+  readonly id: number;
+  readonly state: string;
+  /** The object's queued and running commands. */
+  readonly queue: readonly Pick<CommandRow, 'kind'>[];
+  readonly owner?: string;
+}
+
+/**
+ * The object's buttons, in one form (one optional reason shared by them):
+ * none for a role that may not act on it; each disabled, saying why, when
+ * the state table does not accept its command in the object's state; and
+ * "releasing…" while its command is in flight.
+ */
+export function commandButtons(request: FastifyRequest, target: ButtonTarget): SafeHtml {
+  const specs = BUTTONS.filter((b) => b.target === target.kind);
+  if (!mayAct(request, commandAction(target.kind), target.owner)) return html``;
+  const inFlight = new Set(target.queue.map((c) => c.kind));
+  const buttons = specs.map((spec) => {
+    const busy = spec.busyWhile.some((kind) => inFlight.has(kind));
+    const allowed = accepts(target.kind, target.state, spec.kind);
+    const why = allowed ? '' : `a ${target.state} ${target.kind} takes no ${spec.kind} (only ${statesAccepting(target.kind, spec.kind).join(', ')})`;
+    return busy
+      ? html`<button type="button" disabled class="busy" data-kind="${spec.kind}">${spec.busyLabel}</button>`
+      : html`<button type="submit" name="kind" value="${spec.kind}" data-kind="${spec.kind}"${allowed ? '' : html` disabled title="${why}"`}>${spec.label}</button>`;
+  });
+  return html`<form class="actions" method="post" action="${objectHref(target.kind, target.id)}/commands" data-once>
+  ${csrfField(request)}
+  <label>Reason <span class="muted">(optional)</span> <input type="text" name="reason" maxlength="1000" autocomplete="off"></label>
+  ${buttons}
+</form>`;
+}
+
+/** Cancel, for a command still queued that the signed-in user may cancel (an internal command never can be). */
+export function cancelButton(request: FastifyRequest, command: CommandRow): SafeHtml {
+  if (command.status !== 'queued' || commandKindSpec(command.target_kind, command.kind)?.internal) return html``;
+  if (!mayAct(request, 'command.cancel', command.issued_by)) return html``;
+  return html`<form class="actions inline" method="post" action="/commands/${command.id}/cancel" data-once>
+  ${csrfField(request)}
+  <button type="submit" data-kind="cancel">Cancel command ${command.id}</button>
+</form>`;
+}

@@ -1,0 +1,49 @@
+import type { ObjectKind } from '../../migrations/schema.ts';
+import { html, type SafeHtml } from './html.ts';
+
+/**
+ * A state or status as text in a badge: the text says it, the colour
+ * (app.css, by class) only repeats it.
+ */
+export function badge(value: string): SafeHtml {
+  return html`<span class="badge badge-${value}">${value}</span>`;
+}
+
+/** An instant, in UTC to the second, with the exact value for machines. */
+export function when(at: Date | null | undefined): SafeHtml {
+  if (!at) return html`<span class="muted">—</span>`;
+  return html`<time datetime="${at.toISOString()}">${at.toISOString().replace('T', ' ').slice(0, 19)}Z</time>`;
+}
+
+/** How long from one instant to another, for people ("1.2 s", "3 min"). */
+export function took(from: Date | null | undefined, to: Date | null | undefined): string {
+  if (!from || !to) return '—';
+  const ms = to.getTime() - from.getTime();
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 120_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.round(ms / 60_000)} min`;
+}
+
+/** Where each kind of object is shown: leases and resources have pages; a blueprint is a row of the blueprints list. */
+const OBJECT_HREF: Record<ObjectKind, (id: number) => string> = {
+  lease: (id) => `/leases/${id}`,
+  resource: (id) => `/resources/${id}`,
+  blueprint: (id) => `/blueprints#blueprint-${id}`,
+};
+
+export function objectHref(kind: ObjectKind, id: number): string {
+  return OBJECT_HREF[kind](id);
+}
+
+export function objectLink(kind: ObjectKind, id: number): SafeHtml {
+  return html`<a href="${objectHref(kind, id)}">${kind} ${id}</a>`;
+}
+
+export function commandLink(id: number, kind?: string): SafeHtml {
+  return html`<a href="/commands/${id}">command ${id}${kind ? ` (${kind})` : ''}</a>`;
+}
+
+/** An optional value, or a muted dash. */
+export function orDash(value: string | number | null | undefined): SafeHtml {
+  return value === null || value === undefined || value === '' ? html`<span class="muted">—</span>` : html`${value}`;
+}

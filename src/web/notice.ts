@@ -1,0 +1,32 @@
+import { z } from 'zod';
+import { Id } from '../api/schemas.ts';
+import { commandLink } from './format.ts';
+import { blank } from './forms.ts';
+import { html, type SafeHtml } from './html.ts';
+
+/**
+ * What became of a button press, carried by the redirect after the POST
+ * (`?command=<id>&outcome=<what>`) so the page says it: a fixed sentence
+ * per outcome, never text taken from the URL.
+ */
+export const OUTCOMES = {
+  queued: 'Queued as',
+  joined: 'One was already in flight: your request joined',
+  done: 'Already done by',
+  cancelled: 'Cancelled',
+} as const;
+export type Outcome = keyof typeof OUTCOMES;
+
+export const NoticeQuery = {
+  command: blank(Id.optional()),
+  outcome: blank(z.enum(Object.keys(OUTCOMES) as [Outcome, ...Outcome[]]).optional()),
+};
+
+export function renderNotice(query: { command?: number; outcome?: Outcome }): SafeHtml {
+  if (query.command === undefined || query.outcome === undefined) return html``;
+  return html`<p class="notice" role="status">${OUTCOMES[query.outcome]} ${commandLink(query.command)}.</p>`;
+}
+
+export function noticeQuery(command: number, outcome: Outcome): string {
+  return `?${new URLSearchParams({ command: String(command), outcome })}`;
+}

@@ -1,0 +1,59 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { addRoute } from '../../api/route.ts';
+import { IdParams } from '../../api/schemas.ts';
+import type { Db } from '../../db/Database.ts';
+import { readCommandTree } from '../../read/commandTree.ts';
+import { findCommand } from '../../read/commands.ts';
+import { cancelButton } from '../buttons.ts';
+import { badge, commandLink, objectLink, orDash, took, when } from '../format.ts';
+import { html } from '../html.ts';
+import { sendPage } from '../layout.ts';
+import { NoticeQuery, renderNotice } from '../notice.ts';
+
+/** `/commands/:id`: a command's status and outcome, who asked and why, and the tree of commands it caused. */
+export async function commandPage(app: FastifyInstance, db: Db): Promise<void> {
+  addRoute(app, {
+    method: 'GET',
+    url: '/commands/:id',
+    summary: 'a command',
+    webAction: 'read',
+    params: IdParams,
+    query: z.object(NoticeQuery).strict(),
+    handler: async ({ params, query }, request, reply) => {
+      const command = await findCommand(db, params.id);
+      const tree = await readCommandTree(db, command.id);
+      const main = html`<h1>Command ${command.id}: ${command.kind} ${badge(command.status)}</h1>
+${renderNotice(query)}
+<section class="card">
+<dl class="fields">
+  <dt>Target</dt><dd>${objectLink(command.target_kind, command.target_id)}</dd>
+  <dt>Status</dt><dd>${command.status}</dd>
+  <dt>Outcome</dt><dd>${orDash(command.message)}</dd>
+  <dt>Issued by</dt><dd>${command.issued_by} <span class="muted">(from ${command.source})</span></dd>
+  <dt>Reason</dt><dd>${orDash(command.reason)}</dd>
+  <dt>Caused by</dt><dd>${command.caused_by === null ? orDash(null) : commandLink(command.caused_by)}</dd>
+  ${command.coalesced_into !== null ? html`<dt>Joined</dt><dd>${commandLink(command.coalesced_into)} <span class="muted">(already in flight)</span></dd>` : ''}
+  <dt>Request</dt><dd>${orDash(command.request_id)}${command.client_address ? html` <span class="muted">from ${command.client_address}</span>` : ''}</dd>
+  <dt>Queued</dt><dd>${when(command.created_at)}</dd>
+  <dt>Started</dt><dd>${when(command.started_at)}</dd>
+  <dt>Finished</dt><dd>${when(command.finished_at)} <span class="muted">${command.finished_at ? `(${took(command.created_at, command.finished_at)} after queued)` : ''}</span></dd>
+  <dt>Attempts</dt><dd>${command.attempts}</dd>
+</dl>
+${cancelButton(request, command)}
+</section>
+<h2>What it caused</h2>
+${tree.length <= 1
+  ? html`<p class="muted">Nothing (yet).</p>`
+  : html`<div class="table-wrap"><table>
+<thead><tr><th>Command</th><th>Target</th><th>Status</th><th>Queued</th><th>Took</th><th>Outcome</th></tr></thead>
+<tbody>${tree.map(
+      (node) => html`<tr><td class="tree-node"><span aria-hidden="true">${'\u00a0\u00a0'.repeat(node.depth)}${node.depth > 0 ? '└ ' : ''}</span>${commandLink(node.id, node.kind)}</td>
+<td>${objectLink(node.target_kind, node.target_id)}</td><td>${badge(node.status)}</td><td>${when(node.created_at)}</td>
+<td>${took(node.started_at ?? node.created_at, node.finished_at)}</td><td>${orDash(node.message)}</td></tr>`,
+    )}</tbody></table></div>`}`;
+      const watch = tree.map((node) => `command:${node.id}`);
+      return sendPage(request, reply, { title: `Command ${command.id}`, watch: watch.length > 0 ? watch : [`command:${command.id}`], main });
+    },
+  });
+}

@@ -1,0 +1,52 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { addRoute } from '../../api/route.ts';
+import { IdParams } from '../../api/schemas.ts';
+import type { Db } from '../../db/Database.ts';
+import { findLease } from '../../read/leases.ts';
+import { readHistory } from '../../read/objectHistory.ts';
+import { targetState } from '../../read/targetState.ts';
+import { cancelButton, commandButtons } from '../buttons.ts';
+import { badge, objectLink, orDash, when } from '../format.ts';
+import { html } from '../html.ts';
+import { sendPage } from '../layout.ts';
+import { NoticeQuery, renderNotice } from '../notice.ts';
+import { renderQueue, renderTimeline } from '../timeline.ts';
+
+/** `/leases/:id`: a lease's fields, its release button, its queue and its timeline. */
+export async function leasePage(app: FastifyInstance, db: Db): Promise<void> {
+  addRoute(app, {
+    method: 'GET',
+    url: '/leases/:id',
+    summary: 'a lease',
+    webAction: 'read',
+    params: IdParams,
+    query: z.object(NoticeQuery).strict(),
+    handler: async ({ params, query }, request, reply) => {
+      const lease = await findLease(db, params.id);
+      const { queue, timeline } = await readHistory(db, { kind: 'lease', id: lease.id });
+      const goal = targetState('lease', lease.state, queue);
+      const main = html`<h1>Lease ${lease.id} ${badge(lease.state)}${goal ? html` <span class="goal">→ ${badge(goal)}</span>` : ''}</h1>
+${renderNotice(query)}
+<section class="card">
+<dl class="fields">
+  <dt>State</dt><dd>${lease.state}</dd>
+  <dt>Target state</dt><dd>${goal ?? html`<span class="muted">none (nothing in flight)</span>`}</dd>
+  <dt>Holder</dt><dd>${lease.holder}</dd>
+  <dt>Blueprint</dt><dd><a href="/blueprints#blueprint-${lease.blueprint_id}">${lease.blueprint_name}</a></dd>
+  <dt>Resource</dt><dd>${lease.resource_id === null ? orDash(null) : html`${objectLink('resource', lease.resource_id)} <span class="muted">slot ${lease.slot}</span>`}</dd>
+  <dt>Expires</dt><dd>${when(lease.expires_at)}</dd>
+  <dt>Heartbeat due</dt><dd>${when(lease.heartbeat_deadline)}</dd>
+  <dt>Message</dt><dd>${orDash(lease.message)}</dd>
+  <dt>Created</dt><dd>${when(lease.created_at)}</dd>
+  <dt>Updated</dt><dd>${when(lease.updated_at)}</dd>
+</dl>
+${commandButtons(request, { kind: 'lease', id: lease.id, state: lease.state, queue, owner: lease.holder })}
+</section>
+${renderQueue(queue, (c) => cancelButton(request, c))}
+${await renderTimeline(db, timeline)}`;
+      const watch = [`lease:${lease.id}`, ...(lease.resource_id === null ? [] : [`resource:${lease.resource_id}`])];
+      return sendPage(request, reply, { title: `Lease ${lease.id}`, watch, main });
+    },
+  });
+}

@@ -1,0 +1,160 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { BlueprintRow, CommandRow } from '../../../migrations/schema.ts';
+import { addRoute } from '../../api/route.ts';
+import { BlueprintRef, TargetRef } from '../../api/schemas.ts';
+import type { Db } from '../../db/Database.ts';
+import { LIFECYCLES } from '../../domain/lifecycle.ts';
+import { blueprintIdFilter, listBlueprints } from '../../read/blueprints.ts';
+import { listCommands } from '../../read/commands.ts';
+import { listLeases, type LeaseView } from '../../read/leases.ts';
+import { listResources, type ResourceView } from '../../read/resources.ts';
+import { badge, commandLink, objectLink, orDash, when } from '../format.ts';
+import { blank } from '../forms.ts';
+import { html } from '../html.ts';
+import { sendPage } from '../layout.ts';
+import { ListPaging, renderList, textFilter, type FilterField } from './listView.ts';
+
+const LEASE_STATES = Object.keys(LIFECYCLES.lease);
+const RESOURCE_STATES = Object.keys(LIFECYCLES.resource);
+const COMMAND_STATUSES = ['queued', 'running', 'done', 'failed', 'cancelled', 'coalesced'] as const;
+const SOURCES = ['web', 'cli', 'api', 'gc', 'system'] as const;
+
+const stateFilter = (states: readonly string[]) => blank(z.enum(states as [string, ...string[]]).optional());
+const blueprintFilter = blank(BlueprintRef.optional());
+
+const BLUEPRINT_FIELD: FilterField = { name: 'blueprint', label: 'Blueprint', placeholder: 'name or id' };
+
+/** The four lists: blueprints, resources, leases and commands, newest first, each with its filters. */
+export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
+  addRoute(app, {
+    method: 'GET',
+    url: '/blueprints',
+    summary: 'blueprints',
+    webAction: 'read',
+    query: z.object(ListPaging).strict(),
+    handler: async ({ query }, request, reply) => {
+      const page = await listBlueprints(db, { ...query, newestFirst: true });
+      const main = renderList<BlueprintRow>(request, {
+        title: 'Blueprints',
+        path: '/blueprints',
+        filters: [],
+        page,
+        rowId: (b) => `blueprint-${b.id}`,
+        columns: [
+          { header: 'Id', cell: (b) => b.id },
+          { header: 'Name', cell: (b) => b.name },
+          { header: 'State', cell: (b) => badge(b.state) },
+          { header: 'Driver', cell: (b) => b.driver },
+          { header: 'Resources', cell: (b) => html`<a href="/resources?blueprint=${b.id}">${b.live_resources} live</a> <span class="muted">(${b.min_resources}–${b.max_resources})</span>` },
+          { header: 'Leases', cell: (b) => html`<a href="/leases?blueprint=${b.id}">leases</a> <span class="muted">(${b.leases_per_resource} per resource)</span>` },
+          { header: 'Commands', cell: (b) => html`<a href="/commands?target=blueprint:${b.id}">commands</a>` },
+          { header: 'Created', cell: (b) => when(b.created_at) },
+        ],
+      });
+      return sendPage(request, reply, { title: 'Blueprints', watch: ['*'], main });
+    },
+  });
+
+  addRoute(app, {
+    method: 'GET',
+    url: '/resources',
+    summary: 'resources',
+    webAction: 'read',
+    query: z.object({ state: stateFilter(RESOURCE_STATES), blueprint: blueprintFilter, ...ListPaging }).strict(),
+    handler: async ({ query }, request, reply) => {
+      const { state, blueprint, ...paging } = query;
+      const page = await listResources(db, { state, blueprintId: await blueprintIdFilter(db, blueprint) }, { ...paging, newestFirst: true });
+      const main = renderList<ResourceView>(request, {
+        title: 'Resources',
+        path: '/resources',
+        filters: [{ name: 'state', label: 'State', options: RESOURCE_STATES }, BLUEPRINT_FIELD],
+        page,
+        columns: [
+          { header: 'Resource', cell: (r) => objectLink('resource', r.id) },
+          { header: 'State', cell: (r) => badge(r.state) },
+          { header: 'Blueprint', cell: (r) => r.blueprint_name },
+          { header: 'Slots used', cell: (r) => `${r.used_slots} of ${r.capacity}` },
+          { header: 'Message', cell: (r) => orDash(r.message) },
+          { header: 'Created', cell: (r) => when(r.created_at) },
+        ],
+      });
+      return sendPage(request, reply, { title: 'Resources', watch: ['*'], main });
+    },
+  });
+
+  addRoute(app, {
+    method: 'GET',
+    url: '/leases',
+    summary: 'leases',
+    webAction: 'read',
+    query: z.object({ state: stateFilter(LEASE_STATES), blueprint: blueprintFilter, holder: textFilter(), ...ListPaging }).strict(),
+    handler: async ({ query }, request, reply) => {
+      const { state, blueprint, holder, ...paging } = query;
+      const filter = { state, holder, blueprintId: await blueprintIdFilter(db, blueprint) };
+      const page = await listLeases(db, filter, { ...paging, newestFirst: true });
+      const main = renderList<LeaseView>(request, {
+        title: 'Leases',
+        path: '/leases',
+        filters: [
+          { name: 'state', label: 'State', options: LEASE_STATES },
+          BLUEPRINT_FIELD,
+          { name: 'holder', label: 'Holder', placeholder: 'e.g. token:ci' },
+        ],
+        page,
+        columns: [
+          { header: 'Lease', cell: (l) => objectLink('lease', l.id) },
+          { header: 'State', cell: (l) => badge(l.state) },
+          { header: 'Holder', cell: (l) => l.holder },
+          { header: 'Blueprint', cell: (l) => l.blueprint_name },
+          { header: 'Resource', cell: (l) => (l.resource_id === null ? orDash(null) : objectLink('resource', l.resource_id)) },
+          { header: 'Expires', cell: (l) => when(l.expires_at) },
+          { header: 'Created', cell: (l) => when(l.created_at) },
+        ],
+      });
+      return sendPage(request, reply, { title: 'Leases', watch: ['*'], main });
+    },
+  });
+
+  addRoute(app, {
+    method: 'GET',
+    url: '/commands',
+    summary: 'commands',
+    webAction: 'read',
+    query: z
+      .object({
+        status: blank(z.enum(COMMAND_STATUSES).optional()),
+        source: blank(z.enum(SOURCES).optional()),
+        issuer: textFilter(),
+        target: blank(TargetRef.optional()),
+        ...ListPaging,
+      })
+      .strict(),
+    handler: async ({ query }, request, reply) => {
+      const { status, source, issuer, target, ...paging } = query;
+      const page = await listCommands(db, { status, source, issuedBy: issuer, target }, { ...paging, newestFirst: true });
+      const main = renderList<CommandRow>(request, {
+        title: 'Commands',
+        path: '/commands',
+        filters: [
+          { name: 'status', label: 'Status', options: COMMAND_STATUSES },
+          { name: 'source', label: 'Source', options: SOURCES },
+          { name: 'issuer', label: 'Issued by', placeholder: 'e.g. token:admin' },
+          { name: 'target', label: 'Target', placeholder: 'e.g. lease:12' },
+        ],
+        page,
+        columns: [
+          { header: 'Command', cell: (c) => commandLink(c.id, c.kind) },
+          { header: 'Target', cell: (c) => objectLink(c.target_kind, c.target_id) },
+          { header: 'Status', cell: (c) => badge(c.status) },
+          { header: 'Issued by', cell: (c) => c.issued_by },
+          { header: 'Source', cell: (c) => c.source },
+          { header: 'Reason', cell: (c) => orDash(c.reason) },
+          { header: 'Queued', cell: (c) => when(c.created_at) },
+          { header: 'Finished', cell: (c) => when(c.finished_at) },
+        ],
+      });
+      return sendPage(request, reply, { title: 'Commands', watch: ['*'], main });
+    },
+  });
+}

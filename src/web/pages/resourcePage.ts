@@ -1,0 +1,55 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { addRoute } from '../../api/route.ts';
+import { IdParams } from '../../api/schemas.ts';
+import type { Db } from '../../db/Database.ts';
+import { readHistory } from '../../read/objectHistory.ts';
+import { readResourceDetail } from '../../read/resources.ts';
+import { targetState } from '../../read/targetState.ts';
+import { cancelButton, commandButtons } from '../buttons.ts';
+import { badge, objectLink, orDash, when } from '../format.ts';
+import { html } from '../html.ts';
+import { sendPage } from '../layout.ts';
+import { NoticeQuery, renderNotice } from '../notice.ts';
+import { renderQueue, renderTimeline } from '../timeline.ts';
+
+/** `/resources/:id`: a resource's fields and slots, its release and reclaim buttons, its queue and its timeline. */
+export async function resourcePage(app: FastifyInstance, db: Db): Promise<void> {
+  addRoute(app, {
+    method: 'GET',
+    url: '/resources/:id',
+    summary: 'a resource',
+    webAction: 'read',
+    params: IdParams,
+    query: z.object(NoticeQuery).strict(),
+    handler: async ({ params, query }, request, reply) => {
+      const resource = await readResourceDetail(db, params.id);
+      const { queue, timeline } = await readHistory(db, { kind: 'resource', id: resource.id });
+      const goal = targetState('resource', resource.state, queue);
+      const main = html`<h1>Resource ${resource.id} ${badge(resource.state)}${goal ? html` <span class="goal">→ ${badge(goal)}</span>` : ''}</h1>
+${renderNotice(query)}
+<section class="card">
+<dl class="fields">
+  <dt>State</dt><dd>${resource.state}</dd>
+  <dt>Target state</dt><dd>${goal ?? html`<span class="muted">none (nothing in flight)</span>`}</dd>
+  <dt>Blueprint</dt><dd><a href="/blueprints#blueprint-${resource.blueprint_id}">${resource.blueprint_name}</a></dd>
+  <dt>Slots used</dt><dd>${resource.used_slots} of ${resource.capacity}</dd>
+  <dt>Idle since</dt><dd>${when(resource.idle_since)}</dd>
+  <dt>Message</dt><dd>${orDash(resource.message)}</dd>
+  <dt>Created</dt><dd>${when(resource.created_at)}</dd>
+  <dt>Updated</dt><dd>${when(resource.updated_at)}</dd>
+</dl>
+${commandButtons(request, { kind: 'resource', id: resource.id, state: resource.state, queue })}
+</section>
+<h2>Slots</h2>
+${resource.slots.length === 0
+  ? html`<p class="muted">No lease holds a slot.</p>`
+  : html`<div class="table-wrap"><table><thead><tr><th>Slot</th><th>Lease</th><th>Holder</th><th>Granted</th></tr></thead>
+<tbody>${resource.slots.map((s) => html`<tr><td>${s.slot}</td><td>${objectLink('lease', s.lease_id)}</td><td>${s.holder}</td><td>${when(s.granted_at)}</td></tr>`)}</tbody></table></div>`}
+${renderQueue(queue, (c) => cancelButton(request, c))}
+${await renderTimeline(db, timeline)}`;
+      const watch = [`resource:${resource.id}`, ...resource.slots.map((s) => `lease:${s.lease_id}`)];
+      return sendPage(request, reply, { title: `Resource ${resource.id}`, watch, main });
+    },
+  });
+}

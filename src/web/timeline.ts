@@ -1,0 +1,66 @@
+import type { CommandRow } from '../../migrations/schema.ts';
+import type { Db } from '../db/Database.ts';
+import { readCommandLinks, type LinkedCommand } from '../read/commandLinks.ts';
+import type { Timeline } from '../read/objectHistory.ts';
+import { badge, commandLink, objectLink, orDash, took, when } from './format.ts';
+import { html, type SafeHtml } from './html.ts';
+
+function linkTo(command: LinkedCommand): SafeHtml {
+  return html`${commandLink(command.id, command.kind)} on ${objectLink(command.targetKind, command.targetId)} ${badge(command.status)}`;
+}
+
+/**
+ * An object's one timeline, newest first: its commands (with their status)
+ * and its events (with their transition), each with who asked, from where,
+ * why and when, and the caused-by links both ways: which command (often on
+ * another object) caused a command or event here, and what each command here
+ * caused elsewhere.
+ */
+export async function renderTimeline(db: Db, timeline: Timeline): Promise<SafeHtml> {
+  const commandIds = timeline.entries.filter((e) => e.type === 'command').map((e) => e.id);
+  const links = await readCommandLinks(db, commandIds);
+  const rows = [...timeline.entries].reverse().map((entry) => {
+    if (entry.type === 'command') {
+      const causedBy = links.causedBy.get(entry.id);
+      const caused = links.caused.get(entry.id) ?? [];
+      return html`<tr class="command">
+<td>${when(entry.at)}</td>
+<td>${commandLink(entry.id, entry.kind)}</td>
+<td>${badge(entry.status)}${entry.finishedAt ? html` <span class="muted">in ${took(entry.at, entry.finishedAt)}</span>` : ''}</td>
+<td>${entry.who} <span class="muted">(${entry.where})</span></td>
+<td>${orDash(entry.reason)}</td>
+<td>${orDash(entry.message)}
+${causedBy ? html`<div>caused by ${linkTo(causedBy)}</div>` : ''}
+${caused.map((child) => html`<div>caused ${linkTo(child)}</div>`)}</td>
+</tr>`;
+    }
+    return html`<tr class="event">
+<td>${when(entry.at)}</td>
+<td>${entry.event}</td>
+<td>${entry.fromState || entry.toState ? html`${entry.fromState ? badge(entry.fromState) : ''} → ${entry.toState ? badge(entry.toState) : ''}` : ''}</td>
+<td>${entry.who} <span class="muted">(${entry.where})</span></td>
+<td>${orDash(entry.reason)}</td>
+<td>${entry.message}${entry.commandId !== null ? html`<div>by ${commandLink(entry.commandId)}</div>` : ''}</td>
+</tr>`;
+  });
+  return html`<h2>Timeline</h2>
+${timeline.truncated ? html`<p class="muted">Only the latest entries are shown.</p>` : ''}
+${rows.length === 0
+  ? html`<p class="muted">Nothing yet.</p>`
+  : html`<div class="table-wrap"><table class="timeline">
+<thead><tr><th>When</th><th>What</th><th>Status</th><th>Who (from)</th><th>Reason</th><th>Outcome and links</th></tr></thead>
+<tbody>${rows}</tbody></table></div>`}`;
+}
+
+/** The object's queue: commands queued or running, oldest first (the order they will be applied in). */
+export function renderQueue(queue: readonly CommandRow[], cancel: (command: CommandRow) => SafeHtml): SafeHtml {
+  return html`<h2>Queue</h2>
+${queue.length === 0
+  ? html`<p class="muted">Empty: nothing queued or running.</p>`
+  : html`<div class="table-wrap"><table>
+<thead><tr><th>Command</th><th>Status</th><th>Issued by</th><th>Reason</th><th>Queued</th><th></th></tr></thead>
+<tbody>${queue.map(
+      (c) => html`<tr><td>${commandLink(c.id, c.kind)}</td><td>${badge(c.status)}</td><td>${c.issued_by} <span class="muted">(${c.source})</span></td>
+<td>${orDash(c.reason)}</td><td>${when(c.created_at)}</td><td>${cancel(c)}</td></tr>`,
+    )}</tbody></table></div>`}`;
+}

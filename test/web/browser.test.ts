@@ -1,0 +1,135 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { apiTestEnv } from '../api/support/apiTestEnv.ts';
+import { launchBrowser, screenshot, signedInContext } from './support/browser.ts';
+import { operatorLease, releaseCommands } from './support/webFixtures.ts';
+
+const env = apiTestEnv();
+let browser: Browser;
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+/** The driver takes a while to release, so "releasing…" is there to be seen. */
+const SLOW_RELEASE = { operationLatencyMs: { releaseLease: 1000 } };
+
+const heading = (page: Page) => page.locator('h1').innerText();
+
+describe('in a browser', () => {
+  test('sign in, open a lease, press release: the page follows it to released and destroyed without a reload', async () => {
+    const lease = await operatorLease(env, SLOW_RELEASE);
+    const context = await signedInContext(browser, env.server.url, env.as.operator.token!);
+    const page = await context.newPage();
+    await page.goto('/');
+    expect(await page.locator('main').innerText()).toContain(lease.blueprint);
+    await screenshot(page, 'overview-first');
+
+    await page.goto(`/leases/${lease.id}`);
+    expect(await heading(page)).toContain('active');
+    await screenshot(page, 'lease-active');
+    await page.fill('input[name=reason]', 'finished the build');
+    await Promise.all([page.waitForURL(/outcome=queued/), page.click('button[data-kind=release]')]);
+
+    // Landed on the page after the redirect: mark it, so a reload would show.
+    await page.evaluate(() => Object.assign(window, { notReloaded: true }));
+    expect(await page.locator('button[data-kind=release]').innerText()).toBe('releasing…');
+    expect(await page.locator('button[data-kind=release]').isDisabled()).toBe(true);
+    await screenshot(page, 'lease', { forReadme: true });
+
+    await page.waitForFunction(() => document.querySelector('h1')?.textContent?.includes('destroyed') && !document.querySelector('.goal'), null, {
+      timeout: 30_000,
+    });
+    expect(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded)).toBe(true);
+    const timeline = await page.locator('table.timeline').innerText();
+    expect(timeline).toMatch(/active\s*→\s*released/);
+    expect(timeline).toMatch(/released\s*→\s*destroyed/);
+    expect(timeline).toContain('finished the build');
+    // One event stream for the page, however many updates it received.
+    const streams = await page.evaluate(() => performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/events')).length);
+    expect(streams).toBeLessThanOrEqual(1);
+
+    // Destroyed: the button stays, disabled, saying why.
+    const button = page.locator('button[data-kind=release]');
+    expect(await button.isDisabled()).toBe(true);
+    expect(await button.getAttribute('title')).toContain('a destroyed lease takes no release');
+    await page.reload();
+    expect(await page.locator('button[data-kind=release]').isDisabled()).toBe(true);
+    await screenshot(page, 'lease-destroyed');
+
+    const [release] = await releaseCommands(env, lease.id);
+    await page.goto(`/commands/${release!.id}`);
+    expect(await page.locator('main').innerText()).toContain('What it caused');
+    await screenshot(page, 'command');
+    for (const list of ['leases', 'resources', 'commands', 'blueprints']) {
+      await page.goto(`/${list}`);
+      await screenshot(page, `list-${list}`);
+    }
+    await context.close();
+  });
+
+  test('two tabs pressing release at once make one release; the other joins it', async () => {
+    const lease = await operatorLease(env, SLOW_RELEASE);
+    const context = await signedInContext(browser, env.server.url, env.as.operator.token!);
+    const tabs = await Promise.all([context.newPage(), context.newPage()]);
+    await Promise.all(tabs.map((tab) => tab.goto(`/leases/${lease.id}`)));
+    await Promise.all(tabs.map((tab) => Promise.all([tab.waitForURL(/outcome=/), tab.click('button[data-kind=release]')])));
+
+    const releases = await releaseCommands(env, lease.id);
+    const real = releases.filter((r) => r.coalesced_into === null);
+    expect(real).toHaveLength(1);
+    expect(releases.filter((r) => r.coalesced_into !== null).every((r) => r.coalesced_into === real[0]!.id)).toBe(true);
+    const outcomes = tabs.map((tab) => new URL(tab.url()).searchParams);
+    expect(outcomes.map((o) => o.get('command'))).toEqual([String(real[0]!.id), String(real[0]!.id)]);
+    expect(outcomes.map((o) => o.get('outcome')).sort()).toEqual(['joined', 'queued']);
+    await context.close();
+  });
+
+  test('a double click queues one release', async () => {
+    const lease = await operatorLease(env, SLOW_RELEASE);
+    const context = await signedInContext(browser, env.server.url, env.as.operator.token!);
+    const page = await context.newPage();
+    await page.goto(`/leases/${lease.id}`);
+    await Promise.all([page.waitForURL(/outcome=/), page.dblclick('button[data-kind=release]')]);
+    const releases = await releaseCommands(env, lease.id);
+    expect(releases.filter((r) => r.coalesced_into === null)).toHaveLength(1);
+    await context.close();
+  });
+
+  test('a viewer sees no buttons, and its forged posts are refused and write nothing', async () => {
+    const lease = await operatorLease(env);
+    const context = await signedInContext(browser, env.server.url, env.as.viewer.token!, { width: 390, height: 844 });
+    const page = await context.newPage();
+    await page.goto(`/leases/${lease.id}`);
+    expect(await page.locator('main button').count()).toBe(0);
+    await screenshot(page, 'lease-viewer-phone');
+
+    const statuses = await page.evaluate(async (id) => {
+      const csrf = document.querySelector<HTMLInputElement>('input[name=_csrf]')!.value;
+      const post = (fields: Record<string, string>) =>
+        fetch(`/leases/${id}/commands`, { method: 'POST', body: new URLSearchParams(fields), redirect: 'manual' }).then((r) => r.status);
+      return [await post({ _csrf: csrf, kind: 'release' }), await post({ kind: 'release' })];
+    }, lease.id);
+    expect(statuses).toEqual([403, 403]);
+    expect(await releaseCommands(env, lease.id)).toEqual([]);
+    await context.close();
+  });
+
+  test('the overview counts every blueprint\'s resources and leases by state, and refreshes itself', async () => {
+    const context = await signedInContext(browser, env.server.url, env.as.admin.token!);
+    const page = await context.newPage();
+    await page.goto('/');
+    const cards = page.locator('section.card');
+    expect(await cards.count()).toBe(4);
+    expect(await page.locator('main').innerText()).toMatch(/destroyed\s*1/);
+    // A change anywhere refreshes it within a few seconds (lists and the overview are debounced).
+    const lease = await operatorLease(env);
+    await page.waitForFunction(() => document.querySelectorAll('section.card').length === 5, null, { timeout: 15_000 });
+    await screenshot(page, 'overview', { forReadme: true });
+    expect(lease.id).toBeGreaterThan(0);
+    await context.close();
+  });
+});

@@ -1,0 +1,205 @@
+import { describe, expect, test } from 'vitest';
+import { apiTestEnv } from '../api/support/apiTestEnv.ts';
+import { waitFor } from '../helpers/waitFor.ts';
+import { operatorLease, releaseCommands } from './support/webFixtures.ts';
+import { WebClient } from './support/WebClient.ts';
+
+const env = apiTestEnv();
+
+async function signedIn(role: 'viewer' | 'user' | 'operator' | 'admin'): Promise<WebClient> {
+  const client = new WebClient(env.server.url);
+  const answer = await client.signIn(env.as[role].token!);
+  expect(answer.status).toBe(303);
+  return client;
+}
+
+async function commandCount(): Promise<number> {
+  const row = await env.database.db.selectFrom('commands').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+describe('sign-in and sessions', () => {
+  test('a page without a session sends the browser to sign in, and back after', async () => {
+    const client = new WebClient(env.server.url);
+    const page = await client.get('/leases?state=active');
+    expect(page.status).toBe(303);
+    expect(page.headers.get('location')).toBe('/sign-in?next=%2Fleases%3Fstate%3Dactive');
+    const form = await client.get('/sign-in?next=%2Fleases%3Fstate%3Dactive');
+    const answer = await client.post('/sign-in', { _csrf: /name="_csrf" value="([^"]*)"/.exec(form.text)![1]!, token: env.as.viewer.token!, next: '/leases?state=active' });
+    expect(answer.status).toBe(303);
+    expect(answer.headers.get('location')).toBe('/leases?state=active');
+  });
+
+  test('the session cookie is HttpOnly and SameSite=Strict, and its id is stored only hashed', async () => {
+    const client = new WebClient(env.server.url);
+    const form = await client.get('/sign-in');
+    const answer = await client.post('/sign-in', { _csrf: /name="_csrf" value="([^"]*)"/.exec(form.text)![1]!, token: env.as.viewer.token! });
+    const cookie = answer.headers.getSetCookie().find((c) => c.startsWith('slipway_session='))!;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    expect(cookie).not.toMatch(/Secure/); // served over plain http here
+    const id = decodeURIComponent(cookie.split(';')[0]!.split('=')[1]!);
+    const rows = await env.database.db.selectFrom('web_sessions').select('id_sha256').execute();
+    expect(rows.some((r) => r.id_sha256 === id)).toBe(false);
+    expect(rows.length).toBeGreaterThan(0);
+  });
+
+  test('a wrong token is refused with the form again; a sign-in without the form token is a 403', async () => {
+    const client = new WebClient(env.server.url);
+    const bad = await client.signIn('slw_not-a-real-token-at-all-000000000');
+    expect(bad.status).toBe(401);
+    expect(bad.text).toContain('That token is unknown or revoked.');
+    const forged = await new WebClient(env.server.url).post('/sign-in', { _csrf: 'guess', token: env.as.admin.token! });
+    expect(forged.status).toBe(403);
+    expect(forged.headers.get('set-cookie') ?? '').not.toContain('slipway_session');
+  });
+
+  test('sign-out ends the session on the server', async () => {
+    const client = await signedIn('viewer');
+    expect((await client.get('/')).status).toBe(200);
+    expect((await client.post('/sign-out')).status).toBe(303);
+    expect((await client.get('/')).status).toBe(303);
+  });
+
+  test('a next path pointing elsewhere is refused', async () => {
+    const client = new WebClient(env.server.url);
+    expect((await client.get('/sign-in?next=//evil.example/')).status).toBe(400);
+  });
+});
+
+describe('buttons and forms', () => {
+  test('release from the lease page: recorded as from the web, with its reason, and the page says so', async () => {
+    const lease = await operatorLease(env);
+    const client = await signedIn('operator');
+    const page = await client.get(`/leases/${lease.id}`);
+    expect(page.text).toMatch(/<button type="submit" name="kind" value="release"/);
+    const answer = await client.post(`/leases/${lease.id}/commands`, { kind: 'release', reason: 'done with it' });
+    expect(answer.status).toBe(303);
+    const [release] = await releaseCommands(env, lease.id);
+    expect(release).toMatchObject({ source: 'web', issued_by: 'token:operator', reason: 'done with it' });
+    expect(answer.headers.get('location')).toBe(`/leases/${lease.id}?command=${release!.id}&outcome=queued`);
+    const after = await client.get(answer.headers.get('location')!);
+    expect(after.text).toContain(`Queued as <a href="/commands/${release!.id}">command ${release!.id}</a>`);
+  });
+
+  test('a second press joins the release in flight or is told which command did it: one release', async () => {
+    const lease = await operatorLease(env, { operationLatencyMs: { releaseLease: 500 } });
+    const client = await signedIn('operator');
+    await client.get(`/leases/${lease.id}`);
+    const answers = await Promise.all([1, 2, 3].map(() => client.post(`/leases/${lease.id}/commands`, { kind: 'release' })));
+    const outcomes = answers.map((a) => new URL(a.headers.get('location')!, 'http://x').searchParams.get('outcome'));
+    expect(outcomes.filter((o) => o === 'queued')).toHaveLength(1);
+    const releases = await releaseCommands(env, lease.id);
+    expect(releases.filter((r) => r.coalesced_into === null)).toHaveLength(1);
+    const commandIds = new Set(answers.map((a) => new URL(a.headers.get('location')!, 'http://x').searchParams.get('command')));
+    expect(commandIds.size).toBe(1);
+  });
+
+  test('a reason with markup is shown as text, never run', async () => {
+    const lease = await operatorLease(env);
+    const client = await signedIn('operator');
+    await client.get(`/leases/${lease.id}`);
+    await client.post(`/leases/${lease.id}/commands`, { kind: 'release', reason: '<script>alert("x")</script><img src=x onerror=alert(1)>' });
+    const page = await client.get(`/leases/${lease.id}`);
+    expect(page.text).not.toContain('<script>alert');
+    expect(page.text).not.toContain('<img src=x');
+    expect(page.text).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;');
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const list = await client.get('/commands?source=web');
+    expect(list.text).toContain('&lt;script&gt;');
+    expect(list.text).not.toContain('<script>alert');
+  });
+
+  test('forged posts write nothing: without a CSRF token, with another session\'s, from another origin, and by a viewer', async () => {
+    const lease = await operatorLease(env);
+    const operator = await signedIn('operator');
+    const viewer = await signedIn('viewer');
+    const before = await commandCount();
+
+    const noToken = await operator.post(`/leases/${lease.id}/commands`, { _csrf: '', kind: 'release' });
+    expect(noToken.status).toBe(403);
+    expect(noToken.text).toContain('CSRF');
+    const othersToken = await operator.post(`/leases/${lease.id}/commands`, { _csrf: viewer.csrf!, kind: 'release' });
+    expect(othersToken.status).toBe(403);
+    const crossOrigin = await operator.post(`/leases/${lease.id}/commands`, { kind: 'release' }, { origin: 'https://evil.example' });
+    expect(crossOrigin.status).toBe(403);
+
+    const viewerPage = await viewer.get(`/leases/${lease.id}`);
+    expect(viewerPage.text).not.toContain('<button type="submit" name="kind"');
+    const withValidToken = await viewer.post(`/leases/${lease.id}/commands`, { kind: 'release' });
+    expect(withValidToken.status).toBe(403);
+    expect(withValidToken.text).toContain('a viewer token may not send commands to leases');
+    const withoutToken = await viewer.post(`/leases/${lease.id}/commands`, { _csrf: 'x', kind: 'release' });
+    expect(withoutToken.status).toBe(403);
+    const signedOut = await new WebClient(env.server.url).post(`/leases/${lease.id}/commands`, { kind: 'release' });
+    expect(signedOut.status).toBe(401);
+
+    expect(await commandCount()).toBe(before);
+    expect(await releaseCommands(env, lease.id)).toEqual([]);
+  });
+
+  test('a user may release only leases it holds; the button shows only there', async () => {
+    const lease = await operatorLease(env);
+    const user = await signedIn('user');
+    const page = await user.get(`/leases/${lease.id}`);
+    expect(page.text).not.toContain('value="release"');
+    const answer = await user.post(`/leases/${lease.id}/commands`, { kind: 'release' });
+    expect(answer.status).toBe(403);
+    expect(await releaseCommands(env, lease.id)).toEqual([]);
+  });
+
+  test('a destroyed lease shows its release button disabled, and a late post is told which command did it', async () => {
+    const lease = await operatorLease(env);
+    const client = await signedIn('operator');
+    await client.get(`/leases/${lease.id}`);
+    await client.post(`/leases/${lease.id}/commands`, { kind: 'release' });
+    await waitFor('the lease destroyed', async () => (await env.database.db.selectFrom('leases').select('state').where('id', '=', lease.id).executeTakeFirstOrThrow()).state === 'destroyed');
+    const page = await client.get(`/leases/${lease.id}`);
+    expect(page.text).toMatch(/value="release" data-kind="release" disabled title="a destroyed lease takes no release/);
+    const late = await client.post(`/leases/${lease.id}/commands`, { kind: 'release' });
+    const [release] = await releaseCommands(env, lease.id);
+    expect(late.headers.get('location')).toBe(`/leases/${lease.id}?command=${release!.id}&outcome=done`);
+  });
+
+  test('cancel on a queued command, from its page', async () => {
+    const lease = await operatorLease(env);
+    await env.stopWorker();
+    try {
+      const client = await signedIn('operator');
+      await client.get(`/leases/${lease.id}`);
+      const queued = await client.post(`/leases/${lease.id}/commands`, { kind: 'release' });
+      const id = new URL(queued.headers.get('location')!, 'http://x').searchParams.get('command')!;
+      const page = await client.get(`/commands/${id}`);
+      expect(page.text).toContain(`action="/commands/${id}/cancel"`);
+      const cancelled = await client.post(`/commands/${id}/cancel`, { reason: 'changed my mind' });
+      expect(cancelled.status).toBe(303);
+      const row = await env.database.db.selectFrom('commands').select(['status', 'message']).where('id', '=', Number(id)).executeTakeFirstOrThrow();
+      expect(row).toEqual({ status: 'cancelled', message: 'cancelled by token:operator: changed my mind' });
+      const after = await client.get(`/commands/${id}`);
+      expect(after.text).not.toContain(`action="/commands/${id}/cancel"`);
+    } finally {
+      await env.startWorker();
+    }
+  });
+});
+
+describe('resource buttons', () => {
+  test('an idle resource is reclaimed from its page, then shows both buttons disabled', async () => {
+    const lease = await operatorLease(env);
+    const { resource_id: resourceId } = await env.database.db.selectFrom('leases').select('resource_id').where('id', '=', lease.id).executeTakeFirstOrThrow();
+    await env.as.operator.post(`/v1/leases/${lease.id}/commands?wait=30`, { kind: 'release' });
+    const client = await signedIn('operator');
+    const page = await client.get(`/resources/${resourceId}`);
+    expect(page.text).toMatch(/name="kind" value="release" data-kind="release">Release</);
+    expect(page.text).toMatch(/name="kind" value="reclaim" data-kind="reclaim">Reclaim</);
+    const answer = await client.post(`/resources/${resourceId}/commands`, { kind: 'reclaim', reason: 'idle' });
+    expect(answer.headers.get('location')).toMatch(new RegExp(`^/resources/${resourceId}\\?command=\\d+&outcome=queued$`));
+    await waitFor('the resource destroyed', async () => (await env.database.db.selectFrom('resources').select('state').where('id', '=', resourceId!).executeTakeFirstOrThrow()).state === 'destroyed');
+    const after = await client.get(`/resources/${resourceId}`);
+    expect(after.text).toMatch(/value="release" data-kind="release" disabled title="a destroyed resource takes no release/);
+    expect(after.text).toMatch(/value="reclaim" data-kind="reclaim" disabled title="a destroyed resource takes no reclaim/);
+    const user = await signedIn('user');
+    expect((await user.get(`/resources/${resourceId}`)).text).not.toContain('data-kind="reclaim"');
+    expect((await user.post(`/resources/${resourceId}/commands`, { kind: 'release' })).status).toBe(403);
+  });
+});

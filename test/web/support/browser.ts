@@ -1,0 +1,52 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+
+/** Debian's chromium (`apt-get install chromium`; .ci/run installs it when missing). */
+const CHROMIUM = '/usr/bin/chromium';
+
+/**
+ * Flags that keep the browser off the network and quiet: nothing but the
+ * test server is ever contacted. Playwright adds --headless and a fresh
+ * temporary --user-data-dir of its own for every launch (and deletes it on
+ * close), so no profile is shared between runs.
+ */
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+}
+
+/** Where tests leave screenshots: under .slipway/ (ignored by git). */
+export const SCREENSHOTS = path.resolve('.slipway', 'screenshots');
+
+/** Where the README's screenshots live; written only when SLIPWAY_DOC_SCREENSHOTS=1 (`npm run screenshots`). */
+const DOC_SCREENSHOTS = path.resolve('docs', 'screenshots');
+
+export async function screenshot(page: Page, name: string, options: { forReadme?: boolean } = {}): Promise<void> {
+  await mkdir(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  if (options.forReadme && process.env.SLIPWAY_DOC_SCREENSHOTS === '1') {
+    await mkdir(DOC_SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: path.join(DOC_SCREENSHOTS, `${name}.png`), fullPage: true });
+  }
+}
+
+/** A browser context (its own cookies) signed in with `token` through the sign-in form. */
+export async function signedInContext(browser: Browser, baseURL: string, token: string, viewport = { width: 1280, height: 900 }): Promise<BrowserContext> {
+  const context = await browser.newContext({ baseURL, viewport });
+  const page = await context.newPage();
+  await page.goto('/sign-in');
+  await page.fill('input[name=token]', token);
+  await Promise.all([page.waitForURL((url) => url.pathname === '/'), page.click('button[type=submit]')]);
+  await page.close();
+  return context;
+}
