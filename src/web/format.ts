@@ -47,3 +47,14 @@ export function commandLink(id: number, kind?: string): SafeHtml {
 export function orDash(value: string | number | null | undefined): SafeHtml {
   return value === null || value === undefined || value === '' ? html`<span class="muted">—</span>` : html`${value}`;
 }
+
+/** A lease's or resource's page heading: its state and, while commands are in flight, the state they lead to. */
+export function stateHeading(title: string, state: string, goal: string | undefined): SafeHtml {
+  return html`<h1>${title} ${badge(state)}${goal ? html` <span class="goal">→ ${badge(goal)}</span>` : ''}</h1>`;
+}
+
+/** The first rows of a lease's or resource's fields: its state and its target state. */
+export function stateFields(state: string, goal: string | undefined): SafeHtml {
+  return html`<dt>State</dt><dd>${state}</dd>
+  <dt>Target state</dt><dd>${goal ?? html`<span class="muted">none (nothing in flight)</span>`}</dd>`;
+}

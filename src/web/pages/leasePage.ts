@@ -7,7 +7,7 @@ import { findLease } from '../../read/leases.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { targetState } from '../../read/targetState.ts';
 import { cancelButton, commandButtons } from '../buttons.ts';
-import { badge, objectLink, orDash, when } from '../format.ts';
+import { objectLink, orDash, stateFields, stateHeading, when } from '../format.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
@@ -26,12 +26,11 @@ export async function leasePage(app: FastifyInstance, db: Db): Promise<void> {
       const lease = await findLease(db, params.id);
       const { queue, timeline } = await readHistory(db, { kind: 'lease', id: lease.id });
       const goal = targetState('lease', lease.state, queue);
-      const main = html`<h1>Lease ${lease.id} ${badge(lease.state)}${goal ? html` <span class="goal">→ ${badge(goal)}</span>` : ''}</h1>
+      const main = html`${stateHeading(`Lease ${lease.id}`, lease.state, goal)}
 ${renderNotice(query)}
 <section class="card">
 <dl class="fields">
-  <dt>State</dt><dd>${lease.state}</dd>
-  <dt>Target state</dt><dd>${goal ?? html`<span class="muted">none (nothing in flight)</span>`}</dd>
+  ${stateFields(lease.state, goal)}
   <dt>Holder</dt><dd>${lease.holder}</dd>
   <dt>Blueprint</dt><dd><a href="/blueprints#blueprint-${lease.blueprint_id}">${lease.blueprint_name}</a></dd>
   <dt>Resource</dt><dd>${lease.resource_id === null ? orDash(null) : html`${objectLink('resource', lease.resource_id)} <span class="muted">slot ${lease.slot}</span>`}</dd>

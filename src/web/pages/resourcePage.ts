@@ -7,7 +7,7 @@ import { readHistory } from '../../read/objectHistory.ts';
 import { readResourceDetail } from '../../read/resources.ts';
 import { targetState } from '../../read/targetState.ts';
 import { cancelButton, commandButtons } from '../buttons.ts';
-import { badge, objectLink, orDash, when } from '../format.ts';
+import { objectLink, orDash, stateFields, stateHeading, when } from '../format.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
@@ -26,12 +26,11 @@ export async function resourcePage(app: FastifyInstance, db: Db): Promise<void> 
       const resource = await readResourceDetail(db, params.id);
       const { queue, timeline } = await readHistory(db, { kind: 'resource', id: resource.id });
       const goal = targetState('resource', resource.state, queue);
-      const main = html`<h1>Resource ${resource.id} ${badge(resource.state)}${goal ? html` <span class="goal">→ ${badge(goal)}</span>` : ''}</h1>
+      const main = html`${stateHeading(`Resource ${resource.id}`, resource.state, goal)}
 ${renderNotice(query)}
 <section class="card">
 <dl class="fields">
-  <dt>State</dt><dd>${resource.state}</dd>
-  <dt>Target state</dt><dd>${goal ?? html`<span class="muted">none (nothing in flight)</span>`}</dd>
+  ${stateFields(resource.state, goal)}
   <dt>Blueprint</dt><dd><a href="/blueprints#blueprint-${resource.blueprint_id}">${resource.blueprint_name}</a></dd>
   <dt>Slots used</dt><dd>${resource.used_slots} of ${resource.capacity}</dd>
   <dt>Idle since</dt><dd>${when(resource.idle_since)}</dd>
