@@ -216,7 +216,7 @@ export class ObjectDrain {
           outcomeStatements(db, target, object, command, outcome),
         );
         const carried = next.object ?? object;
-        expectVersion(target, next.lockedVersion === undefined ? undefined : { version: next.lockedVersion }, carried.version);
+        expectVersion(target, next.locked, carried.version);
         step.announcements.add(target, command.id, outcome.status);
         this.log.debug({ command: command.id, kind: command.kind, status: outcome.status, to: outcome.to }, outcome.message);
         return { object: carried, head: next.head };

@@ -29,7 +29,7 @@ const FOLLOW_UP_TARGET_MISSING_SQLSTATE = 'SW002';
  * the event rows, the cancellation of queued work this command supersedes;
  * then the follow-up commands, and the wake-ups of their objects. The first
  * statement returns the object's row as it now is (the drain carries it to
- * the next command), or a row of nulls when the outcome left the row alone.
+ * the next command), or no row when the outcome left the row alone.
  *
  * They are built, not run: the drain sends them with its commit and its next
  * reads in one round trip (sql/queueHead.ts), so every check is made inside

@@ -85,7 +85,7 @@ export async function commitOutcomeAndReadHead<Row>(
   target: ObjectRef,
   preempting: readonly string[],
   outcome: readonly CompiledQuery[],
-): Promise<{ object: Row | undefined; head: CommandRow | undefined; lockedVersion: number | undefined }> {
+): Promise<{ object: Row | undefined; head: CommandRow | undefined; locked: { version: number } | undefined }> {
   const escape = (text: string) => client.escapeLiteral(text);
   const statements = outcome.map((query) => inlineParameters(query, escape));
   let results: Results<unknown>[];
@@ -104,7 +104,7 @@ export async function commitOutcomeAndReadHead<Row>(
   return {
     object: (results[0] as Results<Row>).rows[0],
     head: (results[after + 1] as Results<CommandRow>).rows[0],
-    lockedVersion: (results[after + 3] as Results<{ version: number }>).rows[0]?.version,
+    locked: (results[after + 3] as Results<{ version: number }>).rows[0],
   };
 }
 
