@@ -10,6 +10,7 @@ import {
   NotFoundError,
 } from '../domain/errors.ts';
 import { statesAccepting } from '../domain/lifecycle.ts';
+import { admit } from './admissionChecks.ts';
 import { describeObject, DRAIN_TASK, type ObjectRef } from './objectTables.ts';
 
 export interface AppendRequest {
@@ -34,7 +35,8 @@ export interface AppendResult {
 /**
  * The one way to put a command on an object's queue, for every caller.
  *
- * From outside (CLI, API, collector): validates the kind, version and payload,
+ * From outside (CLI, API, collector): validates the kind, version and payload
+ * (and what the payload must satisfy of its target, see admissionChecks),
  * checks the target exists and that its state accepts the command (refusing
  * an impossible one with a CommandRejectedError that says why), coalesces
  * duplicates, and writes the command and its wake-up in one transaction.
@@ -59,7 +61,9 @@ export async function appendInTransaction(
 ): Promise<AppendResult> {
   const { target, kind } = request;
   const spec = commandKindSpec(target.kind, kind);
-  const { rows } = await sql<AppendedRow>`select f.part, f.object_state, (f.cmd).* from ${appendCall(request, options)} as f`.execute(trx);
+  const call = appendCall(request, options);
+  if (options.fromOutside) await admit(trx, target, kind, (request.payload ?? {}) as Record<string, unknown>);
+  const { rows } = await sql<AppendedRow>`select f.part, f.object_state, (f.cmd).* from ${call} as f`.execute(trx);
 
   const parts = new Map(rows.map(({ part, object_state, ...command }) => [part, { state: object_state, command }]));
   const inserted = parts.get('inserted');

@@ -91,9 +91,11 @@ test('driver settings change only through the blueprint queue, where its resourc
   expect(queued.body.command).toMatchObject({ kind: 'update_settings', status: 'done', issued_by: 'token:admin', source: 'api', reason: 'slower' });
   expect((await env.as.admin.get(`/v1/blueprints/${name}`)).body.blueprint.settings).toMatchObject({ latencyMs: { min: 1, max: 2 } });
 
-  // Settings the driver refuses fail the command, and the blueprint keeps the ones it had.
+  // Settings the driver refuses are refused before anything is queued, and the blueprint keeps the ones it had.
+  const queuedBefore = (await env.as.admin.get(`/v1/commands?target=blueprint:${id}`)).body.items.length;
   const wrong = await env.as.admin.post(`/v1/blueprints/${id}/commands?wait=60`, { kind: 'update_settings', payload: { settings: { latencyMs: 'fast' } } });
-  expect(wrong.status).toBe(200);
-  expect(wrong.body.command).toMatchObject({ status: 'failed', message: expect.stringMatching(/latencyMs/) });
+  expect(wrong.status).toBe(400);
+  expect(wrong.body.message).toMatch(/invalid settings for the simulated driver: settings\.latencyMs/);
+  expect((await env.as.admin.get(`/v1/commands?target=blueprint:${id}`)).body.items).toHaveLength(queuedBefore);
   expect((await env.as.admin.get(`/v1/blueprints/${name}`)).body.blueprint.settings).toMatchObject({ latencyMs: { min: 1, max: 2 } });
 });

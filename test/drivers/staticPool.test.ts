@@ -4,7 +4,7 @@ import { loadConfig } from '../../src/config.ts';
 import { validateDriverSettings } from '../../src/drivers/registry.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
-import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
 import { SlipwayWorker } from '../../src/worker/SlipwayWorker.ts';
 import { runCli } from '../cli/runCli.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
@@ -172,7 +172,7 @@ describe('static-pool driver through a worker', () => {
     expect(after.capacity).toBe(3);
   });
 
-  test('settings are validated: by the CLI before anything is queued, and again when the update is applied', async () => {
+  test("settings are validated: by every append from outside, the CLI's included, before anything is queued, and again when the update is applied", async () => {
     expect(() => validateDriverSettings('static-pool', { entries: [] })).toThrow(/list at least one entry/);
     expect(() => validateDriverSettings('static-pool', { entries: [hostA, hostA] })).toThrow(/entry names must be unique/);
     expect(() => validateDriverSettings('static-pool', { entries: [{ name: 'x', slots: 0 }] })).toThrow(/settings.entries.0.slots/);
@@ -189,7 +189,11 @@ describe('static-pool driver through a worker', () => {
     expect(after.n).toBe(before.n);
 
     const blueprint = await db().selectFrom('blueprints').select(['id', 'settings', 'version']).where('name', '=', 'hosts').executeTakeFirstOrThrow();
-    const { command } = await appendCommand(db(), { target: { kind: 'blueprint', id: blueprint.id }, kind: 'update_settings', payload: { settings: { entries: 'all of them' } }, actor });
+    const update = { target: { kind: 'blueprint', id: blueprint.id }, kind: 'update_settings', payload: { settings: { entries: 'all of them' } }, actor } as const;
+    // Every append from outside checks them (admissionChecks)...
+    await expect(appendCommand(db(), update)).rejects.toThrow(/invalid settings for the static-pool driver: settings.entries/);
+    // ...and the drain checks again, for settings that no longer fit when it applies them.
+    const { command } = await appendInTransaction(db(), update, { fromOutside: false });
     const settled = await waitFor('the update settled', async () => {
       const row = await db().selectFrom('commands').select(['status', 'message']).where('id', '=', command.id).executeTakeFirstOrThrow();
       return row.status === 'failed' ? row : undefined;

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { cliActor } from '../../domain/Actor.ts';
 import { InvalidInputError } from '../../domain/errors.ts';
-import { validateDriverSettings } from '../../drivers/registry.ts';
 import { createBlueprint } from '../../objects/createBlueprint.ts';
 import { findBlueprint, listBlueprints, readBlueprintDetail, type BlueprintRef } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
@@ -75,8 +74,6 @@ export function addBlueprintCommands(program: Command): void {
       if (!options.settings && !options.setting) throw new InvalidInputError('give the new settings with --settings <json> or --setting <key=value>');
       const found = await findBlueprint(session.db, ref);
       const settings = { ...(options.settings ?? (found.settings as Record<string, unknown>)), ...options.setting };
-      // Checked here too, so a mistake is refused before anything is queued.
-      validateDriverSettings(found.driver, settings);
       const request = { target: { kind: 'blueprint', id: found.id }, kind: 'update_settings', payload: { settings } } as const;
       await requestCommand(new LocalTransport(session), session.out, request, options);
     }),
