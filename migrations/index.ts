@@ -8,6 +8,8 @@ import * as staticPoolClaims from './0006_static_pool_claims.ts';
 import * as fastPaths from './0007_fast_paths.ts';
 import * as web from './0008_web.ts';
 import * as drainChecks from './0009_drain_checks.ts';
+import * as cachedPlans from './0010_cached_plans.ts';
+import * as appendQueueRoom from './0011_append_queue_room.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +22,6 @@ export const migrations: Record<string, Migration> = {
   '0007_fast_paths': fastPaths,
   '0008_web': web,
   '0009_drain_checks': drainChecks,
+  '0010_cached_plans': cachedPlans,
+  '0011_append_queue_room': appendQueueRoom,
 };

@@ -8,7 +8,7 @@ import { appendCall } from '../queue/appendCommand.ts';
 import { describeObject, OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
 import { type WakeTarget, wakeObjectsQuery } from '../queue/wakeObjects.ts';
 import type { Outcome } from './Handler.ts';
-import { settleCommand } from './sql/settleCommand.ts';
+import { settleCommand, updateObjectChecked } from './sql/settleCommand.ts';
 
 /** Another writer changed the object under us: the single-writer rule was broken. */
 export class VersionConflictError extends Error {
@@ -25,23 +25,28 @@ const FOLLOW_UP_TARGET_MISSING_SQLSTATE = 'SW002';
 /**
  * One applied command's outcome as the statements that commit it, in the
  * order they run: the object's new state and columns (only if its version is
- * still the one we read, else the statement fails), the command's status,
- * the event rows, the cancellation of queued work this command supersedes;
- * then the follow-up commands, and the wake-ups of their objects. The first
- * statement returns the object's row as it now is (the drain carries it to
- * the next command), or no row when the outcome left the row alone.
+ * still the one we read, else the statement fails; it returns the row as it
+ * now is, which the drain carries to the next command), absent when the
+ * outcome leaves the row alone; then the command's events, status and the
+ * cancellation of queued work it supersedes; then the follow-up commands,
+ * and the wake-ups of their objects.
  *
  * They are built, not run: the drain sends them with its commit and its next
  * reads in one round trip (sql/queueHead.ts), so every check is made inside
  * them and fails the whole query, commit included.
  */
+export interface OutcomeStatements {
+  readonly objectUpdate: CompiledQuery | undefined;
+  readonly rest: readonly CompiledQuery[];
+}
+
 export function outcomeStatements<Row extends { state: string; version: number }>(
   db: Db,
   target: ObjectRef,
   object: Row,
   command: CommandRow,
   outcome: Outcome,
-): CompiledQuery[] {
+): OutcomeStatements {
   const actor = { issuedBy: command.issued_by, source: command.source };
   const events: EventInput[] = [];
 
@@ -81,7 +86,7 @@ export function outcomeStatements<Row extends { state: string; version: number }
     sqlstate: VERSION_CONFLICT_SQLSTATE,
     message: `${target.kind} ${target.id} changed while command ${command.id} was applied`,
   };
-  const statements = [settleCommand(command, outcome, events, supersedes, objectUpdate, conflict).compile(db)];
+  const statements = [settleCommand(command, outcome, events, supersedes).compile(db)];
 
   // Follow-ups are appended first and their objects woken in one call at the
   // end, so every commit locks wake-up jobs in the same (key) order.
@@ -108,7 +113,7 @@ export function outcomeStatements<Row extends { state: string; version: number }
     if (!toSelf) wakes.push({ ...followUp.target, runAt: notBefore });
   }
   if (wakes.length > 0) statements.push(wakeObjectsQuery(wakes).compile(db));
-  return statements;
+  return { objectUpdate: objectUpdate && updateObjectChecked(objectUpdate, conflict).compile(db), rest: statements };
 }
 
 export type { ObjectKind };

@@ -1,13 +1,13 @@
 import type pg from 'pg';
-import { OBJECT_TABLE, type ObjectRef } from '../../queue/objectTables.ts';
+import { type ObjectRef } from '../../queue/objectTables.ts';
 import { VersionConflictError } from '../commitOutcome.ts';
 
 /**
  * Opens the outcome transaction and, as its first statement, locks the
  * object's own row and checks it is still the version the command was
  * applied to. One round trip: both statements go as one simple query (the
- * table comes from a fixed map and the id is a number, so nothing foreign
- * is spliced into the text).
+ * kind is an escaped literal and the id a number, so nothing foreign is
+ * spliced into the text; slipway_lock_object_row, migrations/0010).
  *
  * Why lock a row only we write: callers appending from outside read the
  * object's state FOR SHARE (see slipway_append_command), so this lock orders
@@ -22,18 +22,18 @@ import { VersionConflictError } from '../commitOutcome.ts';
  * waiting append never sits between them in a cycle of waits.
  */
 export async function beginLockingObjectRow(client: pg.PoolClient, target: ObjectRef, version: number): Promise<void> {
-  const results = (await client.query(`begin; ${lockObjectRowText(target)}`)) as unknown as pg.QueryResult<{ version: number }>[];
+  const results = (await client.query(`begin; ${lockObjectRowText(client, target)}`)) as unknown as pg.QueryResult<{ version: number | null }>[];
   expectVersion(target, results[1]?.rows[0], version);
 }
 
 /** The row lock of beginLockingObjectRow, for a query that opens the transaction itself (see commitOutcomeAndReadHead). */
-export function lockObjectRowText(target: ObjectRef): string {
-  return `select version from ${OBJECT_TABLE[target.kind]} where id = ${Number(target.id)} for no key update`;
+export function lockObjectRowText(client: pg.PoolClient, target: ObjectRef): string {
+  return `select slipway_lock_object_row(${client.escapeLiteral(target.kind)}, ${Number(target.id)}) as version`;
 }
 
 /** Checks what the row lock read against the version the drain carries. */
-export function expectVersion(target: ObjectRef, row: { version: number } | undefined, version: number): void {
-  if (!row) throw new Error(`${target.kind} ${target.id} has no row`);
+export function expectVersion(target: ObjectRef, row: { version: number | null } | undefined, version: number): void {
+  if (row?.version == null) throw new Error(`${target.kind} ${target.id} has no row`);
   if (row.version !== version) {
     throw new VersionConflictError(`${target.kind} ${target.id} is at version ${row.version}, not ${version}, under its drain`);
   }

@@ -1,34 +1,27 @@
-import type { CompiledQuery } from 'kysely';
 import type pg from 'pg';
 import type { BlueprintRow, CommandRow } from '../../../migrations/schema.ts';
 import { inlineParameters } from '../../db/inlineParameters.ts';
 import { OBJECT_TABLE, type ObjectRef } from '../../queue/objectTables.ts';
-import { VERSION_CONFLICT_SQLSTATE, VersionConflictError } from '../commitOutcome.ts';
+import { type OutcomeStatements, VERSION_CONFLICT_SQLSTATE, VersionConflictError } from '../commitOutcome.ts';
 import { lockObjectRowText } from './objectRow.ts';
 import type { PendingAnnouncements } from './announcements.ts';
 
-// The queue head of one object. A `running` command comes first: finding one
-// means the previous lock holder died mid-command, so it is repeated (driver
-// calls are at least once). Then preempting kinds (release, reclaim) ahead of
-// older work, then everything else in order. Preemption is about order only:
-// a yielded release waits out its own not-before like anything else (else a
-// release whose driver keeps failing, or one this worker cannot run, would be
-// retried in a hot loop), and a yielded allocation is not ready, so it never
-// holds a release up.
+// The queue head of one object (slipway_queue_head, migrations/0010). A
+// `running` command comes first: finding one means the previous lock holder
+// died mid-command, so it is repeated (driver calls are at least once). Then
+// preempting kinds (release, reclaim) ahead of older work, then everything
+// else in order. Preemption is about order only: a yielded release waits out
+// its own not-before like anything else (else a release whose driver keeps
+// failing, or one this worker cannot run, would be retried in a hot loop),
+// and a yielded allocation is not ready, so it never holds a release up.
 //
 // The drain sends these reads in one simple query with the statement before
 // them (a commit, an unlock), one round trip instead of two: so they are SQL
-// text, with only escaped literals and numbers spliced in.
-const objectIs = (client: pg.PoolClient, target: ObjectRef) =>
-  `target_kind = ${client.escapeLiteral(target.kind)} and target_id = ${Number(target.id)}`;
-const ready = (client: pg.PoolClient, target: ObjectRef) => `
-  ${objectIs(client, target)} and status in ('queued', 'running')
-  and (not_before <= now() or status = 'running')`;
-const headText = (client: pg.PoolClient, target: ObjectRef, preempting: readonly string[]) => `
-  select * from commands where ${ready(client, target)}
-  order by (status = 'running') desc,
-           (kind = any(array[${preempting.map((k) => client.escapeLiteral(k)).join(', ')}]::text[])) desc, id
-  limit 1`;
+// text, with only escaped literals and numbers spliced in, calling functions
+// whose plans stay cached on the connection.
+const objectArgs = (client: pg.PoolClient, target: ObjectRef) => `${client.escapeLiteral(target.kind)}, ${Number(target.id)}`;
+const headText = (client: pg.PoolClient, target: ObjectRef, preempting: readonly string[]) =>
+  `select * from slipway_queue_head(${objectArgs(client, target)}, array[${preempting.map((k) => client.escapeLiteral(k)).join(', ')}]::text[])`;
 
 type Results<T> = pg.QueryResult<T & pg.QueryResultRow>;
 
@@ -84,17 +77,17 @@ export async function commitOutcomeAndReadHead<Row>(
   client: pg.PoolClient,
   target: ObjectRef,
   preempting: readonly string[],
-  outcome: readonly CompiledQuery[],
-): Promise<{ object: Row | undefined; head: CommandRow | undefined; locked: { version: number } | undefined }> {
+  outcome: OutcomeStatements,
+): Promise<{ object: Row | undefined; head: CommandRow | undefined; locked: { version: number | null } | undefined }> {
   const escape = (text: string) => client.escapeLiteral(text);
-  const statements = outcome.map((query) => inlineParameters(query, escape));
+  const statements = [...(outcome.objectUpdate ? [outcome.objectUpdate] : []), ...outcome.rest].map((query) => inlineParameters(query, escape));
   let results: Results<unknown>[];
   try {
     results = (await client.query(
       `${statements.join(';\n')};
        commit;
        ${headText(client, target, preempting)};
-       begin; ${lockObjectRowText(target)}`,
+       begin; ${lockObjectRowText(client, target)}`,
     )) as unknown as Results<unknown>[];
   } catch (error) {
     if ((error as { code?: string }).code === VERSION_CONFLICT_SQLSTATE) throw new VersionConflictError((error as Error).message);
@@ -102,9 +95,9 @@ export async function commitOutcomeAndReadHead<Row>(
   }
   const after = statements.length;
   return {
-    object: (results[0] as Results<Row>).rows[0],
+    object: outcome.objectUpdate ? (results[0] as Results<Row>).rows[0] : undefined,
     head: (results[after + 1] as Results<CommandRow>).rows[0],
-    locked: (results[after + 3] as Results<{ version: number }>).rows[0],
+    locked: (results[after + 3] as Results<{ version: number | null }>).rows[0],
   };
 }
 
@@ -132,9 +125,8 @@ export async function announceUnlockAndLook(
 ): Promise<{ ready: boolean; nextNotBefore: Date | undefined }> {
   const results = (await client.query(
     `${endUnused(openTransaction)}${announcements.take()}
-     select pg_advisory_unlock(object_lock_key(${client.escapeLiteral(target.kind)}, ${Number(target.id)}));
-     select exists (select 1 from commands where ${ready(client, target)}) as ready,
-            (select min(not_before) from commands where ${objectIs(client, target)} and status = 'queued') as at`,
+     select pg_advisory_unlock(object_lock_key(${objectArgs(client, target)}));
+     select * from slipway_queue_look(${objectArgs(client, target)})`,
   )) as unknown as Results<{ ready: boolean; at: Date | null }>[];
   const row = results.at(-1)!.rows[0];
   return { ready: row?.ready === true, nextNotBefore: row?.at ?? undefined };
