@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/Database.ts';
-import { describeObject, type ObjectRef } from '../queue/objectTables.ts';
+import type { QueueFullError } from '../queue/appendCommand.ts';
+import { describeObject } from '../queue/objectTables.ts';
 import { ApiError } from './errors.ts';
 
 export interface BackpressureLimits {
@@ -38,25 +39,20 @@ export class Backpressure {
     }
   }
 
-  /** Checks one object's queue, in the appending transaction. */
-  async assertQueueRoom(trx: Db, target: ObjectRef): Promise<void> {
-    const limit = this.limits.queueDepth;
-    const { rows } = await sql<{ depth: number }>`
-      select count(*)::int as depth from (
-        select 1 from commands
-        where target_kind = ${target.kind} and target_id = ${target.id} and status in ('queued', 'running')
-        limit ${limit}
-      ) as queue
-    `.execute(trx);
-    const depth = rows[0]!.depth;
-    if (depth >= limit) {
-      throw new ApiError(
-        'too_many_requests',
-        `${describeObject(target)} has ${depth} commands queued or running (limit ${limit}); retry later`,
-        { target, depth, limit },
-        1,
-      );
-    }
+  /** The per-object limit, for the append to check in its own statement (AppendOptions.queueLimit). */
+  get queueDepth(): number {
+    return this.limits.queueDepth;
+  }
+
+  /** The append's refusal of a full queue, as the API's answer: 429, retry in a second. */
+  queueFull(error: QueueFullError): ApiError {
+    const { target, limit } = error;
+    return new ApiError(
+      'too_many_requests',
+      `${describeObject(target)} has ${limit} commands queued or running (limit ${limit}); retry later`,
+      { target, depth: limit, limit },
+      1,
+    );
   }
 
   private async backlog(db: Db): Promise<number> {

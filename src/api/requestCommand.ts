@@ -5,7 +5,8 @@ import type { CallbackRequest } from '../callbacks/CallbackRequest.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/Database.ts';
 import { InvalidInputError } from '../domain/errors.ts';
-import { appendInTransaction, type AppendResult } from '../queue/appendCommand.ts';
+import { withTransaction } from '../db/withTransaction.ts';
+import { appendInTransaction, type AppendResult, QueueFullError } from '../queue/appendCommand.ts';
 import { cancelCommand } from '../queue/cancelCommand.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
 import { findCommand } from '../read/commands.ts';
@@ -23,13 +24,18 @@ export interface CommandRequest {
 }
 
 /**
- * Queues a command a caller asked for, in the caller's transaction: the one
- * path behind the API's command POSTs and the web UI's buttons, so both
- * check ownership and backpressure the same way and both coalesce a
- * duplicate release into the command already in flight.
+ * Queues a command a caller asked for: the one path behind the API's command
+ * POSTs and the web UI's buttons, so both check ownership and backpressure
+ * the same way and both coalesce a duplicate release into the command
+ * already in flight.
+ *
+ * The common request (no ownership to check, no callback) is ONE statement,
+ * the append with its queue-depth check (slipway_append_within), which needs
+ * no transaction of its own: `db` may be the plain connection pool. The rest
+ * run in one (withTransaction), joining the caller's if `db` is one.
  */
 export async function requestCommand(
-  trx: Db,
+  db: Db,
   context: ApiContext,
   request: FastifyRequest,
   target: ObjectRef,
@@ -37,25 +43,34 @@ export async function requestCommand(
 ): Promise<AppendResult> {
   const caller = callerOf(request);
   // Only a caller limited to its own leases needs the holder (a missing lease is a 404 either way).
-  if (target.kind === 'lease' && caller.reach === 'own') assertMayTouch(caller, (await findLease(trx, target.id)).holder, 'leases');
-  await context.backpressure.assertBacklogRoom(trx);
-  await context.backpressure.assertQueueRoom(trx, target);
-  const result = await appendInTransaction(
-    trx,
-    { target, kind: body.kind, version: body.version, payload: body.payload, actor: actorOf(request, body.reason) },
-    { fromOutside: true },
-  );
-  // In the append's transaction: a refused URL leaves no command behind, and a
-  // duplicate that coalesced gets its callback on the command it joined.
-  if (body.callback) await attachRequestedCallback(trx, result.command.id, body.callback, context.config);
-  return result;
+  const checksOwner = target.kind === 'lease' && caller.reach === 'own';
+  await context.backpressure.assertBacklogRoom(db);
+  const append = async (trx: Db) => {
+    if (checksOwner) assertMayTouch(caller, (await findLease(trx, target.id)).holder, 'leases');
+    const result = await appendInTransaction(
+      trx,
+      { target, kind: body.kind, version: body.version, payload: body.payload, actor: actorOf(request, body.reason) },
+      { fromOutside: true, queueLimit: context.backpressure.queueDepth },
+    );
+    // In the append's transaction: a refused URL leaves no command behind, and a
+    // duplicate that coalesced gets its callback on the command it joined.
+    if (body.callback) await attachRequestedCallback(trx, result.command.id, body.callback, context.config);
+    return result;
+  };
+  try {
+    return await (checksOwner || body.callback ? withTransaction(db, append) : append(db));
+  } catch (error) {
+    throw error instanceof QueueFullError ? context.backpressure.queueFull(error) : error;
+  }
 }
 
 /** Cancels a queued command for a caller (who, with an `own` grant, must have issued it): the API's cancel and the web UI's button. */
-export async function requestCancel(trx: Db, request: FastifyRequest, commandId: number, reason: string | undefined): Promise<CommandRow> {
-  const command = await findCommand(trx, commandId);
-  assertMayTouch(callerOf(request), command.issued_by, 'commands');
-  return cancelCommand(trx, command, actorOf(request, reason));
+export function requestCancel(db: Db, request: FastifyRequest, commandId: number, reason: string | undefined): Promise<CommandRow> {
+  return withTransaction(db, async (trx) => {
+    const command = await findCommand(trx, commandId);
+    assertMayTouch(callerOf(request), command.issued_by, 'commands');
+    return cancelCommand(trx, command, actorOf(request, reason));
+  });
 }
 
 /** Attaches a request's callback; a refused URL names its field as every other body field (`body.callback.url`). */

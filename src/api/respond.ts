@@ -12,36 +12,40 @@ export interface Accepted {
 }
 
 /**
- * Runs a POST: its work and its Idempotency-Key record commit in ONE
- * transaction owned here, so a key is recorded exactly when the request took
- * effect, and a failed request (4xx, nothing written) leaves the key free
- * for a corrected retry. A request repeated with its key gets the recorded
- * answer (marked `Idempotent-Replayed: true`), without running again.
+ * Runs a POST. With an Idempotency-Key, its work and the key's record commit
+ * in ONE transaction owned here, so a key is recorded exactly when the
+ * request took effect, and a failed request (4xx, nothing written) leaves
+ * the key free for a corrected retry; a request repeated with its key gets
+ * the recorded answer (marked `Idempotent-Replayed: true`) without running
+ * again. Without one, `work` gets the pool and opens a transaction only if
+ * it writes more than one statement (withTransaction): a release is then a
+ * single round trip to the database.
  */
 export async function runPost(
   context: ApiContext,
   request: FastifyRequest,
   reply: FastifyReply,
-  work: (trx: Db) => Promise<Accepted>,
+  work: (db: Db) => Promise<Accepted>,
 ): Promise<FastifyReply> {
   const key = idempotencyKeyOf(request);
   const claim = key === undefined ? undefined : { tokenId: callerOf(request).tokenId, key };
   const hours = context.config.SLIPWAY_API_IDEMPOTENCY_HOURS;
-  const done = await context.database.db.transaction().execute(async (trx) => {
-    if (claim) {
-      const replay = await claimKey(trx, claim, requestFingerprint(request), hours);
-      if (replay) return { replay };
-    }
-    const accepted = await work(trx);
-    if (claim) await recordResponse(trx, claim, accepted.response, !accepted.settle);
-    return { accepted };
-  });
+  const { db } = context.database;
+  const done: { replay?: StoredResponse; accepted?: Accepted } = claim
+    ? await db.transaction().execute(async (trx) => {
+        const replay = await claimKey(trx, claim, requestFingerprint(request), hours);
+        if (replay) return { replay };
+        const accepted = await work(trx);
+        await recordResponse(trx, claim, accepted.response, !accepted.settle);
+        return { accepted };
+      })
+    : { accepted: await work(db) };
   if (done.replay) return send(reply.header('idempotent-replayed', 'true'), done.replay);
 
-  const { accepted } = done;
+  const accepted = done.accepted!;
   if (!accepted.settle) return send(reply, accepted.response);
   const response = await accepted.settle(AbortSignal.any([disconnected(reply), context.stopping]));
-  if (claim) await recordResponse(context.database.db, claim, response, true);
+  if (claim) await recordResponse(db, claim, response, true);
   return send(reply, response);
 }
 

@@ -57,7 +57,7 @@ export async function appendCommand(db: Db, request: AppendRequest): Promise<App
 export async function appendInTransaction(
   trx: Db,
   request: AppendRequest,
-  options: { fromOutside: boolean; wake?: boolean },
+  options: AppendOptions,
 ): Promise<AppendResult> {
   const { target, kind } = request;
   const spec = commandKindSpec(target.kind, kind);
@@ -72,6 +72,7 @@ export async function appendInTransaction(
   const record = parts.get('coalesced');
   if (into && record) return { command: into.command, coalesced: true, record: record.command };
   if (parts.has('missing')) throw new NotFoundError(target.kind, target.id);
+  if (parts.has('busy')) throw new QueueFullError(target, options.queueLimit!);
   const rejected = parts.get('rejected');
   if (rejected?.state) throw await rejection(trx, target, kind, rejected.state, spec?.dedupKey);
   throw new Error(`slipway_append_command returned no outcome for ${describeObject(target)}: ${JSON.stringify([...parts.keys()])}`);
@@ -82,7 +83,7 @@ export async function appendInTransaction(
  * use it in a FROM), after validating the kind, version and payload. The
  * drain uses it directly to send its follow-ups together with its commit.
  */
-export function appendCall(request: AppendRequest, options: { fromOutside: boolean; wake?: boolean }): RawBuilder<AppendedRow> {
+export function appendCall(request: AppendRequest, options: AppendOptions): RawBuilder<AppendedRow> {
   const { target, kind } = request;
   const spec = commandKindSpec(target.kind, kind);
   if (!spec) {
@@ -113,7 +114,10 @@ export function appendCall(request: AppendRequest, options: { fromOutside: boole
     });
   }
 
-  return sql<AppendedRow>`slipway_append_command(
+  // Behind a queue limit, slipway_append_within (migrations/0011) checks the
+  // depth first, in the same statement.
+  const fn = options.queueLimit === undefined ? sql`slipway_append_command(` : sql`slipway_append_within(${options.queueLimit}::int,`;
+  return sql<AppendedRow>`${fn}
       ${target.kind}, ${target.id}, ${options.fromOutside ? statesAccepting(target.kind, kind) : null}::text[],
       ${kind}, ${version}, ${JSON.stringify(parsed.data)}::jsonb,
       ${request.actor.issuedBy}, ${request.actor.source}, ${request.actor.reason ?? null}, ${request.actor.requestId ?? null},
@@ -123,8 +127,31 @@ export function appendCall(request: AppendRequest, options: { fromOutside: boole
     )`;
 }
 
+export interface AppendOptions {
+  /** From outside (CLI, API, collector): admission checks, and only kinds that are not internal. */
+  readonly fromOutside: boolean;
+  /** false: no wake-up (the caller wakes the object later). */
+  readonly wake?: boolean;
+  /** Refuse (QueueFullError, nothing written) when the object has this many commands queued or running. */
+  readonly queueLimit?: number;
+}
+
+/** The target already has `limit` commands queued or running (see AppendOptions.queueLimit). */
+export class QueueFullError extends Error {
+  override name = 'QueueFullError';
+  constructor(
+    readonly target: ObjectRef,
+    readonly limit: number,
+  ) {
+    super(`${describeObject(target)} has ${limit} commands queued or running`);
+  }
+}
+
 /** One row of slipway_append_command: which part of the answer it is, and a command. */
-type AppendedRow = CommandRow & { part: 'inserted' | 'coalesced_into' | 'coalesced' | 'rejected' | 'missing'; object_state: string | null };
+type AppendedRow = CommandRow & {
+  part: 'inserted' | 'coalesced_into' | 'coalesced' | 'rejected' | 'missing' | 'busy';
+  object_state: string | null;
+};
 
 /** Why the target's state refuses the command; points at the command that already did it, so a late duplicate learns it. */
 async function rejection(trx: Db, target: ObjectRef, kind: string, state: string, dedupKey: string | undefined) {

@@ -8,6 +8,7 @@ import { readHistory } from '../../read/objectHistory.ts';
 import type { ApiContext } from '../ApiContext.ts';
 import { actorOf } from '../auth/authenticate.ts';
 import { runPost } from '../respond.ts';
+import { withTransaction } from '../../db/withTransaction.ts';
 import { addRoute } from '../route.ts';
 import { BlueprintParams, PageQuery } from '../schemas.ts';
 
@@ -24,8 +25,8 @@ export async function blueprintRoutes(app: FastifyInstance, context: ApiContext)
     action: 'blueprint.write',
     body: BlueprintInputSchema,
     handler: ({ body }, request, reply) =>
-      runPost(context, request, reply, async (trx) => {
-        const blueprint = await createBlueprintInTransaction(trx, body, actorOf(request));
+      runPost(context, request, reply, async (db) => {
+        const blueprint = await withTransaction(db, (trx) => createBlueprintInTransaction(trx, body, actorOf(request)));
         return { response: { status: 201, headers: { location: `/v1/blueprints/${blueprint.id}` }, body: blueprint } };
       }),
   });
@@ -71,8 +72,8 @@ export async function blueprintRoutes(app: FastifyInstance, context: ApiContext)
       params: BlueprintParams,
       body: z.object({}).strict(),
       handler: ({ params }, request, reply) =>
-        runPost(context, request, reply, async (trx) => {
-          const blueprint = await setBlueprintState(trx, params.ref, state, actorOf(request));
+        runPost(context, request, reply, async (db) => {
+          const blueprint = await withTransaction(db, (trx) => setBlueprintState(trx, params.ref, state, actorOf(request)));
           return { response: { status: 200, headers: {}, body: blueprint } };
         }),
     });

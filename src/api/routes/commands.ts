@@ -70,9 +70,9 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
       query: WaitQuery,
       body: commandBody(targetKind),
       handler: ({ params, query, body }, request, reply) =>
-        runPost(context, request, reply, async (trx) => {
+        runPost(context, request, reply, async (db) => {
           const target = { kind: targetKind, id: params.id };
-          const result = await requestCommand(trx, context, request, target, body);
+          const result = await requestCommand(db, context, request, target, body);
           const wait = query.wait;
           return {
             response: commandAccepted(result),
@@ -115,8 +115,8 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
     params: IdParams,
     body: CancelBody,
     handler: ({ params, body }, request, reply) =>
-      runPost(context, request, reply, async (trx) => {
-        const cancelled = await requestCancel(trx, request, params.id, body.reason);
+      runPost(context, request, reply, async (db) => {
+        const cancelled = await requestCancel(db, request, params.id, body.reason);
         return { response: { status: 200, headers: {}, body: { command: cancelled } } };
       }),
   });

@@ -9,6 +9,7 @@ import type { ApiContext } from '../ApiContext.ts';
 import { actorOf, callerOf } from '../auth/authenticate.ts';
 import { leaseAccepted, leaseSettled } from '../commandAnswers.ts';
 import { runPost } from '../respond.ts';
+import { withTransaction } from '../../db/withTransaction.ts';
 import { addRoute } from '../route.ts';
 import { BlueprintRef, IdParams, PageQuery, Reason, WaitQuery } from '../schemas.ts';
 
@@ -47,11 +48,11 @@ export async function leaseRoutes(app: FastifyInstance, context: ApiContext): Pr
     query: WaitQuery,
     body: CreateBody,
     handler: ({ query, body }, request, reply) =>
-      runPost(context, request, reply, async (trx) => {
-        await context.backpressure.assertBacklogRoom(trx);
+      runPost(context, request, reply, async (db) => {
+        await context.backpressure.assertBacklogRoom(db);
         const { reason, expiresAt, ...rest } = body;
         const input = { ...rest, expiresAt: expiresAt?.toISOString(), holder: callerOf(request).actorName };
-        const created = await createLeaseInTransaction(trx, input, actorOf(request, reason));
+        const created = await withTransaction(db, (trx) => createLeaseInTransaction(trx, input, actorOf(request, reason)));
         const wait = query.wait;
         return {
           response: leaseAccepted(created),

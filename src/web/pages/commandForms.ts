@@ -34,7 +34,7 @@ export async function commandForms(app: FastifyInstance, context: ApiContext): P
         const target = { kind: targetKind, id: params.id };
         let answer: { command: number; outcome: Outcome };
         try {
-          const result = await db.transaction().execute((trx) => requestCommand(trx, context, request, target, { kind: body.kind, reason: body.reason }));
+          const result = await requestCommand(db, context, request, target, { kind: body.kind, reason: body.reason });
           answer = { command: result.command.id, outcome: result.coalesced ? 'joined' : 'queued' };
         } catch (error) {
           const settledBy = error instanceof CommandRejectedError ? error.details.settledBy : undefined;
@@ -54,7 +54,7 @@ export async function commandForms(app: FastifyInstance, context: ApiContext): P
     params: IdParams,
     body: z.object(FormBase).strict(),
     handler: async ({ params, body }, request, reply) => {
-      await db.transaction().execute((trx) => requestCancel(trx, request, params.id, body.reason));
+      await requestCancel(db, request, params.id, body.reason);
       return reply.redirect(`/commands/${params.id}${noticeQuery(params.id, 'cancelled')}`, 303);
     },
   });
