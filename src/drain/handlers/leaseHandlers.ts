@@ -207,8 +207,14 @@ export const LEASE_HANDLERS = {
       // broke while taking its slot (the grant's driver call failed for good)
       // holds a slot it never recorded, and nothing else would give it back.
       // A grant still on its way finds the lease destroyed and returns its
-      // slot itself.
-      const held = await trx.selectFrom('resource_slots').select('resource_id').where('lease_id', '=', lease.id).executeTakeFirst();
+      // slot itself. So a lease released before it ever recorded a slot can
+      // hold none that needs us (its grants are either applied, and it would
+      // have recorded them, or still on their way), and skips the read: a
+      // round trip on every lease released while it waited.
+      const neverHeld = lease.state === 'released' && lease.resource_id === null;
+      const held = neverHeld
+        ? undefined
+        : await trx.selectFrom('resource_slots').select('resource_id').where('lease_id', '=', lease.id).executeTakeFirst();
       return done<'lease'>('destroyed', {
         to: 'destroyed',
         followUps: held ? [giveBackSlot(lease, held.resource_id, `lease ${lease.id} destroyed`)] : [],
