@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/Database.ts';
 import type { QueueFullError } from '../queue/appendCommand.ts';
-import { describeObject } from '../queue/objectTables.ts';
 import { ApiError } from './errors.ts';
 
 export interface BackpressureLimits {
@@ -47,12 +46,7 @@ export class Backpressure {
   /** The append's refusal of a full queue, as the API's answer: 429, retry in a second. */
   queueFull(error: QueueFullError): ApiError {
     const { target, limit } = error;
-    return new ApiError(
-      'too_many_requests',
-      `${describeObject(target)} has ${limit} commands queued or running (limit ${limit}); retry later`,
-      { target, depth: limit, limit },
-      1,
-    );
+    return new ApiError('too_many_requests', `${error.message} (limit ${limit}); retry later`, { target, depth: limit, limit }, 1);
   }
 
   private async backlog(db: Db): Promise<number> {

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { type ObjectRef } from '../../queue/objectTables.ts';
+import type { ObjectRef } from '../../queue/objectTables.ts';
 import { VersionConflictError } from '../commitOutcome.ts';
 
 /**
