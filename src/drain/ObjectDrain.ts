@@ -85,7 +85,7 @@ export class ObjectDrain {
   async drain(kind: ObjectKind, id: number): Promise<number> {
     const target = { kind, id };
     const client = await this.pool.connect();
-    const announcements = new PendingAnnouncements(client);
+    const announcements = new PendingAnnouncements();
     let failure: Error | undefined;
     try {
       let applied = 0;

@@ -8,6 +8,7 @@ import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
 import { PendingAnnouncements } from '../../src/drain/sql/announcements.ts';
+import { simpleQueryText } from '../../src/db/preparedText.ts';
 import { COMMANDS_CHANNEL } from '../../src/drain/commitOutcome.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 
@@ -249,10 +250,10 @@ test('held notices go out in one statement however many there are (more than a s
       if (n.channel === COMMANDS_CHANNEL && n.payload) received.push(n.payload);
     });
     await listener.query(`listen ${COMMANDS_CHANNEL}`);
-    const announcements = new PendingAnnouncements(client);
+    const announcements = new PendingAnnouncements();
     for (let id = 1; id <= count; id++) announcements.add({ kind: 'lease', id }, id, 'done');
-    await client.query(announcements.take());
-    expect(announcements.take()).toBe('');
+    await client.query(await simpleQueryText(client, announcements.take()));
+    expect(announcements.take()).toEqual([]);
     await waitFor(`${count} notices`, async () => received.length === count);
     expect(received.map((p) => JSON.parse(p).id)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
   } finally {

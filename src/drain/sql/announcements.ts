@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import { CompiledQuery } from 'kysely';
 import type { ObjectRef } from '../../queue/objectTables.ts';
 import { COMMANDS_CHANNEL } from '../commitOutcome.ts';
 import type { Outcome } from '../Handler.ts';
@@ -17,26 +17,30 @@ import type { Outcome } from '../Handler.ts';
 export class PendingAnnouncements {
   private notices: string[] = [];
 
-  constructor(private readonly client: pg.PoolClient) {}
-
   add(target: ObjectRef, commandId: number, status: Outcome['status']): void {
     const notice = { id: commandId, target: `${target.kind}:${target.id}`, status: status === 'yield' ? 'queued' : status };
     this.notices.push(JSON.stringify(notice));
   }
 
   /**
-   * SQL text that sends the held notices in a transaction of their own, to
-   * put in front of other statements in one simple query; '' if none.
+   * The statements that send the held notices in a transaction of their
+   * own, to put in front of others in one simple query; none if none.
    * Taking them empties the list. They travel as one JSON array, whatever
    * their number: a long lock hold (a blueprint serving thousands of leases)
    * can gather more notices than a select list may have columns (1664).
    */
-  take(): string {
-    if (this.notices.length === 0) return '';
-    const notices = this.client.escapeLiteral(JSON.stringify(this.notices));
+  take(): (string | CompiledQuery)[] {
+    if (this.notices.length === 0) return [];
+    const notices = JSON.stringify(this.notices);
     this.notices = [];
-    return `begin; set local synchronous_commit = off;
-      select pg_notify('${COMMANDS_CHANNEL}', n) from jsonb_array_elements_text(${notices}::jsonb) with ordinality as a(n, i) order by i;
-      commit;`;
+    return [
+      'begin',
+      'set local synchronous_commit = off',
+      CompiledQuery.raw(
+        `select pg_notify('${COMMANDS_CHANNEL}', n) from jsonb_array_elements_text($1::jsonb) with ordinality as a(n, i) order by i`,
+        [notices],
+      ),
+      'commit',
+    ];
   }
 }

@@ -1,13 +1,14 @@
+import { CompiledQuery } from 'kysely';
 import type pg from 'pg';
+import { simpleQueryText } from '../../db/preparedText.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
 import { VersionConflictError } from '../commitOutcome.ts';
 
 /**
  * Opens the outcome transaction and, as its first statement, locks the
  * object's own row and checks it is still the version the command was
- * applied to. One round trip: both statements go as one simple query (the
- * kind is an escaped literal and the id a number, so nothing foreign is
- * spliced into the text; slipway_lock_object_row, migrations/0010).
+ * applied to. One round trip: both statements go as one simple query
+ * (slipway_lock_object_row, migrations/0010).
  *
  * Why lock a row only we write: callers appending from outside read the
  * object's state FOR SHARE (see slipway_append_command), so this lock orders
@@ -22,13 +23,14 @@ import { VersionConflictError } from '../commitOutcome.ts';
  * waiting append never sits between them in a cycle of waits.
  */
 export async function beginLockingObjectRow(client: pg.PoolClient, target: ObjectRef, version: number): Promise<void> {
-  const results = (await client.query(`begin; ${lockObjectRowText(client, target)}`)) as unknown as pg.QueryResult<{ version: number | null }>[];
+  const text = await simpleQueryText(client, ['begin', lockObjectRowQuery(target)]);
+  const results = (await client.query(text)) as unknown as pg.QueryResult<{ version: number | null }>[];
   expectVersion(target, results[1]?.rows[0], version);
 }
 
 /** The row lock of beginLockingObjectRow, for a query that opens the transaction itself (see commitOutcomeAndReadHead). */
-export function lockObjectRowText(client: pg.PoolClient, target: ObjectRef): string {
-  return `select slipway_lock_object_row(${client.escapeLiteral(target.kind)}, ${Number(target.id)}) as version`;
+export function lockObjectRowQuery(target: ObjectRef): CompiledQuery {
+  return CompiledQuery.raw('select slipway_lock_object_row($1, $2) as version', [target.kind, target.id]);
 }
 
 /** Checks what the row lock read against the version the drain carries. */

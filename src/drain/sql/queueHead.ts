@@ -1,9 +1,10 @@
+import { CompiledQuery } from 'kysely';
 import type pg from 'pg';
 import type { BlueprintRow, CommandRow } from '../../../migrations/schema.ts';
-import { inlineParameters } from '../../db/inlineParameters.ts';
+import { simpleQueryText } from '../../db/preparedText.ts';
 import { OBJECT_TABLE, type ObjectRef } from '../../queue/objectTables.ts';
 import { type OutcomeStatements, VERSION_CONFLICT_SQLSTATE, VersionConflictError } from '../commitOutcome.ts';
-import { lockObjectRowText } from './objectRow.ts';
+import { lockObjectRowQuery } from './objectRow.ts';
 import type { PendingAnnouncements } from './announcements.ts';
 
 // The queue head of one object (slipway_queue_head, migrations/0010). A
@@ -16,12 +17,10 @@ import type { PendingAnnouncements } from './announcements.ts';
 // and a yielded allocation is not ready, so it never holds a release up.
 //
 // The drain sends these reads in one simple query with the statement before
-// them (a commit, an unlock), one round trip instead of two: so they are SQL
-// text, with only escaped literals and numbers spliced in, calling functions
-// whose plans stay cached on the connection.
-const objectArgs = (client: pg.PoolClient, target: ObjectRef) => `${client.escapeLiteral(target.kind)}, ${Number(target.id)}`;
-const headText = (client: pg.PoolClient, target: ObjectRef, preempting: readonly string[]) =>
-  `select * from slipway_queue_head(${objectArgs(client, target)}, array[${preempting.map((k) => client.escapeLiteral(k)).join(', ')}]::text[])`;
+// them (a commit, an unlock), one round trip instead of two, each a prepared
+// statement (see simpleQueryText) calling functions whose plans stay cached.
+const headQuery = (target: ObjectRef, preempting: readonly string[]) =>
+  CompiledQuery.raw('select * from slipway_queue_head($1, $2, $3::text[])', [target.kind, target.id, preempting]);
 
 type Results<T> = pg.QueryResult<T & pg.QueryResultRow>;
 
@@ -44,14 +43,16 @@ export async function lockAndReadHead<Row>(
   | { locked: true; head: CommandRow | undefined; object: Row | undefined; blueprint: BlueprintRow | undefined }
 > {
   const table = OBJECT_TABLE[target.kind];
-  const id = Number(target.id);
-  const blueprint = target.kind === 'blueprint' ? '' : `; select * from blueprints where id = (select blueprint_id from ${table} where id = ${id})`;
-  const [, lock, head, object, ofBlueprint] = (await client.query(
-    `begin;
-     select slipway_lock_object(${client.escapeLiteral(target.kind)}, ${id}) as locked;
-     ${headText(client, target, preempting)};
-     select * from ${table} where id = ${id}${blueprint}`,
-  )) as unknown as [unknown, Results<{ locked: boolean }>, Results<CommandRow>, Results<Row>, Results<BlueprintRow> | undefined];
+  const text = await simpleQueryText(client, [
+    'begin',
+    CompiledQuery.raw('select slipway_lock_object($1, $2) as locked', [target.kind, target.id]),
+    headQuery(target, preempting),
+    CompiledQuery.raw(`select * from ${table} where id = $1`, [target.id]),
+    ...(target.kind === 'blueprint'
+      ? []
+      : [CompiledQuery.raw(`select * from blueprints where id = (select blueprint_id from ${table} where id = $1)`, [target.id])]),
+  ]);
+  const [, lock, head, object, ofBlueprint] = (await client.query(text)) as unknown as [unknown, Results<{ locked: boolean }>, Results<CommandRow>, Results<Row>, Results<BlueprintRow> | undefined];
   if (lock.rows[0]?.locked !== true) {
     await client.query('rollback');
     return { locked: false };
@@ -79,16 +80,11 @@ export async function commitOutcomeAndReadHead<Row>(
   preempting: readonly string[],
   outcome: OutcomeStatements,
 ): Promise<{ object: Row | undefined; head: CommandRow | undefined; locked: { version: number | null } | undefined }> {
-  const escape = (text: string) => client.escapeLiteral(text);
-  const statements = [...(outcome.objectUpdate ? [outcome.objectUpdate] : []), ...outcome.rest].map((query) => inlineParameters(query, escape));
+  const statements = [...(outcome.objectUpdate ? [outcome.objectUpdate] : []), ...outcome.rest];
+  const text = await simpleQueryText(client, [...statements, 'commit', headQuery(target, preempting), 'begin', lockObjectRowQuery(target)]);
   let results: Results<unknown>[];
   try {
-    results = (await client.query(
-      `${statements.join(';\n')};
-       commit;
-       ${headText(client, target, preempting)};
-       begin; ${lockObjectRowText(client, target)}`,
-    )) as unknown as Results<unknown>[];
+    results = (await client.query(text)) as unknown as Results<unknown>[];
   } catch (error) {
     if ((error as { code?: string }).code === VERSION_CONFLICT_SQLSTATE) throw new VersionConflictError((error as Error).message);
     throw error;
@@ -106,7 +102,7 @@ export async function commitOutcomeAndReadHead<Row>(
  * not used for an outcome (no command left, or a driver call to make first,
  * which no transaction may wait on). It wrote nothing, so it is rolled back.
  */
-const endUnused = (openTransaction: boolean) => (openTransaction ? 'rollback; ' : '');
+const endUnused = (openTransaction: boolean) => (openTransaction ? ['rollback'] : []);
 
 /**
  * Ends a lock hold in one round trip: sends the held announcements, lets go
@@ -123,11 +119,13 @@ export async function announceUnlockAndLook(
   announcements: PendingAnnouncements,
   openTransaction: boolean,
 ): Promise<{ ready: boolean; nextNotBefore: Date | undefined }> {
-  const results = (await client.query(
-    `${endUnused(openTransaction)}${announcements.take()}
-     select pg_advisory_unlock(object_lock_key(${objectArgs(client, target)}));
-     select * from slipway_queue_look(${objectArgs(client, target)})`,
-  )) as unknown as Results<{ ready: boolean; at: Date | null }>[];
+  const text = await simpleQueryText(client, [
+    ...endUnused(openTransaction),
+    ...announcements.take(),
+    CompiledQuery.raw('select pg_advisory_unlock(object_lock_key($1, $2))', [target.kind, target.id]),
+    CompiledQuery.raw('select * from slipway_queue_look($1, $2)', [target.kind, target.id]),
+  ]);
+  const results = (await client.query(text)) as unknown as Results<{ ready: boolean; at: Date | null }>[];
   const row = results.at(-1)!.rows[0];
   return { ready: row?.ready === true, nextNotBefore: row?.at ?? undefined };
 }
@@ -145,9 +143,13 @@ export async function markRunning(
   announcements: PendingAnnouncements,
   openTransaction: boolean,
 ): Promise<void> {
-  await client.query(
-    `${endUnused(openTransaction)}${announcements.take()} begin; set local synchronous_commit = off;
-     update commands set status = 'running', started_at = now() where id = ${Number(commandId)};
-     commit`,
-  );
+  const text = await simpleQueryText(client, [
+    ...endUnused(openTransaction),
+    ...announcements.take(),
+    'begin',
+    'set local synchronous_commit = off',
+    CompiledQuery.raw("update commands set status = 'running', started_at = now() where id = $1", [commandId]),
+    'commit',
+  ]);
+  await client.query(text);
 }
