@@ -7,10 +7,15 @@ import type { Db } from './Database.ts';
  * A Kysely instance that runs every query on one already-checked-out
  * connection: the drain's, which holds the object's session advisory lock and
  * its open transaction. Kysely's "release" of it is a no-op; the drain gives
- * the connection back itself.
+ * the connection back itself. `beforeQuery`, if given, runs before each
+ * query (the drain opens its outcome transaction there on first use).
  */
-export function kyselyOnClient(client: pg.PoolClient): Db {
-  const borrowed = { query: client.query.bind(client), release() {} };
+export function kyselyOnClient(client: pg.PoolClient, beforeQuery?: () => Promise<void>): Db {
+  const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  const borrowed = {
+    query: beforeQuery ? async (...args: unknown[]) => (await beforeQuery(), query(...args)) : query,
+    release() {},
+  };
   const pool = { connect: async () => borrowed, end: async () => {} };
   return new Kysely<DB>({ dialect: new PostgresDialect({ pool: pool as unknown as pg.Pool }) });
 }

@@ -11,7 +11,6 @@ import type { DriverRegistry } from '../drivers/registry.ts';
 import { validatingDriver } from '../drivers/validatingDriver.ts';
 import type { Logger } from '../log.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
-import { wakeObjects } from '../queue/wakeObjects.ts';
 import { outcomeStatements } from './commitOutcome.ts';
 import { PendingAnnouncements } from './sql/announcements.ts';
 import type { HandlerContext, HandlerTable, ObjectTypes, Outcome } from './Handler.ts';
@@ -19,8 +18,8 @@ import { BLUEPRINT_HANDLERS } from './handlers/blueprintHandlers.ts';
 import { LEASE_HANDLERS } from './handlers/leaseHandlers.ts';
 import { RESOURCE_HANDLERS } from './handlers/resourceHandlers.ts';
 import { unlockObject } from './sql/objectLock.ts';
-import { beginLockingObjectRow, expectVersion } from './sql/objectRow.ts';
-import { announceUnlockAndLook, commitOutcomeAndReadHead, lockAndReadHead, markRunning } from './sql/queueHead.ts';
+import { beginLockingObjectRow } from './sql/objectRow.ts';
+import { commitOutcomeAndContinue, handOffAndContinue, type HoldStep, markRunning, startHold } from './sql/queueHead.ts';
 
 // Each table is checked against its own object kind where it is defined;
 // here they are looked up by the kind of the object being drained.
@@ -61,18 +60,20 @@ export function backoffMs(attempts: number): number {
  * Drains one object's command queue. The whole protocol lives here:
  *
  * 1. On a dedicated connection, take the object's session advisory lock, or
- *    return at once if another worker holds it (that worker re-checks the
- *    queue after it lets go, so nothing appended meanwhile is stranded).
- * 2. Loop: read the queue head; if it calls a driver, mark it running and
+ *    return at once if another worker holds it (that worker looks at the
+ *    queue again as it lets go, so nothing appended meanwhile is stranded).
+ * 2. Loop: take the queue head; if it calls a driver, mark it running and
  *    call out with no transaction open; then in ONE short transaction commit
  *    the object's new state (version-checked), the command's outcome, the
  *    events and the follow-ups.
- * 3. When nothing is ready, let go of the lock and look once more; if only
- *    a yielded command is left, schedule a wake-up for when it is due.
+ * 3. When nothing is ready, let go of the lock and look once more; wake the
+ *    object for anything found then, or for a yielded command when it is due.
  *
  * Round trips are what a drain costs on a busy server, so the statements
- * that can go together do (see sql/queueHead.ts): the commit with the next
- * queue head, the notices with the unlock and the last look.
+ * that can go together do (see sql/queueHead.ts): the lock with the first
+ * reads; each outcome with its transaction's opening, its commit and the
+ * next head, or, when there is none, the unlock, the last look and the
+ * notices. A pending lease's release (release, then destroy) is three.
  */
 export class ObjectDrain {
   constructor(
@@ -85,27 +86,16 @@ export class ObjectDrain {
   async drain(kind: ObjectKind, id: number): Promise<number> {
     const target = { kind, id };
     const client = await this.pool.connect();
-    const announcements = new PendingAnnouncements();
     let failure: Error | undefined;
     try {
-      let applied = 0;
-      for (;;) {
-        const start = await lockAndReadHead<ObjectRow>(client, target, PREEMPTING[kind]);
-        if (!start.locked) return applied;
-        let after: Awaited<ReturnType<typeof announceUnlockAndLook>>;
-        try {
-          const held = await this.drainLocked(client, target, start, announcements);
-          applied += held.applied;
-          after = await announceUnlockAndLook(client, target, announcements, held.openTransaction);
-        } catch (error) {
-          // The connection is discarded below, which frees the lock anyway.
-          await unlockObject(client, kind, id).catch(() => undefined);
-          throw error;
-        }
-        if (after.ready) continue;
-        // A yielded command: look again when it is due.
-        if (after.nextNotBefore) await wakeObjects(kyselyOnClient(client), [target], after.nextNotBefore);
-        return applied;
+      const start = await startHold<ObjectRow>(client, target, PREEMPTING[kind]);
+      if (!start.head) return 0;
+      try {
+        return await this.drainLocked(client, target, start);
+      } catch (error) {
+        // The connection is discarded below, which frees the lock anyway.
+        await unlockObject(client, kind, id).catch(() => undefined);
+        throw error;
       }
     } catch (error) {
       failure = error as Error;
@@ -117,63 +107,72 @@ export class ObjectDrain {
   }
 
   /**
-   * Applies ready commands while holding the lock, starting in the outcome
-   * transaction the lock opened. The object's row is read once, with the
-   * lock, its row lock and the first queue head, and then carried forward
-   * from each commit's RETURNING: only the lock holder writes it, and every
-   * commit re-checks its version under a row lock, so the copy is the row.
-   * Returns how many it applied, and whether the last commit left an
-   * outcome transaction open for the caller to end.
+   * Applies ready commands while holding the lock, until the hold ends (the
+   * last round trip gave the lock back). The object's row is read once, with
+   * the lock, and then carried forward from each commit's RETURNING: only
+   * the lock holder writes it, and every outcome transaction re-checks its
+   * version under a row lock, so the copy is the row. Returns how many
+   * commands it applied.
    */
   private async drainLocked(
     client: pg.PoolClient,
     target: ObjectRef,
     first: { head: CommandRow | undefined; object: ObjectRow | undefined; blueprint: BlueprintRow | undefined },
-    announcements: PendingAnnouncements,
-  ): Promise<{ applied: number; openTransaction: boolean }> {
-    const blueprints = new Map(first.blueprint ? [[first.blueprint.id, first.blueprint]] : []);
-    const step = { client, db: kyselyOnClient(client), target, blueprints, announcements, openTransaction: true };
-    let { head } = first;
-    if (head && !first.object) throw new Error(`${target.kind} ${target.id} has commands but no row`);
-    let object = first.object!;
+  ): Promise<number> {
+    if (!first.object) throw new Error(`${target.kind} ${target.id} has commands but no row`);
+    const step: DrainStep = {
+      client,
+      db: kyselyOnClient(client, () => this.openTransaction(step)),
+      target,
+      blueprints: new Map(first.blueprint ? [[first.blueprint.id, first.blueprint]] : []),
+      announcements: new PendingAnnouncements(),
+      object: first.object,
+      openTransaction: false,
+    };
+    let head = first.head;
     let applied = 0;
     while (head) {
-      const after = await this.apply(step, object, head);
-      if (!after) break;
-      ({ object, head } = after);
-      applied++;
+      const { object, head: next, didApply } = await this.apply(step, head);
+      if (object) step.object = object;
+      head = next;
+      if (didApply) applied++;
     }
-    return { applied, openTransaction: step.openTransaction };
+    return applied;
   }
 
   /**
-   * Applies one command; returns the object's row after it and the next
-   * queue head, or undefined when this worker cannot run the command and
-   * must hand the object on.
-   *
-   * Each commit opens the next command's outcome transaction, the object's
-   * row already locked (see commitOutcomeAndReadHead), so a command that
-   * calls no driver decides and commits in that one and costs a single round
-   * trip of its own. A driver call first ends it (markRunning), and the
-   * transaction is opened again after the call.
+   * Opens the outcome transaction, the object's row locked, when the
+   * decision makes its first query (see beginLockingObjectRow); a decision
+   * that makes none leaves it to the commit's own round trip.
    */
-  private async apply(step: DrainStep, object: ObjectRow, command: CommandRow): Promise<{ object: ObjectRow; head: CommandRow | undefined } | undefined> {
+  private async openTransaction(step: DrainStep): Promise<void> {
+    if (step.openTransaction) return;
+    step.openTransaction = true;
+    await beginLockingObjectRow(step.client, step.target, step.object.version);
+  }
+
+  /**
+   * Applies one command; returns the object's row after it, if the outcome
+   * wrote it, and the next ready command, if the hold goes on. A command
+   * this worker cannot run is handed on untouched instead (didApply false).
+   */
+  private async apply(step: DrainStep, command: CommandRow): Promise<HoldStep<ObjectRow> & { didApply: boolean }> {
     const { client, db, target } = step;
+    const object = step.object;
     const spec = commandKindSpec(target.kind, command.kind);
     const schema = spec?.versions[command.version];
     if (!spec || !schema) {
       // Written by a newer Slipway: leave it queued and untouched (but for a
       // note saying why), and let a worker that knows it take the object.
       const note = `waiting for a worker that handles ${target.kind} ${command.kind} v${command.version}`;
-      await db
+      this.log.warn({ command: command.id, target: `${target.kind}:${target.id}` }, note);
+      const handOff = db
         .updateTable('commands')
         .set({ message: note, not_before: new Date(Date.now() + this.options.handOffAfterMs) })
         .where('id', '=', command.id)
-        .execute();
-      if (step.openTransaction) await client.query('commit');
-      step.openTransaction = false;
-      this.log.warn({ command: command.id, target: `${target.kind}:${target.id}` }, note);
-      return undefined;
+        .compile();
+      const next = await handOffAndContinue<ObjectRow>(client, target, PREEMPTING[target.kind], [handOff], step.announcements);
+      return { ...next, didApply: false };
     }
 
     if (this.options.chaosDelayMs > 0) await sleep(Math.random() * this.options.chaosDelayMs);
@@ -204,22 +203,21 @@ export class ObjectDrain {
     const settled = outcome;
     for (let attempt = 1; ; attempt++) {
       try {
-        if (!step.openTransaction) await beginLockingObjectRow(client, target, object.version);
-        step.openTransaction = true;
         // A decision reads and writes only through this transaction, so it
         // can be taken again after a rollback.
         outcome = settled ?? (await handler!.decide(db, ctx!, effect));
-        const next = await commitOutcomeAndReadHead<ObjectRow>(
+        const next = await commitOutcomeAndContinue<ObjectRow>(
           client,
           target,
           PREEMPTING[target.kind],
+          { open: step.openTransaction, version: object.version },
           outcomeStatements(db, target, object, command, outcome),
+          step.announcements,
+          PendingAnnouncements.notice(target, command.id, outcome.status),
         );
-        const carried = next.object ?? object;
-        expectVersion(target, next.locked, carried.version);
-        step.announcements.add(target, command.id, outcome.status);
+        step.openTransaction = false;
         this.log.debug({ command: command.id, kind: command.kind, status: outcome.status, to: outcome.to }, outcome.message);
-        return { object: carried, head: next.head };
+        return { ...next, didApply: true };
       } catch (error) {
         step.openTransaction = false;
         await client.query('rollback').catch(() => undefined);
@@ -269,11 +267,14 @@ export class ObjectDrain {
 /** What one lock hold's commands share: its connection, its object, the blueprints it read, its held notices, its open transaction. */
 interface DrainStep {
   readonly client: pg.PoolClient;
+  /** Queries on the drain's connection, opening the outcome transaction first (see openTransaction). */
   readonly db: Db;
   readonly target: ObjectRef;
   readonly blueprints: Map<number, BlueprintRow>;
   readonly announcements: PendingAnnouncements;
-  /** Whether an outcome transaction is open, the object's row locked in it (see commitOutcomeAndReadHead). */
+  /** The object's row as the last commit left it. */
+  object: ObjectRow;
+  /** Whether an outcome transaction is open, the object's row locked in it. */
   openTransaction: boolean;
 }
 

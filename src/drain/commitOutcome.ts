@@ -15,6 +15,11 @@ export class VersionConflictError extends Error {
   override name = 'VersionConflictError';
 }
 
+/** SW001 from the drain's checks (migrations/0009, 0012) as the error it means; any other error as it is. */
+export function asVersionConflict(error: unknown): unknown {
+  return (error as { code?: string }).code === VERSION_CONFLICT_SQLSTATE ? new VersionConflictError((error as Error).message) : error;
+}
+
 /** Channel on which every settled or yielded command is announced (for waiters). */
 export const COMMANDS_CHANNEL = 'slipway_commands';
 

@@ -251,8 +251,8 @@ test('held notices go out in one statement however many there are (more than a s
     });
     await listener.query(`listen ${COMMANDS_CHANNEL}`);
     const announcements = new PendingAnnouncements();
-    for (let id = 1; id <= count; id++) announcements.add({ kind: 'lease', id }, id, 'done');
-    await client.query(await simpleQueryText(client, announcements.take()));
+    for (let id = 1; id <= count; id++) announcements.keep(PendingAnnouncements.notice({ kind: 'lease', id }, id, 'done'), true);
+    await client.query(await simpleQueryText(client, ['begin', ...announcements.take(), 'commit']));
     expect(announcements.take()).toEqual([]);
     await waitFor(`${count} notices`, async () => received.length === count);
     expect(received.map((p) => JSON.parse(p).id)).toEqual(Array.from({ length: count }, (_, i) => i + 1));

@@ -5,42 +5,55 @@ import type { Outcome } from '../Handler.ts';
 
 /**
  * Notices for waiters (CLI, API) that commands settled or yielded, held by
- * the drain until its next round trip that can carry them: the end of its
- * lock hold, or the mark before a driver call (so a slow call never holds a
- * notice back). They go only after their outcome's commit, never inside it:
- * NOTIFY takes a database-wide lock held until its transaction's commit is
- * flushed, which would serialise the commits of every drain. Their own
- * transaction commits asynchronously for the same reason. A waiter that
- * misses a notice (the worker or server died in between) finds the outcome
- * on its fallback read.
+ * the drain until its lock hold ends (slipway_drain_next sends them as it
+ * lets go) or a driver call is about to be made (markRunning sends them, so
+ * a slow call never holds a notice back). They go only after their outcome's
+ * commit, never inside it: NOTIFY takes a database-wide lock held until its
+ * transaction's commit is flushed, which would serialise the commits of
+ * every drain. Their own transaction commits asynchronously for the same
+ * reason. A waiter that misses a notice (the worker or server died in
+ * between) finds the outcome on its fallback read.
+ *
+ * They travel as one JSON array, whatever their number: a long lock hold (a
+ * blueprint serving thousands of leases) can gather more notices than a
+ * select list may have columns (1664).
  */
 export class PendingAnnouncements {
   private notices: string[] = [];
 
-  add(target: ObjectRef, commandId: number, status: Outcome['status']): void {
-    const notice = { id: commandId, target: `${target.kind}:${target.id}`, status: status === 'yield' ? 'queued' : status };
-    this.notices.push(JSON.stringify(notice));
+  /** One command's notice: its id, object and status (`queued` again for a yield). */
+  static notice(target: ObjectRef, commandId: number, status: Outcome['status']): string {
+    return JSON.stringify({ id: commandId, target: `${target.kind}:${target.id}`, status: status === 'yield' ? 'queued' : status });
+  }
+
+  /** The held notices and `notice` as the JSON array a round trip that may end the hold carries. */
+  withNotice(notice: string | undefined): string {
+    return JSON.stringify(notice === undefined ? this.notices : [...this.notices, notice]);
   }
 
   /**
-   * The statements that send the held notices in a transaction of their
-   * own, to put in front of others in one simple query; none if none.
-   * Taking them empties the list. They travel as one JSON array, whatever
-   * their number: a long lock hold (a blueprint serving thousands of leases)
-   * can gather more notices than a select list may have columns (1664).
+   * After that round trip succeeded: if the hold goes on, nothing was sent
+   * and `notice` is held with the rest; if it ended, all of them were sent.
    */
-  take(): (string | CompiledQuery)[] {
+  keep(notice: string | undefined, holdGoesOn: boolean): void {
+    if (!holdGoesOn) this.notices = [];
+    else if (notice !== undefined) this.notices.push(notice);
+  }
+
+  /**
+   * The statement that sends the held notices, for a transaction of the
+   * caller's that commits asynchronously; none if none. Taking them empties
+   * the list.
+   */
+  take(): CompiledQuery[] {
     if (this.notices.length === 0) return [];
     const notices = JSON.stringify(this.notices);
     this.notices = [];
     return [
-      'begin',
-      'set local synchronous_commit = off',
-      CompiledQuery.raw(
-        `select pg_notify('${COMMANDS_CHANNEL}', n) from jsonb_array_elements_text($1::jsonb) with ordinality as a(n, i) order by i`,
-        [notices],
-      ),
-      'commit',
+      CompiledQuery.raw('select pg_notify($1, n) from jsonb_array_elements_text($2::jsonb) with ordinality as a(n, i) order by i', [
+        COMMANDS_CHANNEL,
+        notices,
+      ]),
     ];
   }
 }

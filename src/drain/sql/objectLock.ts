@@ -8,8 +8,9 @@ import type { ObjectKind } from '../../../migrations/schema.ts';
  * PostgreSQL ends the session and frees the lock.
  *
  * The drain takes it together with its first reads, and lets go of it
- * together with its last look (lockAndReadHead and announceUnlockAndLook in
- * queueHead.ts); this is the unlock on its way out after a failure.
+ * together with its last look (slipway_drain_start and slipway_drain_next,
+ * migrations/0012, sent by queueHead.ts); this is the unlock on its way out
+ * after a failure.
  */
 export async function unlockObject(client: pg.PoolClient, kind: ObjectKind, id: number): Promise<void> {
   await client.query({

@@ -2,13 +2,14 @@ import { CompiledQuery } from 'kysely';
 import type pg from 'pg';
 import { simpleQueryText } from '../../db/preparedText.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
-import { VersionConflictError } from '../commitOutcome.ts';
+import { asVersionConflict } from '../commitOutcome.ts';
 
 /**
  * Opens the outcome transaction and, as its first statement, locks the
- * object's own row and checks it is still the version the command was
- * applied to. One round trip: both statements go as one simple query
- * (slipway_lock_object_row, migrations/0010).
+ * object's own row and checks it is still the version the drain carries
+ * (slipway_lock_object_version, migrations/0012: SW001 otherwise). One
+ * round trip; the commit's own round trip does the same when the decision
+ * made no query of its own (see commitOutcomeAndContinue).
  *
  * Why lock a row only we write: callers appending from outside read the
  * object's state FOR SHARE (see slipway_append_command), so this lock orders
@@ -23,20 +24,14 @@ import { VersionConflictError } from '../commitOutcome.ts';
  * waiting append never sits between them in a cycle of waits.
  */
 export async function beginLockingObjectRow(client: pg.PoolClient, target: ObjectRef, version: number): Promise<void> {
-  const text = await simpleQueryText(client, ['begin', lockObjectRowQuery(target)]);
-  const results = (await client.query(text)) as unknown as pg.QueryResult<{ version: number | null }>[];
-  expectVersion(target, results[1]?.rows[0], version);
-}
-
-/** The row lock of beginLockingObjectRow, for a query that opens the transaction itself (see commitOutcomeAndReadHead). */
-export function lockObjectRowQuery(target: ObjectRef): CompiledQuery {
-  return CompiledQuery.raw('select slipway_lock_object_row($1, $2) as version', [target.kind, target.id]);
-}
-
-/** Checks what the row lock read against the version the drain carries. */
-export function expectVersion(target: ObjectRef, row: { version: number | null } | undefined, version: number): void {
-  if (row?.version == null) throw new Error(`${target.kind} ${target.id} has no row`);
-  if (row.version !== version) {
-    throw new VersionConflictError(`${target.kind} ${target.id} is at version ${row.version}, not ${version}, under its drain`);
+  try {
+    await client.query(await simpleQueryText(client, ['begin', lockObjectVersionQuery(target, version)]));
+  } catch (error) {
+    throw asVersionConflict(error);
   }
+}
+
+/** The row lock and version check of beginLockingObjectRow, for a query that opens the transaction itself. */
+export function lockObjectVersionQuery(target: ObjectRef, version: number): CompiledQuery {
+  return CompiledQuery.raw('select slipway_lock_object_version($1, $2, $3)', [target.kind, target.id, version]);
 }
