@@ -24,6 +24,11 @@ import { type Kysely, sql } from 'kysely';
  *   outcome transaction (see src/drain/sql/objectRow.ts), failing with
  *   SW001 unless the row is still at the version the drain carries, so the
  *   check travels in the same round trip as the outcome it guards.
+ *
+ * slipway_lock_object (0009) and slipway_queue_look (0010) are no longer
+ * called by this version. They stay for the workers of the version before,
+ * which go on draining during a rolling upgrade until they are restarted; a
+ * later migration may drop them.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
