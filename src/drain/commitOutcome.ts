@@ -89,7 +89,7 @@ export function outcomeStatements<Row extends { state: string; version: number }
   const supersedes = outcome.status === 'done' ? (commandKindSpec(target.kind, command.kind)?.supersedes ?? []) : [];
   const conflict = {
     sqlstate: VERSION_CONFLICT_SQLSTATE,
-    message: `${target.kind} ${target.id} changed while command ${command.id} was applied`,
+    message: `${target.kind} ${target.id} is no longer at version ${object.version}: it changed while command ${command.id} was applied`,
   };
   const statements = [settleCommand(command, outcome, events, supersedes).compile(db)];
 
