@@ -17,7 +17,6 @@ import type { HandlerContext, HandlerTable, ObjectTypes, Outcome } from './Handl
 import { BLUEPRINT_HANDLERS } from './handlers/blueprintHandlers.ts';
 import { LEASE_HANDLERS } from './handlers/leaseHandlers.ts';
 import { RESOURCE_HANDLERS } from './handlers/resourceHandlers.ts';
-import { unlockObject } from './sql/objectLock.ts';
 import { beginLockingObjectRow } from './sql/objectRow.ts';
 import { commitOutcomeAndContinue, handOffAndContinue, type HoldStep, markRunning, startHold } from './sql/queueHead.ts';
 
@@ -62,6 +61,9 @@ export function backoffMs(attempts: number): number {
  * 1. On a dedicated connection, take the object's session advisory lock, or
  *    return at once if another worker holds it (that worker looks at the
  *    queue again as it lets go, so nothing appended meanwhile is stranded).
+ *    Session-level, not transaction-level, so it spans the several short
+ *    transactions and the driver calls of one hold; if the worker dies,
+ *    PostgreSQL ends the session and frees the lock.
  * 2. Loop: take the queue head; if it calls a driver, mark it running and
  *    call out with no transaction open; then in ONE short transaction commit
  *    the object's new state (version-checked), the command's outcome, the
@@ -90,18 +92,14 @@ export class ObjectDrain {
     try {
       const start = await startHold<ObjectRow>(client, target, PREEMPTING[kind]);
       if (!start.head) return 0;
-      try {
-        return await this.drainLocked(client, target, start);
-      } catch (error) {
-        // The connection is discarded below, which frees the lock anyway.
-        await unlockObject(client, kind, id).catch(() => undefined);
-        throw error;
-      }
+      return await this.drainLocked(client, target, start);
     } catch (error) {
       failure = error as Error;
       throw error;
     } finally {
-      // A connection that failed mid-transaction is discarded, never reused.
+      // A connection that failed is discarded, never reused: its session
+      // ends, which ends any transaction and frees the advisory lock (as
+      // when a worker dies), so a failure needs no unlock of its own.
       client.release(failure);
     }
   }
