@@ -43,7 +43,9 @@ export class EmbeddedDatabase {
   }
 
   static async open(homeDir: string, log: Logger, database = 'slipway'): Promise<EmbeddedDatabase> {
-    const dataDir = path.join(homeDir, 'pg');
+    // Absolute: its path is also the socket's directory, which a client only
+    // takes for a socket when it starts with a slash.
+    const dataDir = path.resolve(homeDir, 'pg');
     await mkdir(homeDir, { recursive: true });
     const password = await readOrCreatePassword(homeDir);
 
