@@ -22,6 +22,8 @@ const BACKLOG_SAMPLE_MS = 1000;
 export class Backpressure {
   private sampledAt = 0;
   private sampled = 0;
+  /** The count under way: concurrent requests that find the sample stale wait for it instead of each counting again. */
+  private counting: Promise<number> | undefined;
 
   constructor(private readonly limits: BackpressureLimits) {}
 
@@ -49,17 +51,23 @@ export class Backpressure {
     return new ApiError('too_many_requests', `${error.message} (limit ${limit}); retry later`, { target, depth: limit, limit }, 1);
   }
 
-  private async backlog(db: Db): Promise<number> {
-    const now = Date.now();
-    if (now - this.sampledAt >= BACKLOG_SAMPLE_MS) {
-      const { rows } = await sql<{ n: number }>`
-        select count(*)::int as n from (
-          select 1 from commands where status in ('queued', 'running') limit ${this.limits.backlog}
-        ) as backlog
-      `.execute(db);
-      this.sampled = rows[0]!.n;
-      this.sampledAt = now;
-    }
+  private backlog(db: Db): Promise<number> {
+    if (Date.now() - this.sampledAt < BACKLOG_SAMPLE_MS) return Promise.resolve(this.sampled);
+    this.counting ??= this.count(db).finally(() => {
+      this.counting = undefined;
+    });
+    return this.counting;
+  }
+
+  private async count(db: Db): Promise<number> {
+    const startedAt = Date.now();
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from (
+        select 1 from commands where status in ('queued', 'running') limit ${this.limits.backlog}
+      ) as backlog
+    `.execute(db);
+    this.sampled = rows[0]!.n;
+    this.sampledAt = startedAt;
     return this.sampled;
   }
 }
