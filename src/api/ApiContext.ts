@@ -1,5 +1,6 @@
 import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';
+import type { AppendBatcher } from '../queue/AppendBatcher.ts';
 import type { NoticeListener } from '../read/CommandNotices.ts';
 import type { Backpressure } from './backpressure.ts';
 
@@ -10,6 +11,8 @@ export interface ApiContext {
   /** The process's one LISTEN connection, shared by every waiting request. */
   readonly notices: NoticeListener;
   readonly backpressure: Backpressure;
+  /** Sends concurrent requests' plain appends together (see requestCommand). */
+  readonly appends: AppendBatcher;
   /** Aborted when the server stops: waiting requests answer with what they have. */
   readonly stopping: AbortSignal;
 }

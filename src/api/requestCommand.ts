@@ -29,10 +29,12 @@ export interface CommandRequest {
  * the same way and both coalesce a duplicate release into the command
  * already in flight.
  *
- * The common request (no ownership to check, no callback) is ONE statement,
- * the append with its queue-depth check (slipway_append_within), which needs
- * no transaction of its own: `db` may be the plain connection pool. The rest
- * run in one (withTransaction), joining the caller's if `db` is one.
+ * The common request (no ownership to check, no callback, not inside an
+ * idempotent request's transaction) is ONE statement, the append with its
+ * queue-depth check (slipway_append_within), and goes through the
+ * AppendBatcher, which sends it together with other requests' appends. The
+ * rest run in one transaction (withTransaction), joining the caller's if
+ * `db` is one.
  */
 export async function requestCommand(
   db: Db,
@@ -45,20 +47,20 @@ export async function requestCommand(
   // Only a caller limited to its own leases needs the holder (a missing lease is a 404 either way).
   const checksOwner = target.kind === 'lease' && caller.reach === 'own';
   await context.backpressure.assertBacklogRoom(db);
+  const appendRequest = { target, kind: body.kind, version: body.version, payload: body.payload, actor: actorOf(request, body.reason) };
+  const options = { fromOutside: true, queueLimit: context.backpressure.queueDepth };
   const append = async (trx: Db) => {
     if (checksOwner) assertMayTouch(caller, (await findLease(trx, target.id)).holder, 'leases');
-    const result = await appendInTransaction(
-      trx,
-      { target, kind: body.kind, version: body.version, payload: body.payload, actor: actorOf(request, body.reason) },
-      { fromOutside: true, queueLimit: context.backpressure.queueDepth },
-    );
+    const result = await appendInTransaction(trx, appendRequest, options);
     // In the append's transaction: a refused URL leaves no command behind, and a
     // duplicate that coalesced gets its callback on the command it joined.
     if (body.callback) await attachRequestedCallback(trx, result.command.id, body.callback, context.config);
     return result;
   };
   try {
-    return await (checksOwner || body.callback ? withTransaction(db, append) : append(db));
+    return await (checksOwner || body.callback || db.isTransaction
+      ? withTransaction(db, append)
+      : context.appends.append(appendRequest, options));
   } catch (error) {
     throw error instanceof QueueFullError ? context.backpressure.queueFull(error) : error;
   }

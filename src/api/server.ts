@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';
 import type { Logger } from '../log.ts';
+import { AppendBatcher } from '../queue/AppendBatcher.ts';
 import { NoticeListener } from '../read/CommandNotices.ts';
 import type { ApiContext } from './ApiContext.ts';
 import { installAuthentication } from './auth/authenticate.ts';
@@ -69,6 +70,7 @@ export class ApiServer {
       notices,
       stopping: stopping.signal,
       backpressure: new Backpressure({ queueDepth: config.SLIPWAY_API_QUEUE_DEPTH_LIMIT, backlog: config.SLIPWAY_API_BACKLOG_LIMIT }),
+      appends: new AppendBatcher(database.pool, database.db),
     };
     const app = await buildApp(context, log);
     const prune = () =>

@@ -59,12 +59,30 @@ export async function appendInTransaction(
   request: AppendRequest,
   options: AppendOptions,
 ): Promise<AppendResult> {
-  const { target, kind } = request;
-  const spec = commandKindSpec(target.kind, kind);
-  const call = appendCall(request, options);
-  if (options.fromOutside) await admit(trx, target, kind, (request.payload ?? {}) as Record<string, unknown>);
-  const { rows } = await sql<AppendedRow>`select f.part, f.object_state, (f.cmd).* from ${call} as f`.execute(trx);
+  const statement = appendStatement(request, options);
+  if (options.fromOutside) await admit(trx, request.target, request.kind, (request.payload ?? {}) as Record<string, unknown>);
+  const { rows } = await statement.execute(trx);
+  return appendResult(trx, request, options, rows);
+}
 
+/** The append as a statement of its own (see appendCall), answering with the rows appendResult reads. */
+export function appendStatement(request: AppendRequest, options: AppendOptions): RawBuilder<AppendedRow> {
+  return sql<AppendedRow>`select f.part, f.object_state, (f.cmd).* from ${appendCall(request, options)} as f`;
+}
+
+/**
+ * What an append's rows mean for its caller: the command, or the typed error
+ * that refuses it. `db` reads what a rejection needs to explain itself; it
+ * may be outside the append's transaction (AppendBatcher), as the
+ * explanation only points at a command that already did the work.
+ */
+export async function appendResult(
+  db: Db,
+  request: AppendRequest,
+  options: AppendOptions,
+  rows: readonly AppendedRow[],
+): Promise<AppendResult> {
+  const { target, kind } = request;
   const parts = new Map(rows.map(({ part, object_state, ...command }) => [part, { state: object_state, command }]));
   const inserted = parts.get('inserted');
   if (inserted) return { command: inserted.command, coalesced: false, record: inserted.command };
@@ -74,7 +92,7 @@ export async function appendInTransaction(
   if (parts.has('missing')) throw new NotFoundError(target.kind, target.id);
   if (parts.has('busy')) throw new QueueFullError(target, options.queueLimit!);
   const rejected = parts.get('rejected');
-  if (rejected?.state) throw await rejection(trx, target, kind, rejected.state, spec?.dedupKey);
+  if (rejected?.state) throw await rejection(db, target, kind, rejected.state, commandKindSpec(target.kind, kind)?.dedupKey);
   throw new Error(`slipway_append_command returned no outcome for ${describeObject(target)}: ${JSON.stringify([...parts.keys()])}`);
 }
 
@@ -148,7 +166,7 @@ export class QueueFullError extends Error {
 }
 
 /** One row of slipway_append_command: which part of the answer it is, and a command. */
-type AppendedRow = CommandRow & {
+export type AppendedRow = CommandRow & {
   part: 'inserted' | 'coalesced_into' | 'coalesced' | 'rejected' | 'missing' | 'busy';
   object_state: string | null;
 };

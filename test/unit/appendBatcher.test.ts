@@ -1,0 +1,69 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import type { Actor } from '../../src/domain/Actor.ts';
+import { NotFoundError } from '../../src/domain/errors.ts';
+import { createBlueprint } from '../../src/objects/createBlueprint.ts';
+import { createLease } from '../../src/objects/createLease.ts';
+import { AppendBatcher } from '../../src/queue/AppendBatcher.ts';
+import { createTestDatabase } from '../helpers/testDatabase.ts';
+
+// No worker runs in this file: what the batcher appended stays queued.
+const alice: Actor = { issuedBy: 'alice@host', source: 'api', reason: 'done with it' };
+const options = { fromOutside: true, queueLimit: 100 } as const;
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let batcher: AppendBatcher;
+
+beforeAll(async () => {
+  database = await createTestDatabase({ poolSize: 10 });
+  await createBlueprint(database.db, { name: 'pool', driver: 'simulated', maxResources: 1 }, alice);
+  batcher = new AppendBatcher(database.pool, database.db);
+});
+afterAll(async () => database?.drop());
+
+const newLeases = (n: number) =>
+  Promise.all(Array.from({ length: n }, async () => (await createLease(database.db, { blueprint: 'pool', holder: 'alice' }, alice)).lease.id));
+const release = (id: number, actor = alice) => batcher.append({ target: { kind: 'lease', id }, kind: 'release', actor }, options);
+const releasesOf = async (ids: readonly number[]) =>
+  (
+    await sql<{ target_id: number; status: string; tx: string }>`
+      select target_id::int, status, xmin::text as tx from commands where kind = 'release' and target_id = any(${ids}::bigint[])
+    `.execute(database.db)
+  ).rows;
+
+test('concurrent appends go in shared transactions, and each caller gets its own answer', async () => {
+  const distinct = await newLeases(30);
+  const [contested] = await newLeases(1);
+  const answers = await Promise.allSettled([
+    ...distinct.map((id) => release(id)),
+    ...Array.from({ length: 20 }, () => release(contested!)),
+    release(2_000_000_000),
+  ]);
+
+  const results = answers.slice(0, 50).map((a) => (a.status === 'fulfilled' ? a.value : expect.fail(String((a as PromiseRejectedResult).reason))));
+  // One fresh release per distinct lease, each its own command.
+  expect(results.slice(0, 30).map((r) => [r.command.target_id, r.coalesced])).toEqual(distinct.map((id) => [id, false]));
+  // The contested lease's first release is the command, the other 19 joined it.
+  const contestedResults = results.slice(30);
+  expect(new Set(contestedResults.map((r) => r.command.id)).size).toBe(1);
+  expect(contestedResults.filter((r) => !r.coalesced)).toHaveLength(1);
+  expect(new Set(contestedResults.map((r) => r.record.id)).size).toBe(20);
+  // The unknown lease is refused on its own.
+  expect((answers[50] as PromiseRejectedResult).reason).toBeInstanceOf(NotFoundError);
+
+  const written = await releasesOf([...distinct, contested!]);
+  expect(written.filter((r) => r.status === 'queued').map((r) => r.target_id).sort()).toEqual([...distinct, contested!].sort());
+  // Rows written in one transaction share its id: 51 appends took a few, not 51.
+  expect(new Set(written.map((r) => r.tx)).size).toBeLessThan(10);
+});
+
+test('a batch that fails as a whole is made again one append at a time: the bad one fails alone, the rest are written once', async () => {
+  const ids = await newLeases(12);
+  // The commands table accepts only known sources: this append fails in the database itself.
+  const bogus = { ...alice, source: 'carrier-pigeon' } as unknown as Actor;
+  const answers = await Promise.allSettled(ids.map((id, n) => release(id, n === 5 ? bogus : alice)));
+
+  expect(answers.map((a) => a.status)).toEqual(ids.map((_, n) => (n === 5 ? 'rejected' : 'fulfilled')));
+  expect(String((answers[5] as PromiseRejectedResult).reason)).toMatch(/check constraint/);
+  const written = await releasesOf(ids);
+  expect(written.map((r) => r.target_id).sort()).toEqual(ids.filter((_, n) => n !== 5).sort());
+});
