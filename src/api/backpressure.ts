@@ -22,7 +22,7 @@ const BACKLOG_SAMPLE_MS = 1000;
 export class Backpressure {
   private sampledAt = 0;
   private sampled = 0;
-  /** The count under way: concurrent requests that find the sample stale wait for it instead of each counting again. */
+  /** The count under way on the pool: concurrent requests that find the sample stale wait for it instead of each counting again. */
   private counting: Promise<number> | undefined;
 
   constructor(private readonly limits: BackpressureLimits) {}
@@ -53,6 +53,11 @@ export class Backpressure {
 
   private backlog(db: Db): Promise<number> {
     if (Date.now() - this.sampledAt < BACKLOG_SAMPLE_MS) return Promise.resolve(this.sampled);
+    // A caller inside a transaction (an idempotent request) holds a pool
+    // connection the shared count may be waiting for, so it never waits for
+    // that count: it takes the last sample while one is under way, else
+    // counts in its own transaction.
+    if (db.isTransaction) return this.counting ? Promise.resolve(this.sampled) : this.count(db);
     this.counting ??= this.count(db).finally(() => {
       this.counting = undefined;
     });

@@ -70,7 +70,7 @@ export class ApiServer {
       notices,
       stopping: stopping.signal,
       backpressure: new Backpressure({ queueDepth: config.SLIPWAY_API_QUEUE_DEPTH_LIMIT, backlog: config.SLIPWAY_API_BACKLOG_LIMIT }),
-      appends: new AppendBatcher(database.pool, database.db),
+      appends: new AppendBatcher(database.pool, database.db, log),
     };
     const app = await buildApp(context, log);
     const prune = () =>

@@ -5,7 +5,7 @@ import { NotFoundError } from '../../src/domain/errors.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { AppendBatcher } from '../../src/queue/AppendBatcher.ts';
-import { createTestDatabase } from '../helpers/testDatabase.ts';
+import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
 
 // No worker runs in this file: what the batcher appended stays queued.
 const alice: Actor = { issuedBy: 'alice@host', source: 'api', reason: 'done with it' };
@@ -16,7 +16,7 @@ let batcher: AppendBatcher;
 beforeAll(async () => {
   database = await createTestDatabase({ poolSize: 10 });
   await createBlueprint(database.db, { name: 'pool', driver: 'simulated', maxResources: 1 }, alice);
-  batcher = new AppendBatcher(database.pool, database.db);
+  batcher = new AppendBatcher(database.pool, database.db, testLog);
 });
 afterAll(async () => database?.drop());
 
@@ -66,4 +66,36 @@ test('a batch that fails as a whole is made again one append at a time: the bad 
   expect(String((answers[5] as PromiseRejectedResult).reason)).toMatch(/check constraint/);
   const written = await releasesOf(ids);
   expect(written.map((r) => r.target_id).sort()).toEqual(ids.filter((_, n) => n !== 5).sort());
+  // The first two went alone; the other ten were one batch, which failed:
+  // its good appends were then made one transaction each.
+  expect(new Set(written.map((r) => r.tx)).size).toBe(11);
+});
+
+test('a batch whose connection fails is not made again (it may have committed): its callers get the error', async () => {
+  const [id] = await newLeases(1);
+  const locker = await database.pool.connect();
+  try {
+    // Holding the lease's row makes the append wait on it, so its backend can be ended mid-batch.
+    await locker.query('begin');
+    await locker.query('select 1 from leases where id = $1 for update', [id]);
+    const answer = release(id!).then(
+      () => 'answered',
+      (error: Error) => error.message,
+    );
+    let ended = false;
+    for (let tries = 0; !ended && tries < 100; tries++) {
+      const { rows } = await database.pool.query(
+        `select pg_terminate_backend(pid) as ended from pg_stat_activity
+         where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`,
+      );
+      ended = rows.length > 0;
+      if (!ended) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(ended).toBe(true);
+    expect(await answer).toMatch(/terminat/);
+  } finally {
+    await locker.query('rollback');
+    locker.release();
+  }
+  expect(await releasesOf([id!])).toEqual([]);
 });

@@ -1,10 +1,11 @@
-import type { KyselyPlugin } from 'kysely';
+import { type KyselyPlugin, sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Backpressure } from '../../src/api/backpressure.ts';
 import { ApiError } from '../../src/api/errors.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
-import { createTestDatabase } from '../helpers/testDatabase.ts';
+import { Database } from '../../src/db/Database.ts';
+import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
 
 // No worker runs in this file: every lease's allocate stays queued, so the
 // backlog is exactly the number of leases made.
@@ -47,3 +48,42 @@ test('many requests at once share one count of the backlog, and each gets its an
     expect(error.code).toBe('backlog_full');
   }
 });
+
+test('a request inside a transaction never waits for a count that needs its connection', async () => {
+  // Two connections, both held by transactions (idempotent requests); a
+  // plain request's count then waits for one of them.
+  const small = Database.fromUrl(database.url, testLog, { poolSize: 2 });
+  const pressure = new Backpressure({ queueDepth: 10, backlog: 1000 });
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let holding = 0;
+  let bothHeld!: () => void;
+  const held = new Promise<void>((resolve) => (bothHeld = resolve));
+  const transactions = Promise.all(
+    [0, 1].map(() =>
+      small.db.transaction().execute(async (trx) => {
+        await sql`select 1`.execute(trx);
+        if (++holding === 2) bothHeld();
+        await gate;
+        // The shared count cannot run until a transaction ends: this must not wait for it.
+        await within(5000, pressure.assertBacklogRoom(trx));
+      }),
+    ),
+  );
+  try {
+    await held;
+    const plain = pressure.assertBacklogRoom(small.db);
+    open();
+    await transactions;
+    await within(5000, plain);
+  } finally {
+    await small.close();
+  }
+});
+
+function within<T>(ms: number, work: Promise<T>): Promise<T> {
+  return Promise.race([
+    work,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms).unref()),
+  ]);
+}
