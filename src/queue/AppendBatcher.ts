@@ -4,6 +4,7 @@ import type { Db } from '../db/Database.ts';
 import { simpleQueryText } from '../db/preparedText.ts';
 import type { Logger } from '../log.ts';
 import { admit } from './admissionChecks.ts';
+import { drainJobKey } from './objectTables.ts';
 import {
   type AppendedRow,
   appendInTransaction,
@@ -29,7 +30,7 @@ interface Waiting {
   readonly request: AppendRequest;
   readonly options: AppendOptions;
   readonly statement: CompiledQuery<AppendedRow>;
-  /** The object's wake-up job key (object_drain_job_key): the order its locks are taken in. */
+  /** The object's wake-up job key: the order its locks are taken in. */
   readonly jobKey: string;
   resolve(result: AppendResult): void;
   reject(error: unknown): void;
@@ -78,9 +79,8 @@ export class AppendBatcher {
   async append(request: AppendRequest, options: AppendOptions): Promise<AppendResult> {
     const statement = appendStatement(request, options).compile(this.db);
     if (options.fromOutside) await admit(this.db, request.target, request.kind, (request.payload ?? {}) as Record<string, unknown>);
-    const jobKey = `drain:${request.target.kind}:${request.target.id}`;
     return new Promise<AppendResult>((resolve, reject) => {
-      this.waiting.push({ request, options, statement, jobKey, resolve, reject });
+      this.waiting.push({ request, options, statement, jobKey: drainJobKey(request.target), resolve, reject });
       this.sendWaiting();
     });
   }
@@ -133,33 +133,20 @@ export class AppendBatcher {
    * own failure). Any other failure is thrown as it is.
    */
   private async inOneTransaction(statements: readonly CompiledQuery<AppendedRow>[]): Promise<AppendedRow[][]> {
-    let client: pg.PoolClient;
-    let text: string;
+    let client: pg.PoolClient | undefined;
+    let sent = false;
     try {
       client = await this.pool.connect();
+      const text = await simpleQueryText(client, ['begin', ...statements, 'commit']);
+      sent = true;
+      const results = (await client.query(text)) as unknown as pg.QueryResult<AppendedRow>[];
+      client.release();
+      return results.slice(1, -1).map((result) => result.rows);
     } catch (error) {
-      throw new RolledBack(error);
-    }
-    let failure: Error | undefined;
-    try {
-      try {
-        text = await simpleQueryText(client, ['begin', ...statements, 'commit']);
-      } catch (error) {
-        throw new RolledBack(error);
-      }
-      try {
-        const results = (await client.query(text)) as unknown as pg.QueryResult<AppendedRow>[];
-        return results.slice(1, -1).map((result) => result.rows);
-      } catch (error) {
-        throw error instanceof pg.DatabaseError && error.severity === 'ERROR' ? new RolledBack(error) : error;
-      }
-    } catch (error) {
-      failure = error as Error;
-      throw error;
-    } finally {
       // A failed batch left its transaction aborted (and perhaps a stale
       // prepared statement): the connection is discarded, not reused.
-      client.release(failure);
+      client?.release(error as Error);
+      throw !sent || (error instanceof pg.DatabaseError && error.severity === 'ERROR') ? new RolledBack(error) : error;
     }
   }
 }

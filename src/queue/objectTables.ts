@@ -11,6 +11,11 @@ export interface ObjectRef {
   readonly id: number;
 }
 
+/** An object's wake-up job key: the same text as the SQL function object_drain_job_key, which writes it. */
+export function drainJobKey(ref: ObjectRef): string {
+  return `drain:${ref.kind}:${ref.id}`;
+}
+
 export function describeObject(ref: ObjectRef): string {
   return `${ref.kind} ${ref.id}`;
 }

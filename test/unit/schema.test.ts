@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { drainJobKey } from '../../src/queue/objectTables.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -40,7 +41,8 @@ test('object lock keys are distinct per kind and id', async () => {
   expect(new Set([a, b, c]).size).toBe(3);
 });
 
-test("an object's wake-up job key has the one documented form", async () => {
+test("an object's wake-up job key has the one documented form, in SQL and in TypeScript", async () => {
   const { rows } = await sql<{ key: string }>`select object_drain_job_key('resource', 12) as key`.execute(database.db);
   expect(rows[0]!.key).toBe('drain:resource:12');
+  expect(drainJobKey({ kind: 'resource', id: 12 })).toBe(rows[0]!.key);
 });
