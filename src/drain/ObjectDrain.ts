@@ -3,9 +3,7 @@ import type pg from 'pg';
 import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { kyselyOnClient } from '../db/kyselyOnClient.ts';
-import { commandKindSpec, preemptingKinds } from '../domain/commandKinds.ts';
-import { describeZodIssues } from '../domain/errors.ts';
-import { accepts, canTransition } from '../domain/lifecycle.ts';
+import { canTransition } from '../domain/lifecycle.ts';
 import { PermanentDriverError, TransientDriverError } from '../drivers/Driver.ts';
 import type { DriverRegistry } from '../drivers/registry.ts';
 import { validatingDriver } from '../drivers/validatingDriver.ts';
@@ -13,26 +11,10 @@ import type { Logger } from '../log.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
 import { outcomeStatements } from './commitOutcome.ts';
 import { PendingAnnouncements } from './sql/announcements.ts';
-import type { HandlerContext, HandlerTable, ObjectTypes, Outcome } from './Handler.ts';
-import { BLUEPRINT_HANDLERS } from './handlers/blueprintHandlers.ts';
-import { LEASE_HANDLERS } from './handlers/leaseHandlers.ts';
-import { RESOURCE_HANDLERS } from './handlers/resourceHandlers.ts';
+import { commandStep, driverCall, PREEMPTING } from './commandStep.ts';
+import type { HandlerContext, ObjectTypes, Outcome } from './Handler.ts';
 import { beginLockingObjectRow } from './sql/objectRow.ts';
 import { commitOutcomeAndContinue, handOffAndContinue, type HoldStep, markRunning, startHold } from './sql/queueHead.ts';
-
-// Each table is checked against its own object kind where it is defined;
-// here they are looked up by the kind of the object being drained.
-const HANDLERS = {
-  lease: LEASE_HANDLERS,
-  resource: RESOURCE_HANDLERS,
-  blueprint: BLUEPRINT_HANDLERS,
-} as unknown as Record<ObjectKind, HandlerTable<ObjectKind>>;
-
-const PREEMPTING: Record<ObjectKind, string[]> = {
-  lease: preemptingKinds('lease'),
-  resource: preemptingKinds('resource'),
-  blueprint: preemptingKinds('blueprint'),
-};
 
 /**
  * How often one command's commit is tried when PostgreSQL aborts it to break
@@ -76,6 +58,10 @@ export function backoffMs(attempts: number): number {
  * reads; each outcome with its transaction's opening, its commit and the
  * next head, or, when there is none, the unlock, the last look and the
  * notices. A pending lease's release (release, then destroy) is three.
+ *
+ * Leases come here from DrainBatcher, which drains many at once in the same
+ * protocol as long as their commands need no I/O, and hands a lease over
+ * when one does; resources and blueprints come straight here.
  */
 export class ObjectDrain {
   constructor(
@@ -157,16 +143,14 @@ export class ObjectDrain {
   private async apply(step: DrainStep, command: CommandRow): Promise<HoldStep<ObjectRow> & { didApply: boolean }> {
     const { client, db, target } = step;
     const object = step.object;
-    const spec = commandKindSpec(target.kind, command.kind);
-    const schema = spec?.versions[command.version];
-    if (!spec || !schema) {
+    const decided = commandStep(target, object.state, command);
+    if (decided.step === 'unknown') {
       // Written by a newer Slipway: leave it queued and untouched (but for a
       // note saying why), and let a worker that knows it take the object.
-      const note = `waiting for a worker that handles ${target.kind} ${command.kind} v${command.version}`;
-      this.log.warn({ command: command.id, target: `${target.kind}:${target.id}` }, note);
+      this.log.warn({ command: command.id, target: `${target.kind}:${target.id}` }, decided.note);
       const handOff = db
         .updateTable('commands')
-        .set({ message: note, not_before: new Date(Date.now() + this.options.handOffAfterMs) })
+        .set({ message: decided.note, not_before: new Date(Date.now() + this.options.handOffAfterMs) })
         .where('id', '=', command.id)
         .compile();
       const next = await handOffAndContinue<ObjectRow>(client, target, PREEMPTING[target.kind], [handOff], step.announcements);
@@ -175,22 +159,15 @@ export class ObjectDrain {
 
     if (this.options.chaosDelayMs > 0) await sleep(Math.random() * this.options.chaosDelayMs);
 
-    let outcome: Outcome | undefined;
-    const payload = schema.safeParse(command.payload);
-    const handler = HANDLERS[target.kind][command.kind];
-    if (!payload.success) {
-      outcome = { status: 'failed', message: `invalid payload: ${describeZodIssues(payload.error.issues, 'payload')}` };
-    } else if (!accepts(target.kind, object.state, command.kind) || !handler) {
-      outcome = { status: 'done', message: `nothing to do: ${target.kind} ${target.id} is ${object.state}` };
-    }
-
+    let outcome: Outcome | undefined = decided.step === 'settled' ? decided.outcome : undefined;
+    const handler = decided.step === 'handle' ? decided.handler : undefined;
     let ctx: HandlerContext<ObjectKind> | undefined;
     let effect: unknown;
-    if (!outcome && handler) {
-      ctx = await this.context(step, object, command, payload.data);
-      if (handler.effect) {
+    if (decided.step === 'handle') {
+      ctx = await this.context(step, object, command, decided.payload);
+      if (decided.handler.effect) {
         try {
-          effect = await handler.effect(ctx);
+          effect = await decided.handler.effect(ctx);
         } catch (error) {
           outcome = driverFailure(target.kind, object.state, command, error as Error);
           this.log.warn({ err: error, command: command.id, kind: command.kind, target: `${target.kind}:${target.id}` }, 'driver call failed');
@@ -253,11 +230,7 @@ export class ObjectDrain {
       // Marked running as the driver call goes out, so a crash mid-call shows
       // (and the call is repeated); commands that call nothing skip the write.
       driver: () => validatingDriver(drivers.forBlueprint(blueprint), markOnce),
-      call: {
-        blueprint: { id: blueprint.id, name: blueprint.name, settings: blueprint.settings },
-        idempotencyKey: `${target.kind}:${target.id}:${command.id}`,
-        commandId: command.id,
-      },
+      call: driverCall(target, command, blueprint),
     };
   }
 }

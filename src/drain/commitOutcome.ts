@@ -8,7 +8,7 @@ import { appendCall } from '../queue/appendCommand.ts';
 import { describeObject, OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
 import { type WakeTarget, wakeObjectsQuery } from '../queue/wakeObjects.ts';
 import type { Outcome } from './Handler.ts';
-import { settleCommand, updateObjectChecked } from './sql/settleCommand.ts';
+import { type Settlement, settleCommands, updateObjectChecked } from './sql/settleCommand.ts';
 
 /** Another writer changed the object under us: the single-writer rule was broken. */
 export class VersionConflictError extends Error {
@@ -52,14 +52,8 @@ export function outcomeStatements<Row extends { state: string; version: number }
   command: CommandRow,
   outcome: Outcome,
 ): OutcomeStatements {
-  const actor = { issuedBy: command.issued_by, source: command.source };
-  const events: EventInput[] = [];
-
   let objectUpdate;
   if (outcome.to !== undefined || outcome.set !== undefined) {
-    if (outcome.to !== undefined && !canTransition(target.kind, object.state, outcome.to)) {
-      throw new Error(`${target.kind} ${target.id}: ${object.state} → ${outcome.to} is not in the state table`);
-    }
     objectUpdate = db
       .updateTable(OBJECT_TABLE[target.kind] as 'leases')
       .set({
@@ -71,30 +65,58 @@ export function outcomeStatements<Row extends { state: string; version: number }
       .where('id', '=', target.id)
       .where('version', '=', object.version)
       .returningAll();
-    if (outcome.to !== undefined && outcome.to !== object.state) {
-      events.push({
-        target,
-        type: 'state',
-        fromState: object.state,
-        toState: outcome.to,
-        message: outcome.message,
-        actor,
-        commandId: command.id,
-      });
-    }
+  }
+  const conflict = {
+    sqlstate: VERSION_CONFLICT_SQLSTATE,
+    message: `${target.kind} ${target.id} is no longer at version ${object.version}: it changed while command ${command.id} was applied`,
+  };
+  const followUps = followUpStatements(db, target, command, outcome);
+  return {
+    objectUpdate: objectUpdate && updateObjectChecked(objectUpdate, conflict).compile(db),
+    rest: [
+      settleCommands([settlement(target, object, command, outcome)]).compile(db),
+      ...followUps.appends,
+      ...(followUps.wakes.length > 0 ? [wakeObjectsQuery(followUps.wakes).compile(db)] : []),
+    ],
+  };
+}
+
+/**
+ * What settling `command` with `outcome` writes besides the object's row:
+ * the state change's event (checked against the state table) and the
+ * outcome's own events, and, for a command done, the queued kinds it
+ * supersedes.
+ */
+export function settlement(target: ObjectRef, object: { state: string }, command: CommandRow, outcome: Outcome): Settlement {
+  const actor = { issuedBy: command.issued_by, source: command.source };
+  const events: EventInput[] = [];
+  if (outcome.to !== undefined && !canTransition(target.kind, object.state, outcome.to)) {
+    throw new Error(`${target.kind} ${target.id}: ${object.state} → ${outcome.to} is not in the state table`);
+  }
+  if (outcome.to !== undefined && outcome.to !== object.state) {
+    events.push({ target, type: 'state', fromState: object.state, toState: outcome.to, message: outcome.message, actor, commandId: command.id });
   }
   for (const e of outcome.events ?? []) {
     events.push({ target, type: e.type, message: e.message, data: e.data, actor, commandId: command.id });
   }
   const supersedes = outcome.status === 'done' ? (commandKindSpec(target.kind, command.kind)?.supersedes ?? []) : [];
-  const conflict = {
-    sqlstate: VERSION_CONFLICT_SQLSTATE,
-    message: `${target.kind} ${target.id} is no longer at version ${object.version}: it changed while command ${command.id} was applied`,
-  };
-  const statements = [settleCommand(command, outcome, events, supersedes).compile(db)];
+  return { command, outcome, events, supersedes };
+}
 
-  // Follow-ups are appended first and their objects woken in one call at the
-  // end, so every commit locks wake-up jobs in the same (key) order.
+/**
+ * The outcome's follow-up commands as one checked append each (failing with
+ * SW002 when the target does not exist), and the objects they must wake:
+ * the caller wakes those in one call at the end of its transaction, so
+ * every commit locks wake-up jobs in the same (key) order. A follow-up to
+ * the object itself wakes nothing: its drain sees it before it lets go.
+ */
+export function followUpStatements(
+  db: Db,
+  target: ObjectRef,
+  command: CommandRow,
+  outcome: Outcome,
+): { appends: CompiledQuery[]; wakes: WakeTarget[] } {
+  const appends: CompiledQuery[] = [];
   const wakes: WakeTarget[] = [];
   for (const followUp of outcome.followUps ?? []) {
     const notBefore = followUp.notBeforeMs ? new Date(Date.now() + followUp.notBeforeMs) : undefined;
@@ -110,15 +132,11 @@ export function outcomeStatements<Row extends { state: string; version: number }
       { fromOutside: false, wake: false },
     );
     const missing = `${followUp.kind} from command ${command.id}: ${describeObject(followUp.target)} does not exist`;
-    statements.push(
-      sql`select slipway_expect(f.part <> 'missing', ${FOLLOW_UP_TARGET_MISSING_SQLSTATE}, ${missing}) from ${append} as f`.compile(db),
-    );
-    // The drain will see commands for its own object before it lets go.
+    appends.push(sql`select slipway_expect(f.part <> 'missing', ${FOLLOW_UP_TARGET_MISSING_SQLSTATE}, ${missing}) from ${append} as f`.compile(db));
     const toSelf = followUp.target.kind === target.kind && followUp.target.id === target.id;
     if (!toSelf) wakes.push({ ...followUp.target, runAt: notBefore });
   }
-  if (wakes.length > 0) statements.push(wakeObjectsQuery(wakes).compile(db));
-  return { objectUpdate: objectUpdate && updateObjectChecked(objectUpdate, conflict).compile(db), rest: statements };
+  return { appends, wakes };
 }
 
 export type { ObjectKind };

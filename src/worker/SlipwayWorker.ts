@@ -5,6 +5,7 @@ import { CallbackDelivery } from '../callbacks/CallbackDelivery.ts';
 import { gcCronItems, gcTasks } from '../../workers/gcTasks.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';
+import { BATCH_CONNECTIONS, DrainBatcher } from '../drain/DrainBatcher.ts';
 import { ObjectDrain } from '../drain/ObjectDrain.ts';
 import { DriverRegistry } from '../drivers/registry.ts';
 import type { Logger } from '../log.ts';
@@ -18,12 +19,24 @@ import { WorkerRegistry } from './WorkerRegistry.ts';
  * run as many as you like against one database.
  */
 /**
- * Connections a worker's pool needs: each running drain holds one for its
- * whole drain and a driver call made from it borrows a second; two more for
- * the sweeper and the heartbeat. (graphile-worker has a pool of its own.)
+ * Connections a worker's pool needs: each object drained on its own holds
+ * one for its whole drain and a driver call made from it borrows a second;
+ * the batches hold one each (see DrainBatcher); two more for the sweeper and
+ * the heartbeat. (graphile-worker has a pool of its own.)
  */
 export function workerPoolSize(config: Pick<Config, 'SLIPWAY_WORKER_CONCURRENCY'>): number {
-  return 2 * config.SLIPWAY_WORKER_CONCURRENCY + 2;
+  return 2 * config.SLIPWAY_WORKER_CONCURRENCY + BATCH_CONNECTIONS + 2;
+}
+
+/**
+ * Jobs a worker runs at once. Most drain jobs wait for a batch's next step
+ * (several objects per round trip) and hold no connection; the more wait
+ * together, the larger the batches. Drains on their own are still limited
+ * to SLIPWAY_WORKER_CONCURRENCY at once. Four times it measured about
+ * twice the drain rate of one times it with the benchmark's backlog.
+ */
+export function workerJobConcurrency(config: Pick<Config, 'SLIPWAY_WORKER_CONCURRENCY'>): number {
+  return 4 * config.SLIPWAY_WORKER_CONCURRENCY;
 }
 
 export class SlipwayWorker {
@@ -36,16 +49,21 @@ export class SlipwayWorker {
 
   static async start(database: Database, config: Config, log: Logger): Promise<SlipwayWorker> {
     const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
-    const drain = new ObjectDrain(database.pool, drivers, log, {
+    const perObject = new ObjectDrain(database.pool, drivers, log, {
       chaosDelayMs: config.SLIPWAY_CHAOS_DRAIN_DELAY_MS,
       handOffAfterMs: config.SLIPWAY_STALE_AFTER_MS,
     });
+    const drain = new DrainBatcher(database.pool, perObject, log, {
+      chaosDelayMs: config.SLIPWAY_CHAOS_DRAIN_DELAY_MS,
+      aloneAtOnce: config.SLIPWAY_WORKER_CONCURRENCY,
+    });
+    const jobs = workerJobConcurrency(config);
     const registry = new WorkerRegistry(database.db, log, config.SLIPWAY_HEARTBEAT_MS);
     await registry.register();
     const runner = await run({
       // graphile-worker gets its own pool: ours parses int8 as numbers.
       connectionString: asynchronousCommits(database.url),
-      concurrency: config.SLIPWAY_WORKER_CONCURRENCY,
+      concurrency: jobs,
       maxPoolSize: config.SLIPWAY_WORKER_CONCURRENCY + 2,
       noHandleSignals: true,
       pollInterval: 2000,
@@ -56,7 +74,7 @@ export class SlipwayWorker {
           // would otherwise cost as much as the drain. Jobs waiting in a
           // worker's local queue are locked; if that worker dies, the sweeper
           // re-wakes their objects (it ignores jobs that are not available).
-          localQueue: { size: config.SLIPWAY_WORKER_CONCURRENCY + 1 },
+          localQueue: { size: jobs + 1 },
           completeJobBatchDelay: 0,
           failJobBatchDelay: 0,
         },

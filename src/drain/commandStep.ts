@@ -1,0 +1,65 @@
+import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/schema.ts';
+import { commandKindSpec, preemptingKinds } from '../domain/commandKinds.ts';
+import { describeZodIssues } from '../domain/errors.ts';
+import { accepts } from '../domain/lifecycle.ts';
+import type { DriverCall } from '../drivers/Driver.ts';
+import type { ObjectRef } from '../queue/objectTables.ts';
+import type { CommandHandler, HandlerTable, Outcome } from './Handler.ts';
+import { BLUEPRINT_HANDLERS } from './handlers/blueprintHandlers.ts';
+import { LEASE_HANDLERS } from './handlers/leaseHandlers.ts';
+import { RESOURCE_HANDLERS } from './handlers/resourceHandlers.ts';
+
+// Each table is checked against its own object kind where it is defined;
+// here they are looked up by the kind of the object being drained.
+const HANDLERS = {
+  lease: LEASE_HANDLERS,
+  resource: RESOURCE_HANDLERS,
+  blueprint: BLUEPRINT_HANDLERS,
+} as unknown as Record<ObjectKind, HandlerTable<ObjectKind>>;
+
+/** The command kinds that go ahead of older work in each kind of object's queue (see slipway_queue_head). */
+export const PREEMPTING: Record<ObjectKind, string[]> = {
+  lease: preemptingKinds('lease'),
+  resource: preemptingKinds('resource'),
+  blueprint: preemptingKinds('blueprint'),
+};
+
+/**
+ * What a drain does with the command at the head of an object's queue, as
+ * far as the state table and the payload tell, before any handler runs:
+ * - `unknown`: this worker has no such kind or version (a newer Slipway
+ *   wrote it); it is handed to a worker that knows it;
+ * - `settled`: the outcome is already known (an invalid payload fails; a
+ *   state that does not accept the kind makes it a no-op);
+ * - `handle`: the handler decides, with the validated payload.
+ */
+export type CommandStep =
+  | { readonly step: 'unknown'; readonly note: string }
+  | { readonly step: 'settled'; readonly outcome: Outcome }
+  | { readonly step: 'handle'; readonly handler: CommandHandler<ObjectKind>; readonly payload: unknown };
+
+export function commandStep(target: ObjectRef, state: string, command: CommandRow): CommandStep {
+  const spec = commandKindSpec(target.kind, command.kind);
+  const schema = spec?.versions[command.version];
+  if (!spec || !schema) {
+    return { step: 'unknown', note: `waiting for a worker that handles ${target.kind} ${command.kind} v${command.version}` };
+  }
+  const payload = schema.safeParse(command.payload);
+  if (!payload.success) {
+    return { step: 'settled', outcome: { status: 'failed', message: `invalid payload: ${describeZodIssues(payload.error.issues, 'payload')}` } };
+  }
+  const handler = HANDLERS[target.kind][command.kind];
+  if (!accepts(target.kind, state, command.kind) || !handler) {
+    return { step: 'settled', outcome: { status: 'done', message: `nothing to do: ${target.kind} ${target.id} is ${state}` } };
+  }
+  return { step: 'handle', handler, payload: payload.data };
+}
+
+/** Who a handler's driver calls are for: the blueprint, and the object and command ids as the idempotency key. */
+export function driverCall(target: ObjectRef, command: CommandRow, blueprint: BlueprintRow): DriverCall {
+  return {
+    blueprint: { id: blueprint.id, name: blueprint.name, settings: blueprint.settings },
+    idempotencyKey: `${target.kind}:${target.id}:${command.id}`,
+    commandId: command.id,
+  };
+}
