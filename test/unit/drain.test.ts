@@ -114,6 +114,24 @@ describe('the drain', () => {
     expect(resource.used_slots).toBe(0);
   });
 
+  test('a lease whose resource broke fails, even when the resource is already destroyed as the refusal is read', async () => {
+    const b = await blueprint('stillborn', { permanentFailureRate: 1, failOperations: ['allocateResource'] });
+    const { lease: l } = await createLease(db(), { blueprint: 'stillborn', holder: 'alice' }, alice);
+    await drain.drain('lease', l.id);
+    await drain.drain('blueprint', b.id);
+    const made = await db().selectFrom('resources').select('id').where('allocated_for_lease_id', '=', l.id).executeTakeFirstOrThrow();
+    // The resource's whole queue first (allocate fails, the lease's acquire
+    // is refused, destroy), so the lease reads the refusal only afterwards:
+    // the order a busy worker may well take.
+    await drain.drain('resource', made.id);
+    expect(await stateEvents('resource', made.id)).toEqual(['pending→broken', 'broken→destroyed']);
+    await drainAll();
+    const row = await lease(l.id);
+    expect(row).toMatchObject({ state: 'destroyed', message: 'the resource allocated for it broke: simulated permanent failure in allocateResource' });
+    const resources = await db().selectFrom('resources').select('id').where('blueprint_id', '=', b.id).execute();
+    expect(resources).toEqual([{ id: made.id }]);
+  });
+
   test('a pending lease waiting at a full blueprint can be released, and the next waiter is served', async () => {
     await blueprint('tight', {}, 1);
     const { lease: first } = await createLease(db(), { blueprint: 'tight', holder: 'a' }, alice);

@@ -121,15 +121,27 @@ export const LEASE_HANDLERS = {
       const { resourceId, reason } = ctx.payload as { resourceId?: number; reason: string };
       if (lease.state !== 'pending' || lease.resource_id !== null) return done<'lease'>(`ignored refusal: lease is ${lease.state}`);
       // The resource made for this lease broke: asking again would only make
-      // another, so the lease fails instead, with the resource's reason.
+      // another, so the lease fails instead, with the resource's reason. Its
+      // state may already have moved on: the resource refuses the lease and
+      // destroys itself in one drain, which may well end before this one
+      // reads the refusal. Its log says whether it broke.
       if (resourceId !== undefined) {
         const made = await trx
-          .selectFrom('resources')
-          .select(['state', 'message'])
-          .where('id', '=', resourceId)
-          .where('allocated_for_lease_id', '=', lease.id)
+          .selectFrom('resources as r')
+          .select('r.message')
+          .where('r.id', '=', resourceId)
+          .where('r.allocated_for_lease_id', '=', lease.id)
+          .where(({ exists, selectFrom }) =>
+            exists(
+              selectFrom('events as e')
+                .select('e.id')
+                .where('e.target_kind', '=', 'resource')
+                .whereRef('e.target_id', '=', 'r.id')
+                .where('e.to_state', '=', 'broken'),
+            ),
+          )
           .executeTakeFirst();
-        if (made?.state === 'broken') {
+        if (made) {
           const message = `the resource allocated for it broke: ${made.message ?? reason}`;
           return failed<'lease'>(message, {
             to: 'broken',
