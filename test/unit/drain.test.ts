@@ -5,7 +5,7 @@ import { ObjectDrain } from '../../src/drain/ObjectDrain.ts';
 import { DriverRegistry } from '../../src/drivers/registry.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
-import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
 import { PendingAnnouncements } from '../../src/drain/sql/announcements.ts';
 import { simpleQueryText } from '../../src/db/preparedText.ts';
@@ -130,6 +130,28 @@ describe('the drain', () => {
     expect(row).toMatchObject({ state: 'destroyed', message: 'the resource allocated for it broke: simulated permanent failure in allocateResource' });
     const resources = await db().selectFrom('resources').select('id').where('blueprint_id', '=', b.id).execute();
     expect(resources).toEqual([{ id: made.id }]);
+  });
+
+  test('a refusal sent before the resource made for the lease broke asks again; the one sent after fails the lease', async () => {
+    const b = await blueprint('latebreak', { permanentFailureRate: 1, failOperations: ['allocateResource'] });
+    const { lease: l } = await createLease(db(), { blueprint: 'latebreak', holder: 'alice' }, alice);
+    await drain.drain('lease', l.id);
+    await drain.drain('blueprint', b.id);
+    const made = await db().selectFrom('resources').select('id').where('allocated_for_lease_id', '=', l.id).executeTakeFirstOrThrow();
+    // A refusal for want of a slot, sent while the resource was still whole.
+    const { command: early } = await appendInTransaction(
+      db(),
+      { target: { kind: 'lease', id: l.id }, kind: 'deny', payload: { resourceId: made.id, reason: 'no free slot' }, actor: alice },
+      { fromOutside: false },
+    );
+    await drain.drain('resource', made.id);
+    await drain.drain('lease', l.id);
+    const denies = (await commandsOf('lease', l.id)).filter((c) => c.kind === 'deny');
+    expect(denies.map((c) => [c.id === early.id, c.status, c.message])).toEqual([
+      [true, 'done', `resource ${made.id} refused (no free slot); asking again`],
+      [false, 'failed', 'the resource allocated for it broke: simulated permanent failure in allocateResource'],
+    ]);
+    expect((await lease(l.id)).state).toBe('destroyed');
   });
 
   test('a pending lease waiting at a full blueprint can be released, and the next waiter is served', async () => {

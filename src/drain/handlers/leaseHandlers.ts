@@ -124,7 +124,8 @@ export const LEASE_HANDLERS = {
       // another, so the lease fails instead, with the resource's reason. Its
       // state may already have moved on: the resource refuses the lease and
       // destroys itself in one drain, which may well end before this one
-      // reads the refusal. Its log says whether it broke.
+      // reads the refusal. Its log says whether it had broken when it
+      // refused (an earlier refusal, for want of a slot, asks again).
       if (resourceId !== undefined) {
         const made = await trx
           .selectFrom('resources as r')
@@ -137,7 +138,9 @@ export const LEASE_HANDLERS = {
                 .select('e.id')
                 .where('e.target_kind', '=', 'resource')
                 .whereRef('e.target_id', '=', 'r.id')
-                .where('e.to_state', '=', 'broken'),
+                .where('e.to_state', '=', 'broken')
+                // The command's time read here: a JS Date would drop its microseconds.
+                .where('e.created_at', '<=', selectFrom('commands').select('created_at').where('id', '=', ctx.command.id)),
             ),
           )
           .executeTakeFirst();
