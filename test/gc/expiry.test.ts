@@ -4,7 +4,8 @@ import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { waitFor } from '../helpers/waitFor.ts';
-import { commandsOf, handDrainSuite, stateEvents } from './support/handDrain.ts';
+import { commandsOf, stateEvents } from '../helpers/objectHistory.ts';
+import { handDrainSuite } from './support/handDrain.ts';
 
 // Expiry and heartbeats with the drain and the collector run by hand: each
 // race is set up in the exact order the test names.

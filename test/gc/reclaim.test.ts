@@ -5,7 +5,8 @@ import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { waitFor } from '../helpers/waitFor.ts';
-import { commandsOf, handDrainSuite, TEST_GC } from './support/handDrain.ts';
+import { commandsOf } from '../helpers/objectHistory.ts';
+import { handDrainSuite, TEST_GC } from './support/handDrain.ts';
 
 // Reclaim and the warm minimum with the drain and the collector run by hand.
 const alice = { issuedBy: 'alice@host', source: 'cli' } as const;

@@ -10,6 +10,7 @@ import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
 import { PendingAnnouncements } from '../../src/drain/sql/announcements.ts';
 import { simpleQueryText } from '../../src/db/preparedText.ts';
 import { COMMANDS_CHANNEL } from '../../src/drain/commitOutcome.ts';
+import { commandsOf, stateEvents } from '../helpers/objectHistory.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 
 // The drain run by hand, one object at a time, with no graphile-worker: each
@@ -40,17 +41,24 @@ async function drainAll(): Promise<void> {
 }
 
 const lease = (id: number) => db().selectFrom('leases').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-const commandsOf = (kind: ObjectKind, id: number) =>
-  db().selectFrom('commands').selectAll().where('target_kind', '=', kind).where('target_id', '=', id).orderBy('id').execute();
-const stateEvents = async (kind: ObjectKind, id: number) =>
-  (await db().selectFrom('events').select(['from_state', 'to_state']).where('target_kind', '=', kind).where('target_id', '=', id).where('type', '=', 'state').orderBy('id').execute()).map(
-    (e) => `${e.from_state}→${e.to_state}`,
-  );
 const releaseEffects = async (leaseId: number) =>
   (await sql<{ n: number }>`select count(*)::int as n from simulated_effects where operation = 'releaseLease' and object_id = ${leaseId}`.execute(db())).rows[0]!.n;
 
 async function blueprint(name: string, settings: Record<string, unknown> = {}, maxResources = 2) {
   return createBlueprint(db(), { name, driver: 'simulated', settings, maxResources, leasesPerResource: 1 }, alice);
+}
+
+/**
+ * A pending lease and the resource its blueprint made for it, whose
+ * allocation will fail for good; the resource's queue not yet drained.
+ */
+async function leaseWithResourceToBreak(name: string) {
+  const b = await blueprint(name, { permanentFailureRate: 1, failOperations: ['allocateResource'] });
+  const { lease: l } = await createLease(db(), { blueprint: name, holder: 'alice' }, alice);
+  await drain.drain('lease', l.id);
+  await drain.drain('blueprint', b.id);
+  const made = await db().selectFrom('resources').select('id').where('allocated_for_lease_id', '=', l.id).executeTakeFirstOrThrow();
+  return { b, l, made };
 }
 
 describe('the drain', () => {
@@ -61,8 +69,8 @@ describe('the drain', () => {
     expect((await lease(l.id)).state).toBe('active');
     const { command: release } = await appendCommand(db(), { target: { kind: 'lease', id: l.id }, kind: 'release', actor: alice });
     await drainAll();
-    expect(await stateEvents('lease', l.id)).toEqual(['pending→acquired', 'acquired→active', 'active→released', 'released→destroyed']);
-    const destroy = (await commandsOf('lease', l.id)).find((c) => c.kind === 'destroy')!;
+    expect(await stateEvents(db(), 'lease', l.id)).toEqual(['pending→acquired', 'acquired→active', 'active→released', 'released→destroyed']);
+    const destroy = (await commandsOf(db(), 'lease', l.id)).find((c) => c.kind === 'destroy')!;
     expect(destroy).toMatchObject({ caused_by: release.id, status: 'done', issued_by: 'alice@host', source: 'system' });
     const resource = await db().selectFrom('resources').selectAll().where('id', '=', (await lease(l.id)).resource_id!).executeTakeFirstOrThrow();
     expect(resource).toMatchObject({ state: 'active', used_slots: 0 });
@@ -74,7 +82,7 @@ describe('the drain', () => {
     const { lease: l } = await createLease(db(), { blueprint: 'flaky', holder: 'alice' }, alice);
     await drainAll();
     const resource = await db().selectFrom('resources').select('id').where('allocated_for_lease_id', '=', l.id).executeTakeFirstOrThrow();
-    const [allocate] = await commandsOf('resource', resource.id);
+    const [allocate] = await commandsOf(db(), 'resource', resource.id);
     expect(allocate).toMatchObject({ kind: 'allocate', status: 'queued', attempts: 1 });
     expect(allocate!.message).toMatch(/driver error \(attempt 1\), retrying in 60.0 s: simulated transient failure in allocateResource/);
     // The failure's event and the command's new not-before commit in one
@@ -95,7 +103,7 @@ describe('the drain', () => {
     await appendCommand(db(), { target: { kind: 'lease', id: l.id }, kind: 'release', actor: alice });
     await drainAll();
     expect((await lease(l.id)).state).toBe('destroyed');
-    const activate = (await commandsOf('lease', l.id)).find((c) => c.kind === 'activate')!;
+    const activate = (await commandsOf(db(), 'lease', l.id)).find((c) => c.kind === 'activate')!;
     expect(activate.status).toBe('cancelled');
     expect(activate.message).toMatch(/superseded by release \(command \d+\)/);
   });
@@ -107,24 +115,20 @@ describe('the drain', () => {
     const row = await lease(l.id);
     expect(row.state).toBe('destroyed');
     expect(row.message).toBe('simulated permanent failure in activateLease');
-    expect(await stateEvents('lease', l.id)).toEqual(['pending→acquired', 'acquired→broken', 'broken→destroyed']);
-    const activate = (await commandsOf('lease', l.id)).find((c) => c.kind === 'activate')!;
+    expect(await stateEvents(db(), 'lease', l.id)).toEqual(['pending→acquired', 'acquired→broken', 'broken→destroyed']);
+    const activate = (await commandsOf(db(), 'lease', l.id)).find((c) => c.kind === 'activate')!;
     expect(activate).toMatchObject({ status: 'failed', message: 'driver failed permanently: simulated permanent failure in activateLease' });
     const resource = await db().selectFrom('resources').select('used_slots').where('id', '=', row.resource_id!).executeTakeFirstOrThrow();
     expect(resource.used_slots).toBe(0);
   });
 
   test('a lease whose resource broke fails, even when the resource is already destroyed as the refusal is read', async () => {
-    const b = await blueprint('stillborn', { permanentFailureRate: 1, failOperations: ['allocateResource'] });
-    const { lease: l } = await createLease(db(), { blueprint: 'stillborn', holder: 'alice' }, alice);
-    await drain.drain('lease', l.id);
-    await drain.drain('blueprint', b.id);
-    const made = await db().selectFrom('resources').select('id').where('allocated_for_lease_id', '=', l.id).executeTakeFirstOrThrow();
+    const { b, l, made } = await leaseWithResourceToBreak('stillborn');
     // The resource's whole queue first (allocate fails, the lease's acquire
     // is refused, destroy), so the lease reads the refusal only afterwards:
     // the order a busy worker may well take.
     await drain.drain('resource', made.id);
-    expect(await stateEvents('resource', made.id)).toEqual(['pending→broken', 'broken→destroyed']);
+    expect(await stateEvents(db(), 'resource', made.id)).toEqual(['pending→broken', 'broken→destroyed']);
     await drainAll();
     const row = await lease(l.id);
     expect(row).toMatchObject({ state: 'destroyed', message: 'the resource allocated for it broke: simulated permanent failure in allocateResource' });
@@ -133,11 +137,7 @@ describe('the drain', () => {
   });
 
   test('a refusal sent before the resource made for the lease broke asks again; the one sent after fails the lease', async () => {
-    const b = await blueprint('latebreak', { permanentFailureRate: 1, failOperations: ['allocateResource'] });
-    const { lease: l } = await createLease(db(), { blueprint: 'latebreak', holder: 'alice' }, alice);
-    await drain.drain('lease', l.id);
-    await drain.drain('blueprint', b.id);
-    const made = await db().selectFrom('resources').select('id').where('allocated_for_lease_id', '=', l.id).executeTakeFirstOrThrow();
+    const { l, made } = await leaseWithResourceToBreak('latebreak');
     // A refusal for want of a slot, sent while the resource was still whole.
     const { command: early } = await appendInTransaction(
       db(),
@@ -146,7 +146,7 @@ describe('the drain', () => {
     );
     await drain.drain('resource', made.id);
     await drain.drain('lease', l.id);
-    const denies = (await commandsOf('lease', l.id)).filter((c) => c.kind === 'deny');
+    const denies = (await commandsOf(db(), 'lease', l.id)).filter((c) => c.kind === 'deny');
     expect(denies.map((c) => [c.id === early.id, c.status, c.message])).toEqual([
       [true, 'done', `resource ${made.id} refused (no free slot); asking again`],
       [false, 'failed', 'the resource allocated for it broke: simulated permanent failure in allocateResource'],
@@ -165,7 +165,7 @@ describe('the drain', () => {
     await appendCommand(db(), { target: { kind: 'lease', id: second.id }, kind: 'release', actor: alice });
     await drainAll();
     expect((await lease(second.id)).state).toBe('destroyed');
-    expect(await stateEvents('lease', second.id)).toEqual(['pending→released', 'released→destroyed']);
+    expect(await stateEvents(db(), 'lease', second.id)).toEqual(['pending→released', 'released→destroyed']);
     await appendCommand(db(), { target: { kind: 'lease', id: first.id }, kind: 'release', actor: alice });
     await drainAll();
     expect((await lease(third.id)).state).toBe('active');
@@ -188,9 +188,9 @@ describe('the drain', () => {
       .values({ target_kind: 'lease', target_id: l.id, kind: 'release', issued_by: 'bob', source: 'api', dedup_key: 'release' })
       .execute();
     await drain.drain('lease', l.id);
-    const late = (await commandsOf('lease', l.id)).filter((c) => c.kind === 'release').at(-1)!;
+    const late = (await commandsOf(db(), 'lease', l.id)).filter((c) => c.kind === 'release').at(-1)!;
     expect(late).toMatchObject({ issued_by: 'bob', status: 'done', message: `nothing to do: lease ${l.id} is destroyed` });
-    expect(await stateEvents('lease', l.id)).toEqual(['pending→acquired', 'acquired→active', 'active→released', 'released→destroyed']);
+    expect(await stateEvents(db(), 'lease', l.id)).toEqual(['pending→acquired', 'acquired→active', 'active→released', 'released→destroyed']);
     expect(await releaseEffects(l.id)).toBe(1);
   });
 
@@ -217,13 +217,13 @@ describe('the drain', () => {
     try {
       await holder.query('select pg_advisory_lock(object_lock_key($1, $2))', ['lease', l.id]);
       expect(await drain.drain('lease', l.id)).toBe(0);
-      expect((await commandsOf('lease', l.id)).map((c) => c.status)).toEqual(['queued']);
+      expect((await commandsOf(db(), 'lease', l.id)).map((c) => c.status)).toEqual(['queued']);
     } finally {
       await holder.query('select pg_advisory_unlock(object_lock_key($1, $2))', ['lease', l.id]);
       holder.release();
     }
     expect(await drain.drain('lease', l.id)).toBeGreaterThan(0);
-    expect((await commandsOf('lease', l.id))[0]!.status).toBe('done');
+    expect((await commandsOf(db(), 'lease', l.id))[0]!.status).toBe('done');
   });
 
   test('announces every command it settles, after the commit', async () => {
@@ -255,7 +255,7 @@ describe('the drain', () => {
       await listener.query('unlisten slipway_commands');
       listener.release();
     }
-    const settled = (await commandsOf('lease', l.id)).filter((c) => c.status === 'done');
+    const settled = (await commandsOf(db(), 'lease', l.id)).filter((c) => c.status === 'done');
     expect(settled.length).toBeGreaterThanOrEqual(4);
     for (const command of settled) {
       expect(notices.filter((n) => n.id === command.id)).toEqual([{ id: command.id, target: `lease:${l.id}`, status: 'done', committed: 'done' }]);
@@ -275,7 +275,7 @@ describe('the drain', () => {
     await db().updateTable('leases').set({ version: sql<number>`version + 1` }).where('id', '=', l.id).execute();
     await expect(draining).rejects.toThrow(/version/);
     expect((await lease(l.id)).state).toBe('active');
-    expect(await stateEvents('lease', l.id)).toEqual(['pending→acquired', 'acquired→active']);
+    expect(await stateEvents(db(), 'lease', l.id)).toEqual(['pending→acquired', 'acquired→active']);
     expect(await releaseStatus()).toBe('running');
   });
 });

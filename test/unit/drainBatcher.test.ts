@@ -6,6 +6,7 @@ import { DriverRegistry } from '../../src/drivers/registry.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { stateEvents } from '../helpers/objectHistory.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 
@@ -37,18 +38,6 @@ async function releasedWhileWaiting(name: string, count: number): Promise<number
   return ids;
 }
 
-const stateEvents = async (id: number) =>
-  (
-    await db()
-      .selectFrom('events')
-      .select(['from_state', 'to_state'])
-      .where('target_kind', '=', 'lease')
-      .where('target_id', '=', id)
-      .where('type', '=', 'state')
-      .orderBy('id')
-      .execute()
-  ).map((e) => `${e.from_state}→${e.to_state}`);
-
 /** Each lease's commands as `kind:status`, in order, and the transactions (xmin) that settled its release. */
 async function commandsOf(ids: readonly number[]) {
   const rows = await sql<{ target_id: number; kind: string; status: string; xmin: string }>`
@@ -65,7 +54,7 @@ async function expectReleasedOnce(ids: readonly number[]): Promise<void> {
       'release:done',
       'destroy:done',
     ]);
-    expect(await stateEvents(id)).toEqual(['pending→released', 'released→destroyed']);
+    expect(await stateEvents(db(), 'lease', id)).toEqual(['pending→released', 'released→destroyed']);
   }
   const locks = await sql<{ n: number }>`
     select count(*)::int as n from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())
@@ -131,7 +120,7 @@ describe('the batched drain', () => {
       select count(*)::int as n from simulated_effects where operation = 'releaseLease' and object_id = ${served.id}
     `.execute(db());
     expect(releaseEffects.rows[0]!.n).toBe(1);
-    expect(await stateEvents(served.id)).toEqual(['pending→acquired', 'acquired→active', 'active→released', 'released→destroyed']);
+    expect(await stateEvents(db(), 'lease', served.id)).toEqual(['pending→acquired', 'acquired→active', 'active→released', 'released→destroyed']);
   });
 
   for (const failure of ['a version moved behind its back', 'its connection terminated'] as const) {

@@ -41,21 +41,6 @@ export function handDrain(database: TestDatabase) {
   };
 }
 
-export const commandsOf = (db: Db, kind: ObjectKind, id: number) =>
-  db.selectFrom('commands').selectAll().where('target_kind', '=', kind).where('target_id', '=', id).orderBy('id').execute();
-
-export const stateEvents = async (db: Db, kind: ObjectKind, id: number) =>
-  (
-    await db
-      .selectFrom('events')
-      .select(['from_state', 'to_state'])
-      .where('target_kind', '=', kind)
-      .where('target_id', '=', id)
-      .where('type', '=', 'state')
-      .orderBy('id')
-      .execute()
-  ).map((e) => `${e.from_state}→${e.to_state}`);
-
 /**
  * A test file's own database with its drain and collector run by hand:
  * made before the file's tests, dropped after them. `hand` may be used
