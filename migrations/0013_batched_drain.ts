@@ -24,7 +24,8 @@ import { type Kysely, sql } from 'kysely';
  *   slipway_lock_object_version (0012) for many objects, taken in wake-up job
  *   key order, the order every batched append locks rows in
  *   (src/queue/AppendBatcher.ts), so the two never wait on each other in a
- *   cycle. SW001 names every object that moved.
+ *   cycle. SW001 names every object that moved. Leases and resources only:
+ *   blueprints are never drained in batches (see DrainBatcher's BATCHED).
  * - slipway_settle_commands: slipway_settle_command (0010) for many commands:
  *   their events in order, the queued work each supersedes, and each one's
  *   status. The per-object drain calls it with one command, so one function
@@ -106,10 +107,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
             select array_agg(o.id), array_agg(o.version) into v_found, v_at
             from (select r.id, r.version from resources r where r.id = any(p_ids)
                   order by object_drain_job_key('resource', r.id) for no key update) as o;
-          when 'blueprint' then
-            select array_agg(o.id), array_agg(o.version) into v_found, v_at
-            from (select b.id, b.version from blueprints b where b.id = any(p_ids)
-                  order by object_drain_job_key('blueprint', b.id) for no key update) as o;
         end case;
         select string_agg(format('%s %s is at version %s, not %s', p_kind, w.id, coalesce(f.version::text, 'none (no row)'), w.version), '; ')
           into v_moved

@@ -14,11 +14,6 @@ import { Sweeper } from './Sweeper.ts';
 import { WorkerRegistry } from './WorkerRegistry.ts';
 
 /**
- * One worker process's share of the work: graphile-worker running the drain
- * tasks, the sweeper, and the registry heartbeat. All workers are equal;
- * run as many as you like against one database.
- */
-/**
  * Connections a worker's pool needs: each object drained on its own holds
  * one for its whole drain and a driver call made from it borrows a second;
  * the batches hold one each (see DrainBatcher); two more for the sweeper and
@@ -39,6 +34,11 @@ export function workerJobConcurrency(config: Pick<Config, 'SLIPWAY_WORKER_CONCUR
   return 4 * config.SLIPWAY_WORKER_CONCURRENCY;
 }
 
+/**
+ * One worker process's share of the work: graphile-worker running the drain
+ * tasks, the sweeper, and the registry heartbeat. All workers are equal;
+ * run as many as you like against one database.
+ */
 export class SlipwayWorker {
   private constructor(
     private readonly runner: Runner,

@@ -10,12 +10,14 @@ import type { Logger } from '../log.ts';
  */
 const EXPECTED_WARNING = /^WARNING: having maxPoolSize \(\d+\) smaller than concurrency/;
 
+/** Our level for each of graphile-worker's; any other (debug) is trace. Its info lines are routine. */
+const LEVELS: Readonly<Record<string, 'error' | 'warn' | 'debug'>> = { error: 'error', warning: 'warn', info: 'debug' };
+
 /** Routes graphile-worker's log lines into our pino logger. */
 export function graphileLogger(log: Logger): GraphileLogger {
   const child = log.child({ component: 'graphile-worker' });
   return new GraphileLogger(() => (level, message, meta) => {
-    const expected = level === 'warning' && EXPECTED_WARNING.test(message);
-    const method = level === 'error' ? 'error' : level === 'warning' && !expected ? 'warn' : level === 'info' || expected ? 'debug' : 'trace';
+    const method = level === 'warning' && EXPECTED_WARNING.test(message) ? 'debug' : (LEVELS[level] ?? 'trace');
     child[method](meta ?? {}, message);
   });
 }
