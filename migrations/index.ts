@@ -12,6 +12,7 @@ import * as cachedPlans from './0010_cached_plans.ts';
 import * as appendQueueRoom from './0011_append_queue_room.ts';
 import * as drainHandOff from './0012_drain_hand_off.ts';
 import * as batchedDrain from './0013_batched_drain.ts';
+import * as workerLiveness from './0014_worker_liveness.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '0011_append_queue_room': appendQueueRoom,
   '0012_drain_hand_off': drainHandOff,
   '0013_batched_drain': batchedDrain,
+  '0014_worker_liveness': workerLiveness,
 };

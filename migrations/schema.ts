@@ -127,6 +127,8 @@ export interface WorkersTable {
   handles: Json;
   started_at: TimestampDefault;
   heartbeat_at: TimestampDefault;
+  /** graphile-worker pool ids whose job locks this worker answers for (0014). */
+  job_lockers: Generated<string[]>;
 }
 
 export interface SimulatedEffectsTable {

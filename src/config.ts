@@ -65,6 +65,10 @@ const ConfigSchema = z.object({
   // Failed authentications one client address may make per minute before
   // it is answered 429 without its token being looked at.
   SLIPWAY_API_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(20),
+  // How often a request waiting for commands (?wait) reads their state again
+  // when no notice has come: notices are the fast path, this the backstop
+  // for a LISTEN connection being made again.
+  SLIPWAY_API_WAIT_REREAD_MS: z.coerce.number().int().min(100).max(300_000).default(1000),
   // How often the web UI's event stream sends a heartbeat comment, so proxies keep a quiet stream open.
   SLIPWAY_WEB_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(20_000),
   // How long an Idempotency-Key is remembered (at least 24 hours).

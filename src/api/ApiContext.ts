@@ -1,5 +1,6 @@
 import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';
+import type { ProcessHealth } from '../health/ProcessHealth.ts';
 import type { AppendBatcher } from '../queue/AppendBatcher.ts';
 import type { NoticeListener } from '../read/CommandNotices.ts';
 import type { Backpressure } from './backpressure.ts';
@@ -11,6 +12,8 @@ export interface ApiContext {
   /** The process's one LISTEN connection, shared by every waiting request. */
   readonly notices: NoticeListener;
   readonly backpressure: Backpressure;
+  /** The process's long-lived parts (the LISTEN connection; the worker's runner in `slipway start`), for /readyz. */
+  readonly health: ProcessHealth;
   /** Sends concurrent requests' plain appends together (see requestCommand). */
   readonly appends: AppendBatcher;
   /** Aborted when the server stops: waiting requests answer with what they have. */

@@ -69,5 +69,5 @@ export async function leaseSettled(
 }
 
 function waitTree(context: ApiContext, request: Omit<WaitRequest, 'listener'>) {
-  return waitForSettled(context.database, { ...request, listener: context.notices });
+  return waitForSettled(context.database, { ...request, listener: context.notices, fallbackMs: context.config.SLIPWAY_API_WAIT_REREAD_MS });
 }

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';
+import { ProcessHealth } from '../health/ProcessHealth.ts';
 import type { Logger } from '../log.ts';
 import { AppendBatcher } from '../queue/AppendBatcher.ts';
 import { NoticeListener } from '../read/CommandNotices.ts';
@@ -61,14 +62,15 @@ export class ApiServer {
     readonly url: string,
   ) {}
 
-  static async start(database: Database, config: Config, log: Logger): Promise<ApiServer> {
-    const notices = await NoticeListener.open(database.pool);
+  static async start(database: Database, config: Config, log: Logger, health = new ProcessHealth(log)): Promise<ApiServer> {
+    const notices = await NoticeListener.open(database.pool, health.part('listen'));
     const stopping = new AbortController();
     const context: ApiContext = {
       database,
       config,
       notices,
       stopping: stopping.signal,
+      health,
       backpressure: new Backpressure({ queueDepth: config.SLIPWAY_API_QUEUE_DEPTH_LIMIT, backlog: config.SLIPWAY_API_BACKLOG_LIMIT }),
       appends: new AppendBatcher(database.pool, database.db, log),
     };

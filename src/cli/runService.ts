@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { ensureFirstAdminToken, FIRST_ADMIN_TOKEN_FILE } from '../api/auth/firstAdminToken.ts';
 import { ApiServer } from '../api/server.ts';
+import { ProcessHealth } from '../health/ProcessHealth.ts';
 import { SlipwayWorker } from '../worker/SlipwayWorker.ts';
 import { describeDatabase, describeMigrations } from './databaseStatus.ts';
 import type { Session } from './session.ts';
@@ -21,8 +22,10 @@ export interface ServiceParts {
  */
 export async function runService(session: Session, parts: ServiceParts): Promise<void> {
   const { database, config, log, out } = session;
-  const worker = parts.worker ? await SlipwayWorker.start(database, config, log) : undefined;
-  const api = parts.api ? await ApiServer.start(database, config, log) : undefined;
+  // One account of the process's parts, so that `slipway start`'s /readyz also says when its worker's runner is down.
+  const health = new ProcessHealth(log);
+  const worker = parts.worker ? await SlipwayWorker.start(database, config, log, health) : undefined;
+  const api = parts.api ? await ApiServer.start(database, config, log, health) : undefined;
   // The embedded default's first start makes an admin token, so the API is usable at once.
   const tokenFile = api && !config.DATABASE_URL ? await ensureFirstAdminToken(database.db, config.homeDir) : undefined;
   const status = {

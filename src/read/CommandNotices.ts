@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { COMMANDS_CHANNEL } from '../drain/commitOutcome.ts';
+import type { PartHealth } from '../health/ProcessHealth.ts';
+import { waitBeforeReconnect } from '../health/reconnectDelay.ts';
 
 /** What the drain announces when a command settles or yields. */
 const NoticeSchema = z.object({
@@ -23,6 +25,8 @@ export type CommandNotice = z.infer<typeof NoticeSchema>;
  */
 export class CommandNotices {
   private received: CommandNotice[] = [];
+  /** Notices may have been missed since the last `clear()`: the state must be read again. */
+  private resynced = false;
   private arrived: (() => void) | undefined;
 
   constructor(private readonly onClose: () => Promise<void>) {}
@@ -42,17 +46,25 @@ export class CommandNotices {
     this.arrived?.();
   }
 
+  /** Called by the listener when notices may have been lost: whatever the waiter waits for, it must look again. */
+  resync(): void {
+    this.resynced = true;
+    this.arrived?.();
+  }
+
   /** Forgets the notices received so far: the caller is about to read the current state. */
   clear(): void {
     this.received = [];
+    this.resynced = false;
   }
 
   /**
-   * Resolves once a notice received since the last `clear()` matches, or
-   * after `ms`, or when `signal` aborts, whichever comes first.
+   * Resolves once a notice received since the last `clear()` matches (or
+   * notices may have been missed), or after `ms`, or when `signal` aborts,
+   * whichever comes first.
    */
   async waitFor(matches: (notice: CommandNotice) => boolean, ms: number, signal?: AbortSignal): Promise<void> {
-    if (this.received.some(matches) || signal?.aborted) return;
+    if (this.resynced || this.received.some(matches) || signal?.aborted) return;
     await new Promise<void>((resolve) => {
       const finish = () => {
         clearTimeout(timer);
@@ -63,7 +75,7 @@ export class CommandNotices {
       const timer = setTimeout(finish, ms);
       signal?.addEventListener('abort', finish);
       this.arrived = () => {
-        if (matches(this.received[this.received.length - 1]!)) finish();
+        if (this.resynced || matches(this.received[this.received.length - 1]!)) finish();
       };
     });
   }
@@ -79,30 +91,30 @@ export class CommandNotices {
  * a session, so it cannot share pooled connections) and hands every notice
  * to each subscribed waiter. A server opens one per process, however many
  * requests wait at once.
+ *
+ * When the connection drops (a PostgreSQL restart, a failover, a killed
+ * backend) it is made again, with backoff, for as long as the listener is
+ * open. Notices sent meanwhile are lost, so once it listens again every
+ * waiter is told to read afresh, and every watcher to look again; until
+ * then waiters fall back to their timed re-reads.
  */
 export class NoticeListener {
   private readonly subscribers = new Set<CommandNotices>();
-  private readonly watchers = new Set<(notice: CommandNotice) => void>();
+  private readonly watchers = new Set<Watcher>();
+  private client: pg.PoolClient | undefined;
+  private readonly closing = new AbortController();
+  private reconnecting: Promise<void> | undefined;
 
-  private constructor(private readonly client: pg.PoolClient) {
-    client.on('notification', (message) => {
-      if (message.channel !== COMMANDS_CHANNEL) return;
-      const notice = parseNotice(message.payload);
-      if (!notice) return;
-      for (const subscriber of this.subscribers) subscriber.deliver(notice);
-      for (const watcher of this.watchers) watcher(notice);
-    });
-  }
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly health: PartHealth | undefined,
+  ) {}
 
-  static async open(pool: pg.Pool): Promise<NoticeListener> {
-    const client = await pool.connect();
-    try {
-      await client.query(`listen ${COMMANDS_CHANNEL}`);
-    } catch (error) {
-      client.release(error as Error);
-      throw error;
-    }
-    return new NoticeListener(client);
+  /** Listens, or fails if it cannot now; `health` hears of every drop and return. */
+  static async open(pool: pg.Pool, health?: PartHealth): Promise<NoticeListener> {
+    const listener = new NoticeListener(pool, health);
+    await listener.connect();
+    return listener;
   }
 
   /** A waiter's notices; closing them unsubscribes (and runs `onClose`, if given). */
@@ -115,24 +127,84 @@ export class NoticeListener {
     return notices;
   }
 
-  /** Calls `onNotice` with every notice until the returned function is called (the web UI's change feed). */
-  watch(onNotice: (notice: CommandNotice) => void): () => void {
-    this.watchers.add(onNotice);
-    return () => this.watchers.delete(onNotice);
+  /**
+   * Calls `onNotice` with every notice, and `onResync` when notices may have
+   * been missed (the connection was made again), until the returned function
+   * is called (the web UI's change feed).
+   */
+  watch(onNotice: (notice: CommandNotice) => void, onResync: () => void): () => void {
+    const watcher = { onNotice, onResync };
+    this.watchers.add(watcher);
+    return () => this.watchers.delete(watcher);
   }
 
   async close(): Promise<void> {
+    this.closing.abort();
+    await this.reconnecting;
     this.subscribers.clear();
     this.watchers.clear();
+    const client = this.client;
+    this.client = undefined;
+    if (!client) return;
     let failure: Error | undefined;
     try {
-      await this.client.query(`unlisten ${COMMANDS_CHANNEL}`);
+      await client.query(`unlisten ${COMMANDS_CHANNEL}`);
     } catch (error) {
       // A connection that cannot unlisten is discarded rather than pooled.
       failure = error as Error;
     }
-    this.client.release(failure);
+    client.release(failure);
   }
+
+  private async connect(): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query(`listen ${COMMANDS_CHANNEL}`);
+    } catch (error) {
+      client.release(error as Error);
+      throw error;
+    }
+    client.on('notification', (message) => {
+      if (message.channel !== COMMANDS_CHANNEL) return;
+      const notice = parseNotice(message.payload);
+      if (!notice) return;
+      for (const subscriber of this.subscribers) subscriber.deliver(notice);
+      for (const watcher of this.watchers) watcher.onNotice(notice);
+    });
+    client.once('error', (error) => this.lost(client, error));
+    client.once('end', () => this.lost(client, new Error('the LISTEN connection ended')));
+    this.client = client;
+  }
+
+  private lost(client: pg.PoolClient, error: Error): void {
+    if (this.client !== client || this.closing.signal.aborted) return;
+    this.client = undefined;
+    client.release(error);
+    this.health?.down(error);
+    this.reconnecting = this.reconnect().finally(() => {
+      this.reconnecting = undefined;
+    });
+  }
+
+  private async reconnect(): Promise<void> {
+    for (let attempt = 0; await waitBeforeReconnect(attempt, this.closing.signal); attempt++) {
+      try {
+        await this.connect();
+      } catch (error) {
+        this.health?.down(error);
+        continue;
+      }
+      this.health?.up();
+      for (const subscriber of this.subscribers) subscriber.resync();
+      for (const watcher of this.watchers) watcher.onResync();
+      return;
+    }
+  }
+}
+
+interface Watcher {
+  readonly onNotice: (notice: CommandNotice) => void;
+  readonly onResync: () => void;
 }
 
 function parseNotice(payload: string | undefined): CommandNotice | undefined {

@@ -1,7 +1,12 @@
 import type { CommandNotice, NoticeListener } from '../read/CommandNotices.ts';
 
-/** What a page learns: the objects and commands that changed ("lease:12", "command:40"). */
+/**
+ * What a page learns: the objects and commands that changed ("lease:12",
+ * "command:40"), or RESYNC alone when changes may have been missed (the
+ * server's LISTEN connection was made again): every page looks again.
+ */
 export type Changes = readonly string[];
+export const RESYNC = '*resync';
 
 /**
  * Turns the server's one LISTEN connection into "these changed" batches for
@@ -20,7 +25,10 @@ export class ChangeFeed {
     listener: NoticeListener,
     private readonly coalesceMs = 200,
   ) {
-    this.unwatch = listener.watch((notice) => this.heard(notice));
+    this.unwatch = listener.watch(
+      (notice) => this.heard(notice),
+      () => this.resync(),
+    );
   }
 
   subscribe(onChanges: (changes: Changes) => void): () => void {
@@ -37,6 +45,11 @@ export class ChangeFeed {
   private heard(notice: CommandNotice): void {
     this.pending.add(notice.target);
     this.pending.add(`command:${notice.id}`);
+    this.timer ??= setTimeout(() => this.flush(), this.coalesceMs);
+  }
+
+  private resync(): void {
+    this.pending.add(RESYNC);
     this.timer ??= setTimeout(() => this.flush(), this.coalesceMs);
   }
 

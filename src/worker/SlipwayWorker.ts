@@ -1,4 +1,3 @@
-import { run, type Runner } from 'graphile-worker';
 import { callbackTasks } from '../../workers/deliverCallback.ts';
 import { drainTasks } from '../../workers/drainTasks.ts';
 import { CallbackDelivery } from '../callbacks/CallbackDelivery.ts';
@@ -8,16 +7,19 @@ import type { Database } from '../db/Database.ts';
 import { BATCH_CONNECTIONS, DrainBatcher } from '../drain/DrainBatcher.ts';
 import { ObjectDrain } from '../drain/ObjectDrain.ts';
 import { DriverRegistry } from '../drivers/registry.ts';
+import { ProcessHealth } from '../health/ProcessHealth.ts';
 import type { Logger } from '../log.ts';
 import { graphileLogger } from './graphileLogger.ts';
+import { JobRunner } from './JobRunner.ts';
 import { Sweeper } from './Sweeper.ts';
 import { WorkerRegistry } from './WorkerRegistry.ts';
 
 /**
  * Connections a worker's pool needs: each object drained on its own holds
  * one for its whole drain and a driver call made from it borrows a second;
- * the batches hold one each (see DrainBatcher); two more for the sweeper and
- * the heartbeat. (graphile-worker has a pool of its own.)
+ * the batches hold one each (see DrainBatcher); one for the sweeper and one
+ * the registry keeps for its heartbeat and liveness lock. (graphile-worker
+ * has a pool of its own.)
  */
 export function workerPoolSize(config: Pick<Config, 'SLIPWAY_WORKER_CONCURRENCY'>): number {
   return 2 * config.SLIPWAY_WORKER_CONCURRENCY + BATCH_CONNECTIONS + 2;
@@ -37,17 +39,21 @@ export function workerJobConcurrency(config: Pick<Config, 'SLIPWAY_WORKER_CONCUR
 /**
  * One worker process's share of the work: graphile-worker running the drain
  * tasks, the sweeper, and the registry heartbeat. All workers are equal;
- * run as many as you like against one database.
+ * run as many as you like against one database. Every part outlives a lost
+ * database: the runner is restarted (JobRunner), the registry and the
+ * sweeper retry on their next tick, and each drain takes a fresh connection.
+ * `health` (shared with the API in `slipway start`) tells /readyz whether
+ * the runner is up.
  */
 export class SlipwayWorker {
   private constructor(
-    private readonly runner: Runner,
+    private readonly runner: JobRunner,
     private readonly sweeper: Sweeper,
     private readonly registry: WorkerRegistry,
     readonly id: string,
   ) {}
 
-  static async start(database: Database, config: Config, log: Logger): Promise<SlipwayWorker> {
+  static async start(database: Database, config: Config, log: Logger, health = new ProcessHealth(log)): Promise<SlipwayWorker> {
     const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
     const perObject = new ObjectDrain(database.pool, drivers, log, {
       chaosDelayMs: config.SLIPWAY_CHAOS_DRAIN_DELAY_MS,
@@ -58,9 +64,8 @@ export class SlipwayWorker {
       aloneAtOnce: config.SLIPWAY_WORKER_CONCURRENCY,
     });
     const jobs = workerJobConcurrency(config);
-    const registry = new WorkerRegistry(database.db, log, config.SLIPWAY_HEARTBEAT_MS);
-    await registry.register();
-    const runner = await run({
+    let registry: WorkerRegistry | undefined;
+    const runnerOptions = {
       // graphile-worker gets its own pool: ours parses int8 as numbers.
       connectionString: asynchronousCommits(database.url),
       concurrency: jobs,
@@ -86,7 +91,16 @@ export class SlipwayWorker {
       },
       parsedCronItems: gcCronItems(config),
       logger: graphileLogger(log),
-    });
+    };
+    const runner = new JobRunner(runnerOptions, health.part('jobs'), log, () => void registry?.beatNow());
+    await runner.start();
+    registry = new WorkerRegistry(database.pool, log, config.SLIPWAY_HEARTBEAT_MS, runner);
+    try {
+      await registry.register();
+    } catch (error) {
+      await runner.stop();
+      throw error;
+    }
     const sweeper = new Sweeper(database.db, log, config.SLIPWAY_SWEEP_INTERVAL_MS, config.SLIPWAY_STALE_AFTER_MS);
     sweeper.start();
     log.info({ worker: registry.id, concurrency: config.SLIPWAY_WORKER_CONCURRENCY }, 'worker started');

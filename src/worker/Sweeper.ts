@@ -3,6 +3,7 @@ import type { ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import type { Logger } from '../log.ts';
 import { wakeObjects } from '../queue/wakeObjects.ts';
+import { WORKER_LOCK_CLASS } from './WorkerRegistry.ts';
 
 /** How many objects one pass may wake, and how many stale commands it looks at: bound the work of a pass. */
 const MAX_WAKES_PER_PASS = 500;
@@ -17,12 +18,17 @@ const MAX_STALE_LOOKED_AT = 500;
  * so the object is drained again within seconds, while graphile-worker would
  * only retry the dead worker's job after its 4-hour lock timeout.
  *
+ * It also frees graphile-worker jobs (callback deliveries, collector passes,
+ * wake-ups in a local queue) locked by a worker that died or whose runner
+ * stopped: see `freeOrphanedJobs`.
+ *
  * Every worker runs one; there is no leader. Two sweepers waking the same
  * object only collapse into one job (job keys).
  */
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private lastFreed = 0;
 
   constructor(
     private readonly db: Db,
@@ -33,10 +39,7 @@ export class Sweeper {
 
   start(): void {
     const tick = () => {
-      this.running = this.sweep()
-        .then((woken) => {
-          if (woken > 0) this.log.info({ woken }, 'sweeper woke objects nobody was draining');
-        })
+      this.running = this.pass()
         .catch((error) => this.log.warn({ err: error }, 'sweep failed'))
         .finally(() => {
           // Jitter keeps the sweepers of many workers from running in step.
@@ -52,7 +55,58 @@ export class Sweeper {
     await this.running;
   }
 
-  /** One pass; returns how many objects it woke. */
+  private async pass(): Promise<void> {
+    // Freeing reads every locked job: once per staleness bound is enough.
+    if (Date.now() - this.lastFreed >= this.staleAfterMs) {
+      this.lastFreed = Date.now();
+      const freed = await this.freeOrphanedJobs();
+      if (freed.length > 0) this.log.info({ lockers: freed }, 'sweeper freed jobs held by workers that are gone');
+    }
+    const woken = await this.sweep();
+    if (woken > 0) this.log.info({ woken }, 'sweeper woke objects nobody was draining');
+  }
+
+  /**
+   * Unlocks the jobs held, for longer than the staleness bound, by
+   * graphile-worker pools that no live worker answers for; returns those
+   * pools' ids. A live worker holds its registry lock and lists its pool in
+   * `workers.job_lockers` (WorkerRegistry); a SIGKILLed worker's lock is gone
+   * at once, and a worker whose runner stopped lists its new pool only. So a
+   * callback delivery or collector pass taken by a dead worker runs again
+   * within seconds, instead of after graphile-worker's 4-hour lock timeout.
+   * Every Slipway job may run twice (see SlipwayWorker), so freeing a job
+   * whose worker was merely slow to register costs a repeated run at worst.
+   * Reads graphile-worker's public `jobs` view and calls its public
+   * `force_unlock_workers`.
+   */
+  async freeOrphanedJobs(): Promise<string[]> {
+    const { rows } = await sql<{ locker: string }>`
+      with
+      held as materialized (
+        select l.objid::bigint as key2
+        from pg_locks l
+        where l.locktype = 'advisory' and l.objsubid = 2 and l.granted
+          and l.classid = ${WORKER_LOCK_CLASS}::oid
+          and l.database = (select oid from pg_database where datname = current_database())
+      ),
+      live as (
+        select unnest(w.job_lockers) as locker
+        from workers w
+        -- pg_locks shows the int4 key as an unsigned oid.
+        where (hashtext(w.id)::bigint & 4294967295) in (select h.key2 from held h)
+      )
+      select distinct j.locked_by as locker
+      from graphile_worker.jobs j
+      where j.locked_by is not null
+        and j.locked_at < now() - make_interval(secs => ${this.staleAfterMs / 1000})
+        and j.locked_by not in (select l.locker from live l)
+    `.execute(this.db);
+    const lockers = rows.map((row) => row.locker);
+    if (lockers.length > 0) await sql`select graphile_worker.force_unlock_workers(${lockers}::text[])`.execute(this.db);
+    return lockers;
+  }
+
+  /** One pass of waking; returns how many objects it woke. */
   async sweep(): Promise<number> {
     const { rows } = await sql<{ kind: ObjectKind; id: number }>`
       with

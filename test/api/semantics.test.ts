@@ -13,7 +13,7 @@ const env = apiTestEnv({ worker: true });
 
 test('healthz, readyz and the OpenAPI document answer without a token', async () => {
   expect((await env.anonymous.get('/healthz')).body).toEqual({ status: 'ok' });
-  expect((await env.anonymous.get('/readyz')).body).toEqual({ status: 'ready' });
+  expect((await env.anonymous.get('/readyz')).body).toMatchObject({ status: 'ready', parts: { listen: { state: 'up' } } });
   const doc = await env.anonymous.get('/v1/openapi.json');
   expect(doc.status).toBe(200);
   expect(doc.body.openapi).toBe('3.1.0');

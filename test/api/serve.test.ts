@@ -28,7 +28,11 @@ for (const [command, serves] of [
 
     const { secret } = await createToken(database.db, { name: `${command}-viewer`, role: 'viewer' }, 'test');
     const client = new ApiClient(url, secret);
-    expect((await client.get('/readyz')).body).toEqual({ status: 'ready' });
+    // `start` runs the worker in the same process: its runner is one of the parts /readyz reports.
+    const ready = (await client.get('/readyz')).body as { status: string; parts: Record<string, { state: string }> };
+    expect(ready.status).toBe('ready');
+    expect(Object.keys(ready.parts).sort()).toEqual(command === 'start' ? ['jobs', 'listen'] : ['listen']);
+    expect(Object.values(ready.parts).map((part) => part.state)).toEqual(Object.keys(ready.parts).map(() => 'up'));
     expect((await client.get('/v1/blueprints')).body).toEqual({ items: [], next: null });
 
     child.kill('SIGTERM');

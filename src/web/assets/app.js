@@ -74,7 +74,8 @@ function listen() {
   events.addEventListener('changed', (event) => {
     const changed = JSON.parse(event.data);
     const watch = watched();
-    if (changed.some((target) => watch.includes(target))) schedule(SOON_MS);
+    // '*resync': the server may have missed changes (see changeFeed.ts).
+    if (changed.includes('*resync') || changed.some((target) => watch.includes(target))) schedule(SOON_MS);
     else if (watch.includes('*')) schedule(WILDCARD_MS);
   });
   events.addEventListener('open', () => {

@@ -1,0 +1,112 @@
+import { EventEmitter } from 'node:events';
+import { run, type Runner, type RunnerOptions, type WorkerEvents } from 'graphile-worker';
+import type { PartHealth } from '../health/ProcessHealth.ts';
+import { waitBeforeReconnect } from '../health/reconnectDelay.ts';
+import type { Logger } from '../log.ts';
+
+/**
+ * graphile-worker's runner, kept running. The runner stops itself for good
+ * when its pool meets a fatal connection error (a PostgreSQL restart or
+ * failover does that), while the rest of the process carries on; so this
+ * watches the runner's promise and, when it settles without our asking,
+ * reports the part down and starts a new runner, with backoff, until one
+ * starts. Drains, the collector's crontab and callback deliveries all run
+ * here, so a worker whose runner is down does no work: its heartbeat stops
+ * (WorkerRegistry asks `isUp`).
+ *
+ * The jobs a stopped runner had taken stay locked under its pool's id;
+ * `lockerIds` names the pool of the runner running now, which the registry
+ * publishes so that any sweeper can unlock jobs held by pools nobody runs
+ * (see Sweeper).
+ */
+export class JobRunner {
+  private runner: Runner | undefined;
+  private poolId: string | undefined;
+  private lastFatal: unknown;
+  private readonly stopping = new AbortController();
+  private restarting: Promise<void> | undefined;
+
+  constructor(
+    private readonly options: RunnerOptions,
+    private readonly health: PartHealth,
+    private readonly log: Logger,
+    /** Told when the runner comes up or goes down (the registry beats at once). */
+    private readonly onChange: () => void,
+  ) {}
+
+  /** Starts the first runner; fails if it cannot (the caller reports that at start-up). */
+  async start(): Promise<void> {
+    this.adopt(await this.startOne());
+  }
+
+  get isUp(): boolean {
+    return this.runner !== undefined && this.health.isUp;
+  }
+
+  /** The graphile-worker pool ids whose locks on jobs are ours now (`locked_by`). */
+  get lockerIds(): readonly string[] {
+    return this.runner !== undefined && this.poolId !== undefined ? [this.poolId] : [];
+  }
+
+  /** Finishes the jobs in progress, then stops; no restart after this. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.restarting;
+    const runner = this.runner;
+    this.runner = undefined;
+    await runner?.stop();
+  }
+
+  private async startOne(): Promise<Runner> {
+    // Our own emitter, given to run(): the pool is created (and announced)
+    // before run() returns.
+    const events = new EventEmitter() as WorkerEvents;
+    // With a local queue, jobs are locked under the pool's id (not each worker's).
+    events.on('pool:create', ({ workerPool }) => {
+      this.poolId = workerPool.id;
+    });
+    events.on('pool:fatalError', ({ error }) => {
+      this.lastFatal = error;
+    });
+    return run({ ...this.options, events });
+  }
+
+  private adopt(runner: Runner): void {
+    this.runner = runner;
+    this.health.up();
+    this.onChange();
+    void runner.promise
+      .catch((error: unknown) => {
+        this.lastFatal ??= error;
+      })
+      .then(() => {
+        if (this.stopping.signal.aborted || this.runner !== runner) return;
+        this.runner = undefined;
+        this.health.down(this.lastFatal ?? new Error('graphile-worker runner stopped by itself'));
+        this.lastFatal = undefined;
+        this.onChange();
+        this.restarting = this.restart().finally(() => {
+          this.restarting = undefined;
+        });
+      });
+  }
+
+  private async restart(): Promise<void> {
+    for (let attempt = 0; await waitBeforeReconnect(attempt, this.stopping.signal); attempt++) {
+      let runner: Runner;
+      try {
+        runner = await this.startOne();
+      } catch (error) {
+        this.health.down(error);
+        this.log.debug({ err: error, attempt }, 'graphile-worker runner did not start; retrying');
+        continue;
+      }
+      if (this.stopping.signal.aborted) {
+        await runner.stop();
+        return;
+      }
+      this.adopt(runner);
+      return;
+    }
+  }
+}
