@@ -42,7 +42,11 @@ export class EmbeddedDatabase {
     return this.server !== undefined;
   }
 
-  static async open(homeDir: string, log: Logger, database = 'slipway'): Promise<EmbeddedDatabase> {
+  /**
+   * `port` fixes the port a server started here listens on (a test that
+   * restarts the server keeps its clients' URLs); otherwise a free one.
+   */
+  static async open(homeDir: string, log: Logger, database = 'slipway', options: { port?: number } = {}): Promise<EmbeddedDatabase> {
     // Absolute: its path is also the socket's directory, which a client only
     // takes for a socket when it starts with a slash.
     const dataDir = path.resolve(homeDir, 'pg');
@@ -58,7 +62,7 @@ export class EmbeddedDatabase {
       log.info({ dataDir }, 'initialising embedded PostgreSQL cluster');
       await initialise(binaries.initdb, dataDir, password, owner);
     }
-    const port = await freePort();
+    const port = options.port ?? (await freePort());
     const address = { port, socketDir: socketDirFor(dataDir, port) };
     let server: ChildProcess;
     try {

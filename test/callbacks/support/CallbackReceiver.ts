@@ -10,11 +10,8 @@ export interface ReceivedCallback {
   readonly at: Date;
 }
 
-/** What the receiver answers on one path: a status, and a Location for redirects. */
-export interface Answer {
-  readonly status: number;
-  readonly location?: string;
-}
+/** What the receiver answers on one path: a status, and a Location for redirects; or no answer at all (`hang`). */
+export type Answer = { readonly status: number; readonly location?: string } | { readonly hang: true };
 
 /**
  * A real HTTP server on a free loopback port that records every request and
@@ -36,6 +33,8 @@ export class CallbackReceiver {
         const path = request.url ?? '/';
         receiver.log.push({ path, headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: new Date() });
         const answer = receiver.scripts.get(path)?.shift() ?? { status: 204 };
+        // A hung request stays open until the receiver closes.
+        if ('hang' in answer) return;
         response.writeHead(answer.status, answer.location ? { location: answer.location } : {}).end();
       });
     });
