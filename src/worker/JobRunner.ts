@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { run, type Runner, type RunnerOptions, type WorkerEvents } from 'graphile-worker';
+import pg from 'pg';
 import type { PartHealth } from '../health/ProcessHealth.ts';
 import { waitBeforeReconnect } from '../health/reconnectDelay.ts';
 import type { Logger } from '../log.ts';
@@ -18,16 +19,22 @@ import type { Logger } from '../log.ts';
  * `lockerIds` names the pool of the runner running now, which the registry
  * publishes so that any sweeper can unlock jobs held by pools nobody runs
  * (see Sweeper).
+ *
+ * Each runner gets a connection pool of our own making, ended once that
+ * runner is done: a pool graphile-worker makes and then lets go of loses its
+ * 'error' listener, and an idle connection of it that the server then
+ * terminates would crash the process.
  */
 export class JobRunner {
-  private runner: Runner | undefined;
+  private current: { readonly runner: Runner; readonly pool: pg.Pool } | undefined;
   private poolId: string | undefined;
   private lastFatal: unknown;
   private readonly stopping = new AbortController();
   private restarting: Promise<void> | undefined;
 
   constructor(
-    private readonly options: RunnerOptions,
+    /** What run() takes, but the pool: its connection string and size make one per runner. */
+    private readonly options: Omit<RunnerOptions, 'pgPool' | 'events'> & { connectionString: string; maxPoolSize: number },
     private readonly health: PartHealth,
     private readonly log: Logger,
     /** Told when the runner comes up or goes down (the registry beats at once). */
@@ -40,24 +47,28 @@ export class JobRunner {
   }
 
   get isUp(): boolean {
-    return this.runner !== undefined && this.health.isUp;
+    return this.current !== undefined && this.health.isUp;
   }
 
   /** The graphile-worker pool ids whose locks on jobs are ours now (`locked_by`). */
   get lockerIds(): readonly string[] {
-    return this.runner !== undefined && this.poolId !== undefined ? [this.poolId] : [];
+    return this.current !== undefined && this.poolId !== undefined ? [this.poolId] : [];
   }
 
   /** Finishes the jobs in progress, then stops; no restart after this. */
   async stop(): Promise<void> {
     this.stopping.abort();
     await this.restarting;
-    const runner = this.runner;
-    this.runner = undefined;
-    await runner?.stop();
+    const current = this.current;
+    this.current = undefined;
+    await current?.runner.stop();
+    await current?.pool.end();
   }
 
-  private async startOne(): Promise<Runner> {
+  private async startOne(): Promise<{ runner: Runner; pool: pg.Pool }> {
+    const { connectionString, maxPoolSize, ...options } = this.options;
+    const pool = new pg.Pool({ connectionString, max: maxPoolSize });
+    pool.on('error', (error) => this.log.debug({ err: error }, 'graphile-worker connection failed'));
     // Our own emitter, given to run(): the pool is created (and announced)
     // before run() returns.
     const events = new EventEmitter() as WorkerEvents;
@@ -68,20 +79,26 @@ export class JobRunner {
     events.on('pool:fatalError', ({ error }) => {
       this.lastFatal = error;
     });
-    return run({ ...this.options, events });
+    try {
+      return { runner: await run({ ...options, pgPool: pool, events }), pool };
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
   }
 
-  private adopt(runner: Runner): void {
-    this.runner = runner;
+  private adopt(current: { runner: Runner; pool: pg.Pool }): void {
+    this.current = current;
     this.health.up();
     this.onChange();
-    void runner.promise
+    void current.runner.promise
       .catch((error: unknown) => {
         this.lastFatal ??= error;
       })
       .then(() => {
-        if (this.stopping.signal.aborted || this.runner !== runner) return;
-        this.runner = undefined;
+        if (this.stopping.signal.aborted || this.current !== current) return;
+        this.current = undefined;
+        void current.pool.end().catch(() => undefined);
         this.health.down(this.lastFatal ?? new Error('graphile-worker runner stopped by itself'));
         this.lastFatal = undefined;
         this.onChange();
@@ -93,19 +110,20 @@ export class JobRunner {
 
   private async restart(): Promise<void> {
     for (let attempt = 0; await waitBeforeReconnect(attempt, this.stopping.signal); attempt++) {
-      let runner: Runner;
+      let started: { runner: Runner; pool: pg.Pool };
       try {
-        runner = await this.startOne();
+        started = await this.startOne();
       } catch (error) {
         this.health.down(error);
         this.log.debug({ err: error, attempt }, 'graphile-worker runner did not start; retrying');
         continue;
       }
       if (this.stopping.signal.aborted) {
-        await runner.stop();
+        await started.runner.stop();
+        await started.pool.end();
         return;
       }
-      this.adopt(runner);
+      this.adopt(started);
       return;
     }
   }

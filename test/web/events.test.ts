@@ -96,3 +96,20 @@ test('a stopping server ends its streams instead of waiting for them', async () 
   expect(received.ended).toBe(true);
   expect(Date.now() - started).toBeLessThan(5000);
 });
+
+test("a cut LISTEN connection is made again: the stream stays open, tells pages to look again, and carries changes again", async () => {
+  const lease = await operatorLease(env);
+  const { received } = await openStream(await signedIn());
+  await until('the stream open', () => received.text.includes(': connected'));
+  // Every server of this database listens on a backend whose last statement was its LISTEN.
+  const { rows } = await sql<{ cut: boolean }>`
+    select pg_terminate_backend(pid) as cut from pg_stat_activity
+    where datname = current_database() and query = ${`listen ${COMMANDS_CHANNEL}`}
+  `.execute(env.database.db);
+  expect(rows.length).toBeGreaterThan(0);
+  await until('the page told to look again', () => changedEvents(received.text).some((changes) => changes.includes('*resync')));
+  expect(received.ended).toBe(false);
+  expect((await env.anonymous.get('/readyz')).status).toBe(200);
+  await env.as.operator.post(`/v1/leases/${lease.id}/commands`, { kind: 'release' });
+  await until('the release heard on the new connection', () => changedEvents(received.text).flat().includes(`lease:${lease.id}`));
+});

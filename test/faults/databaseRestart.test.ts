@@ -1,0 +1,259 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createToken } from '../../src/api/auth/tokens.ts';
+import { ApiServer } from '../../src/api/server.ts';
+import { loadConfig } from '../../src/config.ts';
+import { Database } from '../../src/db/Database.ts';
+import { EmbeddedDatabase } from '../../src/db/EmbeddedDatabase.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { ApiClient, type ApiAnswer } from '../api/support/ApiClient.ts';
+import { simulatedBlueprint } from '../api/support/fixtures.ts';
+import { CallbackReceiver } from '../callbacks/support/CallbackReceiver.ts';
+import { stateTrails, trailBreaks } from '../concurrency/support/eventLog.ts';
+import { takeTurn, TURN_TIMEOUT_MS } from '../concurrency/support/oneAtATime.ts';
+import { WorkerProcesses } from '../concurrency/support/WorkerProcesses.ts';
+import { testLog } from '../helpers/testDatabase.ts';
+import { waitFor } from '../helpers/waitFor.ts';
+
+/**
+ * PostgreSQL restarts (stopped and started again on the same data directory
+ * and port) twice while API clients create and release leases through the
+ * API and two worker processes drain them. Checked: the API answers 503 with
+ * Retry-After during the outage and never 500; every acknowledged command
+ * settles and none is doubled; every worker beats (so its runner runs) again
+ * within 5 s of the database answering; a `?wait` is answered by a LISTEN
+ * notice after the restart (the API's re-read is set to two minutes, so
+ * nothing else could answer it in time); and the collector's crontab and a
+ * callback delivery work after the restarts.
+ */
+const HOME = path.resolve('.slipway', `restart-${randomBytes(4).toString('hex')}`);
+const RESTARTS = 2;
+const CLIENTS = 6;
+/** The issue's bound for every worker to work again once the database answers. */
+const BACK_WITHIN_MS = 5000;
+
+const state = {} as {
+  embedded: EmbeddedDatabase;
+  database: Database;
+  server: ApiServer;
+  workers: WorkerProcesses;
+  receiver: CallbackReceiver;
+  admin: ApiClient;
+  endTurn: () => Promise<void>;
+};
+
+beforeAll(async () => {
+  // Two workers flat out and a server restart: take turns with the concurrency files.
+  state.endTurn = await takeTurn();
+  state.embedded = await EmbeddedDatabase.open(HOME, testLog);
+  state.database = Database.fromUrl(state.embedded.url, testLog, { poolSize: 20 });
+  await migrate(state.database, testLog);
+  state.workers = new WorkerProcesses(state.embedded.url, { SLIPWAY_HEARTBEAT_MS: '500', SLIPWAY_GC_INTERVAL_MINUTES: '1' });
+  await state.workers.start(2);
+  const config = loadConfig({
+    DATABASE_URL: state.embedded.url,
+    LOG_LEVEL: 'warn',
+    SLIPWAY_API_PORT: '0',
+    SLIPWAY_API_AUTH_FAILURES_PER_MINUTE: '100000',
+    SLIPWAY_API_WAIT_REREAD_MS: '120000',
+  });
+  state.server = await ApiServer.start(state.database, config, testLog);
+  const { secret } = await createToken(state.database.db, { name: 'restart-admin', role: 'admin' }, 'test');
+  state.admin = new ApiClient(state.server.url, secret);
+  state.receiver = await CallbackReceiver.start();
+}, TURN_TIMEOUT_MS);
+
+afterAll(async () => {
+  try {
+    await state.server?.stop();
+    await state.workers?.stopAll();
+    await state.database?.close();
+    await state.embedded?.stop();
+    await state.receiver?.close();
+    await rm(HOME, { recursive: true, force: true });
+  } finally {
+    await state.endTurn?.();
+  }
+});
+
+/** API clients creating and releasing leases in a loop, each request retried with its Idempotency-Key while answered 5xx. */
+class Storm {
+  readonly leases: number[] = [];
+  readonly releases: number[] = [];
+  /** Every answer's status, in order. */
+  readonly statuses: number[] = [];
+  /** Answers of 5xx other than 503. */
+  readonly errors: string[] = [];
+  /** 503s that came without Retry-After. */
+  readonly without: string[] = [];
+  private stopped = false;
+  private readonly loops: Promise<void>[] = [];
+
+  constructor(
+    private readonly client: ApiClient,
+    private readonly blueprint: string,
+  ) {}
+
+  start(clients: number): void {
+    for (let i = 0; i < clients; i++) this.loops.push(this.loop());
+  }
+
+  /** Lets every client finish the lease it is on, then returns. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all(this.loops);
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      const created = await this.untilServed('/v1/leases', { blueprint: this.blueprint });
+      this.leases.push(created.body.lease.id);
+      const released = await this.untilServed(`/v1/leases/${created.body.lease.id}/commands`, { kind: 'release' });
+      this.releases.push(released.body.command.id);
+      await sleep(5);
+    }
+  }
+
+  private async untilServed(url: string, body: unknown): Promise<ApiAnswer> {
+    const key = randomUUID();
+    for (;;) {
+      const answer = await this.client.post(url, body, { headers: { 'idempotency-key': key } });
+      this.statuses.push(answer.status);
+      if (answer.status < 500) {
+        expect([200, 201, 202], JSON.stringify(answer.body)).toContain(answer.status);
+        return answer;
+      }
+      // Retried like a 503, so that one wrong answer is counted, not fatal to the storm.
+      if (answer.status !== 503) this.errors.push(`${answer.status} ${JSON.stringify(answer.body)}`);
+      else if (answer.headers.get('retry-after') === null) this.without.push(JSON.stringify(answer.body));
+      await sleep(100);
+    }
+  }
+}
+
+/** When each running worker last beat, by pid (the registry's id names the pid). */
+async function heartbeats(database: Database): Promise<Map<number, Date>> {
+  const rows = await database.db.selectFrom('workers').select(['pid', 'heartbeat_at']).execute();
+  return new Map(rows.map((row) => [row.pid, row.heartbeat_at]));
+}
+
+test('a PostgreSQL restart, twice, during a storm of API appends and drains by two worker processes', async () => {
+  const { admin, database, workers } = state;
+  const busy = await simulatedBlueprint(admin, {}, { maxResources: 8, leasesPerResource: 8 });
+  const slow = await simulatedBlueprint(admin, { operationLatencyMs: { releaseLease: 300 } }, { maxResources: 2, leasesPerResource: 4 });
+  const storm = new Storm(admin, busy.name);
+  storm.start(CLIENTS);
+  const port = Number(new URL(state.embedded.url).port);
+  const recoveries: number[] = [];
+  let lastUp = new Date();
+
+  for (let restart = 1; restart <= RESTARTS; restart++) {
+    await waitFor('the storm to get going', async () => storm.releases.length >= 20 * restart);
+    const answered = storm.statuses.length;
+    await state.embedded.stop();
+    await waitFor('the outage to reach the API', async () => storm.statuses.slice(answered).some((status) => status >= 500), 30_000);
+    await sleep(1000);
+
+    state.embedded = await EmbeddedDatabase.open(HOME, testLog, 'slipway', { port });
+    const answering = Date.now();
+    lastUp = await waitFor('the database clock', async () => (await sql<{ now: Date }>`select now()`.execute(database.db)).rows[0]!.now);
+    const pids = workers.running().map((w) => w.child.pid!);
+    if (pids.length !== 2) console.log('DEBUG', (workers as any).workers.map((w: any) => `${w.child.exitCode} ${w.child.signalCode}\n` + w.output.join('')).join('\n=====\n'));
+    expect(pids).toHaveLength(2);
+    // A worker beats only while its graphile-worker runner runs (WorkerRegistry).
+    await waitFor(
+      `both workers to beat again within ${BACK_WITHIN_MS} ms of the database answering`,
+      async () => {
+        const beats = await heartbeats(database);
+        return pids.every((pid) => (beats.get(pid)?.getTime() ?? 0) > lastUp.getTime());
+      },
+      BACK_WITHIN_MS,
+    );
+    recoveries.push(Date.now() - answering);
+
+    // The API's LISTEN connection is back (readyz says so), and a wait is
+    // answered by notices: its re-read is two minutes away.
+    await waitFor('the API to be ready', async () => (await admin.get('/readyz')).status === 200, 30_000);
+    const lease = await admin.post('/v1/leases?wait=30', { blueprint: slow.name });
+    expect(lease.status, JSON.stringify(lease.body)).toBe(200);
+    expect(lease.body.lease.state).toBe('active');
+    const release = await admin.post(`/v1/leases/${lease.body.lease.id}/commands?wait=30`, { kind: 'release' });
+    expect(release.status, JSON.stringify(release.body)).toBe(200);
+    expect(release.body.outcome).toBe('settled');
+  }
+  console.log(`recovery after each restart (database answering → both workers beating again): ${recoveries.join(', ')} ms`);
+  await storm.stop();
+
+  // The API told 503 (with Retry-After) and never 500.
+  expect(storm.errors).toEqual([]);
+  expect(storm.statuses.filter((status) => status === 503).length).toBeGreaterThan(0);
+  expect(storm.without).toEqual([]);
+
+  // Every acknowledged command settles, and nothing was made twice.
+  const acknowledged = storm.releases;
+  await waitFor(
+    'every acknowledged release to settle',
+    async () => {
+      const open = await database.db
+        .selectFrom('commands')
+        .select('id')
+        .where('id', 'in', acknowledged)
+        .where('status', 'in', ['queued', 'running'])
+        .execute();
+      return open.length === 0;
+    },
+    120_000,
+  );
+  const made = await database.db
+    .selectFrom('leases')
+    .select(['id', 'state'])
+    .where('blueprint_id', '=', busy.id)
+    .execute();
+  expect(made.map((l) => l.id).sort((a, b) => a - b)).toEqual([...storm.leases].sort((a, b) => a - b));
+  await waitFor(
+    'every storm lease to be destroyed',
+    async () => {
+      const live = await database.db.selectFrom('leases').select('id').where('blueprint_id', '=', busy.id).where('state', '!=', 'destroyed').execute();
+      return live.length === 0;
+    },
+    120_000,
+  );
+  const releases = await database.db
+    .selectFrom('commands')
+    .select(['target_id', 'status'])
+    .where('target_kind', '=', 'lease')
+    .where('target_id', 'in', storm.leases)
+    .where('kind', '=', 'release')
+    .execute();
+  expect(releases).toHaveLength(storm.leases.length);
+  expect(new Set(acknowledged).size).toBe(acknowledged.length);
+  expect(trailBreaks(await stateTrails(database.db, 'lease'))).toEqual([]);
+
+  // A callback delivery and a scheduled collector pass, after the last restart.
+  const lease = await admin.post('/v1/leases?wait=30', { blueprint: slow.name });
+  expect(lease.status, JSON.stringify(lease.body)).toBe(200);
+  const withCallback = await admin.post(`/v1/leases/${lease.body.lease.id}/commands`, {
+    kind: 'release',
+    callback: { url: state.receiver.url('/after-restart') },
+  });
+  expect(withCallback.status, JSON.stringify(withCallback.body)).toBe(202);
+  await waitFor('the callback to be delivered', async () => state.receiver.received('/after-restart').length > 0, 60_000);
+  // The crontab runs the collector every minute, on the minute.
+  await waitFor(
+    'a scheduled collector pass after the restart',
+    async () => {
+      const passes = await database.db
+        .selectFrom('gc_passes')
+        .select('id')
+        .where('trigger', '=', 'schedule')
+        .where('started_at', '>', lastUp)
+        .execute();
+      return passes.length > 0;
+    },
+    150_000,
+  );
+});
