@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { access, constants, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
@@ -21,7 +21,10 @@ const FLAGS = [
   '--disable-sync',
 ];
 
-export function launchBrowser(): Promise<Browser> {
+export async function launchBrowser(): Promise<Browser> {
+  await access(CHROMIUM, constants.X_OK).catch(() => {
+    throw new Error(`no chromium at ${CHROMIUM}: the browser tests (npm run test:system) need Debian's chromium; install it with \`apt-get install chromium\``);
+  });
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
 }
 
