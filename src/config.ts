@@ -59,7 +59,7 @@ export const ConfigSchema = z.object({
   SLIPWAY_GC_RETENTION_DAYS: z.coerce.number().positive().max(3650).default(30).describe('how long destroyed objects, their history and collector pass records are kept'),
   SLIPWAY_GC_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500).describe('rows one step of a collector pass looks at, or prunes per batch'),
   SLIPWAY_GC_PASS_BUDGET_MS: positiveMs(30_000).describe('a collector pass starts no new work after this long'),
-  // The HTTP API (see the README, "HTTP API").
+  // The HTTP API (see docs/api.md).
   SLIPWAY_API_HOST: z.string().min(1).default('127.0.0.1').describe('the address the HTTP API and the web UI listen on'),
   SLIPWAY_API_PORT: z.coerce.number().int().min(0).max(65_535).default(7480).describe('their port; 0 picks a free one'),
   SLIPWAY_API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024).describe('the largest request body (413 above it)'),
@@ -71,7 +71,7 @@ export const ConfigSchema = z.object({
   // Proxies close a stream that stays quiet for too long.
   SLIPWAY_WEB_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(20_000).describe("how often the web UI's event stream sends a heartbeat comment"),
   SLIPWAY_API_IDEMPOTENCY_HOURS: z.coerce.number().int().min(24).max(24 * 365).default(24).describe('how long Idempotency-Keys are kept'),
-  // The CLI's remote mode (see the README, "Remote mode"): with SLIPWAY_URL set, its
+  // The CLI's remote mode (see docs/cli.md, "Remote mode"): with SLIPWAY_URL set, its
   // lease and command subcommands call the HTTP API there with this token
   // instead of opening the database.
   SLIPWAY_URL: z

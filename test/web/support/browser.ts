@@ -31,7 +31,7 @@ export async function launchBrowser(): Promise<Browser> {
 /** Where tests leave screenshots: under .slipway/ (ignored by git). */
 export const SCREENSHOTS = path.resolve('.slipway', 'screenshots');
 
-/** Where the README's screenshots live; written only when SLIPWAY_DOC_SCREENSHOTS=1 (`npm run screenshots`). */
+/** Where the screenshots of the README and docs/web-ui.md live; written only when SLIPWAY_DOC_SCREENSHOTS=1 (`npm run screenshots`). */
 const DOC_SCREENSHOTS = path.resolve('docs', 'screenshots');
 
 export async function screenshot(page: Page, name: string, options: { forReadme?: boolean } = {}): Promise<void> {
