@@ -1,8 +1,17 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/**
+ * Tests that need more than `npm install`: Debian's chromium for the browser
+ * tests, curl and bash for the documentation's shell examples. `npm test`
+ * leaves them out; `npm run test:system` (vitest.system.config.ts) runs
+ * them, and .ci/run runs both.
+ */
+export const SYSTEM_TESTS = ['test/web/browser.test.ts', 'test/docs/shellExamples.test.ts'];
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    exclude: [...configDefaults.exclude, ...SYSTEM_TESTS],
     globalSetup: ['test/helpers/globalSetup.ts'],
     // Test files run in parallel; each has its own database.
     maxWorkers: 2,

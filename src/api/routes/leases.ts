@@ -18,7 +18,7 @@ import { BlueprintRef, IdParams, PageQuery, Reason, WaitQuery } from '../schemas
  * without a holder, which is always the calling token's actor
  * (`token:<name>`), so a `user` token can later release what it created.
  * No `callback`: a lease's first command can settle while the lease still
- * waits for capacity (see the README, "Callbacks through the API"), so a callback could not say what a
+ * waits for capacity (see docs/api.md, "Asynchronous semantics"), so a callback could not say what a
  * caller wants to know; `?wait` and polling the lease do.
  */
 const CreateBody = leaseBodySchema({

@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { access, constants, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
@@ -21,14 +21,17 @@ const FLAGS = [
   '--disable-sync',
 ];
 
-export function launchBrowser(): Promise<Browser> {
+export async function launchBrowser(): Promise<Browser> {
+  await access(CHROMIUM, constants.X_OK).catch(() => {
+    throw new Error(`no chromium at ${CHROMIUM}: the browser tests (npm run test:system) need Debian's chromium; install it with \`apt-get install chromium\``);
+  });
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
 }
 
 /** Where tests leave screenshots: under .slipway/ (ignored by git). */
 export const SCREENSHOTS = path.resolve('.slipway', 'screenshots');
 
-/** Where the README's screenshots live; written only when SLIPWAY_DOC_SCREENSHOTS=1 (`npm run screenshots`). */
+/** Where the screenshots of the README and docs/web-ui.md live; written only when SLIPWAY_DOC_SCREENSHOTS=1 (`npm run screenshots`). */
 const DOC_SCREENSHOTS = path.resolve('docs', 'screenshots');
 
 export async function screenshot(page: Page, name: string, options: { forReadme?: boolean } = {}): Promise<void> {

@@ -1,0 +1,80 @@
+import { z } from 'zod';
+import { ConfigSchema } from '../../src/config.ts';
+import { COMMAND_KINDS, type CommandKindSpec } from '../../src/domain/commandKinds.ts';
+import { INITIAL_STATE, LIFECYCLES, type StateSpec } from '../../src/domain/lifecycle.ts';
+
+/**
+ * The parts of docs/ written from the code rather than by hand, each between
+ * `<!-- generated: NAME -->` and `<!-- end generated: NAME -->` in one page.
+ * `npm run docs` rewrites them; test/docs/generatedDocs.test.ts fails when a
+ * committed page differs from what this would write now.
+ */
+export const GENERATED_SECTIONS: Record<string, { page: string; render: () => string }> = {
+  'state-table': { page: 'docs/concepts.md', render: renderStateTables },
+  'command-kinds': { page: 'docs/concepts.md', render: renderCommandKinds },
+  configuration: { page: 'docs/operations.md', render: renderConfiguration },
+};
+
+const code = (text: string) => `\`${text}\``;
+const cell = (text: string) => text.replaceAll('|', '\\|');
+
+function table(header: string[], rows: string[][]): string {
+  return [header, header.map(() => '---'), ...rows].map((row) => `| ${row.join(' | ')} |`).join('\n');
+}
+
+/** One table per object kind: each state, where it may move, which commands it accepts (callers' kinds in bold). */
+function renderStateTables(): string {
+  return Object.entries(LIFECYCLES)
+    .map(([kind, states]) => {
+      const kinds: Record<string, CommandKindSpec> = COMMAND_KINDS[kind as keyof typeof COMMAND_KINDS];
+      const rows = Object.entries(states as Record<string, StateSpec>).map(([state, spec]) => [
+        state === INITIAL_STATE[kind as keyof typeof INITIAL_STATE] ? `${code(state)} (new)` : code(state),
+        spec.next.length === 0 ? '(final)' : spec.next.map(code).join(', '),
+        spec.accepts.map((k) => (kinds[k]?.internal === false ? `**${k}**` : k)).join(', '),
+      ]);
+      return `**${kind}**\n\n${table(['state', 'moves to', 'accepts'], rows)}`;
+    })
+    .join('\n\n');
+}
+
+/** Every command kind, per object kind: whether callers may request it, what it does, how it is queued. */
+function renderCommandKinds(): string {
+  const rows = Object.entries(COMMAND_KINDS).flatMap(([target, kinds]) =>
+    Object.entries(kinds as Record<string, CommandKindSpec>).map(([kind, spec]) => {
+      const queueing = [
+        spec.preempts ? 'preempts older work' : '',
+        spec.supersedes ? `cancels queued ${spec.supersedes.join(', ')}` : '',
+        spec.dedupKey ? 'a duplicate joins the one queued' : '',
+      ].filter(Boolean);
+      return [target, code(kind), spec.internal ? 'internal' : '**callers**', cell(spec.summary), queueing.join('; ')];
+    }),
+  );
+  return table(['object', 'command', 'sent by', 'what it does', 'queueing'], rows);
+}
+
+interface SettingSchema {
+  description?: string;
+  default?: unknown;
+  type?: string;
+  minimum?: number;
+  exclusiveMinimum?: number;
+  maximum?: number;
+  enum?: unknown[];
+}
+
+/** Every environment variable src/config.ts reads: its default, the values it takes, and its description. */
+function renderConfiguration(): string {
+  const schema = z.toJSONSchema(ConfigSchema, { io: 'input', unrepresentable: 'any' }) as { properties: Record<string, SettingSchema> };
+  const rows = Object.entries(schema.properties).map(([name, setting]) => {
+    if (!setting.description) throw new Error(`${name} in src/config.ts has no .describe(): it is the documentation of the setting`);
+    return [code(name), setting.default === undefined ? '(unset)' : code(String(setting.default)), allowedValues(setting), cell(setting.description)];
+  });
+  return table(['variable', 'default', 'values', 'meaning'], rows);
+}
+
+function allowedValues(setting: SettingSchema): string {
+  if (setting.enum) return setting.enum.map((value) => code(String(value))).join(', ');
+  if (setting.type === 'integer') return `whole number ${setting.minimum ?? (setting.exclusiveMinimum ?? 0) + 1}–${setting.maximum}`;
+  if (setting.type === 'number') return `number > ${setting.exclusiveMinimum ?? setting.minimum}, ≤ ${setting.maximum}`;
+  return 'text';
+}
