@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { isConnectionFailure, MayHaveCommittedError } from '../db/connectionFailure.ts';
 import { SlipwayError } from '../domain/errors.ts';
 
 /**
@@ -89,6 +90,9 @@ function fieldName(part: string, path: readonly PropertyKey[]): string {
  */
 const RETRYABLE_DATABASE_CODES = new Set(['40P01', '40001']);
 
+/** Seconds a client waits before trying again when the database is unreachable: long enough for a restart or failover to finish. */
+const DATABASE_RETRY_AFTER_S = 2;
+
 interface Answer {
   readonly status: number;
   readonly body: ErrorBody;
@@ -110,6 +114,25 @@ export function answerFor(error: unknown, request: FastifyRequest): Answer {
       code: issue.code,
     }));
     return { status: 400, body: bodyOf('invalid_input', error.message, { field: fields[0]?.field, issues: fields }) };
+  }
+  if (error instanceof MayHaveCommittedError) {
+    return {
+      status: 503,
+      body: bodyOf(
+        'unavailable',
+        'the database connection failed while the request was committing, so it may or may not have taken effect: send it again with the same Idempotency-Key (which answers what the first one did, or does it now), or read the object to see',
+        { mayHaveCommitted: true },
+      ),
+      retryAfter: DATABASE_RETRY_AFTER_S,
+    };
+  }
+  if (isConnectionFailure(error)) {
+    // Every connection failure outside a COMMIT (MayHaveCommittedError above) ended the request's transaction uncommitted.
+    return {
+      status: 503,
+      body: bodyOf('unavailable', 'the database is unavailable (its connection failed or was refused); nothing was written, send the request again shortly', { mayHaveCommitted: false }),
+      retryAfter: DATABASE_RETRY_AFTER_S,
+    };
   }
   if (RETRYABLE_DATABASE_CODES.has(String((error as { code?: unknown }).code))) {
     // The request's transaction rolled back whole: nothing was written, and the same request will very likely go through.

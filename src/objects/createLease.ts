@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { CommandRow, LeaseRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
+import { withTransaction } from '../db/withTransaction.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError } from '../domain/errors.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
@@ -58,7 +59,7 @@ export async function createLease(
   input: LeaseInput,
   actor: Actor,
 ): Promise<{ lease: LeaseRow; command: CommandRow }> {
-  return db.transaction().execute((trx) => createLeaseInTransaction(trx, input, actor));
+  return withTransaction(db, (trx) => createLeaseInTransaction(trx, input, actor));
 }
 
 /** The same, inside a caller's transaction (the API's, which records an Idempotency-Key with it). */
