@@ -1,10 +1,10 @@
-import net from 'node:net';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { isConnectionFailure, MayHaveCommittedError } from '../../src/db/connectionFailure.ts';
 import { Database } from '../../src/db/Database.ts';
 import { withTransaction } from '../../src/db/withTransaction.ts';
+import { closedPort, terminateBackend, urlWithoutServer } from '../helpers/deadEnds.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
 
 /**
@@ -20,15 +20,6 @@ afterAll(async () => {
   await database?.drop();
 });
 
-/** A port nothing listens on: one the system just handed out and took back. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = (server.address() as net.AddressInfo);
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 /** The error `promise` fails with (the test fails if it does not). */
 async function failureOf(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(
@@ -37,27 +28,11 @@ async function failureOf(promise: Promise<unknown>): Promise<unknown> {
   );
 }
 
-/** Terminates backend `pid` from a connection of its own, waiting until it is gone. */
-async function terminate(pid: number): Promise<void> {
-  const client = new pg.Client({ connectionString: database.url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ done: boolean }>('select pg_terminate_backend($1, 60000) as done', [pid]);
-    expect(rows[0]!.done).toBe(true);
-  } finally {
-    await client.end();
-  }
-}
-
 test('a server that is not there, over TCP or a Unix socket, is a connection failure', async () => {
-  const port = String(await closedPort());
-  const overTcp = new URL(database.url);
-  overTcp.port = port;
-  overTcp.searchParams.delete('host');
   const overSocket = new URL(database.url);
-  overSocket.port = port;
-  for (const url of [overTcp, overSocket]) {
-    const nowhere = Database.fromUrl(url.toString(), testLog);
+  overSocket.port = String(await closedPort());
+  for (const url of [await urlWithoutServer(database.url), overSocket.toString()]) {
+    const nowhere = Database.fromUrl(url, testLog);
     try {
       const error = await failureOf(sql`select 1`.execute(nowhere.db));
       expect(isConnectionFailure(error), String(error)).toBe(true);
@@ -71,7 +46,7 @@ test('a backend terminated under its query is a connection failure, and not one 
   const error = await failureOf(
     withTransaction(database.db, async (trx) => {
       const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
-      await terminate(rows[0]!.pid);
+      await terminateBackend(database.url, rows[0]!.pid);
       await sql`select 1`.execute(trx);
     }),
   );
@@ -83,7 +58,7 @@ test('a backend terminated before its COMMIT got through: withTransaction says i
   const error = await failureOf(
     withTransaction(database.db, async (trx) => {
       const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
-      await terminate(rows[0]!.pid);
+      await terminateBackend(database.url, rows[0]!.pid);
     }),
   );
   expect(error).toBeInstanceOf(MayHaveCommittedError);
