@@ -42,7 +42,7 @@ export function leaseBodySchema<Fields extends z.ZodRawShape>(fields: Fields) {
 
 export const LeaseInputSchema = leaseBodySchema({
   /** The blueprint's name or id. */
-  blueprint: z.union([z.string().min(1).max(63), z.number().int().positive()]),
+  blueprint: z.union([z.string().min(1).max(63), z.number().int().positive().max(Number.MAX_SAFE_INTEGER)]),
   holder: z.string().min(1).max(200),
   /** The requester's own labels, kept on the lease beside what the driver reports. */
   attributes: z.record(z.string(), z.unknown()).optional(),

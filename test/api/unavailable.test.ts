@@ -1,17 +1,12 @@
 import pg from 'pg';
 import { expect, test } from 'vitest';
-import type { ApiContext } from '../../src/api/ApiContext.ts';
-import { Backpressure } from '../../src/api/backpressure.ts';
-import { buildApp } from '../../src/api/server.ts';
-import { loadConfig } from '../../src/config.ts';
 import { Database } from '../../src/db/Database.ts';
-import { AppendBatcher } from '../../src/queue/AppendBatcher.ts';
-import { NoticeListener } from '../../src/read/CommandNotices.ts';
 import { terminateBackend, urlWithoutServer } from '../helpers/deadEnds.ts';
 import { testLog } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
 import { activeLease, simulatedBlueprint } from './support/fixtures.ts';
+import { inProcessApp } from './support/inProcessApp.ts';
 
 /**
  * A database outage as the API's callers see it: a 503 `unavailable` with
@@ -22,24 +17,12 @@ const env = apiTestEnv({ worker: true });
 
 /** The API and web UI of a process whose database is down: its pool points where nothing listens. */
 async function appWithoutDatabase() {
-  const url = await urlWithoutServer(env.database.url);
-  const database = Database.fromUrl(url, testLog);
-  const config = loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'warn' });
-  const notices = await NoticeListener.open(env.database.pool);
-  const context: ApiContext = {
-    database,
-    config,
-    notices,
-    stopping: new AbortController().signal,
-    backpressure: new Backpressure({ queueDepth: config.SLIPWAY_API_QUEUE_DEPTH_LIMIT, backlog: config.SLIPWAY_API_BACKLOG_LIMIT }),
-    appends: new AppendBatcher(database.pool, database.db, testLog),
-  };
-  const app = await buildApp(context, testLog);
+  const database = Database.fromUrl(await urlWithoutServer(env.database.url), testLog);
+  const { app, close } = await inProcessApp(database, testLog, env.database);
   return {
     app,
     async close() {
-      await app.close();
-      await notices.close();
+      await close();
       await database.close();
     },
   };
