@@ -24,6 +24,8 @@ const API_ERROR_STATUS = {
   busy: 409,
   too_many_requests: 429,
   backlog_full: 503,
+  invalid_json: 400,
+  forbidden_key: 400,
 } as const;
 type ApiErrorCode = keyof typeof API_ERROR_STATUS;
 
@@ -50,9 +52,6 @@ const SLIPWAY_ERROR_STATUS: Record<SlipwayError['code'], number> = {
   conflict: 409,
 };
 
-/** The key under which FASTIFY_ERRORS holds secure-json-parse's refusal (see fastifyErrorKey). */
-const PROTOTYPE_KEY = 'prototype key';
-
 /**
  * fastify's own client errors (its codes are stable), as our codes and
  * messages: a body that is not JSON, too big, of a media type we do not
@@ -64,20 +63,9 @@ const FASTIFY_ERRORS: Record<string, { code: string; message: (error: FastifyErr
     code: 'unsupported_media_type',
     message: (_error, request) => `send the body as application/json, not ${request.headers['content-type'] ?? 'without a content type'}`,
   },
-  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'invalid_json', message: (error) => `the body is not valid JSON: ${error.message}` },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'invalid_json', message: () => 'the body is empty; send a JSON object ({} when nothing else is needed)' },
-  [PROTOTYPE_KEY]: {
-    code: 'forbidden_key',
-    message: () => 'the body is JSON, but its key "__proto__" (or "constructor" holding "prototype") is not accepted: it could change what objects inherit; rename it',
-  },
   FST_ERR_BAD_URL: { code: 'invalid_url', message: () => 'the URL is not valid: a "%" must start a percent-encoded UTF-8 byte, like %20' },
   FST_ERR_MAX_PARAM_LENGTH: { code: 'invalid_url', message: () => 'the URL is not valid: a path segment is longer than 200 characters' },
 };
-
-/** fastify's JSON parser (secure-json-parse) refuses prototype-poisoning keys with a SyntaxError that has no code, only this message. */
-function fastifyErrorKey(error: FastifyError): string {
-  return error instanceof SyntaxError && error.message === 'Object contains forbidden prototype property' ? PROTOTYPE_KEY : error.code;
-}
 
 /** A zod validation failure of one part of a request (params, querystring, body, headers). */
 export class RequestValidationError extends Error {
@@ -155,11 +143,9 @@ export function answerFor(error: unknown, request: FastifyRequest): Answer {
   const fastifyError = error as FastifyError;
   const status = fastifyError.statusCode;
   if (status !== undefined && status >= 400 && status < 500) {
-    const known = FASTIFY_ERRORS[fastifyErrorKey(fastifyError)];
+    const known = FASTIFY_ERRORS[fastifyError.code];
     if (known) return { status, body: bodyOf(known.code, known.message(fastifyError, request), {}) };
-    // A body that fails JSON.parse is a SyntaxError fastify marks 400.
-    const code = error instanceof SyntaxError ? 'invalid_json' : 'invalid_input';
-    return { status, body: bodyOf(code, fastifyError.message, {}) };
+    return { status, body: bodyOf('invalid_input', fastifyError.message, {}) };
   }
   // Anything else is ours to fix: the client learns only that, never a stack.
   return { status: 500, body: bodyOf('internal', 'internal error; the server log has the details (search for the request id)', {}) };

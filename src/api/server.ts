@@ -9,6 +9,7 @@ import { NoticeListener } from '../read/CommandNotices.ts';
 import type { ApiContext } from './ApiContext.ts';
 import { installAuthentication } from './auth/authenticate.ts';
 import { Backpressure } from './backpressure.ts';
+import { installBodyParsing } from './bodyParsing.ts';
 import { installErrorHandling, sendError } from './errors.ts';
 import { pruneKeys } from './idempotency.ts';
 import { requestForLog } from './requestLog.ts';
@@ -39,15 +40,15 @@ export async function buildApp(context: ApiContext, log: Logger): Promise<Fastif
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    // A URL fastify cannot route (bad percent-encoding, a segment too long) is answered like every other error.
-    frameworkErrors: (error, request, reply) => sendError(request, reply, error),
+    // A URL fastify cannot route (bad percent-encoding, a segment too long) is answered like every other
+    // error; no hook runs for it, so its request id header is set here.
+    frameworkErrors: (error, request, reply) => sendError(request, reply.header('x-request-id', request.id), error),
   });
-  // The API reads JSON (and the web UI its forms, src/web/forms.ts): other bodies, text/plain included, are a 415.
-  app.removeContentTypeParser('text/plain');
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
   installErrorHandling(app);
+  installBodyParsing(app);
   installZodValidation(app);
   installAuthentication(app, context.database.db, context.config.SLIPWAY_API_AUTH_FAILURES_PER_MINUTE);
   installOpenApi(app);
