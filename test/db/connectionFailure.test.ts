@@ -66,8 +66,10 @@ test('a backend terminated before its COMMIT got through: withTransaction says i
 });
 
 test('a pool that cannot hand out a connection in time is a connection failure', async () => {
-  const pool = new pg.Pool({ connectionString: database.url, max: 1, connectionTimeoutMillis: 50 });
+  const pool = new pg.Pool({ connectionString: database.url, max: 1 });
   const held = await pool.connect();
+  // Only now a short wait: the one connection is taken, so the next asks in vain (the first may be slow to make).
+  pool.options.connectionTimeoutMillis = 50;
   try {
     expect(isConnectionFailure(await failureOf(pool.query('select 1')))).toBe(true);
   } finally {
