@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { isConnectionFailure, MayHaveCommittedError } from '../db/connectionFailure.ts';
 import { SlipwayError } from '../domain/errors.ts';
 
 /**
@@ -23,6 +24,8 @@ const API_ERROR_STATUS = {
   busy: 409,
   too_many_requests: 429,
   backlog_full: 503,
+  invalid_json: 400,
+  forbidden_key: 400,
 } as const;
 type ApiErrorCode = keyof typeof API_ERROR_STATUS;
 
@@ -52,7 +55,7 @@ const SLIPWAY_ERROR_STATUS: Record<SlipwayError['code'], number> = {
 /**
  * fastify's own client errors (its codes are stable), as our codes and
  * messages: a body that is not JSON, too big, of a media type we do not
- * read, and so on.
+ * read, a URL that cannot be decoded, and so on.
  */
 const FASTIFY_ERRORS: Record<string, { code: string; message: (error: FastifyError, request: FastifyRequest) => string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large', message: () => 'the request body is too large for this server (SLIPWAY_API_BODY_LIMIT_BYTES)' },
@@ -60,8 +63,8 @@ const FASTIFY_ERRORS: Record<string, { code: string; message: (error: FastifyErr
     code: 'unsupported_media_type',
     message: (_error, request) => `send the body as application/json, not ${request.headers['content-type'] ?? 'without a content type'}`,
   },
-  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'invalid_json', message: (error) => `the body is not valid JSON: ${error.message}` },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'invalid_json', message: () => 'the body is empty; send a JSON object ({} when nothing else is needed)' },
+  FST_ERR_BAD_URL: { code: 'invalid_url', message: () => 'the URL is not valid: a "%" must start a percent-encoded UTF-8 byte, like %20' },
+  FST_ERR_MAX_PARAM_LENGTH: { code: 'invalid_url', message: () => 'the URL is not valid: a path segment is longer than 200 characters' },
 };
 
 /** A zod validation failure of one part of a request (params, querystring, body, headers). */
@@ -89,6 +92,9 @@ function fieldName(part: string, path: readonly PropertyKey[]): string {
  */
 const RETRYABLE_DATABASE_CODES = new Set(['40P01', '40001']);
 
+/** Seconds a client waits before trying again when the database is unreachable: long enough for a restart or failover to finish. */
+const DATABASE_RETRY_AFTER_S = 2;
+
 interface Answer {
   readonly status: number;
   readonly body: ErrorBody;
@@ -111,6 +117,25 @@ export function answerFor(error: unknown, request: FastifyRequest): Answer {
     }));
     return { status: 400, body: bodyOf('invalid_input', error.message, { field: fields[0]?.field, issues: fields }) };
   }
+  if (error instanceof MayHaveCommittedError) {
+    return {
+      status: 503,
+      body: bodyOf(
+        'unavailable',
+        'the database connection failed while the request was committing, so it may or may not have taken effect: send it again with the same Idempotency-Key (which answers what the first one did, or does it now), or read the object to see',
+        { mayHaveCommitted: true },
+      ),
+      retryAfter: DATABASE_RETRY_AFTER_S,
+    };
+  }
+  if (isConnectionFailure(error)) {
+    // Every connection failure outside a COMMIT (MayHaveCommittedError above) ended the request's transaction uncommitted.
+    return {
+      status: 503,
+      body: bodyOf('unavailable', 'the database is unavailable (its connection failed or was refused); nothing was written, send the request again shortly', { mayHaveCommitted: false }),
+      retryAfter: DATABASE_RETRY_AFTER_S,
+    };
+  }
   if (RETRYABLE_DATABASE_CODES.has(String((error as { code?: unknown }).code))) {
     // The request's transaction rolled back whole: nothing was written, and the same request will very likely go through.
     return { status: 503, body: bodyOf('try_again', 'the request met a lock conflict with other work and was rolled back; nothing was written, send it again', {}), retryAfter: 1 };
@@ -120,9 +145,7 @@ export function answerFor(error: unknown, request: FastifyRequest): Answer {
   if (status !== undefined && status >= 400 && status < 500) {
     const known = FASTIFY_ERRORS[fastifyError.code];
     if (known) return { status, body: bodyOf(known.code, known.message(fastifyError, request), {}) };
-    // A body that fails JSON.parse is a SyntaxError fastify marks 400.
-    const code = error instanceof SyntaxError ? 'invalid_json' : 'invalid_input';
-    return { status, body: bodyOf(code, fastifyError.message, {}) };
+    return { status, body: bodyOf('invalid_input', fastifyError.message, {}) };
   }
   // Anything else is ours to fix: the client learns only that, never a stack.
   return { status: 500, body: bodyOf('internal', 'internal error; the server log has the details (search for the request id)', {}) };

@@ -1,5 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { afterCommitWasSent } from '../db/connectionFailure.ts';
 import type { Db } from '../db/Database.ts';
+import { withTransaction } from '../db/withTransaction.ts';
 import type { ApiContext } from './ApiContext.ts';
 import { callerOf } from './auth/authenticate.ts';
 import { claimKey, idempotencyKeyOf, recordResponse, requestFingerprint, type StoredResponse } from './idempotency.ts';
@@ -32,7 +34,7 @@ export async function runPost(
   const hours = context.config.SLIPWAY_API_IDEMPOTENCY_HOURS;
   const { db } = context.database;
   const done: { replay?: StoredResponse; accepted?: Accepted } = claim
-    ? await db.transaction().execute(async (trx) => {
+    ? await withTransaction(db, async (trx) => {
         const replay = await claimKey(trx, claim, requestFingerprint(request), hours);
         if (replay) return { replay };
         const accepted = await work(trx);
@@ -44,9 +46,14 @@ export async function runPost(
 
   const accepted = done.accepted!;
   if (!accepted.settle) return send(reply, accepted.response);
-  const response = await accepted.settle(AbortSignal.any([disconnected(reply), context.stopping]));
-  if (claim) await recordResponse(db, claim, response, true);
-  return send(reply, response);
+  try {
+    const response = await accepted.settle(AbortSignal.any([disconnected(reply), context.stopping]));
+    if (claim) await recordResponse(db, claim, response, true);
+    return send(reply, response);
+  } catch (error) {
+    // The request's writes committed before the wait: a connection lost now must not read as "nothing was written".
+    throw afterCommitWasSent(error);
+  }
 }
 
 export function send(reply: FastifyReply, response: StoredResponse): FastifyReply {

@@ -12,12 +12,16 @@ export const Id = digits('an id').pipe(z.number().int().min(1, 'expected an id o
 
 export const IdParams = z.object({ id: Id }).strict();
 
-/** A blueprint's id (digits) or its name. */
+/** A blueprint's id (digits) or its name: the API's, the web UI's and the CLI's. */
 export const BlueprintRef = z
   .string()
   .min(1)
   .max(63)
+  .refine((text) => !/^\d{16,}$/.test(text), 'expected a blueprint name, or an id of at most 15 digits')
   .transform((text) => (/^\d+$/.test(text) ? Number(text) : text));
+
+/** The largest id a JSON body may give: ids are bigint identities read as JS numbers (see src/db/Database.ts). */
+export const NumericId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER, 'expected an id of at most 2^53 - 1');
 
 /** `<kind>:<id>` of an object, e.g. `lease:12`: the target filter of command lists. */
 export const TargetRef = z

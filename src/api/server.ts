@@ -10,8 +10,10 @@ import { NoticeListener } from '../read/CommandNotices.ts';
 import type { ApiContext } from './ApiContext.ts';
 import { installAuthentication } from './auth/authenticate.ts';
 import { Backpressure } from './backpressure.ts';
-import { installErrorHandling } from './errors.ts';
+import { installBodyParsing } from './bodyParsing.ts';
+import { installErrorHandling, sendError } from './errors.ts';
 import { pruneKeys } from './idempotency.ts';
+import { requestForLog } from './requestLog.ts';
 import { installOpenApi } from './openapi.ts';
 import { blueprintRoutes } from './routes/blueprints.ts';
 import { commandRoutes } from './routes/commands.ts';
@@ -32,18 +34,22 @@ const REQUEST_ID = /^[\w.:-]{1,100}$/;
 /** Builds the fastify app (routes, validation, authentication, errors) without listening. */
 export async function buildApp(context: ApiContext, log: Logger): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: log.child({ component: 'api' }) as FastifyBaseLogger,
+    loggerInstance: log.child({ component: 'api' }, { serializers: { req: requestForLog } }) as FastifyBaseLogger,
     bodyLimit: context.config.SLIPWAY_API_BODY_LIMIT_BYTES,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // A URL fastify cannot route (bad percent-encoding, a segment too long) is answered like every other
+    // error; no hook runs for it, so its request id header is set here.
+    frameworkErrors: (error, request, reply) => sendError(request, reply.header('x-request-id', request.id), error),
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
   installErrorHandling(app);
+  installBodyParsing(app);
   installZodValidation(app);
   installAuthentication(app, context.database.db, context.config.SLIPWAY_API_AUTH_FAILURES_PER_MINUTE);
   installOpenApi(app);

@@ -4,6 +4,45 @@ import type { Page } from '../read/page.ts';
 
 export const NONE = '-';
 
+/**
+ * Control characters (C0 with newline and tab, DEL, C1) and the Unicode
+ * marks that reorder what follows (bidi overrides and isolates): what a
+ * terminal would act on instead of showing.
+ */
+const CONTROL = '\\u0000-\\u001f\\u007f-\\u009f\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069';
+const UNPRINTABLE = new RegExp(`[${CONTROL}]`, 'g');
+const UNPRINTABLE_IN_LINES = new RegExp(`(?!\\n)[${CONTROL}]`, 'g');
+
+function escaped(char: string): string {
+  const code = char.charCodeAt(0);
+  return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+}
+
+/**
+ * Text shown as it is written, with every control character escaped (ESC as
+ * `\x1b`, a newline as `\x0a`): reasons, holders, attributes and messages
+ * come from other people, and must not put escape sequences on an
+ * operator's terminal or forge lines of the output. Every building block
+ * below applies it to what it is given.
+ */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, escaped);
+}
+
+/** The same for text already laid out in lines (a rendered view, a progress line): its newlines stay. */
+export function printableLines(text: string): string {
+  return text.replace(UNPRINTABLE_IN_LINES, escaped);
+}
+
+/**
+ * `value` as JSON with nothing a terminal acts on: JSON.stringify escapes
+ * C0 controls but leaves DEL, C1 controls and bidi marks raw; they can only
+ * be inside strings, where `\uXXXX` reads back as the same character.
+ */
+export function printableJson(value: unknown): string {
+  return JSON.stringify(value, null, 2).replace(UNPRINTABLE_IN_LINES, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** "2025-01-31 12:00:00.123Z": UTC, to the millisecond, so entries of one instant line up. */
 export function formatTime(at: Date | null | undefined): string {
   return at ? at.toISOString().replace('T', ' ') : NONE;
@@ -30,7 +69,7 @@ export interface Column<T> {
 /** Rows as aligned columns under a header; the last column runs free. */
 export function table<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
   if (rows.length === 0) return '(none)';
-  const cells = [columns.map((c) => c.header), ...rows.map((row) => columns.map((c) => c.value(row)))];
+  const cells = [columns.map((c) => c.header), ...rows.map((row) => columns.map((c) => printable(c.value(row))))];
   const widths = columns.map((_, i) => Math.max(...cells.map((line) => line[i]!.length)));
   const pad = (cell: string, i: number) => (i === columns.length - 1 ? cell : cell.padEnd(widths[i]!));
   return cells.map((line) => line.map(pad).join('  ').trimEnd()).join('\n');
@@ -39,12 +78,12 @@ export function table<T>(rows: readonly T[], columns: readonly Column<T>[]): str
 /** Label/value pairs, aligned, indented under a heading. */
 export function fields(heading: string, pairs: ReadonlyArray<readonly [string, string]>): string {
   const width = Math.max(...pairs.map(([label]) => label.length));
-  return [heading, ...pairs.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`)].join('\n');
+  return [printable(heading), ...pairs.map(([label, value]) => `  ${label.padEnd(width)}  ${printable(value)}`)].join('\n');
 }
 
 /** A titled block of lines, indented. */
 export function section(title: string, lines: readonly string[]): string {
-  return [title, ...(lines.length === 0 ? ['(none)'] : lines).map((line) => `  ${line}`)].join('\n');
+  return [printable(title), ...(lines.length === 0 ? ['(none)'] : lines).map((line) => `  ${printable(line)}`)].join('\n');
 }
 
 /** A list page, with how to ask for the next one. */

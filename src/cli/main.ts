@@ -1,4 +1,5 @@
 import { exitStatusOf } from './exitStatus.ts';
+import { errorLine } from './output.ts';
 import { buildProgram } from './program.ts';
 import { takeOverShutdown } from './shutdown.ts';
 
@@ -14,7 +15,7 @@ async function run(argv: string[]): Promise<number> {
     return 0;
   } catch (error) {
     const status = exitStatusOf(error);
-    if (status.message !== null) process.stderr.write(`error: ${status.message}\n`);
+    if (status.message !== null) process.stderr.write(`error: ${errorLine(status.message)}\n`);
     if (status.unexpected && ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '')) {
       process.stderr.write(`${(error as Error).stack ?? ''}\n`);
     }

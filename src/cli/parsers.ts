@@ -3,10 +3,9 @@ import { z } from 'zod';
 import type { CommandStatus } from '../../migrations/schema.ts';
 import { COMMAND_KINDS } from '../domain/commandKinds.ts';
 import { describeZodIssues } from '../domain/errors.ts';
+import { findUnstorable } from '../domain/storableValue.ts';
 import { LIFECYCLES } from '../domain/lifecycle.ts';
 import { DRIVERS } from '../drivers/registry.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
-import type { BlueprintRef } from '../read/blueprints.ts';
 
 /**
  * Every command-line value, validated by a zod schema. `parseWith` makes one
@@ -17,6 +16,9 @@ export function parseWith<T>(schema: z.ZodType<T>): (value: string) => T {
   return (value) => {
     const parsed = schema.safeParse(value);
     if (!parsed.success) throw new InvalidArgumentError(describeZodIssues(parsed.error.issues));
+    // JSON read from an argument can hold what PostgreSQL cannot store (a "\u0000" escape) or nest too deep.
+    const unstorable = findUnstorable(parsed.data);
+    if (unstorable) throw new InvalidArgumentError(describeZodIssues([unstorable]));
     return parsed.data;
   };
 }
@@ -44,22 +46,6 @@ export const Duration = z
     [...text.matchAll(/(\d+)([smhd])/g)].reduce((ms, [, n, unit]) => ms + Number(n) * UNIT_MS[unit as keyof typeof UNIT_MS], 0),
   )
   .pipe(z.number().positive('expected a duration longer than 0').max(366 * UNIT_MS.d, 'expected at most 366 days'));
-
-/** A blueprint's id (all digits) or its name. */
-export const BlueprintRefArg: z.ZodType<BlueprintRef> = z
-  .string()
-  .min(1)
-  .max(63)
-  .transform((text) => (/^\d+$/.test(text) ? Number(text) : text));
-
-/** An object named as "<kind>:<id>", e.g. "lease:12". */
-export const ObjectRefArg: z.ZodType<ObjectRef> = z
-  .string()
-  .regex(/^(lease|resource|blueprint):[1-9]\d*$/, 'expected <kind>:<id>, e.g. lease:12 (kind: lease, resource or blueprint)')
-  .transform((text) => {
-    const [kind, id] = text.split(':');
-    return { kind: kind as ObjectRef['kind'], id: Number(id) };
-  });
 
 export const textUpTo = (max: number) =>
   z.string().trim().min(1, 'expected some text').max(max, `expected at most ${max} characters`);

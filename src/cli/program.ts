@@ -6,6 +6,7 @@ import { addLeaseCommands } from './commands/leaseCommands.ts';
 import { addResourceCommands } from './commands/resourceCommands.ts';
 import { addServiceCommands } from './commands/serviceCommands.ts';
 import { addTokenCommands } from './commands/tokenCommands.ts';
+import { errorLine } from './output.ts';
 
 /**
  * The `slipway` command line. The settings below are made before any
@@ -19,7 +20,7 @@ export function buildProgram(): Command {
     // Usage errors throw (main maps them to an exit code) instead of exiting here.
     .exitOverride()
     // One line per error: commander puts its "Did you mean" hint on a line of its own.
-    .configureOutput({ outputError: (text, write) => write(`${text.trim().replace(/\s*\n\s*/g, ' ')}\n`) });
+    .configureOutput({ outputError: (text, write) => write(`${errorLine(text.trim().replace(/\s*\n\s*/g, ' '))}\n`) });
   addServiceCommands(program);
   addBlueprintCommands(program);
   addLeaseCommands(program);

@@ -1,3 +1,4 @@
+import { afterCommitWasSent } from './connectionFailure.ts';
 import type { Db } from './Database.ts';
 
 /**
@@ -6,7 +7,21 @@ import type { Db } from './Database.ts';
  * a caller's transaction (an API request with an Idempotency-Key, whose
  * record commits with it) and on its own (where a single statement would
  * need no transaction at all; see src/api/respond.ts).
+ *
+ * A connection that fails once `work` is done failed during the COMMIT: it
+ * may have committed, and is thrown as a MayHaveCommittedError. One that
+ * fails during `work` rolled the transaction back.
  */
-export function withTransaction<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
-  return db.isTransaction ? work(db) : db.transaction().execute(work);
+export async function withTransaction<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
+  if (db.isTransaction) return work(db);
+  let committing = false;
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const result = await work(trx);
+      committing = true;
+      return result;
+    });
+  } catch (error) {
+    throw committing ? afterCommitWasSent(error) : error;
+  }
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
+import { withTransaction } from '../db/withTransaction.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError } from '../domain/errors.ts';
 import { validateDriverSettings } from '../drivers/registry.ts';
@@ -29,7 +30,7 @@ export type BlueprintInput = z.input<typeof BlueprintInputSchema>;
 
 /** Creates a blueprint (no command needed: nothing is allocated until a lease asks). */
 export async function createBlueprint(db: Db, input: BlueprintInput, actor: Actor): Promise<BlueprintRow> {
-  return db.transaction().execute((trx) => createBlueprintInTransaction(trx, input, actor));
+  return withTransaction(db, (trx) => createBlueprintInTransaction(trx, input, actor));
 }
 
 /** The same, inside a caller's transaction (the API's, which records an Idempotency-Key with it). */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { CommandRow, LeaseRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
+import { withTransaction } from '../db/withTransaction.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError } from '../domain/errors.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
@@ -41,7 +42,7 @@ export function leaseBodySchema<Fields extends z.ZodRawShape>(fields: Fields) {
 
 export const LeaseInputSchema = leaseBodySchema({
   /** The blueprint's name or id. */
-  blueprint: z.union([z.string().min(1).max(63), z.number().int().positive()]),
+  blueprint: z.union([z.string().min(1).max(63), z.number().int().positive().max(Number.MAX_SAFE_INTEGER)]),
   holder: z.string().min(1).max(200),
   /** The requester's own labels, kept on the lease beside what the driver reports. */
   attributes: z.record(z.string(), z.unknown()).optional(),
@@ -58,7 +59,7 @@ export async function createLease(
   input: LeaseInput,
   actor: Actor,
 ): Promise<{ lease: LeaseRow; command: CommandRow }> {
-  return db.transaction().execute((trx) => createLeaseInTransaction(trx, input, actor));
+  return withTransaction(db, (trx) => createLeaseInTransaction(trx, input, actor));
 }
 
 /** The same, inside a caller's transaction (the API's, which records an Idempotency-Key with it). */

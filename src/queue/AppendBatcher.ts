@@ -1,5 +1,6 @@
 import type { CompiledQuery } from 'kysely';
 import pg from 'pg';
+import { afterCommitWasSent } from '../db/connectionFailure.ts';
 import type { Db } from '../db/Database.ts';
 import { simpleQueryText } from '../db/preparedText.ts';
 import type { Logger } from '../log.ts';
@@ -52,8 +53,7 @@ interface Waiting {
  * ran), and each append is made again on its own, one at a time, so every
  * caller gets exactly its own answer. When the connection fails instead, the
  * commit may or may not have happened: making the appends again could write
- * them twice, so every caller gets the error, as a lone append's caller
- * would.
+ * them twice, so every caller gets a MayHaveCommittedError saying so.
  *
  * Locks: an append share-locks its object's row and locks its wake-up job
  * (slipway_append_command). A batch holds those of every object before it
@@ -115,7 +115,8 @@ export class AppendBatcher {
       rows = await this.inOneTransaction(ordered.map((w) => w.statement));
     } catch (error) {
       if (!(error instanceof RolledBack)) {
-        for (const w of ordered) w.reject(error);
+        const failure = afterCommitWasSent(error);
+        for (const w of ordered) w.reject(failure);
         return;
       }
       this.log.info({ err: error.cause, appends: ordered.length }, 'a batch of appends failed; making them one at a time');

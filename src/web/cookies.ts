@@ -4,12 +4,21 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 export const SESSION_COOKIE = 'slipway_session';
 export const SIGN_IN_COOKIE = 'slipway_sign_in';
 
+/** The cookie's value; undefined when it is absent or not valid percent-encoding (no cookie we set is: it is treated as none). */
 export function readCookie(request: FastifyRequest, name: string): string | undefined {
   for (const part of (request.headers.cookie ?? '').split(';')) {
     const at = part.indexOf('=');
-    if (at > 0 && part.slice(0, at).trim() === name) return decodeURIComponent(part.slice(at + 1).trim());
+    if (at > 0 && part.slice(0, at).trim() === name) return decoded(part.slice(at + 1).trim());
   }
   return undefined;
+}
+
+function decoded(value: string): string | undefined {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return undefined;
+  }
 }
 
 /**

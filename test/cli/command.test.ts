@@ -3,7 +3,6 @@ import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { cliTestEnv } from './cliTestEnv.ts';
 import { parseJson } from './runCli.ts';
-import { rowCounts } from './rowCounts.ts';
 
 const env = cliTestEnv();
 const actor = { issuedBy: 'tester', source: 'cli' } as const;
@@ -53,22 +52,6 @@ test('command list filters by target, kind and status, and pages on id', async (
   expect(page.stdout).toMatch(/\n\(more: add --after \d+\)\n$/);
 });
 
-test.each([
-  ['a target without an id', ['list', '--target', 'lease'], /--target .*expected <kind>:<id>/],
-  ['an unknown status', ['list', '--status', 'sleeping'], /--status .*expected one of/],
-  ['an unknown kind', ['list', '--kind', 'explode'], /--kind .*expected one of/],
-  ['a limit over the maximum', ['list', '--limit', '5000'], /--limit .*expected at most 1000/],
-  ['an unknown command', ['show', '999999'], /command 999999 does not exist/],
-])('command with %s: one line on stderr, non-zero exit, nothing written', async (_what, args, message) => {
-  const before = await rowCounts(env.database.db);
-  const run = await env.cli('command', ...args);
-  expect(run.code).not.toBe(0);
-  expect(run.stderr).toMatch(/^error: [^\n]+\n$/);
-  expect(run.stderr).toMatch(message);
-  expect(await rowCounts(env.database.db)).toEqual(before);
-});
-
-// Last: the lease it leaves behind keeps being set up, writing rows the tests above count.
 test('a wait that runs out of time exits non-zero and says the command carries on', async () => {
   const run = await env.cli('lease', 'create', '--blueprint', 'sluggish', '--timeout', '1');
   expect(run.code).toBe(1);

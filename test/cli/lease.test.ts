@@ -161,22 +161,3 @@ test('lease list filters by state, blueprint and holder, and pages on id', async
   expect(page.items.map((l: { id: number }) => l.id)).toEqual([all.items[1].id, all.items[2].id]);
   expect(page.next).toBe(all.items[2].id);
 });
-
-test.each([
-  ['a non-numeric id', ['release', 'twelve'], /argument 'id'.*expected a whole number/],
-  ['a zero id', ['show', '0'], /argument 'id'.*expected an id of 1 or more/],
-  ['a bad duration', ['create', '--blueprint', 'sim', '--expires-in', '10 minutes'], /--expires-in .*expected a duration like/],
-  ['a missing blueprint', ['create'], /required option '--blueprint <name\|id>' not specified/],
-  ['an unknown blueprint', ['create', '--blueprint', 'nosuch'], /blueprint nosuch does not exist/],
-  ['an unknown state', ['list', '--state', 'sleeping'], /--state .*expected one of/],
-  ['a bad timeout', ['create', '--blueprint', 'sim', '--timeout', '-1'], /--timeout .*expected a number of seconds/],
-  ['an unknown lease', ['release', '999999'], /lease 999999 does not exist/],
-])('lease with %s: one line on stderr, non-zero exit, nothing written', async (_what, args, message) => {
-  const before = await rowCounts(env.database.db);
-  const run = await env.cli('lease', ...args);
-  expect(run.code).not.toBe(0);
-  expect(run.stdout).toBe('');
-  expect(run.stderr).toMatch(/^error: [^\n]+\n$/);
-  expect(run.stderr).toMatch(message);
-  expect(await rowCounts(env.database.db)).toEqual(before);
-});

@@ -1,8 +1,8 @@
-import net from 'node:net';
 import { expect, test } from 'vitest';
 import type { TokenRole } from '../../migrations/schema.ts';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';
 import { simulatedBlueprint } from '../api/support/fixtures.ts';
+import { closedPort } from '../helpers/deadEnds.ts';
 import { parseJson, runCli, type CliRun } from './runCli.ts';
 import { rowCounts } from './rowCounts.ts';
 
@@ -40,14 +40,6 @@ function expectOneLineError(run: CliRun, exitCode: number, message: RegExp): voi
   expect(run.stderr).toMatch(message);
 }
 
-/** A port nothing listens on: one the system just handed out and took back. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 async function remoteLease(role: TokenRole, blueprint: string): Promise<number> {
   const run = await remote(role, '--json', 'lease', 'create', '--blueprint', blueprint);

@@ -3,19 +3,31 @@ import type { Db } from '../../src/db/Database.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 
 /**
- * How many rows each table a CLI command could write holds, once earlier
- * tests' commands have settled: to prove that a refused command wrote nothing.
+ * How many rows every table of Slipway's schema holds (and, for a table with
+ * a `version` column, the sum of its rows' versions, which any update
+ * raises), once earlier tests' commands have settled: to prove that a
+ * refused request or command wrote nothing.
  */
 export async function rowCounts(db: Db): Promise<Record<string, number>> {
   await waitFor('earlier commands to settle', async () =>
     !(await db.selectFrom('commands').select('id').where('status', 'in', ['queued', 'running']).executeTakeFirst()),
   );
-  const { rows } = await sql<Record<string, number>>`
-    select (select count(*) from blueprints)::int as blueprints,
-           (select count(*) from leases)::int as leases,
-           (select count(*) from resources)::int as resources,
-           (select count(*) from commands)::int as commands,
-           (select count(*) from events)::int as events
+  const { rows: tables } = await sql<{ name: string; versioned: boolean }>`
+    select t.table_name as name,
+           exists (select from information_schema.columns c
+                   where c.table_schema = t.table_schema and c.table_name = t.table_name and c.column_name = 'version') as versioned
+    from information_schema.tables t
+    where t.table_schema = 'public' and t.table_type = 'BASE TABLE' and t.table_name not like 'kysely_%'
+    order by t.table_name
   `.execute(db);
-  return rows[0]!;
+  const counts: Record<string, number> = {};
+  for (const { name, versioned } of tables) {
+    const table = sql.table(name);
+    const { rows } = await sql<{ n: number; versions: number }>`
+      select count(*)::int as n, ${versioned ? sql`coalesce(sum(version), 0)::bigint` : sql`0::bigint`} as versions from ${table}
+    `.execute(db);
+    counts[name] = rows[0]!.n;
+    if (versioned) counts[`${name} versions`] = rows[0]!.versions;
+  }
+  return counts;
 }

@@ -60,7 +60,7 @@ export async function blueprintRoutes(app: FastifyInstance, context: ApiContext)
     params: BlueprintParams,
     body: BlueprintChangesSchema,
     handler: ({ params, body }, request) =>
-      db.transaction().execute((trx) => updateBlueprint(trx, params.ref, body, actorOf(request))),
+      withTransaction(db, (trx) => updateBlueprint(trx, params.ref, body, actorOf(request))),
   });
 
   for (const [verb, state] of Object.entries(STATE_CHANGES)) {

@@ -11,7 +11,7 @@ import { leaseAccepted, leaseSettled } from '../commandAnswers.ts';
 import { runPost } from '../respond.ts';
 import { withTransaction } from '../../db/withTransaction.ts';
 import { addRoute } from '../route.ts';
-import { BlueprintRef, IdParams, PageQuery, Reason, WaitQuery } from '../schemas.ts';
+import { BlueprintRef, IdParams, NumericId, PageQuery, Reason, WaitQuery } from '../schemas.ts';
 
 /**
  * A lease request: the shared lease body (with its expiry fields and rules)
@@ -23,7 +23,7 @@ import { BlueprintRef, IdParams, PageQuery, Reason, WaitQuery } from '../schemas
  */
 const CreateBody = leaseBodySchema({
   /** The blueprint's name, or its id. */
-  blueprint: z.union([z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'expected a blueprint name'), z.number().int().positive()]),
+  blueprint: z.union([z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'expected a blueprint name'), NumericId]),
   attributes: z.record(z.string().max(100), z.unknown()).optional(),
   reason: Reason.optional(),
 });

@@ -6,7 +6,8 @@ import { findBlueprint, listBlueprints, readBlueprintDetail, type BlueprintRef }
 import { readHistory } from '../../read/objectHistory.ts';
 import { pageTable } from '../format.ts';
 import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } from '../options.ts';
-import { BlueprintRefArg, countBetween, DriverName, Duration, JsonObject, parseWith, Setting } from '../parsers.ts';
+import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
+import { countBetween, DriverName, Duration, JsonObject, parseWith, Setting } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
 import { LocalTransport } from '../transport/LocalTransport.ts';

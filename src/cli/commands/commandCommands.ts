@@ -3,7 +3,8 @@ import type { CommandStatus } from '../../../migrations/schema.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
 import { pageTable } from '../format.ts';
 import { addPageOptions, type PageOptions } from '../options.ts';
-import { CommandKindArg, CommandStatusArg, ObjectRefArg, parseWith, PositiveId } from '../parsers.ts';
+import { TargetRef } from '../../api/schemas.ts';
+import { CommandKindArg, CommandStatusArg, parseWith, PositiveId } from '../parsers.ts';
 import { withTransport } from '../transport/withTransport.ts';
 import { COMMAND_COLUMNS, renderCommandDetail } from '../views/commandViews.ts';
 
@@ -30,7 +31,7 @@ export function addCommandCommands(program: Command): void {
       .description('commands, oldest first')
       .option('--status <status>', 'only commands with this status', parseWith(CommandStatusArg))
       .option('--kind <kind>', 'only commands of this kind', parseWith(CommandKindArg))
-      .option('--target <kind:id>', 'only commands for this object, e.g. lease:12', parseWith(ObjectRefArg)),
+      .option('--target <kind:id>', 'only commands for this object, e.g. lease:12', parseWith(TargetRef)),
   ).action((options: ListOptions, command: Command) =>
     withTransport(command, async (transport, out) => {
       const { status, kind, target, limit, after } = options;

@@ -1,0 +1,40 @@
+import type { FastifyInstance } from 'fastify';
+import type { ApiContext } from '../../../src/api/ApiContext.ts';
+import { Backpressure } from '../../../src/api/backpressure.ts';
+import { buildApp } from '../../../src/api/server.ts';
+import { loadConfig } from '../../../src/config.ts';
+import type { Database } from '../../../src/db/Database.ts';
+import type { Logger } from '../../../src/log.ts';
+import { AppendBatcher } from '../../../src/queue/AppendBatcher.ts';
+import { NoticeListener } from '../../../src/read/CommandNotices.ts';
+
+/**
+ * The API and web UI built in the test process on `database` and logging to
+ * `log`, called with `app.inject` (no port): for a database that is down, or
+ * a log the test reads. Its LISTEN connection is `listenOn`'s (a database
+ * that is down has none to give).
+ */
+export async function inProcessApp(
+  database: Database,
+  log: Logger,
+  listenOn: Database = database,
+): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
+  const config = loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: 'warn' });
+  const notices = await NoticeListener.open(listenOn.pool);
+  const context: ApiContext = {
+    database,
+    config,
+    notices,
+    stopping: new AbortController().signal,
+    backpressure: new Backpressure({ queueDepth: config.SLIPWAY_API_QUEUE_DEPTH_LIMIT, backlog: config.SLIPWAY_API_BACKLOG_LIMIT }),
+    appends: new AppendBatcher(database.pool, database.db, log),
+  };
+  const app = await buildApp(context, log);
+  return {
+    app,
+    async close() {
+      await app.close();
+      await notices.close();
+    },
+  };
+}
