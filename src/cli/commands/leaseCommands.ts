@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { BlueprintRef } from '../../read/blueprints.ts';
+import { leaseSetUp } from '../../read/leases.ts';
 import { assertTreeSucceeded, carriesOn } from '../awaitTree.ts';
 import { CliFailure, EXIT } from '../exitStatus.ts';
 import { pageTable } from '../format.ts';
@@ -125,7 +126,8 @@ async function requestLease(transport: Transport, out: Output, options: CreateOp
   const { lease } = result;
   out.result(result, () => renderLease(lease));
   if (result.outcome === 'timed_out') {
-    throw new CliFailure(`timed out after ${timeoutSeconds} s; ${leftBehind(result, `still ${lease.state}`)}`, EXIT.failed);
+    const state = leaseSetUp(lease.state) ? lease.state : `still ${lease.state}`;
+    throw new CliFailure(`timed out after ${timeoutSeconds} s; ${leftBehind(result, state)}`, EXIT.failed);
   }
   assertTreeSucceeded(result, { rootId: result.command.id, timeoutSeconds });
   if (lease.state !== 'active') {
