@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { ensureFirstAdminToken, FIRST_ADMIN_TOKEN_FILE } from '../api/auth/firstAdminToken.ts';
 import { ApiServer } from '../api/server.ts';
-import { SlipwayWorker } from '../worker/SlipwayWorker.ts';
 import type { Config } from '../config.ts';
+import { SlipwayWorker } from '../worker/SlipwayWorker.ts';
 import { describeDatabase, describeMigrations } from './databaseStatus.ts';
 import { CliFailure, EXIT } from './exitStatus.ts';
 import { findPortHolder } from './portHolder.ts';
