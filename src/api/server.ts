@@ -57,6 +57,16 @@ export async function buildApp(context: ApiContext, log: Logger): Promise<Fastif
   return app;
 }
 
+/** A context around a process's database, settings, LISTEN connection and health: its backpressure and append batcher are made here. */
+export function apiContext(parts: Omit<ApiContext, 'backpressure' | 'appends'>, log: Logger): ApiContext {
+  const { config, database } = parts;
+  return {
+    ...parts,
+    backpressure: new Backpressure({ queueDepth: config.SLIPWAY_API_QUEUE_DEPTH_LIMIT, backlog: config.SLIPWAY_API_BACKLOG_LIMIT }),
+    appends: new AppendBatcher(database.pool, database.db, log),
+  };
+}
+
 /** The HTTP API of one process: the app, its one LISTEN connection, and its housekeeping. */
 export class ApiServer {
   private constructor(
@@ -71,15 +81,7 @@ export class ApiServer {
   static async start(database: Database, config: Config, log: Logger, health = new ProcessHealth(log)): Promise<ApiServer> {
     const notices = await NoticeListener.open(database.pool, health.part('listen'));
     const stopping = new AbortController();
-    const context: ApiContext = {
-      database,
-      config,
-      notices,
-      stopping: stopping.signal,
-      health,
-      backpressure: new Backpressure({ queueDepth: config.SLIPWAY_API_QUEUE_DEPTH_LIMIT, backlog: config.SLIPWAY_API_BACKLOG_LIMIT }),
-      appends: new AppendBatcher(database.pool, database.db, log),
-    };
+    const context = apiContext({ database, config, notices, stopping: stopping.signal, health }, log);
     const app = await buildApp(context, log);
     const prune = () =>
       pruneKeys(database.db, config.SLIPWAY_API_IDEMPOTENCY_HOURS).then(

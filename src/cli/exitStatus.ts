@@ -16,6 +16,8 @@ export const EXIT = {
   denied: 5,
   /** SIGINT/SIGTERM stopped a wait; the commands carry on. */
   interrupted: 130,
+  /** Stdout closed under the CLI (e.g. `| head -1`): as a process killed by SIGPIPE; a wait's commands carry on. */
+  outputClosed: 141,
 } as const;
 type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 

@@ -1,7 +1,7 @@
-import { exitStatusOf } from './exitStatus.ts';
+import { EXIT, exitStatusOf } from './exitStatus.ts';
 import { errorLine } from './output.ts';
 import { buildProgram } from './program.ts';
-import { takeOverShutdown } from './shutdown.ts';
+import { stdoutClosed, takeOverShutdown } from './shutdown.ts';
 
 takeOverShutdown();
 const exitCode = await run(process.argv);
@@ -12,8 +12,10 @@ process.exit(exitCode);
 async function run(argv: string[]): Promise<number> {
   try {
     await buildProgram().parseAsync(argv);
-    return 0;
+    return stdoutClosed() ? EXIT.outputClosed : EXIT.ok;
   } catch (error) {
+    // Whoever closed stdout (`| head -1`) has what they wanted: no message, as if killed by SIGPIPE.
+    if (stdoutClosed()) return EXIT.outputClosed;
     const status = exitStatusOf(error);
     if (status.message !== null) process.stderr.write(`error: ${errorLine(status.message)}\n`);
     if (status.unexpected && ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '')) {

@@ -1,9 +1,12 @@
 import path from 'node:path';
 import { ensureFirstAdminToken, FIRST_ADMIN_TOKEN_FILE } from '../api/auth/firstAdminToken.ts';
 import { ApiServer } from '../api/server.ts';
+import type { Config } from '../config.ts';
 import { ProcessHealth } from '../health/ProcessHealth.ts';
 import { SlipwayWorker } from '../worker/SlipwayWorker.ts';
 import { describeDatabase, describeMigrations } from './databaseStatus.ts';
+import { CliFailure, EXIT } from './exitStatus.ts';
+import { findPortHolder } from './portHolder.ts';
 import type { Session } from './session.ts';
 import { untilInterrupted } from './shutdown.ts';
 
@@ -16,16 +19,18 @@ export interface ServiceParts {
 }
 
 /**
- * Runs a worker and/or the HTTP API until SIGINT or SIGTERM, then stops
- * them cleanly: the API stops taking requests (waiting ones answer with what
- * they have), drains in progress finish, and the worker leaves the registry.
+ * Runs a worker and/or the HTTP API until told to stop (see shutdown.ts),
+ * then stops them cleanly: the API stops taking requests (waiting ones
+ * answer with what they have), drains in progress finish, and the worker
+ * leaves the registry. The API starts first: a port in use then stops the
+ * command before a worker has registered.
  */
 export async function runService(session: Session, parts: ServiceParts): Promise<void> {
   const { database, config, log, out } = session;
   // One account of the process's parts, so that `slipway start`'s /readyz also says when its worker's runner is down.
   const health = new ProcessHealth(log);
+  const api = parts.api ? await startApi(session, health) : undefined;
   const worker = parts.worker ? await SlipwayWorker.start(database, config, log, health) : undefined;
-  const api = parts.api ? await ApiServer.start(database, config, log, health) : undefined;
   // The embedded default's first start makes an admin token, so the API is usable at once.
   const tokenFile = api && !config.DATABASE_URL ? await ensureFirstAdminToken(database.db, config.homeDir) : undefined;
   const status = {
@@ -59,6 +64,22 @@ export async function runService(session: Session, parts: ServiceParts): Promise
     await worker.stop();
     out.progress('worker stopped');
   }
+}
+
+/** Starts the HTTP API; a port already in use fails in one line naming the process that has it. */
+async function startApi({ database, config, log }: Session, health: ProcessHealth): Promise<ApiServer> {
+  try {
+    return await ApiServer.start(database, config, log, health);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    throw new CliFailure(await portInUse(config), EXIT.failed);
+  }
+}
+
+async function portInUse({ SLIPWAY_API_HOST: host, SLIPWAY_API_PORT: port }: Config): Promise<string> {
+  const holder = await findPortHolder(port);
+  const who = holder ? `pid ${holder.pid} (${holder.command})` : 'another process';
+  return `port ${port} on ${host} is already in use by ${who}: stop it, or set SLIPWAY_API_PORT to another port (0 picks a free one)`;
 }
 
 /** How to sign in to the web UI: with any API token, e.g. the first admin token when the embedded default made one. */

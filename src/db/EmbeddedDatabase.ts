@@ -35,7 +35,17 @@ export class EmbeddedDatabase {
   private constructor(
     readonly url: string,
     private server: ChildProcess | undefined,
-  ) {}
+  ) {
+    if (server) process.once('exit', this.stopAtExit);
+  }
+
+  /**
+   * A process that exits without stop() (a second Ctrl-C, a crash) still
+   * tells its server to stop (the signal is sent at once; the server shuts
+   * down on its own): detached in its own session, the server would outlive
+   * it, and nobody would stop it any more, since only its starter does.
+   */
+  private readonly stopAtExit = () => this.server?.kill('SIGINT');
 
   /** True when this process started the server (and so must stop it). */
   get owned(): boolean {
@@ -91,6 +101,7 @@ export class EmbeddedDatabase {
   async stop(): Promise<void> {
     const server = this.server;
     this.server = undefined;
+    process.off('exit', this.stopAtExit);
     if (!server || server.exitCode !== null || server.signalCode !== null) return;
     const exited = new Promise((resolve) => server.once('exit', resolve));
     server.kill('SIGINT');

@@ -12,17 +12,26 @@ export interface CliRun {
 }
 
 /**
- * Starts the real `slipway` executable against `databaseUrl`, from a working
- * directory outside the project (the launcher must not depend on it), with
- * `env` added to its environment.
+ * Starts the real `slipway` executable against `databaseUrl` (undefined: the
+ * embedded database under SLIPWAY_HOME), from a working directory outside the
+ * project (the launcher must not depend on it), with `env` added to its
+ * environment.
  */
-export function spawnCli(args: readonly string[], databaseUrl: string, env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, [BIN, ...args], {
-    cwd: os.tmpdir(),
+export function spawnCli(args: readonly string[], databaseUrl: string | undefined, env: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, [BIN, ...args], { cwd: os.tmpdir(), env: cliEnv(databaseUrl, env), stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** The environment a CLI under test runs with. */
+export function cliEnv(databaseUrl: string | undefined, env: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const { DATABASE_URL: _ours, ...inherited } = process.env;
+  return {
+    ...inherited,
+    ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }),
     // Port 0: a `start` serves its HTTP API on a free port, never colliding with another test's.
-    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', SLIPWAY_API_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+    LOG_LEVEL: 'warn',
+    SLIPWAY_API_PORT: '0',
+    ...env,
+  };
 }
 
 /** Collects a started CLI's output until it exits. */
@@ -38,7 +47,7 @@ export function finished(child: ChildProcess): Promise<CliRun> {
 }
 
 /** Runs `slipway <args>` to completion. */
-export function runCli(args: readonly string[], databaseUrl: string, env: Record<string, string> = {}): Promise<CliRun> {
+export function runCli(args: readonly string[], databaseUrl: string | undefined, env: Record<string, string> = {}): Promise<CliRun> {
   return finished(spawnCli(args, databaseUrl, env));
 }
 

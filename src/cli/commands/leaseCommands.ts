@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { BlueprintRef } from '../../read/blueprints.ts';
-import { assertTreeSucceeded } from '../awaitTree.ts';
+import { leaseSetUp } from '../../read/leases.ts';
+import { assertTreeSucceeded, carriesOn } from '../awaitTree.ts';
 import { CliFailure, EXIT } from '../exitStatus.ts';
 import { pageTable } from '../format.ts';
 import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } from '../options.ts';
@@ -8,7 +9,7 @@ import type { Output } from '../output.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
 import { Duration, LeaseStateArg, parseWith, PositiveId, textUpTo } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
-import type { LeaseCreated, Transport } from '../transport/Transport.ts';
+import type { LeaseCreated, LeaseWaited, Transport } from '../transport/Transport.ts';
 import { withTransport } from '../transport/withTransport.ts';
 import { LEASE_COLUMNS, renderLease, renderLeaseDetail } from '../views/leaseViews.ts';
 
@@ -95,7 +96,11 @@ export function addLeaseCommands(program: Command): void {
   );
 }
 
-/** Creates the lease, then (unless --no-wait) waits until it is active or has failed for good. */
+/**
+ * Creates the lease, then (unless --no-wait) waits until it is active or has
+ * failed for good. A wait that stops first (--timeout, Ctrl-C) leaves the
+ * lease being set up: the message names it and how to give it up.
+ */
 async function requestLease(transport: Transport, out: Output, options: CreateOptions): Promise<void> {
   const { blueprint, holder, expiresIn, heartbeat, reason } = options;
   const input = { blueprint, holder, expiresInMs: expiresIn, heartbeatMs: heartbeat, reason };
@@ -105,11 +110,33 @@ async function requestLease(transport: Transport, out: Output, options: CreateOp
     return;
   }
   const timeoutSeconds = options.timeout;
-  const result = await transport.createLeaseAndWait(input, { timeoutSeconds, accepted: (created) => out.progress(requested(created)) });
+  let created: LeaseCreated | undefined;
+  const accepted = (answer: LeaseCreated) => {
+    created = answer;
+    out.progress(requested(answer));
+  };
+  let result: LeaseWaited;
+  try {
+    result = await transport.createLeaseAndWait(input, { timeoutSeconds, accepted });
+  } catch (error) {
+    if (created && error instanceof CliFailure && error.exitCode === EXIT.interrupted) {
+      throw new CliFailure(`stopped waiting; ${leftBehind(created, 'not active yet')}`, EXIT.interrupted);
+    }
+    throw error;
+  }
   const { lease } = result;
   out.result(result, () => renderLease(lease));
+  if (result.outcome === 'timed_out') {
+    const state = leaseSetUp(lease.state) ? lease.state : `still ${lease.state}`;
+    throw new CliFailure(`timed out after ${timeoutSeconds} s; ${leftBehind(result, state)}`, EXIT.failed);
+  }
   assertTreeSucceeded(result, { rootId: result.command.id, timeoutSeconds });
   if (lease.state !== 'active') {
     throw new CliFailure(`lease ${lease.id} is ${lease.state}${lease.message ? `: ${lease.message}` : ''}`, EXIT.failed);
   }
+}
+
+/** A lease the CLI stopped waiting for: it carries on being set up, so say how to give it up. */
+function leftBehind({ lease, command }: { lease: { id: number }; command: { id: number } }, state: string): string {
+  return `lease ${lease.id} is ${state}; ${carriesOn(command.id)}; release the lease with: slipway lease release ${lease.id}`;
 }

@@ -1,11 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import type { ApiContext } from '../../../src/api/ApiContext.ts';
-import { Backpressure } from '../../../src/api/backpressure.ts';
-import { buildApp } from '../../../src/api/server.ts';
+import { apiContext, buildApp } from '../../../src/api/server.ts';
 import { loadConfig } from '../../../src/config.ts';
 import type { Database } from '../../../src/db/Database.ts';
 import type { Logger } from '../../../src/log.ts';
-import { AppendBatcher } from '../../../src/queue/AppendBatcher.ts';
+import { ProcessHealth } from '../../../src/health/ProcessHealth.ts';
 import { NoticeListener } from '../../../src/read/CommandNotices.ts';
 
 /**
@@ -21,14 +19,7 @@ export async function inProcessApp(
 ): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
   const config = loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: 'warn' });
   const notices = await NoticeListener.open(listenOn.pool);
-  const context: ApiContext = {
-    database,
-    config,
-    notices,
-    stopping: new AbortController().signal,
-    backpressure: new Backpressure({ queueDepth: config.SLIPWAY_API_QUEUE_DEPTH_LIMIT, backlog: config.SLIPWAY_API_BACKLOG_LIMIT }),
-    appends: new AppendBatcher(database.pool, database.db, log),
-  };
+  const context = apiContext({ database, config, notices, stopping: new AbortController().signal, health: new ProcessHealth(log) }, log);
   const app = await buildApp(context, log);
   return {
     app,
