@@ -68,7 +68,10 @@ export class JobRunner {
   private async startOne(): Promise<{ runner: Runner; pool: pg.Pool }> {
     const { connectionString, maxPoolSize, ...options } = this.options;
     const pool = new pg.Pool({ connectionString, max: maxPoolSize });
-    pool.on('error', (error) => this.log.debug({ err: error }, 'graphile-worker connection failed'));
+    // Idle and checked-out connections alike: a terminated one must not crash the process.
+    const failed = (error: Error) => this.log.debug({ err: error }, 'graphile-worker connection failed');
+    pool.on('error', failed);
+    pool.on('connect', (client) => client.on('error', failed));
     // Our own emitter, given to run(): the pool is created (and announced)
     // before run() returns.
     const events = new EventEmitter() as WorkerEvents;
