@@ -162,8 +162,7 @@ test('a PostgreSQL restart, twice, during a storm of API appends and drains by t
     const answering = Date.now();
     lastUp = await waitFor('the database clock', async () => (await sql<{ now: Date }>`select now()`.execute(database.db)).rows[0]!.now);
     const pids = workers.running().map((w) => w.child.pid!);
-    if (pids.length !== 2) console.log('DEBUG', (workers as any).workers.map((w: any) => `${w.child.exitCode} ${w.child.signalCode}\n` + w.output.join('')).join('\n=====\n'));
-    expect(pids).toHaveLength(2);
+    expect(pids, `no worker may die of the restart:\n${workers.exitedOutput()}`).toHaveLength(2);
     // A worker beats only while its graphile-worker runner runs (WorkerRegistry).
     await waitFor(
       `both workers to beat again within ${BACK_WITHIN_MS} ms of the database answering`,

@@ -103,6 +103,14 @@ export class WorkerProcesses {
     process.off('exit', this.killOnExit);
   }
 
+  /** What the workers that have exited wrote, last lines first in mind: why they died. */
+  exitedOutput(): string {
+    return this.workers
+      .filter((w) => !this.running().includes(w))
+      .map((w) => `${w.name} exited (${w.child.exitCode ?? w.child.signalCode}):\n${w.output.join('').slice(-4000)}`)
+      .join('\n');
+  }
+
   /** Log lines at error level or above from any worker (pino level >= 50). */
   errors(): string[] {
     return this.workers.flatMap((w) =>
