@@ -103,7 +103,7 @@ export class WorkerProcesses {
     process.off('exit', this.killOnExit);
   }
 
-  /** What the workers that have exited wrote, last lines first in mind: why they died. */
+  /** The last of what each exited worker wrote: why it died. */
   exitedOutput(): string {
     return this.workers
       .filter((w) => !this.running().includes(w))
