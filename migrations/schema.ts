@@ -129,6 +129,8 @@ export interface WorkersTable {
   heartbeat_at: TimestampDefault;
   /** graphile-worker pool ids whose job locks this worker answers for (0014). */
   job_lockers: Generated<string[]>;
+  /** The Slipway version the worker runs (0014; null for workers before it). */
+  version: string | null;
 }
 
 export interface SimulatedEffectsTable {

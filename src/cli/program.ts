@@ -6,6 +6,7 @@ import { addLeaseCommands } from './commands/leaseCommands.ts';
 import { addResourceCommands } from './commands/resourceCommands.ts';
 import { addServiceCommands } from './commands/serviceCommands.ts';
 import { addTokenCommands } from './commands/tokenCommands.ts';
+import { slipwayVersion } from '../version.ts';
 import { errorLine } from './output.ts';
 
 /**
@@ -15,6 +16,7 @@ import { errorLine } from './output.ts';
 export function buildProgram(): Command {
   const program = new Command('slipway')
     .description('Slipway admin CLI: leases on pooled resources, every change through per-object command queues')
+    .version(slipwayVersion(), '--version', 'print the version (package version + git commit) and exit')
     .option('--json', 'print the result as one JSON document (progress lines are left out)')
     .configureHelp({ showGlobalOptions: true })
     // Usage errors throw (main maps them to an exit code) instead of exiting here.

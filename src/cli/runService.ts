@@ -3,6 +3,7 @@ import { ensureFirstAdminToken, FIRST_ADMIN_TOKEN_FILE } from '../api/auth/first
 import { ApiServer } from '../api/server.ts';
 import type { Config } from '../config.ts';
 import { ProcessHealth } from '../health/ProcessHealth.ts';
+import { slipwayVersion } from '../version.ts';
 import { SlipwayWorker } from '../worker/SlipwayWorker.ts';
 import { describeDatabase, describeMigrations } from './databaseStatus.ts';
 import { CliFailure, EXIT } from './exitStatus.ts';
@@ -34,6 +35,7 @@ export async function runService(session: Session, parts: ServiceParts): Promise
   // The embedded default's first start makes an admin token, so the API is usable at once.
   const tokenFile = api && !config.DATABASE_URL ? await ensureFirstAdminToken(database.db, config.homeDir) : undefined;
   const status = {
+    version: slipwayVersion(),
     database: describeDatabase(config),
     ...(parts.migrated ? { migrationsApplied: parts.migrated } : {}),
     ...(worker ? { worker: worker.id, concurrency: config.SLIPWAY_WORKER_CONCURRENCY } : {}),
@@ -50,7 +52,7 @@ export async function runService(session: Session, parts: ServiceParts): Promise
         ? [`first admin token written to ${path.relative(process.cwd(), tokenFile)} (mode 0600; shown nowhere else)`]
         : []),
       ...(api ? [signInHint(api.url, tokenFile ?? (config.DATABASE_URL ? undefined : path.join(config.homeDir, FIRST_ADMIN_TOKEN_FILE)))] : []),
-      'Ctrl-C stops it',
+      `slipway ${s.version}; Ctrl-C stops it`,
     ].join('\n'),
   );
   await untilInterrupted();

@@ -9,6 +9,7 @@ import { ObjectDrain } from '../drain/ObjectDrain.ts';
 import { DriverRegistry } from '../drivers/registry.ts';
 import { ProcessHealth } from '../health/ProcessHealth.ts';
 import type { Logger } from '../log.ts';
+import { slipwayVersion } from '../version.ts';
 import { graphileLogger } from './graphileLogger.ts';
 import { JobRunner } from './JobRunner.ts';
 import { Sweeper } from './Sweeper.ts';
@@ -103,7 +104,7 @@ export class SlipwayWorker {
     }
     const sweeper = new Sweeper(database.db, log, config.SLIPWAY_SWEEP_INTERVAL_MS, config.SLIPWAY_STALE_AFTER_MS);
     sweeper.start();
-    log.info({ worker: registry.id, concurrency: config.SLIPWAY_WORKER_CONCURRENCY }, 'worker started');
+    log.info({ worker: registry.id, concurrency: config.SLIPWAY_WORKER_CONCURRENCY, version: slipwayVersion() }, 'worker started');
     return new SlipwayWorker(runner, sweeper, registry, registry.id);
   }
 

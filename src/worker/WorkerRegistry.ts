@@ -3,6 +3,7 @@ import os from 'node:os';
 import type pg from 'pg';
 import { handledVersions } from '../domain/commandKinds.ts';
 import type { Logger } from '../log.ts';
+import { slipwayVersion } from '../version.ts';
 
 /**
  * The first key of the two-key advisory lock a live worker holds: its own
@@ -72,9 +73,9 @@ export class WorkerRegistry {
     }
     const client = this.client ?? (await this.connect());
     await client.query(
-      `insert into workers (id, hostname, pid, handles, job_lockers) values ($1, $2, $3, $4, $5)
+      `insert into workers (id, hostname, pid, handles, job_lockers, version) values ($1, $2, $3, $4, $5, $6)
        on conflict (id) do update set heartbeat_at = now(), job_lockers = excluded.job_lockers`,
-      [this.id, os.hostname(), process.pid, JSON.stringify(handledVersions()), this.runner.lockerIds],
+      [this.id, os.hostname(), process.pid, JSON.stringify(handledVersions()), this.runner.lockerIds, slipwayVersion()],
     );
     await client.query(`delete from workers where heartbeat_at < now() - make_interval(secs => $1)`, [
       (this.heartbeatMs * 10) / 1000,

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { expect, test } from 'vitest';
+import { slipwayVersion } from '../../src/version.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
 import { activeLease, simulatedBlueprint } from './support/fixtures.ts';
@@ -12,7 +13,8 @@ import { activeLease, simulatedBlueprint } from './support/fixtures.ts';
 const env = apiTestEnv({ worker: true });
 
 test('healthz, readyz and the OpenAPI document answer without a token', async () => {
-  expect((await env.anonymous.get('/healthz')).body).toEqual({ status: 'ok' });
+  expect((await env.anonymous.get('/healthz')).body).toEqual({ status: 'ok', version: slipwayVersion() });
+  expect(slipwayVersion()).toMatch(/^\d+\.\d+\.\d+(\+[0-9a-f]{12})?$/);
   expect((await env.anonymous.get('/readyz')).body).toMatchObject({ status: 'ready', parts: { listen: { state: 'up' } } });
   const doc = await env.anonymous.get('/v1/openapi.json');
   expect(doc.status).toBe(200);

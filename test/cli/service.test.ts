@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { migrations } from '../../migrations/index.ts';
 import { Database } from '../../src/db/Database.ts';
+import { slipwayVersion } from '../../src/version.ts';
 import { testLog } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { createEmptyDatabase } from './emptyDatabase.ts';
@@ -48,7 +50,8 @@ test('start runs a worker that serves leases until SIGTERM, then stops cleanly',
   // embedded one does; a trust-auth server does not), not the password either.
   expect(stdout).not.toMatch(/postgres:[^@\s]*@/);
   if (password !== '') expect(stdout).not.toContain(password);
-  expect(await database.db.selectFrom('workers').select('id').execute()).toHaveLength(1);
+  // The registry says which version each worker runs (a rolling upgrade's progress).
+  expect(await database.db.selectFrom('workers').select('version').execute()).toEqual([{ version: slipwayVersion() }]);
 
   expect((await runCli(['blueprint', 'create', '--name', 'sim', '--driver', 'simulated', '--max-resources', '1'], empty.url)).code).toBe(0);
   const lease = await runCli(['--json', 'lease', 'create', '--blueprint', 'sim', '--timeout', '30'], empty.url);
@@ -60,4 +63,11 @@ test('start runs a worker that serves leases until SIGTERM, then stops cleanly',
   expect(stopped.code).toBe(0);
   expect(stopped.stdout).toMatch(/stopping worker \S+ \(SIGTERM\): finishing drains in progress\nworker stopped\n$/);
   expect(await database.db.selectFrom('workers').select('id').execute()).toEqual([]);
+});
+
+test('--version prints the package version and the commit, and exits 0', async () => {
+  const run = await runCli(['--version'], undefined);
+  expect(run.code).toBe(0);
+  expect(run.stdout).toBe(`${slipwayVersion()}\n`);
+  expect(slipwayVersion().split('+')[0]).toBe(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version);
 });

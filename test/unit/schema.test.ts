@@ -20,7 +20,7 @@ test('every table and column in migrations/schema.ts exists after migrating', as
   await db.selectFrom('blueprint_waiters').select(['lease_id', 'blueprint_id', 'since', 'created_at']).execute();
   await db.selectFrom('commands').select(['id', 'target_kind', 'target_id', 'kind', 'version', 'payload', 'issued_by', 'source', 'reason', 'request_id', 'caused_by', 'status', 'message', 'dedup_key', 'coalesced_into', 'not_before', 'attempts', 'created_at', 'started_at', 'finished_at', 'client_address', 'user_agent']).execute();
   await db.selectFrom('events').select(['id', 'target_kind', 'target_id', 'command_id', 'type', 'from_state', 'to_state', 'message', 'actor', 'source', 'data', 'created_at']).execute();
-  await db.selectFrom('workers').select(['id', 'hostname', 'pid', 'handles', 'started_at', 'heartbeat_at', 'job_lockers']).execute();
+  await db.selectFrom('workers').select(['id', 'hostname', 'pid', 'handles', 'started_at', 'heartbeat_at', 'job_lockers', 'version']).execute();
   await db.selectFrom('gc_passes').select(['id', 'trigger', 'status', 'started_at', 'finished_at', 'report', 'message']).execute();
   await db.selectFrom('simulated_effects').select(['operation', 'object_id', 'idempotency_key', 'calls', 'first_at', 'last_at']).execute();
   await db.selectFrom('static_pool_claims').select(['blueprint_id', 'entry', 'resource_id', 'definition', 'claimed_at']).execute();

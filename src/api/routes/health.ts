@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { pendingMigrations } from '../../read/pendingMigrations.ts';
+import { slipwayVersion } from '../../version.ts';
 import type { ApiContext } from '../ApiContext.ts';
 import { addRoute } from '../route.ts';
 
@@ -9,8 +10,8 @@ export async function healthRoutes(app: FastifyInstance, context: ApiContext): P
   addRoute(app, {
     method: 'GET',
     url: '/healthz',
-    summary: 'the process is up',
-    handler: async () => ({ status: 'ok' }),
+    summary: 'the process is up, and which version it runs',
+    handler: async () => ({ status: 'ok', version: slipwayVersion() }),
   });
 
   addRoute(app, {
