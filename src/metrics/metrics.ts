@@ -27,12 +27,12 @@ const histogram = <L extends string>(name: string, help: string, labelNames: rea
 const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
   new client.Gauge<L>({ name, help, labelNames, registers: [registry] });
 
-const commandsAppended = counter('slipway_commands_appended_total', 'Commands appended to object queues, by command kind and source (api, web, cli, gc, system for follow-ups).', ['kind', 'source']);
-const commandsSettled = counter('slipway_commands_settled_total', 'Commands a drain settled, by command kind and status (done or failed).', ['kind', 'status']);
-const commandsYielded = counter('slipway_commands_yielded_total', 'Commands a drain left queued to be retried later (a transient driver failure), by command kind.', ['kind']);
-const commandQueued = histogram('slipway_command_queued_seconds', 'Time a settled command waited, from when it was due (appended, or its not-before) until its drain took it up, by command kind.', ['kind']);
-const commandRunning = histogram('slipway_command_running_seconds', "Time from a drain taking a command up until its outcome was committed (its driver call included), by command kind.", ['kind']);
-const commandTotal = histogram('slipway_command_settle_seconds', 'Time from appending a command until its outcome was committed, by command kind.', ['kind']);
+const commandsAppended = counter('slipway_commands_appended_total', 'Commands appended to object queues, by object kind (lease, resource, blueprint), command kind and source (api, web, cli, gc, system for follow-ups).', ['object', 'kind', 'source']);
+const commandsSettled = counter('slipway_commands_settled_total', 'Commands a drain settled, by object kind, command kind and status (done or failed).', ['object', 'kind', 'status']);
+const commandsYielded = counter('slipway_commands_yielded_total', 'Commands a drain left queued to be retried later (a transient driver failure), by object kind and command kind.', ['object', 'kind']);
+const commandQueued = histogram('slipway_command_queued_seconds', 'Time a settled command waited, from when it was due (appended, or its not-before) until its drain took it up, by object kind and command kind.', ['object', 'kind']);
+const commandRunning = histogram('slipway_command_running_seconds', "Time from a drain taking a command up until its outcome was committed (its driver call included), by object kind and command kind.", ['object', 'kind']);
+const commandTotal = histogram('slipway_command_settle_seconds', 'Time from appending a command until its outcome was committed, by object kind and command kind.', ['object', 'kind']);
 const drainBatchSize = histogram('slipway_drain_batch_commands', 'Commands committed together by one step of a batched drain.', [], [1, 2, 5, 10, 20, 50, 100, 200, 500]);
 
 const driverCalls = counter('slipway_driver_calls_total', 'Driver calls, by driver, operation and outcome (ok, transient, permanent).', ['driver', 'operation', 'outcome']);
@@ -88,8 +88,8 @@ export function setPoolGauges(pool: { totalCount: number; idleCount: number; wai
 }
 
 /** Counts an append that inserted a command (a coalesced duplicate adds nothing to any queue). */
-export function recordAppended(command: Pick<CommandRow, 'kind'>, source: CommandSource): void {
-  commandsAppended.inc({ kind: command.kind, source });
+export function recordAppended(command: Pick<CommandRow, 'target_kind' | 'kind'>, source: CommandSource): void {
+  commandsAppended.inc({ object: command.target_kind, kind: command.kind, source });
 }
 
 /**
@@ -99,16 +99,16 @@ export function recordAppended(command: Pick<CommandRow, 'kind'>, source: Comman
  * skew shows as a shorter or longer wait, never as a negative one.
  */
 export function recordCommitted(command: CommandRow, outcome: Outcome, pickedUpAt: number): void {
-  for (const followUp of outcome.followUps ?? []) commandsAppended.inc({ kind: followUp.kind, source: 'system' });
+  for (const followUp of outcome.followUps ?? []) commandsAppended.inc({ object: followUp.target.kind, kind: followUp.kind, source: 'system' });
+  const labels = { object: command.target_kind, kind: command.kind };
   if (outcome.status === 'yield') {
-    commandsYielded.inc({ kind: command.kind });
+    commandsYielded.inc(labels);
     return;
   }
   const now = Date.now();
   const createdAt = new Date(command.created_at).getTime();
   const dueAt = Math.max(createdAt, new Date(command.not_before).getTime());
-  const labels = { kind: command.kind };
-  commandsSettled.inc({ kind: command.kind, status: outcome.status });
+  commandsSettled.inc({ ...labels, status: outcome.status });
   commandQueued.observe(labels, seconds(pickedUpAt - dueAt));
   commandRunning.observe(labels, seconds(now - pickedUpAt));
   commandTotal.observe(labels, seconds(now - createdAt));

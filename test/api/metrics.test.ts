@@ -74,12 +74,12 @@ test('after real work, the counters say what was done and the gauges what the da
     const scraped = await scrape();
     const rows = await db
       .selectFrom('commands')
-      .select(['kind', 'status', sql<number>`count(*)::int`.as('n')])
+      .select(['target_kind', 'kind', 'status', sql<number>`count(*)::int`.as('n')])
       .where('status', 'in', ['done', 'failed'])
-      .groupBy(['kind', 'status'])
+      .groupBy(['target_kind', 'kind', 'status'])
       .execute();
-    const expected = Object.fromEntries(rows.map((r) => [`${r.kind},${r.status}`, r.n]));
-    const counted = byLabels(scraped, 'slipway_commands_settled_total', ['kind', 'status']);
+    const expected = Object.fromEntries(rows.map((r) => [`${r.target_kind},${r.kind},${r.status}`, r.n]));
+    const counted = byLabels(scraped, 'slipway_commands_settled_total', ['object', 'kind', 'status']);
     return JSON.stringify(sortKeys(counted)) === JSON.stringify(sortKeys(expected)) && scraped;
   });
 
@@ -92,16 +92,16 @@ test('after real work, the counters say what was done and the gauges what the da
   // Appends: the user's four leases and one release, as the API counted them.
   const appended = (labels: Record<string, string>) =>
     total(after, 'slipway_commands_appended_total', labels) - total(before, 'slipway_commands_appended_total', labels);
-  expect(appended({ kind: 'allocate', source: 'api' })).toBe(4);
-  expect(appended({ kind: 'release', source: 'api' })).toBe(1);
+  expect(appended({ object: 'lease', kind: 'allocate', source: 'api' })).toBe(4);
+  expect(appended({ object: 'lease', kind: 'release', source: 'api' })).toBe(1);
   const appendedInDb = await db
     .selectFrom('commands')
-    .select(['kind', 'source', sql<number>`count(*)::int`.as('n')])
+    .select(['target_kind', 'kind', 'source', sql<number>`count(*)::int`.as('n')])
     .where('status', '<>', 'coalesced')
-    .groupBy(['kind', 'source'])
+    .groupBy(['target_kind', 'kind', 'source'])
     .execute();
-  expect(sortKeys(byLabels(after, 'slipway_commands_appended_total', ['kind', 'source']))).toEqual(
-    sortKeys(Object.fromEntries(appendedInDb.map((r) => [`${r.kind},${r.source}`, r.n]))),
+  expect(sortKeys(byLabels(after, 'slipway_commands_appended_total', ['object', 'kind', 'source']))).toEqual(
+    sortKeys(Object.fromEntries(appendedInDb.map((r) => [`${r.target_kind},${r.kind},${r.source}`, r.n]))),
   );
 
   // Each settled command was timed once.
