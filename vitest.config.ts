@@ -2,11 +2,12 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * Tests that need more than `npm install`: Debian's chromium for the browser
- * tests, curl and bash for the documentation's shell examples. `npm test`
+ * tests, curl and bash for the documentation's shell examples, promtool
+ * (Debian's prometheus) for the metrics and alert rules. `npm test`
  * leaves them out; `npm run test:system` (vitest.system.config.ts) runs
  * them, and .ci/run runs both.
  */
-export const SYSTEM_TESTS = ['test/web/browser.test.ts', 'test/docs/shellExamples.test.ts'];
+export const SYSTEM_TESTS = ['test/web/browser.test.ts', 'test/docs/shellExamples.test.ts', 'test/metrics/promtool.test.ts'];
 
 export default defineConfig({
   test: {

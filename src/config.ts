@@ -74,6 +74,19 @@ export const ConfigSchema = z.object({
   // Proxies close a stream that stays quiet for too long.
   SLIPWAY_WEB_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(20_000).describe("how often the web UI's event stream sends a heartbeat comment"),
   SLIPWAY_API_IDEMPOTENCY_HOURS: z.coerce.number().int().min(24).max(24 * 365).default(24).describe('how long Idempotency-Keys are kept'),
+  // Prometheus metrics (see docs/metrics.md).
+  SLIPWAY_METRICS_TOKEN: z
+    .string()
+    .regex(/^[\x21-\x7e]{16,200}$/, 'must be 16 to 200 printable characters, no spaces')
+    .optional()
+    .describe('when set, `GET /metrics` (on the API port and on the worker metrics port) needs `Authorization: Bearer <this>`; unset, it is public'),
+  SLIPWAY_METRICS_PORT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65_535)
+    .optional()
+    .describe('a process running only a worker (`slipway worker`) serves `GET /metrics` on this port, on `SLIPWAY_API_HOST`; unset, it serves none (0 picks a free one). `slipway start` and `slipway api` serve metrics on the API port'),
   // The CLI's remote mode (see docs/cli.md, "Remote mode"): with SLIPWAY_URL set, its
   // lease and command subcommands call the HTTP API there with this token
   // instead of opening the database.

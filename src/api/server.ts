@@ -19,12 +19,13 @@ import { blueprintRoutes } from './routes/blueprints.ts';
 import { commandRoutes } from './routes/commands.ts';
 import { healthRoutes } from './routes/health.ts';
 import { leaseRoutes } from './routes/leases.ts';
+import { installRequestMetrics, metricsRoutes } from './routes/metrics.ts';
 import { resourceRoutes } from './routes/resources.ts';
 import { installZodValidation } from './validation.ts';
 import { webRoutes } from '../web/webRoutes.ts';
 
 /** Route plugins, in registration order: the API's, then the web UI's (pages under `/`, see src/web/). */
-const ROUTES = [healthRoutes, blueprintRoutes, leaseRoutes, resourceRoutes, commandRoutes, webRoutes] as const;
+const ROUTES = [healthRoutes, metricsRoutes, blueprintRoutes, leaseRoutes, resourceRoutes, commandRoutes, webRoutes] as const;
 
 const PRUNE_KEYS_EVERY_MS = 3_600_000;
 
@@ -48,6 +49,7 @@ export async function buildApp(context: ApiContext, log: Logger): Promise<Fastif
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  installRequestMetrics(app);
   installErrorHandling(app);
   installBodyParsing(app);
   installZodValidation(app);

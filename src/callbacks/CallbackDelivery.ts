@@ -3,6 +3,7 @@ import type { CallbackRow } from '../../migrations/schema.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/Database.ts';
 import type { Logger } from '../log.ts';
+import { recordCallbackDelivery } from '../metrics/metrics.ts';
 import type { AllowedHosts } from './allowedHosts.ts';
 import { buildCallbackPayload } from './callbackPayload.ts';
 import { checkCallbackUrl } from './CallbackRequest.ts';
@@ -182,6 +183,7 @@ export class CallbackDelivery {
         .execute();
       if (nextRetryAt) await sql`select queue_callback_delivery(${callback.id}, ${nextRetryAt})`.execute(trx);
     });
+    recordCallbackDelivery(delivered ? 'delivered' : gaveUp ? 'failed' : 'retry');
     const log = { callback: callback.id, command: callback.command_id, attempt, status: result.statusCode };
     if (delivered) this.log.debug(log, 'callback delivered');
     else if (gaveUp) this.log.warn({ ...log, error: result.error }, 'callback failed; giving up');

@@ -4,6 +4,7 @@ import { ApiServer } from '../api/server.ts';
 import type { Config } from '../config.ts';
 import { ProcessHealth } from '../health/ProcessHealth.ts';
 import { slipwayVersion } from '../version.ts';
+import { MetricsListener } from '../worker/MetricsListener.ts';
 import { SlipwayWorker } from '../worker/SlipwayWorker.ts';
 import { describeDatabase, describeMigrations } from './databaseStatus.ts';
 import { CliFailure, EXIT } from './exitStatus.ts';
@@ -31,6 +32,9 @@ export async function runService(session: Session, parts: ServiceParts): Promise
   // One account of the process's parts, so that `slipway start`'s /readyz also says when its worker's runner is down.
   const health = new ProcessHealth(log);
   const api = parts.api ? await startApi(session, health) : undefined;
+  // With an API, /metrics is on its port; a worker alone serves it on a port of its own, when given one.
+  const metricsPort = api ? undefined : config.SLIPWAY_METRICS_PORT;
+  const metrics = metricsPort === undefined ? undefined : await MetricsListener.start(database, config, metricsPort, log);
   const worker = parts.worker ? await SlipwayWorker.start(database, config, log, health) : undefined;
   // The embedded default's first start makes an admin token, so the API is usable at once.
   const tokenFile = api && !config.DATABASE_URL ? await ensureFirstAdminToken(database.db, config.homeDir) : undefined;
@@ -39,7 +43,8 @@ export async function runService(session: Session, parts: ServiceParts): Promise
     database: describeDatabase(config),
     ...(parts.migrated ? { migrationsApplied: parts.migrated } : {}),
     ...(worker ? { worker: worker.id, concurrency: config.SLIPWAY_WORKER_CONCURRENCY } : {}),
-    ...(api ? { api: api.url, web: `${api.url}/` } : {}),
+    ...(api ? { api: api.url, web: `${api.url}/`, metrics: `${api.url}/metrics` } : {}),
+    ...(metrics ? { metrics: metrics.url } : {}),
     ...(tokenFile ? { adminTokenFile: tokenFile } : {}),
   };
   out.result(status, (s) =>
@@ -48,6 +53,7 @@ export async function runService(session: Session, parts: ServiceParts): Promise
       ...(parts.migrated ? [`migrations: ${describeMigrations(parts.migrated)}`] : []),
       ...(worker ? [`worker ${worker.id} running (concurrency ${config.SLIPWAY_WORKER_CONCURRENCY})`] : []),
       ...(api ? [`HTTP API on ${api.url} (see ${api.url}/v1/openapi.json)`] : []),
+      ...(metrics ? [`metrics on ${metrics.url}`] : []),
       ...(tokenFile
         ? [`first admin token written to ${path.relative(process.cwd(), tokenFile)} (mode 0600; shown nowhere else)`]
         : []),
@@ -61,6 +67,7 @@ export async function runService(session: Session, parts: ServiceParts): Promise
     out.progress(`stopping the HTTP API (${reason})`);
     await api.stop();
   }
+  await metrics?.stop();
   if (worker) {
     out.progress(`stopping worker ${worker.id} (${reason}): finishing drains in progress`);
     await worker.stop();

@@ -4,6 +4,7 @@ import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/sche
 import type { Db } from '../db/Database.ts';
 import { kyselyOnClient } from '../db/kyselyOnClient.ts';
 import type { Logger } from '../log.ts';
+import { recordBatchCommitted } from '../metrics/metrics.ts';
 import { commandStep, driverCall } from './commandStep.ts';
 import type { HandlerContext, ObjectTypes, Outcome } from './Handler.ts';
 import type { ObjectDrain } from './ObjectDrain.ts';
@@ -159,6 +160,7 @@ export class DrainBatcher {
         if (held.size === 0 && arriving.length === 0) return;
         if (this.options.chaosDelayMs > 0 && held.size > 0) await sleep(Math.random() * this.options.chaosDelayMs);
 
+        const pickedUpAt = Date.now();
         const committed: BatchedOutcome<ObjectRow>[] = [];
         const handedOff: Held[] = [];
         for (const h of held.values()) {
@@ -172,6 +174,7 @@ export class DrainBatcher {
           arriving: arriving.map((r) => r.id),
         });
 
+        recordBatchCommitted(committed, pickedUpAt);
         for (const row of step.updated) held.get(row.id)!.object = row;
         const next = new Map(step.nextHeads.map((c) => [c.target_id, c]));
         for (const c of committed) {

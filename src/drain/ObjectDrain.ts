@@ -8,6 +8,7 @@ import { PermanentDriverError, TransientDriverError } from '../drivers/Driver.ts
 import type { DriverRegistry } from '../drivers/registry.ts';
 import { validatingDriver } from '../drivers/validatingDriver.ts';
 import type { Logger } from '../log.ts';
+import { recordCommitted } from '../metrics/metrics.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
 import { outcomeStatements } from './commitOutcome.ts';
 import { PendingAnnouncements } from './sql/announcements.ts';
@@ -143,6 +144,7 @@ export class ObjectDrain {
   private async apply(step: DrainStep, command: CommandRow): Promise<HoldStep<ObjectRow> & { didApply: boolean }> {
     const { client, db, target } = step;
     const object = step.object;
+    const pickedUpAt = Date.now();
     const decided = commandStep(target, object.state, command);
     if (decided.step === 'unknown') {
       // Written by a newer Slipway: leave it queued and untouched (but for a
@@ -191,6 +193,7 @@ export class ObjectDrain {
           PendingAnnouncements.notice(target, command.id, outcome.status),
         );
         step.openTransaction = false;
+        recordCommitted(command, outcome, pickedUpAt);
         this.log.debug({ command: command.id, kind: command.kind, status: outcome.status, to: outcome.to }, outcome.message);
         return { ...next, didApply: true };
       } catch (error) {
@@ -229,7 +232,7 @@ export class ObjectDrain {
       db,
       // Marked running as the driver call goes out, so a crash mid-call shows
       // (and the call is repeated); commands that call nothing skip the write.
-      driver: () => validatingDriver(drivers.forBlueprint(blueprint), markOnce),
+      driver: () => validatingDriver(drivers.forBlueprint(blueprint), markOnce, blueprint.driver),
       call: driverCall(target, command, blueprint),
     };
   }

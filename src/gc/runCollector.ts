@@ -4,6 +4,7 @@ import type { GcPassRow } from '../../migrations/schema.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';
 import type { Logger } from '../log.ts';
+import { recordCollectorPass } from '../metrics/metrics.ts';
 import { expireLeases } from './expireLeases.ts';
 import { GcPass, type GcSettings, type StepReport } from './GcPass.ts';
 import { PRUNED, pruneHistory } from './pruneHistory.ts';
@@ -104,6 +105,7 @@ export async function runCollectorPass(
     .returningAll()
     .executeTakeFirstOrThrow();
   log.info({ pass: finished.id, status, trigger }, 'collector pass finished');
+  recordCollectorPass(status, Object.fromEntries(Object.entries(steps).map(([name, step]) => [name, step.actions.length])));
   return toReport(finished);
 }
 

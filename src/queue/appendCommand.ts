@@ -10,6 +10,7 @@ import {
   NotFoundError,
 } from '../domain/errors.ts';
 import { statesAccepting } from '../domain/lifecycle.ts';
+import { recordAppended } from '../metrics/metrics.ts';
 import { admit } from './admissionChecks.ts';
 import { describeObject, DRAIN_TASK, type ObjectRef } from './objectTables.ts';
 
@@ -85,7 +86,10 @@ export async function appendResult(
   const { target, kind } = request;
   const parts = new Map(rows.map(({ part, object_state, ...command }) => [part, { state: object_state, command }]));
   const inserted = parts.get('inserted');
-  if (inserted) return { command: inserted.command, coalesced: false, record: inserted.command };
+  if (inserted) {
+    recordAppended(inserted.command, request.actor.source);
+    return { command: inserted.command, coalesced: false, record: inserted.command };
+  }
   const into = parts.get('coalesced_into');
   const record = parts.get('coalesced');
   if (into && record) return { command: into.command, coalesced: true, record: record.command };

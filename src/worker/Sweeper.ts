@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import type { Logger } from '../log.ts';
+import { recordSweeperWakes } from '../metrics/metrics.ts';
 import { wakeObjects } from '../queue/wakeObjects.ts';
 import { WORKER_LOCK_CLASS } from './WorkerRegistry.ts';
 
@@ -63,6 +64,7 @@ export class Sweeper {
       if (freed.length > 0) this.log.info({ lockers: freed }, 'sweeper freed jobs held by workers that are gone');
     }
     const woken = await this.sweep();
+    recordSweeperWakes(woken);
     if (woken > 0) this.log.info({ woken }, 'sweeper woke objects nobody was draining');
   }
 

@@ -1,0 +1,159 @@
+import client from 'prom-client';
+import type { CommandRow, CommandSource } from '../../migrations/schema.ts';
+import type { Outcome } from '../drain/Handler.ts';
+
+/**
+ * Every Prometheus metric family of a Slipway process, in one registry (see
+ * docs/metrics.md). A metric is counted by the process that does the work
+ * (the API counts its requests, a worker its drains and driver calls), so
+ * nothing is counted twice across processes; `slipway start` is one process
+ * and serves one registry. Labels are kinds, names and outcomes, never object
+ * ids: their number stays small whatever the traffic.
+ *
+ * The gauges read from the database are set at scrape time (stateGauges.ts).
+ * prom-client's default metrics (process CPU, memory, file descriptors, GC,
+ * event-loop lag) carry the same `slipway_` prefix.
+ */
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry, prefix: 'slipway_' });
+
+/** Durations from a millisecond to a few minutes: drains, driver calls and queue waits all fall in here. */
+const SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+  new client.Counter<L>({ name, help, labelNames, registers: [registry] });
+const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets = SECONDS) =>
+  new client.Histogram<L>({ name, help, labelNames, buckets, registers: [registry] });
+const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+  new client.Gauge<L>({ name, help, labelNames, registers: [registry] });
+
+const commandsAppended = counter('slipway_commands_appended_total', 'Commands appended to object queues, by object kind (lease, resource, blueprint), command kind and source (api, web, cli, gc, system for follow-ups).', ['object', 'kind', 'source']);
+const commandsSettled = counter('slipway_commands_settled_total', 'Commands a drain settled, by object kind, command kind and status (done or failed).', ['object', 'kind', 'status']);
+const commandsYielded = counter('slipway_commands_yielded_total', 'Commands a drain left queued to be retried later (a transient driver failure), by object kind and command kind.', ['object', 'kind']);
+const commandQueued = histogram('slipway_command_queued_seconds', 'Time a settled command waited, from when it was due (appended, or its not-before) until its drain took it up, by object kind and command kind.', ['object', 'kind']);
+const commandRunning = histogram('slipway_command_running_seconds', "Time from a drain taking a command up until its outcome was committed (its driver call included), by object kind and command kind.", ['object', 'kind']);
+const commandTotal = histogram('slipway_command_settle_seconds', 'Time from appending a command until its outcome was committed, by object kind and command kind.', ['object', 'kind']);
+const drainBatchSize = histogram('slipway_drain_batch_commands', 'Commands committed together by one step of a batched drain.', [], [1, 2, 5, 10, 20, 50, 100, 200, 500]);
+
+const driverCalls = counter('slipway_driver_calls_total', 'Driver calls, by driver, operation and outcome (ok, transient, permanent).', ['driver', 'operation', 'outcome']);
+const driverSeconds = histogram('slipway_driver_call_seconds', 'Duration of driver calls, by driver and operation.', ['driver', 'operation']);
+
+const httpRequests = counter('slipway_http_requests_total', "HTTP requests answered, by route (its URL pattern, e.g. /v1/leases/:id) and status code.", ['method', 'route', 'status']);
+const httpSeconds = histogram('slipway_http_request_seconds', 'Time to answer HTTP requests, by route (its URL pattern).', ['method', 'route']);
+
+const sweeperWakes = counter('slipway_sweeper_wakes_total', 'Objects the sweeper woke because nobody was draining them although they had commands due.', []);
+const callbackDeliveries = counter('slipway_callback_deliveries_total', 'Callback delivery attempts, by outcome (delivered, retry, failed: given up).', ['outcome']);
+const collectorPasses = counter('slipway_collector_passes_total', 'Collector passes, by status (done, failed, skipped: another pass was running).', ['status']);
+const collectorActions = counter('slipway_collector_actions_total', 'What collector passes did, by step (e.g. expireLeases, reclaimIdleResources).', ['step']);
+
+
+const poolConnections = gauge('slipway_pg_pool_connections', "The process's PostgreSQL pool: connections open in all (total), idle, and requests waiting for one (waiting).", ['state']);
+const backlog = gauge('slipway_commands_backlog', 'Unsettled commands in the database: queued and due, scheduled (queued, due later), running.', ['state']);
+const overdue = gauge('slipway_commands_overdue', 'Commands queued and due for longer than SLIPWAY_STALE_AFTER_MS, or running for longer than that since they started: what the sweeper wakes.', []);
+const leases = gauge('slipway_leases', 'Leases in the database that are not destroyed, by blueprint name and state.', ['blueprint', 'state']);
+const resources = gauge('slipway_resources', 'Resources in the database that are not destroyed, by blueprint name and state.', ['blueprint', 'state']);
+const waitingLeases = gauge('slipway_waiting_leases', "Leases waiting for a slot at their blueprint, by blueprint name.", ['blueprint']);
+const liveWorkers = gauge('slipway_live_workers', 'Workers whose last heartbeat is at most 3 heartbeat intervals (SLIPWAY_HEARTBEAT_MS) old.', []);
+
+/** The database-wide gauges, as one query read them (stateGauges.ts). */
+export interface StateSnapshot {
+  readonly backlog: Readonly<Record<'queued' | 'scheduled' | 'running', number>>;
+  readonly overdue: number;
+  readonly leases: ReadonlyArray<{ blueprint: string; state: string; count: number }>;
+  readonly resources: ReadonlyArray<{ blueprint: string; state: string; count: number }>;
+  readonly waitingLeases: ReadonlyArray<{ blueprint: string; count: number }>;
+  readonly liveWorkers: number;
+}
+
+export function setStateGauges(state: StateSnapshot): void {
+  for (const [name, count] of Object.entries(state.backlog)) backlog.set({ state: name }, count);
+  overdue.set(state.overdue);
+  // Reset first: a blueprint or state that no longer has any must not keep its last value.
+  for (const [family, rows] of [
+    [leases, state.leases],
+    [resources, state.resources],
+  ] as const) {
+    family.reset();
+    for (const row of rows) family.set({ blueprint: row.blueprint, state: row.state }, row.count);
+  }
+  waitingLeases.reset();
+  for (const row of state.waitingLeases) waitingLeases.set({ blueprint: row.blueprint }, row.count);
+  liveWorkers.set(state.liveWorkers);
+}
+
+export function setPoolGauges(pool: { totalCount: number; idleCount: number; waitingCount: number }): void {
+  poolConnections.set({ state: 'total' }, pool.totalCount);
+  poolConnections.set({ state: 'idle' }, pool.idleCount);
+  poolConnections.set({ state: 'waiting' }, pool.waitingCount);
+}
+
+/** Counts an append that inserted a command (a coalesced duplicate adds nothing to any queue). */
+export function recordAppended(command: Pick<CommandRow, 'target_kind' | 'kind'>, source: CommandSource): void {
+  commandsAppended.inc({ object: command.target_kind, kind: command.kind, source });
+}
+
+/**
+ * A command's outcome was committed by a drain that took it up at `pickedUpAt`
+ * (ms since the epoch). Its follow-ups were appended in the same commit.
+ * Times come from two clocks (the row's timestamps are PostgreSQL's), so a
+ * skew shows as a shorter or longer wait, never as a negative one.
+ */
+export function recordCommitted(command: CommandRow, outcome: Outcome, pickedUpAt: number): void {
+  for (const followUp of outcome.followUps ?? []) commandsAppended.inc({ object: followUp.target.kind, kind: followUp.kind, source: 'system' });
+  const labels = { object: command.target_kind, kind: command.kind };
+  if (outcome.status === 'yield') {
+    commandsYielded.inc(labels);
+    return;
+  }
+  const now = Date.now();
+  const createdAt = new Date(command.created_at).getTime();
+  const dueAt = Math.max(createdAt, new Date(command.not_before).getTime());
+  commandsSettled.inc({ ...labels, status: outcome.status });
+  commandQueued.observe(labels, seconds(pickedUpAt - dueAt));
+  commandRunning.observe(labels, seconds(now - pickedUpAt));
+  commandTotal.observe(labels, seconds(now - createdAt));
+}
+
+/** One step of a batched drain committed these outcomes together, having taken their commands up at `pickedUpAt`. */
+export function recordBatchCommitted(committed: ReadonlyArray<{ command: CommandRow; outcome: Outcome }>, pickedUpAt: number): void {
+  for (const { command, outcome } of committed) recordCommitted(command, outcome, pickedUpAt);
+  if (committed.length > 0) drainBatchSize.observe(committed.length);
+}
+
+export type DriverCallOutcome = 'ok' | 'transient' | 'permanent';
+
+/** Times one driver call, counting it by how it ended. */
+export async function timeDriverCall<T>(driver: string, operation: string, call: () => Promise<T>, outcomeOf: (error: unknown) => DriverCallOutcome): Promise<T> {
+  const end = driverSeconds.startTimer({ driver, operation });
+  let outcome: DriverCallOutcome = 'ok';
+  try {
+    return await call();
+  } catch (error) {
+    outcome = outcomeOf(error);
+    throw error;
+  } finally {
+    end();
+    driverCalls.inc({ driver, operation, outcome });
+  }
+}
+
+/** One answered HTTP request; `route` is its URL pattern (the raw URL would make a label per object). */
+export function recordHttpRequest(method: string, route: string, status: number, elapsedMs: number): void {
+  httpRequests.inc({ method, route, status: String(status) });
+  httpSeconds.observe({ method, route }, seconds(elapsedMs));
+}
+
+export function recordSweeperWakes(woken: number): void {
+  sweeperWakes.inc(woken);
+}
+
+export function recordCallbackDelivery(outcome: 'delivered' | 'retry' | 'failed'): void {
+  callbackDeliveries.inc({ outcome });
+}
+
+export function recordCollectorPass(status: string, actionsByStep: Record<string, number>): void {
+  collectorPasses.inc({ status });
+  for (const [step, actions] of Object.entries(actionsByStep)) if (actions > 0) collectorActions.inc({ step }, actions);
+}
+
+const seconds = (ms: number) => Math.max(0, ms) / 1000;
