@@ -26,6 +26,7 @@ export const ConfigSchema = z.object({
   // A command queued (or left running by a dead worker) for longer than this,
   // on an object whose advisory lock is free, gets its object woken again.
   SLIPWAY_STALE_AFTER_MS: positiveMs(3000).describe('how overdue a command must be before the sweeper wakes its object again'),
+  SLIPWAY_SHUTDOWN_GRACE_MS: positiveMs(30_000).describe("how long a stopping worker lets its drains in flight (driver calls included) finish before it exits anyway, leaving their objects to other workers as after a crash"),
   SLIPWAY_HEARTBEAT_MS: positiveMs(5000).describe('how often a worker renews its row in the worker registry'),
   // Test and chaos hook: each drained command waits a random 0..N ms before it
   // is applied, to widen race windows. 0 (the default) disables it.

@@ -70,7 +70,13 @@ export async function runService(session: Session, parts: ServiceParts): Promise
   await metrics?.stop();
   if (worker) {
     out.progress(`stopping worker ${worker.id} (${reason}): finishing drains in progress`);
-    await worker.stop();
+    if (!(await worker.stop())) {
+      out.progress(
+        `worker ${worker.id}: the shutdown grace period (SLIPWAY_SHUTDOWN_GRACE_MS, ${config.SLIPWAY_SHUTDOWN_GRACE_MS} ms) is over with drains in flight; exiting, and other workers take their objects over`,
+      );
+      // Closing the pool would wait for those drains: leave now, as a crash would.
+      process.exit(EXIT.failed);
+    }
     out.progress('worker stopped');
   }
 }

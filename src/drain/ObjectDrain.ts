@@ -31,6 +31,8 @@ export interface DrainOptions {
   readonly chaosDelayMs: number;
   /** How long a command this worker cannot run waits before another worker is tried. */
   readonly handOffAfterMs: number;
+  /** Aborted when the worker stops: a hold ends after the command in progress. */
+  readonly stopping?: AbortSignal;
 }
 
 /** Retry delay after the n-th transient failure: 0.5 s doubling, capped at a minute. */
@@ -79,7 +81,12 @@ export class ObjectDrain {
     try {
       const start = await startHold<ObjectRow>(client, target, PREEMPTING[kind]);
       if (!start.head) return 0;
-      return await this.drainLocked(client, target, start);
+      const { applied, holding } = await this.drainLocked(client, target, start);
+      // Cut short by a stopping worker, the hold still has the lock: ending
+      // the session gives it back, and another worker's sweeper wakes the
+      // object, whose commands are queued with nobody holding it.
+      if (holding) failure = new Error('worker stopping: hold given up with commands still queued');
+      return applied;
     } catch (error) {
       failure = error as Error;
       throw error;
@@ -97,13 +104,14 @@ export class ObjectDrain {
    * the lock, and then carried forward from each commit's RETURNING: only
    * the lock holder writes it, and every outcome transaction re-checks its
    * version under a row lock, so the copy is the row. Returns how many
-   * commands it applied.
+   * commands it applied, and whether it stopped with the lock still held (the
+   * worker is stopping).
    */
   private async drainLocked(
     client: pg.PoolClient,
     target: ObjectRef,
     first: { head: CommandRow | undefined; object: ObjectRow | undefined; blueprint: BlueprintRow | undefined },
-  ): Promise<number> {
+  ): Promise<{ applied: number; holding: boolean }> {
     if (!first.object) throw new Error(`${target.kind} ${target.id} has commands but no row`);
     const step: DrainStep = {
       client,
@@ -117,12 +125,13 @@ export class ObjectDrain {
     let head = first.head;
     let applied = 0;
     while (head) {
+      if (this.options.stopping?.aborted) return { applied, holding: true };
       const { object, head: next, didApply } = await this.apply(step, head);
       if (object) step.object = object;
       head = next;
       if (didApply) applied++;
     }
-    return applied;
+    return { applied, holding: false };
   }
 
   /**

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { callbackTasks } from '../../workers/deliverCallback.ts';
 import { drainTasks } from '../../workers/drainTasks.ts';
 import { CallbackDelivery } from '../callbacks/CallbackDelivery.ts';
@@ -51,14 +52,19 @@ export class SlipwayWorker {
     private readonly runner: JobRunner,
     private readonly sweeper: Sweeper,
     private readonly registry: WorkerRegistry,
+    private readonly drainsStopping: AbortController,
+    private readonly graceMs: number,
+    private readonly log: Logger,
     readonly id: string,
   ) {}
 
   static async start(database: Database, config: Config, log: Logger, health = new ProcessHealth(log)): Promise<SlipwayWorker> {
     const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
+    const drainsStopping = new AbortController();
     const perObject = new ObjectDrain(database.pool, drivers, log, {
       chaosDelayMs: config.SLIPWAY_CHAOS_DRAIN_DELAY_MS,
       handOffAfterMs: config.SLIPWAY_STALE_AFTER_MS,
+      stopping: drainsStopping.signal,
     });
     const drain = new DrainBatcher(database.pool, perObject, log, {
       chaosDelayMs: config.SLIPWAY_CHAOS_DRAIN_DELAY_MS,
@@ -105,14 +111,27 @@ export class SlipwayWorker {
     const sweeper = new Sweeper(database.db, log, config.SLIPWAY_SWEEP_INTERVAL_MS, config.SLIPWAY_STALE_AFTER_MS);
     sweeper.start();
     log.info({ worker: registry.id, concurrency: config.SLIPWAY_WORKER_CONCURRENCY, version: slipwayVersion() }, 'worker started');
-    return new SlipwayWorker(runner, sweeper, registry, registry.id);
+    return new SlipwayWorker(runner, sweeper, registry, drainsStopping, config.SLIPWAY_SHUTDOWN_GRACE_MS, log, registry.id);
   }
 
-  /** Finishes the drains in progress, then stops. */
-  async stop(): Promise<void> {
+  /**
+   * Stops taking jobs, lets the drains in flight finish the command each is
+   * on (its driver call and the commit of its outcome) and leaves the
+   * registry; true when that took less than the grace period. Past it, it
+   * returns false with drains still running: the caller should exit at once
+   * (closing the pool would wait for them), and other workers take their
+   * objects over, as after a crash.
+   */
+  async stop(): Promise<boolean> {
     await this.sweeper.stop();
-    await this.runner.stop();
+    this.drainsStopping.abort();
+    const finished = this.runner.stop().then(() => true);
+    const timer = new AbortController();
+    const clean = await Promise.race([finished, sleep(this.graceMs, false, { signal: timer.signal }).catch(() => false)]);
+    timer.abort();
+    if (!clean) this.log.warn({ worker: this.id, graceMs: this.graceMs }, 'shutdown grace period over with drains still in flight; their objects go to other workers');
     await this.registry.deregister();
+    return clean;
   }
 }
 

@@ -107,7 +107,9 @@ export class WorkerRegistry {
     await this.beating;
     this.stopped = true;
     try {
-      await this.pool.query('delete from workers where id = $1', [this.id]);
+      // On its own connection when it has one: drains past the shutdown
+      // grace period may still hold every pooled one.
+      await (this.client ?? this.pool).query('delete from workers where id = $1', [this.id]);
     } finally {
       this.dropConnection();
     }

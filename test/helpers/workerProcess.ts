@@ -21,8 +21,8 @@ const database = Database.fromUrl(config.DATABASE_URL, log, { poolSize: workerPo
 const worker = await SlipwayWorker.start(database, config, log);
 process.send?.({ ready: worker.id });
 
-/** How long a clean stop may take before the process just exits (its database may be gone too). */
-const STOP_DEADLINE_MS = 10_000;
+/** How long a clean stop may take, beyond the shutdown grace period, before the process just exits (its database may be gone too). */
+const STOP_DEADLINE_MS = config.SLIPWAY_SHUTDOWN_GRACE_MS + 10_000;
 
 let stopping = false;
 function stop(): void {
@@ -31,7 +31,8 @@ function stop(): void {
   setTimeout(() => process.exit(1), STOP_DEADLINE_MS).unref();
   worker
     .stop()
-    .then(() => database.close())
+    // Past the grace period drains still hold connections: exit as slipway worker does.
+    .then((clean) => (clean ? database.close() : process.exit(1)))
     .then(
       () => process.exit(0),
       (error) => {
