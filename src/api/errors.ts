@@ -50,6 +50,7 @@ const SLIPWAY_ERROR_STATUS: Record<SlipwayError['code'], number> = {
   invalid_input: 400,
   not_found: 404,
   conflict: 409,
+  unsupported_version: 409,
 };
 
 /**

@@ -25,6 +25,7 @@ const BY_SLIPWAY_CODE: Record<SlipwayError['code'], ExitCode> = {
   invalid_input: EXIT.usage,
   not_found: EXIT.notFound,
   conflict: EXIT.conflict,
+  unsupported_version: EXIT.conflict,
 };
 
 /** A failure the CLI itself reports: a failed or unfinished command tree, a missing schema. */

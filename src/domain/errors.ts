@@ -5,7 +5,7 @@
  */
 export class SlipwayError extends Error {
   constructor(
-    readonly code: 'invalid_input' | 'not_found' | 'conflict',
+    readonly code: 'invalid_input' | 'not_found' | 'conflict' | 'unsupported_version',
     message: string,
     readonly details: Record<string, unknown> = {},
   ) {
@@ -30,6 +30,17 @@ export class NotFoundError extends SlipwayError {
 export class CommandRejectedError extends SlipwayError {
   constructor(message: string, details: Record<string, unknown>) {
     super('conflict', message, details);
+  }
+}
+
+/**
+ * Workers are running, and none of them runs this command kind's version
+ * (a rolling upgrade not yet done, or a client ahead of the fleet): queued,
+ * the command would wait for a worker that may never come.
+ */
+export class UnsupportedVersionError extends SlipwayError {
+  constructor(message: string, details: Record<string, unknown>) {
+    super('unsupported_version', message, details);
   }
 }
 

@@ -1,6 +1,10 @@
 import type { Db } from '../db/Database.ts';
+import { commandKindSpec, latestVersion } from '../domain/commandKinds.ts';
+import { UnsupportedVersionError } from '../domain/errors.ts';
 import { validateDriverSettings } from '../drivers/registry.ts';
 import { findBlueprint } from '../read/blueprints.ts';
+import { liveHandlers } from '../read/liveHandlers.ts';
+import type { AppendRequest } from './appendCommand.ts';
 import type { ObjectRef } from './objectTables.ts';
 
 type AdmissionCheck = (trx: Db, target: ObjectRef, payload: Record<string, unknown>) => Promise<void>;
@@ -19,7 +23,33 @@ const ADMISSION_CHECKS: Readonly<Record<string, AdmissionCheck>> = {
   },
 };
 
-/** Runs the admission check of a command kind, if it has one; throws InvalidInputError (or NotFoundError) to refuse it. */
-export async function admit(trx: Db, target: ObjectRef, kind: string, payload: Record<string, unknown>): Promise<void> {
-  await ADMISSION_CHECKS[`${target.kind}:${kind}`]?.(trx, target, payload);
+/**
+ * Checks a command from outside before it is queued: that some live worker
+ * runs its kind and version, then its kind's own admission check, if it has
+ * one. Throws UnsupportedVersionError, InvalidInputError or NotFoundError to
+ * refuse it. The request's kind and version are known to this build
+ * (appendCall checked them).
+ */
+export async function admit(trx: Db, request: AppendRequest): Promise<void> {
+  const { target, kind } = request;
+  await assertSomeWorkerRuns(trx, target, kind, request.version ?? latestVersion(commandKindSpec(target.kind, kind)!));
+  await ADMISSION_CHECKS[`${target.kind}:${kind}`]?.(trx, target, (request.payload ?? {}) as Record<string, unknown>);
+}
+
+/**
+ * Refuses a command that live workers exist for but none of them runs,
+ * naming the versions they do run: queued, it would wait for a worker that
+ * may never come. With no live worker at all everything waits anyway (a
+ * fleet being restarted, or none started yet), so nothing is refused then.
+ */
+async function assertSomeWorkerRuns(trx: Db, target: ObjectRef, kind: string, version: number): Promise<void> {
+  const workers = await liveHandlers(trx);
+  const runs = workers.map((handles) => handles[target.kind]?.[kind] ?? []);
+  if (workers.length === 0 || runs.some((versions) => versions.includes(version))) return;
+  const running = [...new Set(runs.flat())].sort((a, b) => a - b);
+  throw new UnsupportedVersionError(
+    `no live worker runs ${target.kind} ${kind} version ${version}; the ${workers.length} live worker(s) run ` +
+      (running.length > 0 ? `version ${running.join(', ')}: send one of those, or upgrade the workers first` : `no version of it: upgrade the workers first`),
+    { kind, version, liveVersions: running, liveWorkers: workers.length },
+  );
 }

@@ -61,7 +61,7 @@ export async function appendInTransaction(
   options: AppendOptions,
 ): Promise<AppendResult> {
   const statement = appendStatement(request, options);
-  if (options.fromOutside) await admit(trx, request.target, request.kind, (request.payload ?? {}) as Record<string, unknown>);
+  if (options.fromOutside) await admit(trx, request);
   const { rows } = await statement.execute(trx);
   return appendResult(trx, request, options, rows);
 }
