@@ -1,0 +1,775 @@
+-- Slipway's schema (`public`) after migration 0014_worker_liveness.
+-- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
+-- fails when a freshly migrated database differs. Do not edit it by hand.
+
+create table public.api_tokens (
+  id bigint not null generated always as identity,
+  name text not null,
+  role text not null,
+  secret_sha256 text not null,
+  created_by text not null,
+  created_at timestamp with time zone not null default now(),
+  last_used_at timestamp with time zone,
+  revoked_at timestamp with time zone,
+  constraint api_tokens_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'::text)),
+  constraint api_tokens_name_key UNIQUE (name),
+  constraint api_tokens_pkey PRIMARY KEY (id),
+  constraint api_tokens_role_check CHECK ((role = ANY (ARRAY['viewer'::text, 'user'::text, 'operator'::text, 'admin'::text]))),
+  constraint api_tokens_secret_sha256_key UNIQUE (secret_sha256)
+);
+
+create table public.blueprint_waiters (
+  lease_id bigint not null,
+  blueprint_id bigint not null,
+  since timestamp with time zone not null,
+  created_at timestamp with time zone not null default now(),
+  constraint blueprint_waiters_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
+  constraint blueprint_waiters_lease_id_fkey FOREIGN KEY (lease_id) REFERENCES public.leases(id),
+  constraint blueprint_waiters_pkey PRIMARY KEY (lease_id)
+);
+CREATE INDEX blueprint_waiters_queue ON public.blueprint_waiters USING btree (blueprint_id, since, lease_id);
+
+create table public.blueprints (
+  id bigint not null generated always as identity,
+  name text not null,
+  driver text not null,
+  settings jsonb not null default '{}'::jsonb,
+  max_resources integer not null,
+  leases_per_resource integer not null,
+  state text not null default 'enabled'::text,
+  live_resources integer not null default 0,
+  version integer not null default 1,
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now(),
+  min_resources integer not null default 0,
+  idle_timeout_ms bigint,
+  constraint blueprints_idle_timeout_ms_check CHECK ((idle_timeout_ms > 0)),
+  constraint blueprints_leases_per_resource_check CHECK ((leases_per_resource > 0)),
+  constraint blueprints_live_resources_check CHECK ((live_resources >= 0)),
+  constraint blueprints_max_resources_check CHECK ((max_resources > 0)),
+  constraint blueprints_min_resources_check CHECK ((min_resources >= 0)),
+  constraint blueprints_min_within_max CHECK ((min_resources <= max_resources)),
+  constraint blueprints_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'::text)),
+  constraint blueprints_name_key UNIQUE (name),
+  constraint blueprints_pkey PRIMARY KEY (id),
+  constraint blueprints_state_check CHECK ((state = ANY (ARRAY['enabled'::text, 'disabled'::text])))
+);
+
+create table public.callback_attempts (
+  id bigint not null generated always as identity,
+  callback_id bigint not null,
+  attempt integer not null,
+  started_at timestamp with time zone not null,
+  finished_at timestamp with time zone not null default now(),
+  status_code integer,
+  error text,
+  next_retry_at timestamp with time zone,
+  constraint callback_attempts_attempt_check CHECK ((attempt > 0)),
+  constraint callback_attempts_callback_id_attempt_key UNIQUE (callback_id, attempt),
+  constraint callback_attempts_callback_id_fkey FOREIGN KEY (callback_id) REFERENCES public.command_callbacks(id) ON DELETE CASCADE,
+  constraint callback_attempts_pkey PRIMARY KEY (id)
+);
+
+create table public.command_callbacks (
+  id bigint not null generated always as identity,
+  command_id bigint not null,
+  url text not null,
+  status text not null default 'waiting'::text,
+  attempts integer not null default 0,
+  next_attempt_at timestamp with time zone,
+  created_at timestamp with time zone not null default now(),
+  finished_at timestamp with time zone,
+  constraint command_callbacks_command_id_fkey FOREIGN KEY (command_id) REFERENCES public.commands(id) ON DELETE CASCADE,
+  constraint command_callbacks_command_id_url_key UNIQUE (command_id, url),
+  constraint command_callbacks_pkey PRIMARY KEY (id),
+  constraint command_callbacks_status_check CHECK ((status = ANY (ARRAY['waiting'::text, 'pending'::text, 'delivered'::text, 'failed'::text])))
+);
+CREATE INDEX command_callbacks_waiting ON public.command_callbacks USING btree (command_id) WHERE (status = 'waiting'::text);
+
+create table public.commands (
+  id bigint not null generated always as identity,
+  target_kind text not null,
+  target_id bigint not null,
+  kind text not null,
+  version integer not null default 1,
+  payload jsonb not null default '{}'::jsonb,
+  issued_by text not null,
+  source text not null,
+  reason text,
+  request_id text,
+  caused_by bigint,
+  status text not null default 'queued'::text,
+  message text,
+  dedup_key text,
+  coalesced_into bigint,
+  not_before timestamp with time zone not null default now(),
+  attempts integer not null default 0,
+  created_at timestamp with time zone not null default now(),
+  started_at timestamp with time zone,
+  finished_at timestamp with time zone,
+  client_address text,
+  user_agent text,
+  constraint commands_caused_by_fkey FOREIGN KEY (caused_by) REFERENCES public.commands(id) ON DELETE SET NULL,
+  constraint commands_coalesced_into_fkey FOREIGN KEY (coalesced_into) REFERENCES public.commands(id) ON DELETE SET NULL,
+  constraint commands_pkey PRIMARY KEY (id),
+  constraint commands_source_check CHECK ((source = ANY (ARRAY['web'::text, 'cli'::text, 'api'::text, 'gc'::text, 'system'::text]))),
+  constraint commands_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'done'::text, 'failed'::text, 'cancelled'::text, 'coalesced'::text]))),
+  constraint commands_target_kind_check CHECK ((target_kind = ANY (ARRAY['blueprint'::text, 'resource'::text, 'lease'::text])))
+);
+CREATE INDEX commands_by_cause ON public.commands USING btree (caused_by) WHERE (caused_by IS NOT NULL);
+CREATE INDEX commands_by_coalesced_into ON public.commands USING btree (coalesced_into) WHERE (coalesced_into IS NOT NULL);
+CREATE INDEX commands_by_issuer_id ON public.commands USING btree (issued_by, id);
+CREATE INDEX commands_by_source_id ON public.commands USING btree (source, id);
+CREATE INDEX commands_by_status_id ON public.commands USING btree (status, id);
+CREATE INDEX commands_by_target ON public.commands USING btree (target_kind, target_id, id);
+CREATE UNIQUE INDEX commands_one_in_flight ON public.commands USING btree (target_kind, target_id, dedup_key) WHERE ((dedup_key IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'running'::text])));
+CREATE INDEX commands_queue ON public.commands USING btree (target_kind, target_id, id) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
+CREATE INDEX commands_unsettled ON public.commands USING btree (not_before) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
+CREATE CONSTRAINT TRIGGER commands_queue_settled_callbacks AFTER UPDATE OF status ON public.commands DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.status = ANY (ARRAY['queued'::text, 'running'::text])) AND (new.status <> ALL (ARRAY['queued'::text, 'running'::text])))) EXECUTE FUNCTION public.queue_settled_callbacks();
+
+create table public.events (
+  id bigint not null generated always as identity,
+  target_kind text not null,
+  target_id bigint not null,
+  command_id bigint,
+  type text not null,
+  from_state text,
+  to_state text,
+  message text not null,
+  actor text not null,
+  source text not null,
+  data jsonb,
+  created_at timestamp with time zone not null default now(),
+  constraint events_command_id_fkey FOREIGN KEY (command_id) REFERENCES public.commands(id) ON DELETE SET NULL,
+  constraint events_pkey PRIMARY KEY (id),
+  constraint events_target_kind_check CHECK ((target_kind = ANY (ARRAY['blueprint'::text, 'resource'::text, 'lease'::text])))
+);
+CREATE INDEX events_by_command ON public.events USING btree (command_id) WHERE (command_id IS NOT NULL);
+CREATE INDEX events_by_target ON public.events USING btree (target_kind, target_id, id);
+
+create table public.gc_passes (
+  id bigint not null generated always as identity,
+  trigger text not null,
+  status text not null default 'running'::text,
+  started_at timestamp with time zone not null default now(),
+  finished_at timestamp with time zone,
+  report jsonb not null default '{}'::jsonb,
+  message text,
+  constraint gc_passes_pkey PRIMARY KEY (id),
+  constraint gc_passes_status_check CHECK ((status = ANY (ARRAY['running'::text, 'done'::text, 'failed'::text, 'skipped'::text]))),
+  constraint gc_passes_trigger_check CHECK ((trigger = ANY (ARRAY['schedule'::text, 'cli'::text])))
+);
+CREATE INDEX gc_passes_recent ON public.gc_passes USING btree (started_at);
+
+create table public.idempotency_keys (
+  token_id bigint not null,
+  key text not null,
+  request_sha256 text not null,
+  state text not null,
+  response_status integer,
+  response_headers jsonb,
+  response_body jsonb,
+  created_at timestamp with time zone not null default now(),
+  constraint idempotency_keys_pkey PRIMARY KEY (token_id, key),
+  constraint idempotency_keys_state_check CHECK ((state = ANY (ARRAY['in_progress'::text, 'completed'::text]))),
+  constraint idempotency_keys_token_id_fkey FOREIGN KEY (token_id) REFERENCES public.api_tokens(id) ON DELETE CASCADE
+);
+CREATE INDEX idempotency_keys_by_age ON public.idempotency_keys USING btree (created_at);
+
+create table public.leases (
+  id bigint not null generated always as identity,
+  blueprint_id bigint not null,
+  holder text not null,
+  state text not null default 'pending'::text,
+  resource_id bigint,
+  slot integer,
+  attributes jsonb not null default '{}'::jsonb,
+  expires_at timestamp with time zone,
+  message text,
+  version integer not null default 1,
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now(),
+  term_ms bigint,
+  heartbeat_ms integer,
+  heartbeat_deadline timestamp with time zone,
+  constraint leases_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
+  constraint leases_heartbeat_ms_check CHECK ((heartbeat_ms > 0)),
+  constraint leases_pkey PRIMARY KEY (id),
+  constraint leases_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES public.resources(id),
+  constraint leases_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text, 'released'::text, 'broken'::text, 'destroyed'::text]))),
+  constraint leases_term_ms_check CHECK ((term_ms > 0))
+);
+CREATE INDEX leases_by_blueprint_id ON public.leases USING btree (blueprint_id, id);
+CREATE INDEX leases_by_blueprint_state ON public.leases USING btree (blueprint_id, state);
+CREATE INDEX leases_by_holder_id ON public.leases USING btree (holder, id);
+CREATE INDEX leases_by_resource ON public.leases USING btree (resource_id) WHERE (resource_id IS NOT NULL);
+CREATE INDEX leases_by_state_id ON public.leases USING btree (state, id);
+CREATE INDEX leases_destroyed ON public.leases USING btree (updated_at) WHERE (state = 'destroyed'::text);
+CREATE INDEX leases_expiring ON public.leases USING btree (expires_at) WHERE ((expires_at IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
+CREATE INDEX leases_heartbeat_due ON public.leases USING btree (heartbeat_deadline) WHERE ((heartbeat_deadline IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
+
+create table public.resource_slots (
+  resource_id bigint not null,
+  slot integer not null,
+  lease_id bigint not null,
+  granted_at timestamp with time zone not null default now(),
+  constraint resource_slots_lease_id_fkey FOREIGN KEY (lease_id) REFERENCES public.leases(id),
+  constraint resource_slots_lease_id_key UNIQUE (lease_id),
+  constraint resource_slots_pkey PRIMARY KEY (resource_id, slot),
+  constraint resource_slots_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES public.resources(id),
+  constraint resource_slots_slot_check CHECK ((slot >= 0))
+);
+
+create table public.resources (
+  id bigint not null generated always as identity,
+  blueprint_id bigint not null,
+  state text not null default 'pending'::text,
+  capacity integer not null,
+  used_slots integer not null default 0,
+  allocated_for_lease_id bigint,
+  attributes jsonb not null default '{}'::jsonb,
+  message text,
+  version integer not null default 1,
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now(),
+  idle_since timestamp with time zone,
+  constraint resources_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
+  constraint resources_capacity_check CHECK ((capacity > 0)),
+  constraint resources_check CHECK (((used_slots >= 0) AND (used_slots <= capacity))),
+  constraint resources_pkey PRIMARY KEY (id),
+  constraint resources_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'active'::text, 'released'::text, 'broken'::text, 'destroyed'::text])))
+);
+CREATE INDEX resources_by_blueprint_id ON public.resources USING btree (blueprint_id, id);
+CREATE INDEX resources_by_blueprint_state ON public.resources USING btree (blueprint_id, state);
+CREATE INDEX resources_by_state_id ON public.resources USING btree (state, id);
+CREATE INDEX resources_destroyed ON public.resources USING btree (updated_at) WHERE (state = 'destroyed'::text);
+CREATE INDEX resources_idle ON public.resources USING btree (blueprint_id, idle_since) WHERE ((state = 'active'::text) AND (used_slots = 0));
+CREATE UNIQUE INDEX resources_one_per_lease ON public.resources USING btree (allocated_for_lease_id) WHERE (state = ANY (ARRAY['pending'::text, 'active'::text]));
+
+create table public.simulated_effects (
+  operation text not null,
+  object_id bigint not null,
+  idempotency_key text not null,
+  calls integer not null default 1,
+  first_at timestamp with time zone not null default now(),
+  last_at timestamp with time zone not null default now(),
+  constraint simulated_effects_pkey PRIMARY KEY (operation, object_id, idempotency_key)
+);
+
+create table public.static_pool_claims (
+  blueprint_id bigint not null,
+  entry text not null,
+  resource_id bigint not null,
+  definition jsonb not null,
+  claimed_at timestamp with time zone not null default now(),
+  constraint static_pool_claims_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
+  constraint static_pool_claims_pkey PRIMARY KEY (blueprint_id, entry),
+  constraint static_pool_claims_resource_id_key UNIQUE (resource_id)
+);
+
+create table public.web_sessions (
+  id_sha256 text not null,
+  token_id bigint not null,
+  csrf_token text not null,
+  created_at timestamp with time zone not null default now(),
+  expires_at timestamp with time zone not null,
+  constraint web_sessions_pkey PRIMARY KEY (id_sha256),
+  constraint web_sessions_token_id_fkey FOREIGN KEY (token_id) REFERENCES public.api_tokens(id) ON DELETE CASCADE
+);
+CREATE INDEX web_sessions_by_expiry ON public.web_sessions USING btree (expires_at);
+
+create table public.workers (
+  id text not null,
+  hostname text not null,
+  pid integer not null,
+  handles jsonb not null,
+  started_at timestamp with time zone not null default now(),
+  heartbeat_at timestamp with time zone not null default now(),
+  job_lockers text[] not null default '{}'::text[],
+  constraint workers_pkey PRIMARY KEY (id)
+);
+
+create sequence public.api_tokens_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.api_tokens.id (identity);
+create sequence public.blueprints_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.blueprints.id (identity);
+create sequence public.callback_attempts_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.callback_attempts.id (identity);
+create sequence public.command_callbacks_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.command_callbacks.id (identity);
+create sequence public.commands_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.commands.id (identity);
+create sequence public.events_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.events.id (identity);
+create sequence public.gc_passes_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.gc_passes.id (identity);
+create sequence public.leases_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.leases.id (identity);
+create sequence public.resources_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.resources.id (identity);
+
+CREATE OR REPLACE FUNCTION public.command_ancestry_ids(leaf bigint)
+ RETURNS SETOF bigint
+ LANGUAGE sql
+ STABLE STRICT
+AS $function$
+        with recursive up (id, caused_by) as (
+          select id, caused_by from commands where id = leaf
+          union all
+          select c.id, c.caused_by from commands c join up on c.id = up.caused_by
+        )
+        select id from up
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.command_tree_ids(root bigint)
+ RETURNS SETOF bigint
+ LANGUAGE sql
+ STABLE STRICT
+AS $function$
+        with recursive tree (id) as (
+          select root
+          union all
+          select c.id from commands c join tree on c.caused_by = tree.id
+        )
+        select id from tree
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.object_drain_job_key(kind text, id bigint)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE STRICT
+AS $function$ select 'drain:' || kind || ':' || id::text $function$;
+
+CREATE OR REPLACE FUNCTION public.object_lock_key(kind text, id bigint)
+ RETURNS bigint
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+        select (x'534c'::bigint << 48)
+             | ((case kind when 'blueprint' then 1 when 'resource' then 2 when 'lease' then 3 end)::bigint << 40)
+             | id
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.queue_callback_delivery(callback_id bigint, run_at timestamp with time zone DEFAULT now())
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+      begin
+        update command_callbacks set status = 'pending', next_attempt_at = run_at where id = callback_id;
+        perform graphile_worker.add_job(
+          identifier := 'deliver_callback',
+          payload := json_build_object('id', callback_id),
+          run_at := run_at,
+          job_key := 'callback:' || callback_id
+        );
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.queue_settled_callbacks()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+      declare
+        waiting record;
+      begin
+        if not exists (select 1 from command_callbacks where status = 'waiting') then
+          return null;
+        end if;
+        for waiting in
+          select cb.id, cb.command_id from command_callbacks cb
+          where cb.status = 'waiting' and cb.command_id in (select command_ancestry_ids(new.id))
+          order by cb.id
+          for update
+        loop
+          if not exists (
+            select 1 from commands c
+            where c.id in (select command_tree_ids(waiting.command_id)) and c.status in ('queued', 'running')
+          ) then
+            perform queue_callback_delivery(waiting.id);
+          end if;
+        end loop;
+        return null;
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_append_command(p_target_kind text, p_target_id bigint, p_accepted_states text[], p_kind text, p_version integer, p_payload jsonb, p_issued_by text, p_source text, p_reason text, p_request_id text, p_client_address text, p_user_agent text, p_caused_by bigint, p_dedup_key text, p_not_before timestamp with time zone, p_wake_task text)
+ RETURNS TABLE(part text, object_state text, cmd public.commands)
+ LANGUAGE plpgsql
+AS $function$
+      declare
+        v_state text;
+        v_new commands;
+        v_existing commands;
+      begin
+        if p_accepted_states is not null then
+          -- FOR SHARE: a drain locks the row before it commits a state
+          -- change (see lockObjectRow), so the state read here stays the
+          -- state until this append commits.
+          case p_target_kind
+            when 'lease' then select o.state into v_state from leases o where o.id = p_target_id for share;
+            when 'resource' then select o.state into v_state from resources o where o.id = p_target_id for share;
+            else select o.state into v_state from blueprints o where o.id = p_target_id for share;
+          end case;
+          if v_state is null then
+            return query select 'missing'::text, null::text, null::commands;
+            return;
+          end if;
+          if not (v_state = any(p_accepted_states)) then
+            return query select 'rejected'::text, v_state, null::commands;
+            return;
+          end if;
+        end if;
+        -- Loop: the in-flight command we collided with may settle before we
+        -- read it, in which case our insert goes through on the next try.
+        loop
+          insert into commands (target_kind, target_id, kind, version, payload, issued_by, source, reason,
+                                request_id, client_address, user_agent, caused_by, dedup_key, not_before)
+          values (p_target_kind, p_target_id, p_kind, p_version, p_payload, p_issued_by, p_source, p_reason,
+                  p_request_id, p_client_address, p_user_agent, p_caused_by, p_dedup_key, coalesce(p_not_before, now()))
+          on conflict (target_kind, target_id, dedup_key)
+            where dedup_key is not null and status in ('queued', 'running')
+            do nothing
+          returning * into v_new;
+          if found then
+            if p_wake_task is not null then
+              perform slipway_wake_objects(array[p_wake_task], array[p_target_kind], array[p_target_id], array[p_not_before]);
+            end if;
+            return query select 'inserted'::text, v_state, v_new;
+            return;
+          end if;
+          select * into v_existing from commands c
+          where c.target_kind = p_target_kind and c.target_id = p_target_id
+            and c.dedup_key = p_dedup_key and c.status in ('queued', 'running');
+          if found then
+            insert into commands (target_kind, target_id, kind, version, payload, issued_by, source, reason,
+                                  request_id, client_address, user_agent, caused_by, dedup_key, not_before,
+                                  status, coalesced_into, message, finished_at)
+            values (p_target_kind, p_target_id, p_kind, p_version, p_payload, p_issued_by, p_source, p_reason,
+                    p_request_id, p_client_address, p_user_agent, p_caused_by, null, coalesce(p_not_before, now()),
+                    'coalesced', v_existing.id,
+                    format('coalesced into command %s, already %s', v_existing.id, v_existing.status), now())
+            returning * into v_new;
+            return query select 'coalesced_into'::text, v_state, v_existing
+                         union all select 'coalesced'::text, v_state, v_new;
+            return;
+          end if;
+        end loop;
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_append_within(p_queue_limit integer, p_target_kind text, p_target_id bigint, p_accepted_states text[], p_kind text, p_version integer, p_payload jsonb, p_issued_by text, p_source text, p_reason text, p_request_id text, p_client_address text, p_user_agent text, p_caused_by bigint, p_dedup_key text, p_not_before timestamp with time zone, p_wake_task text)
+ RETURNS TABLE(part text, object_state text, cmd public.commands)
+ LANGUAGE plpgsql
+AS $function$
+      begin
+        if (select count(*) from (
+              select 1 from commands c
+              where c.target_kind = p_target_kind and c.target_id = p_target_id and c.status in ('queued', 'running')
+              limit p_queue_limit) as queue) >= p_queue_limit then
+          return query select 'busy'::text, null::text, null::commands;
+          return;
+        end if;
+        return query select * from slipway_append_command(
+          p_target_kind, p_target_id, p_accepted_states, p_kind, p_version, p_payload,
+          p_issued_by, p_source, p_reason, p_request_id, p_client_address, p_user_agent,
+          p_caused_by, p_dedup_key, p_not_before, p_wake_task);
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_drain_next(p_kind text, p_id bigint, p_preempting text[], p_task text, p_channel text, p_notices jsonb)
+ RETURNS SETOF public.commands
+ LANGUAGE plpgsql
+AS $function$
+      declare
+        v_due timestamptz;
+      begin
+        return query select * from slipway_queue_head(p_kind, p_id, p_preempting);
+        if found then
+          return;
+        end if;
+        perform pg_advisory_unlock(object_lock_key(p_kind, p_id));
+        v_due := (select min(c.not_before) from commands c
+                  where c.target_kind = p_kind and c.target_id = p_id and c.status in ('queued', 'running'));
+        if v_due is not null then
+          perform slipway_wake_objects(array[p_task], array[p_kind], array[p_id], array[v_due]);
+        end if;
+        if jsonb_array_length(p_notices) > 0 then
+          perform set_config('synchronous_commit', 'off', true);
+          perform pg_notify(p_channel, n) from jsonb_array_elements_text(p_notices) with ordinality as a(n, i) order by i;
+        end if;
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_drain_next_many(p_kind text, p_ids bigint[], p_preempting text[], p_task text, p_channel text, p_notices jsonb)
+ RETURNS SETOF public.commands
+ LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+      declare
+        v_heads commands[];
+        v_ended bigint[];
+      begin
+        v_heads := array(
+          select h.cmd from unnest(p_ids) as i(id)
+          cross join lateral (
+            select c as cmd from commands c
+            where c.target_kind = p_kind and c.target_id = i.id and c.status in ('queued', 'running')
+              and (c.not_before <= now() or c.status = 'running')
+            order by (c.status = 'running') desc, (c.kind = any(p_preempting)) desc, c.id
+            limit 1
+          ) as h
+        );
+        return query select * from unnest(v_heads);
+        v_ended := array(select i.id from unnest(p_ids) as i(id)
+                         where i.id <> all (select h.target_id from unnest(v_heads) as h));
+        if cardinality(v_ended) > 0 then
+          perform pg_advisory_unlock(object_lock_key(p_kind, e.id)) from unnest(v_ended) as e(id);
+          perform slipway_wake_objects(array_agg(p_task), array_agg(p_kind), array_agg(d.id), array_agg(d.due))
+          from (select c.target_id as id, min(c.not_before) as due from commands c
+                where c.target_kind = p_kind and c.target_id = any(v_ended) and c.status in ('queued', 'running')
+                group by c.target_id) as d
+          having count(*) > 0;
+        end if;
+        if jsonb_array_length(p_notices) > 0 then
+          perform set_config('synchronous_commit', 'off', true);
+          perform pg_notify(p_channel, n) from jsonb_array_elements_text(p_notices) with ordinality as a(n, i) order by i;
+        end if;
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_drain_start(p_kind text, p_id bigint, p_preempting text[], p_task text)
+ RETURNS SETOF public.commands
+ LANGUAGE plpgsql
+AS $function$
+      begin
+        if pg_try_advisory_lock(object_lock_key(p_kind, p_id)) then
+          return query select * from slipway_drain_next(p_kind, p_id, p_preempting, p_task, '', '[]'::jsonb);
+        end if;
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_drain_start_many(p_kind text, p_ids bigint[], p_preempting text[], p_task text)
+ RETURNS SETOF public.commands
+ LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+      begin
+        return query select * from slipway_drain_next_many(
+          p_kind,
+          array(select i.id from unnest(p_ids) as i(id) where pg_try_advisory_lock(object_lock_key(p_kind, i.id))),
+          p_preempting, p_task, '', '[]'::jsonb);
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_expect(ok boolean, sqlstate text, message text)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $function$
+      begin
+        if ok is not true then
+          raise exception using errcode = sqlstate, message = message;
+        end if;
+        return true;
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_lock_object(p_kind text, p_id bigint)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $function$
+      begin
+        if not pg_try_advisory_lock(object_lock_key(p_kind, p_id)) then
+          return false;
+        end if;
+        case p_kind
+          when 'lease' then perform 1 from leases where id = p_id for no key update;
+          when 'resource' then perform 1 from resources where id = p_id for no key update;
+          when 'blueprint' then perform 1 from blueprints where id = p_id for no key update;
+        end case;
+        return true;
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_lock_object_row(p_kind text, p_id bigint)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+      declare
+        v_version int;
+      begin
+        case p_kind
+          when 'lease' then select o.version into v_version from leases o where o.id = p_id for no key update;
+          when 'resource' then select o.version into v_version from resources o where o.id = p_id for no key update;
+          when 'blueprint' then select o.version into v_version from blueprints o where o.id = p_id for no key update;
+        end case;
+        return v_version;
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_lock_object_version(p_kind text, p_id bigint, p_version integer)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+      declare
+        v_version int := slipway_lock_object_row(p_kind, p_id);
+      begin
+        if v_version is null then
+          raise exception using errcode = 'SW001', message = format('%s %s has no row', p_kind, p_id);
+        elsif v_version <> p_version then
+          raise exception using errcode = 'SW001',
+            message = format('%s %s is at version %s, not %s, under its drain', p_kind, p_id, v_version, p_version);
+        end if;
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_lock_object_versions(p_kind text, p_ids bigint[], p_versions integer[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+      declare
+        v_found bigint[];
+        v_at int[];
+        v_moved text;
+      begin
+        case p_kind
+          when 'lease' then
+            select array_agg(o.id), array_agg(o.version) into v_found, v_at
+            from (select l.id, l.version from leases l where l.id = any(p_ids)
+                  order by object_drain_job_key('lease', l.id) for no key update) as o;
+          when 'resource' then
+            select array_agg(o.id), array_agg(o.version) into v_found, v_at
+            from (select r.id, r.version from resources r where r.id = any(p_ids)
+                  order by object_drain_job_key('resource', r.id) for no key update) as o;
+        end case;
+        select string_agg(format('%s %s is at version %s, not %s', p_kind, w.id, coalesce(f.version::text, 'none (no row)'), w.version), '; ')
+          into v_moved
+        from unnest(p_ids, p_versions) as w(id, version)
+        left join unnest(v_found, v_at) as f(id, version) on f.id = w.id
+        where f.version is distinct from w.version;
+        if v_moved is not null then
+          raise exception using errcode = 'SW001', message = v_moved || ', under its drain';
+        end if;
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_queue_head(p_kind text, p_id bigint, p_preempting text[])
+ RETURNS SETOF public.commands
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+      begin
+        return query
+          select * from commands c
+          where c.target_kind = p_kind and c.target_id = p_id and c.status in ('queued', 'running')
+            and (c.not_before <= now() or c.status = 'running')
+          order by (c.status = 'running') desc, (c.kind = any(p_preempting)) desc, c.id
+          limit 1;
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_queue_look(p_kind text, p_id bigint, OUT ready boolean, OUT at timestamp with time zone)
+ RETURNS record
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+      begin
+        ready := exists (
+          select 1 from commands c
+          where c.target_kind = p_kind and c.target_id = p_id and c.status in ('queued', 'running')
+            and (c.not_before <= now() or c.status = 'running'));
+        at := (select min(c.not_before) from commands c
+               where c.target_kind = p_kind and c.target_id = p_id and c.status = 'queued');
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_settle_command(p_id bigint, p_target_kind text, p_target_id bigint, p_status text, p_message text, p_retry_secs double precision, p_events jsonb, p_supersedes text[], p_supersede_message text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+      begin
+        if jsonb_array_length(p_events) > 0 then
+          insert into events (target_kind, target_id, command_id, type, from_state, to_state, message, actor, source, data)
+          select e.doc->>'target_kind', (e.doc->>'target_id')::bigint, (e.doc->>'command_id')::bigint, e.doc->>'type',
+                 e.doc->>'from_state', e.doc->>'to_state', e.doc->>'message', e.doc->>'actor', e.doc->>'source',
+                 nullif(e.doc->'data', 'null'::jsonb)
+          from jsonb_array_elements(p_events) with ordinality as e(doc, n)
+          order by e.n;
+        end if;
+        if cardinality(p_supersedes) > 0 then
+          update commands set status = 'cancelled', finished_at = now(), message = p_supersede_message
+          where target_kind = p_target_kind and target_id = p_target_id
+            and status = 'queued' and kind = any(p_supersedes) and id <> p_id;
+        end if;
+        if p_status = 'yield' then
+          update commands set status = 'queued', message = p_message, attempts = attempts + 1,
+                              not_before = now() + make_interval(secs => p_retry_secs)
+          where id = p_id;
+        else
+          update commands set status = p_status, message = p_message, finished_at = now(),
+                              started_at = coalesce(started_at, now())
+          where id = p_id;
+        end if;
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_settle_commands(p_settles jsonb, p_events jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+      declare
+        -- The ids as an array too, so the generic plan finds the commands
+        -- by their key: joined only to the document, it may hash the table.
+        v_ids bigint[] := array(select (s.doc->>'id')::bigint from jsonb_array_elements(p_settles) as s(doc));
+      begin
+        if jsonb_array_length(p_events) > 0 then
+          insert into events (target_kind, target_id, command_id, type, from_state, to_state, message, actor, source, data)
+          select e.doc->>'target_kind', (e.doc->>'target_id')::bigint, (e.doc->>'command_id')::bigint, e.doc->>'type',
+                 e.doc->>'from_state', e.doc->>'to_state', e.doc->>'message', e.doc->>'actor', e.doc->>'source',
+                 nullif(e.doc->'data', 'null'::jsonb)
+          from jsonb_array_elements(p_events) with ordinality as e(doc, n)
+          order by e.n;
+        end if;
+        update commands c set status = 'cancelled', finished_at = now(), message = s.supersede_message
+        from jsonb_to_recordset(p_settles) as s(id bigint, target_kind text, target_id bigint, supersedes text[], supersede_message text)
+        where cardinality(s.supersedes) > 0
+          and c.target_kind = s.target_kind and c.target_id = s.target_id
+          and c.status = 'queued' and c.kind = any(s.supersedes) and c.id <> s.id;
+        update commands c
+        set status = case when s.status = 'yield' then 'queued' else s.status end,
+            message = s.message,
+            attempts = c.attempts + (s.status = 'yield')::int,
+            not_before = case when s.status = 'yield' then now() + make_interval(secs => s.retry_secs) else c.not_before end,
+            finished_at = case when s.status = 'yield' then c.finished_at else now() end,
+            started_at = case when s.status = 'yield' then c.started_at else coalesce(c.started_at, now()) end
+        from jsonb_to_recordset(p_settles) as s(id bigint, status text, message text, retry_secs float8)
+        where c.id = any(v_ids) and c.id = s.id;
+      end
+      $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_wake_objects(tasks text[], kinds text[], ids bigint[], run_ats timestamp with time zone[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+      declare
+        t record;
+      begin
+        for t in
+          with wanted as (
+            select u.task, u.id, object_drain_job_key(u.kind, u.id) as job_key, min(coalesce(u.run_at, now())) as run_at
+            from unnest(tasks, kinds, ids, run_ats) as u(task, kind, id, run_at)
+            group by u.task, u.kind, u.id
+          ),
+          already_due as (
+            select j.key from graphile_worker._private_jobs j
+            join wanted w on j.key = w.job_key
+            where j.is_available and j.run_at <= w.run_at
+            order by j.key
+            for share of j
+          )
+          select w.task, w.id, w.job_key, w.run_at from wanted w
+          where w.job_key not in (select d.key from already_due d)
+          order by w.job_key
+        loop
+          perform graphile_worker.add_job(
+            identifier := t.task,
+            payload := json_build_object('id', t.id),
+            run_at := t.run_at,
+            job_key := t.job_key
+          );
+        end loop;
+      end
+      $function$;
