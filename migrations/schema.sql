@@ -286,6 +286,7 @@ create table public.workers (
   started_at timestamp with time zone not null default now(),
   heartbeat_at timestamp with time zone not null default now(),
   job_lockers text[] not null default '{}'::text[],
+  version text,
   constraint workers_pkey PRIMARY KEY (id)
 );
 
