@@ -6,6 +6,8 @@ import type { ObjectKind } from '../../migrations/schema.ts';
  *
  *   versions     payload schema per version (a newer worker keeps reading old
  *                versions; an older one leaves newer ones queued)
+ *   upgrades     per version below the latest, how its payload becomes the
+ *                next version's: handlers see the latest shape only
  *   internal     appended only by Slipway itself (drains, creation); callers
  *                outside may not append it
  *   dedupKey     at most one command with this key queued or running per
@@ -16,6 +18,7 @@ import type { ObjectKind } from '../../migrations/schema.ts';
  */
 export interface CommandKindSpec {
   readonly versions: Readonly<Record<number, z.ZodType>>;
+  readonly upgrades?: Readonly<Record<number, (payload: never) => unknown>>;
   readonly internal: boolean;
   readonly dedupKey?: string;
   readonly preempts?: boolean;
@@ -27,6 +30,9 @@ const id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 const none = z.object({}).strict();
 const leaseRef = z.object({ leaseId: id }).strict();
 const resourceRef = z.object({ resourceId: id }).strict();
+const term = z.number().int().positive().max(366 * 24 * 3600 * 1000);
+/** As a lease's own heartbeat interval (createLease): 1 s to a day. */
+const heartbeat = z.number().int().min(1000).max(24 * 3600 * 1000);
 
 const leaseKinds = {
   allocate: { versions: { 1: none }, internal: true, summary: 'find this pending lease a slot' },
@@ -56,7 +62,14 @@ const leaseKinds = {
   },
   destroy: { versions: { 1: none }, internal: true, dedupKey: 'destroy', summary: 'finish a released or broken lease' },
   renew: {
-    versions: { 1: z.object({ expiresInMs: z.number().int().positive().max(366 * 24 * 3600 * 1000).optional() }).strict() },
+    versions: {
+      1: z.object({ expiresInMs: term.optional() }).strict(),
+      // v2 may also set a new heartbeat interval: a holder that learns it
+      // needs longer between beats says so as it beats.
+      2: z.object({ expiresInMs: term.optional(), heartbeatMs: heartbeat.optional() }).strict(),
+    },
+    // A v1 renewal is a v2 one that keeps the heartbeat interval.
+    upgrades: { 1: (v1: { expiresInMs?: number }) => v1 },
     internal: false,
     // Ordered with release (both preempt, so among them by id): a renewal
     // queued before the collector's expiry release is applied before it and
@@ -128,8 +141,30 @@ export function commandKindSpec(target: ObjectKind, kind: string): CommandKindSp
   return Object.hasOwn(kinds, kind) ? kinds[kind] : undefined;
 }
 
-export function latestVersion(spec: CommandKindSpec): number {
+function latestVersion(spec: CommandKindSpec): number {
   return Math.max(...Object.keys(spec.versions).map(Number));
+}
+
+/**
+ * The version a command is stored at when its caller names none: the oldest
+ * whose schema takes the payload, so workers of the release before can run
+ * whatever does not need what is new (no flag day for callers); the latest
+ * when none takes it (its schema then says what is wrong).
+ */
+export function versionFor(spec: CommandKindSpec, payload: unknown): number {
+  const versions = Object.keys(spec.versions).map(Number).sort((a, b) => a - b);
+  return versions.find((version) => spec.versions[version]!.safeParse(payload).success) ?? latestVersion(spec);
+}
+
+/** A payload read at `version`, upgraded step by step to the latest version's shape. */
+export function upgradedPayload(spec: CommandKindSpec, version: number, payload: unknown): unknown {
+  let upgraded = payload;
+  for (let from = version; from < latestVersion(spec); from++) {
+    const upgrade = spec.upgrades?.[from] as ((payload: unknown) => unknown) | undefined;
+    if (!upgrade) throw new Error(`no upgrade from version ${from} of a command kind with versions ${Object.keys(spec.versions).join(', ')}`);
+    upgraded = spec.versions[from + 1]!.parse(upgrade(upgraded));
+  }
+  return upgraded;
 }
 
 /** Kinds drained ahead of the rest of an object's queue. */

@@ -1,5 +1,5 @@
 import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/schema.ts';
-import { commandKindSpec, preemptingKinds } from '../domain/commandKinds.ts';
+import { commandKindSpec, preemptingKinds, upgradedPayload } from '../domain/commandKinds.ts';
 import { describeZodIssues } from '../domain/errors.ts';
 import { accepts } from '../domain/lifecycle.ts';
 import type { DriverCall } from '../drivers/Driver.ts';
@@ -52,7 +52,7 @@ export function commandStep(target: ObjectRef, state: string, command: CommandRo
   if (!accepts(target.kind, state, command.kind) || !handler) {
     return { step: 'settled', outcome: { status: 'done', message: `nothing to do: ${target.kind} ${target.id} is ${state}` } };
   }
-  return { step: 'handle', handler, payload: payload.data };
+  return { step: 'handle', handler, payload: upgradedPayload(spec, command.version, payload.data) };
 }
 
 /** Who a handler's driver calls are for: the blueprint, and the object and command ids as the idempotency key. */

@@ -1,5 +1,5 @@
 import type { Db } from '../db/Database.ts';
-import { commandKindSpec, latestVersion } from '../domain/commandKinds.ts';
+import { commandKindSpec, versionFor } from '../domain/commandKinds.ts';
 import { UnsupportedVersionError } from '../domain/errors.ts';
 import { validateDriverSettings } from '../drivers/registry.ts';
 import { findBlueprint } from '../read/blueprints.ts';
@@ -32,7 +32,7 @@ const ADMISSION_CHECKS: Readonly<Record<string, AdmissionCheck>> = {
  */
 export async function admit(trx: Db, request: AppendRequest): Promise<void> {
   const { target, kind } = request;
-  await assertSomeWorkerRuns(trx, target, kind, request.version ?? latestVersion(commandKindSpec(target.kind, kind)!));
+  await assertSomeWorkerRuns(trx, target, kind, request.version ?? versionFor(commandKindSpec(target.kind, kind)!, request.payload ?? {}));
   await ADMISSION_CHECKS[`${target.kind}:${kind}`]?.(trx, target, (request.payload ?? {}) as Record<string, unknown>);
 }
 

@@ -2,7 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
-import { commandKindSpec, latestVersion, COMMAND_KINDS } from '../domain/commandKinds.ts';
+import { commandKindSpec, COMMAND_KINDS, versionFor } from '../domain/commandKinds.ts';
 import {
   CommandRejectedError,
   describeZodIssues,
@@ -121,7 +121,7 @@ export function appendCall(request: AppendRequest, options: AppendOptions): RawB
       field: 'kind',
     });
   }
-  const version = request.version ?? latestVersion(spec);
+  const version = request.version ?? versionFor(spec, request.payload ?? {});
   const schema = spec.versions[version];
   if (!schema) {
     throw new InvalidInputError(

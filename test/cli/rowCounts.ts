@@ -4,7 +4,7 @@ import { waitFor } from '../helpers/waitFor.ts';
 
 /**
  * How many rows every table of Slipway's schema holds (and, for a table with
- * a `version` column, the sum of its rows' versions, which any update
+ * an integer `version` column, the sum of its rows' versions, which any update
  * raises), once earlier tests' commands have settled: to prove that a
  * refused request or command wrote nothing.
  */
@@ -15,7 +15,9 @@ export async function rowCounts(db: Db): Promise<Record<string, number>> {
   const { rows: tables } = await sql<{ name: string; versioned: boolean }>`
     select t.table_name as name,
            exists (select from information_schema.columns c
-                   where c.table_schema = t.table_schema and c.table_name = t.table_name and c.column_name = 'version') as versioned
+                   where c.table_schema = t.table_schema and c.table_name = t.table_name and c.column_name = 'version'
+                     -- The objects' row versions (workers.version is the Slipway version they run).
+                     and c.data_type in ('integer', 'bigint')) as versioned
     from information_schema.tables t
     where t.table_schema = 'public' and t.table_type = 'BASE TABLE' and t.table_name not like 'kysely_%'
     order by t.table_name

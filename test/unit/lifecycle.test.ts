@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { COMMAND_KINDS, commandKindSpec, latestVersion } from '../../src/domain/commandKinds.ts';
+import { COMMAND_KINDS, commandKindSpec, upgradedPayload, versionFor } from '../../src/domain/commandKinds.ts';
 import { accepts, canTransition, INITIAL_STATE, isTerminal, LIFECYCLES, statesAccepting } from '../../src/domain/lifecycle.ts';
 import { BLUEPRINT_HANDLERS } from '../../src/drain/handlers/blueprintHandlers.ts';
 import { LEASE_HANDLERS } from '../../src/drain/handlers/leaseHandlers.ts';
@@ -22,7 +22,11 @@ describe('the state table', () => {
     for (const command of Object.keys(COMMAND_KINDS[kind])) {
       expect(statesAccepting(kind, command).length, `${kind} ${command}`).toBeGreaterThan(0);
       expect(Object.keys(HANDLERS[kind]), `${kind} handler for ${command}`).toContain(command);
-      expect(latestVersion(commandKindSpec(kind, command)!)).toBeGreaterThanOrEqual(1);
+      // Versions 1..N, and a way up from each to the next, so a newer worker reads every older command.
+      const spec = commandKindSpec(kind, command)!;
+      const versions = Object.keys(spec.versions).map(Number).sort((a, b) => a - b);
+      expect(versions, `${kind} ${command} versions`).toEqual(versions.map((_, i) => i + 1));
+      expect(Object.keys(spec.upgrades ?? {}).map(Number), `${kind} ${command} upgrades`).toEqual(versions.slice(0, -1));
     }
   });
 
@@ -57,4 +61,15 @@ describe('the state table', () => {
   test('an unknown state is a programming error, not a silent "no"', () => {
     expect(() => accepts('lease', 'flying', 'release')).toThrow(/unknown lease state "flying"/);
   });
+});
+
+test('a renewal is stored at the oldest version that carries it, and read by a newer worker in the latest shape', () => {
+  const renew = commandKindSpec('lease', 'renew')!;
+  expect(versionFor(renew, {})).toBe(1);
+  expect(versionFor(renew, { expiresInMs: 60_000 })).toBe(1);
+  expect(versionFor(renew, { heartbeatMs: 30_000 })).toBe(2);
+  // A payload no version takes is the latest's, whose schema then says what is wrong.
+  expect(versionFor(renew, { heartbeatMs: 10 })).toBe(2);
+  expect(upgradedPayload(renew, 1, { expiresInMs: 60_000 })).toEqual({ expiresInMs: 60_000 });
+  expect(upgradedPayload(renew, 2, { heartbeatMs: 30_000 })).toEqual({ heartbeatMs: 30_000 });
 });

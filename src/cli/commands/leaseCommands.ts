@@ -25,6 +25,8 @@ interface CreateOptions extends WaitOptions {
 interface RenewOptions extends WaitOptions {
   /** Milliseconds. */
   readonly expiresIn?: number;
+  /** Milliseconds. */
+  readonly heartbeat?: number;
 }
 
 interface ListOptions extends PageOptions {
@@ -64,10 +66,14 @@ export function addLeaseCommands(program: Command): void {
       .command('renew')
       .description("push a lease's expiry back (by its term, or --expires-in) and beat its heartbeat")
       .argument('<id>', 'lease id', parseWith(PositiveId))
-      .option('--expires-in <duration>', 'expire this long from now (and renew by this term from now on)', parseWith(Duration)),
+      .option('--expires-in <duration>', 'expire this long from now (and renew by this term from now on)', parseWith(Duration))
+      .option('--heartbeat <duration>', 'beat every this long from now on (a renew v2; workers before it do not run it)', parseWith(Duration)),
   ).action((id: number, options: RenewOptions, command: Command) =>
     withTransport(command, (transport, out) => {
-      const payload = options.expiresIn === undefined ? {} : { expiresInMs: options.expiresIn };
+      const payload = {
+        ...(options.expiresIn === undefined ? {} : { expiresInMs: options.expiresIn }),
+        ...(options.heartbeat === undefined ? {} : { heartbeatMs: options.heartbeat }),
+      };
       return requestCommand(transport, out, { target: { kind: 'lease', id }, kind: 'renew', payload }, options);
     }),
   );

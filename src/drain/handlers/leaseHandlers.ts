@@ -176,19 +176,20 @@ export const LEASE_HANDLERS = {
   renew: {
     async decide(trx: Db, ctx: Ctx) {
       const lease = ctx.object;
-      const { expiresInMs } = ctx.payload as { expiresInMs?: number };
+      const { expiresInMs, heartbeatMs: newHeartbeatMs } = ctx.payload as { expiresInMs?: number; heartbeatMs?: number };
       // Without a term of its own, a renewal extends an expiring lease by the
       // term it was given; a lease that never expired gains an expiry only
-      // when asked for one.
+      // when asked for one. Likewise its heartbeat interval (v2).
       const termMs = expiresInMs ?? (lease.expires_at ? lease.term_ms : null);
-      if (!termMs && !lease.heartbeat_ms) return done<'lease'>('nothing to renew: the lease has no expiry and no heartbeat');
-      const deadlines = await deadlinesFromNow(trx, { termMs, heartbeatMs: lease.heartbeat_ms });
+      const heartbeatMs = newHeartbeatMs ?? lease.heartbeat_ms;
+      if (!termMs && !heartbeatMs) return done<'lease'>('nothing to renew: the lease has no expiry and no heartbeat');
+      const deadlines = await deadlinesFromNow(trx, { termMs, heartbeatMs });
       const until = [
         deadlines.expires_at && `expires ${deadlines.expires_at.toISOString()}`,
         deadlines.heartbeat_deadline && `next heartbeat due by ${deadlines.heartbeat_deadline.toISOString()}`,
       ].filter(Boolean);
       return done<'lease'>(`renewed: ${until.join('; ')}`, {
-        set: { ...deadlines, ...(termMs ? { term_ms: termMs } : {}) },
+        set: { ...deadlines, ...(termMs ? { term_ms: termMs } : {}), ...(newHeartbeatMs ? { heartbeat_ms: newHeartbeatMs } : {}) },
         events: [{ type: 'renewed', message: until.join('; '), data: deadlines }],
       });
     },
