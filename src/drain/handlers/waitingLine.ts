@@ -14,9 +14,10 @@ import type { FollowUp } from '../Handler.ts';
  * Room is a free slot on an active resource, not already promised to an
  * acquire on its way there, or, while the blueprint is enabled, a resource it
  * may still make (live below max). A resource made for a waiter has slots for
- * the waiters behind it too. So whatever made the room (a raised limit, an
- * enable, a destroyed resource, a freed slot, new settings), the waiters get
- * it, and nobody has to remember to serve them.
+ * the waiters behind it too (leasesPerResource of them; a driver that gives
+ * it fewer refuses the rest, who ask again). So whatever made the room (a
+ * raised limit, an enable, a destroyed resource, a freed slot, new
+ * settings), the waiters get it, and nobody has to remember to serve them.
  *
  * Only the blueprint's drain writes the line (blueprint_waiters); it serves a
  * lease by sending an `acquire` to a resource's queue, the resource decides.
@@ -47,22 +48,20 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const events: Serving['events'][number][] = [];
   const followUps: FollowUp[] = [];
   let live = blueprint.live_resources;
-  const slots = line.length > 0 ? await freeSlots(trx, blueprint.id) : [];
+  const slots: Slot[] = line.length > 0 ? await freeSlots(trx, blueprint.id) : [];
   for (const leaseId of line) {
     let slot = slots.find((s) => s.free > 0);
     if (!slot && blueprint.state === 'enabled' && live < blueprint.max_resources) {
-      const resourceId = await makeResource(trx, blueprint, cause, { leaseId });
+      slot = { id: await makeResource(trx, blueprint, cause, { leaseId }), free: blueprint.leases_per_resource, madeFor: leaseId };
+      slots.push(slot);
       live++;
-      served.set(leaseId, `allocating resource ${resourceId} for lease ${leaseId} (${live} of ${blueprint.max_resources})`);
-      events.push({ type: 'resource_allocated', message: `resource ${resourceId} for lease ${leaseId}`, data: { resourceId, leaseId } });
-      followUps.push(acquire(resourceId, leaseId, `made for lease ${leaseId}`));
-      slots.push({ id: resourceId, free: blueprint.leases_per_resource - 1 });
-      continue;
+      events.push({ type: 'resource_allocated', message: `resource ${slot.id} for lease ${leaseId}`, data: { resourceId: slot.id, leaseId } });
     }
     if (!slot) break;
     slot.free--;
-    served.set(leaseId, `sent lease ${leaseId} to resource ${slot.id}`);
-    followUps.push(acquire(slot.id, leaseId, `lease ${leaseId} waited for a slot`));
+    const made = slot.madeFor === leaseId;
+    served.set(leaseId, made ? `allocating resource ${slot.id} for lease ${leaseId} (${live} of ${blueprint.max_resources})` : `sent lease ${leaseId} to resource ${slot.id}`);
+    followUps.push(acquire(slot.id, leaseId, made ? `made for lease ${leaseId}` : `lease ${leaseId} waited for a slot`));
   }
   const leaving = [...departed, ...served.keys()];
   if (leaving.length > 0) await trx.deleteFrom('blueprint_waiters').where('lease_id', 'in', leaving).execute();
@@ -79,8 +78,9 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
 
 /**
  * The leases waiting at the blueprint, oldest first, and the rows of those
- * that left the line (released while they waited): the reads of others
- * already pass over those (see waitingLeases); the blueprint removes them.
+ * that left the line (released while they waited). Every other reader of the
+ * line already passes over those (see waitingLeases); the blueprint, the
+ * line's only writer, removes them.
  */
 async function waitingLine(trx: Db, blueprintId: number): Promise<{ line: number[]; departed: number[] }> {
   const rows = await trx
@@ -95,13 +95,20 @@ async function waitingLine(trx: Db, blueprintId: number): Promise<{ line: number
   return { line: rows.filter(stillPending).map((r) => r.lease_id), departed: rows.filter((r) => !stillPending(r)).map((r) => r.lease_id) };
 }
 
+/** A resource the line may be sent to, and how many of its slots are still unpromised. */
+interface Slot {
+  readonly id: number;
+  free: number;
+  /** The lease a resource was made for here. */
+  readonly madeFor?: number;
+}
+
 /**
  * The blueprint's active resources with free slots, less the slots already
- * promised to acquires still in their queues: those are the lease's that
- * sent them, whatever happens to that lease (a resource that grants no slot
- * for an acquire offers it to the line again).
+ * promised to acquires still in their queues (a resource whose acquire finds
+ * its lease gone offers the slot to the line again).
  */
-async function freeSlots(trx: Db, blueprintId: number): Promise<Array<{ id: number; free: number }>> {
+async function freeSlots(trx: Db, blueprintId: number): Promise<Slot[]> {
   const rows = await trx
     .selectFrom('resources as r')
     .select([
