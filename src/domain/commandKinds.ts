@@ -119,6 +119,12 @@ const blueprintKinds = {
   need_resource: { versions: { 1: leaseRef }, internal: true, summary: 'a lease found no free slot' },
   slot_freed: { versions: { 1: resourceRef }, internal: true, summary: 'a resource has a free slot' },
   resource_destroyed: { versions: { 1: resourceRef }, internal: true, summary: 'a resource is gone' },
+  serve_waiters: {
+    versions: { 1: none },
+    internal: true,
+    dedupKey: 'serve_waiters',
+    summary: 'the limits or state changed: serve the waiting leases from the room that made',
+  },
   update_settings: {
     versions: { 1: z.object({ settings: z.record(z.string(), z.json()) }).strict() },
     internal: false,

@@ -39,7 +39,7 @@ const resource = {
   destroyed: { next: [], accepts: ['acquire', 'release_slot'], isLive: false },
 } as const satisfies Record<string, StateSpec>;
 
-const blueprintCommands = ['need_resource', 'slot_freed', 'resource_destroyed', 'update_settings'] as const;
+const blueprintCommands = ['need_resource', 'slot_freed', 'resource_destroyed', 'serve_waiters', 'update_settings'] as const;
 const blueprint = {
   // A disabled blueprint makes no new resources, so it is not topped up.
   enabled: { next: ['disabled'], accepts: [...blueprintCommands, 'top_up'], isLive: true },

@@ -6,7 +6,7 @@ import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError } from '../domain/errors.ts';
 import { canTransition, type BlueprintState } from '../domain/lifecycle.ts';
 import { lockObjectInTransaction } from '../queue/lockObjectInTransaction.ts';
-import { wakeObjects } from '../queue/wakeObjects.ts';
+import { appendInTransaction } from '../queue/appendCommand.ts';
 import { findBlueprint, type BlueprintRef } from '../read/blueprints.ts';
 import { BlueprintInputSchema } from './createBlueprint.ts';
 import { recordEvent } from './recordEvent.ts';
@@ -14,7 +14,9 @@ import { recordEvent } from './recordEvent.ts';
 /**
  * What may change on a blueprint directly: its limits. A new
  * `leasesPerResource` applies to resources made from then on; a lower
- * `maxResources` stops new resources until the count is below it.
+ * `maxResources` stops new resources until the count is below it. Every
+ * change (and every enable or disable) queues `serve_waiters`, so room it
+ * made goes to the leases waiting.
  *
  * Driver settings are not among them: new settings may leave live resources
  * that no longer fit (a static pool's entries), so they change only through
@@ -37,6 +39,9 @@ export const BlueprintChangesSchema = z
   .refine((changes) => Object.keys(changes).length > 0, 'name at least one of maxResources, leasesPerResource');
 export type BlueprintChanges = z.input<typeof BlueprintChangesSchema>;
 
+/** The column each changeable field is stored in. */
+const COLUMNS = { maxResources: 'max_resources', leasesPerResource: 'leases_per_resource' } as const;
+
 /**
  * Changes a blueprint's settings, in the caller's transaction, as the
  * blueprint's single writer for that moment (see lockObjectInTransaction).
@@ -46,15 +51,13 @@ export async function updateBlueprint(trx: Db, ref: BlueprintRef, changes: Bluep
   const parsed = BlueprintChangesSchema.safeParse(changes);
   if (!parsed.success) throw new InvalidInputError(`invalid blueprint changes: ${describeZodIssues(parsed.error.issues)}`);
   const blueprint = await lockedBlueprint(trx, ref);
-  const { maxResources, leasesPerResource } = parsed.data;
-  const row = await writeBlueprint(trx, blueprint, {
-    ...(maxResources !== undefined ? { max_resources: maxResources } : {}),
-    ...(leasesPerResource !== undefined ? { leases_per_resource: leasesPerResource } : {}),
-  });
+  const fields = Object.entries(parsed.data).filter(([, value]) => value !== undefined) as Array<[keyof typeof COLUMNS, number]>;
+  const change = `changed ${fields.map(([field, value]) => `${field} ${blueprint[COLUMNS[field]]} → ${value}`).join(', ')}`;
+  const row = await writeBlueprint(trx, blueprint, Object.fromEntries(fields.map(([field, value]) => [COLUMNS[field], value])), actor, change);
   await recordEvent(trx, {
     target: { kind: 'blueprint', id: row.id },
     type: 'updated',
-    message: `changed ${Object.keys(parsed.data).join(', ')}`,
+    message: change,
     actor,
     commandId: null,
     data: parsed.data,
@@ -68,7 +71,7 @@ export async function setBlueprintState(trx: Db, ref: BlueprintRef, to: Blueprin
   if (!canTransition('blueprint', blueprint.state, to)) {
     throw new CommandRejectedError(`blueprint ${blueprint.name} is already ${blueprint.state}`, { state: blueprint.state });
   }
-  const row = await writeBlueprint(trx, blueprint, { state: to });
+  const row = await writeBlueprint(trx, blueprint, { state: to }, actor, to);
   await recordEvent(trx, {
     target: { kind: 'blueprint', id: row.id },
     type: 'state',
@@ -91,6 +94,8 @@ async function writeBlueprint(
   trx: Db,
   blueprint: BlueprintRow,
   set: { max_resources?: number; leases_per_resource?: number; state?: string },
+  actor: Actor,
+  change: string,
 ): Promise<BlueprintRow> {
   const row = await trx
     .updateTable('blueprints')
@@ -98,7 +103,13 @@ async function writeBlueprint(
     .where('id', '=', blueprint.id)
     .returningAll()
     .executeTakeFirstOrThrow();
-  // A drain that found the lock taken gave up: look at the queue again.
-  await wakeObjects(trx, [{ kind: 'blueprint', id: blueprint.id }]);
+  // Whatever changed may have made room (a raised limit, an enable): the
+  // blueprint's drain serves its waiting leases from it. A command, not a
+  // bare wake-up: a drain with nothing queued does nothing.
+  await appendInTransaction(
+    trx,
+    { target: { kind: 'blueprint', id: blueprint.id }, kind: 'serve_waiters', actor: { ...actor, reason: change } },
+    { fromOutside: false },
+  );
   return row;
 }

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
+import { waitingLeases } from '../drain/sql/freeSlot.ts';
 import { fetchPage, type Page, type ListPage } from './page.ts';
 
 /** A blueprint named by its id or its name. */
@@ -42,10 +43,9 @@ export async function readBlueprintDetail(db: Db, ref: BlueprintRef): Promise<Bl
       .execute();
     return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   };
-  const waiting = await db
-    .selectFrom('blueprint_waiters')
+  const waiting = await waitingLeases(db)
     .select(sql<number>`count(*)::int`.as('n'))
-    .where('blueprint_id', '=', blueprint.id)
+    .where('w.blueprint_id', '=', blueprint.id)
     .executeTakeFirstOrThrow();
   return {
     ...blueprint,

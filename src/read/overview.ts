@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { BlueprintRow, CommandRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
+import { waitingLeases } from '../drain/sql/freeSlot.ts';
 
 /** One blueprint on the overview: how many of its resources and leases are in each state, and how many leases wait. */
 export interface BlueprintSummary extends BlueprintRow {
@@ -38,10 +39,9 @@ export async function readOverview(db: Db): Promise<Overview> {
   };
   const resources = await countsOf('resources');
   const leases = await countsOf('leases');
-  const waiting = await db
-    .selectFrom('blueprint_waiters')
-    .select(['blueprint_id', sql<number>`count(*)::int`.as('n')])
-    .groupBy('blueprint_id')
+  const waiting = await waitingLeases(db)
+    .select(['w.blueprint_id', sql<number>`count(*)::int`.as('n')])
+    .groupBy('w.blueprint_id')
     .execute();
   const waitingBy = new Map(waiting.map((row) => [row.blueprint_id, row.n]));
   const unsettled = await db

@@ -5,6 +5,7 @@ import { ObjectDrain } from '../../src/drain/ObjectDrain.ts';
 import { DriverRegistry } from '../../src/drivers/registry.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
+import { readBlueprintDetail } from '../../src/read/blueprints.ts';
 import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
 import { PendingAnnouncements } from '../../src/drain/sql/announcements.ts';
@@ -173,6 +174,34 @@ describe('the drain', () => {
     expect(waiters).toEqual([]);
     const resources = await db().selectFrom('resources').select('id').where('blueprint_id', '=', (await lease(third.id)).blueprint_id).execute();
     expect(resources).toHaveLength(1);
+  });
+
+  test('a waiting lease released leaves the line at once: no longer counted, never served, its row gone with the next serving', async () => {
+    const b = await blueprint('quitting', {}, 1);
+    const { lease: holder } = await createLease(db(), { blueprint: 'quitting', holder: 'a' }, alice);
+    await drainAll();
+    const { lease: quitter } = await createLease(db(), { blueprint: 'quitting', holder: 'b' }, alice);
+    const { lease: next } = await createLease(db(), { blueprint: 'quitting', holder: 'c' }, alice);
+    await drainAll();
+    expect((await readBlueprintDetail(db(), b.id)).waitingLeases).toBe(2);
+
+    // Only the lease is drained: the blueprint has not looked at its line since.
+    await appendCommand(db(), { target: { kind: 'lease', id: quitter.id }, kind: 'release', actor: alice });
+    await drain.drain('lease', quitter.id);
+    expect((await lease(quitter.id)).state).toBe('destroyed');
+    expect((await readBlueprintDetail(db(), b.id)).waitingLeases).toBe(1);
+
+    await appendCommand(db(), { target: { kind: 'lease', id: holder.id }, kind: 'release', actor: alice });
+    await drainAll();
+    expect((await lease(next.id)).state).toBe('active');
+    const acquires = await db()
+      .selectFrom('commands')
+      .select('payload')
+      .where('kind', '=', 'acquire')
+      .where(sql<string>`payload->>'leaseId'`, '=', String(quitter.id))
+      .execute();
+    expect(acquires).toEqual([]);
+    expect(await db().selectFrom('blueprint_waiters').select('lease_id').where('blueprint_id', '=', b.id).execute()).toEqual([]);
   });
 
   test('a release that reaches an already destroyed lease is a no-op, never a second destroy', async () => {

@@ -3,19 +3,11 @@ import type { BlueprintRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import { InvalidInputError } from '../../domain/errors.ts';
 import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
-import { recordEvent } from '../../objects/recordEvent.ts';
-import { appendInTransaction } from '../../queue/appendCommand.ts';
-import { resourceWithFreeSlot, waitingLeaseCount } from '../sql/freeSlot.ts';
-import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
+import { makeResource } from '../../objects/makeResource.ts';
+import { done, failed, type CommandHandler, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
+import { type Serving, serveWaitingLine } from './waitingLine.ts';
 
 type Ctx = HandlerContext<'blueprint'>;
-
-const acquire = (resourceId: number, leaseId: number, reason: string): FollowUp => ({
-  target: { kind: 'resource', id: resourceId },
-  kind: 'acquire',
-  payload: { leaseId },
-  reason,
-});
 
 /**
  * Lock our own row before deciding: a resource freeing a slot reads it FOR
@@ -33,226 +25,159 @@ async function lockedBlueprint(trx: Db, id: number): Promise<BlueprintRow> {
 }
 
 /**
- * Makes a resource: its row, its creation event and its first command
- * (allocate), for a lease that needs one or to keep the pool warm. Resource
- * creation, like lease creation, is the exception to "only the lock holder
- * writes a row": nobody else can know of the row yet. The caller counts it,
- * as the blueprint is the single writer of its resource count.
+ * What one command decides, on the blueprint's locked row, before the
+ * waiting line is served; `joined` is the lease it put in the line, whose
+ * place the message then tells if it still waits.
  */
-async function makeResource(trx: Db, ctx: Ctx, blueprint: BlueprintRow, purpose: { leaseId: number } | { warm: true }): Promise<number> {
-  const leaseId = 'leaseId' in purpose ? purpose.leaseId : null;
-  const why = leaseId === null ? `kept warm (minimum ${blueprint.min_resources})` : `lease ${leaseId} needs a resource`;
-  const resource = await trx
-    .insertInto('resources')
-    .values({ blueprint_id: blueprint.id, capacity: blueprint.leases_per_resource, allocated_for_lease_id: leaseId })
-    .returning(['id', 'state'])
-    .executeTakeFirstOrThrow();
-  const actor = { issuedBy: ctx.command.issued_by, source: 'system' as const, requestId: ctx.command.request_id };
-  const target = { kind: 'resource', id: resource.id } as const;
-  const { command } = await appendInTransaction(
-    trx,
-    { target, kind: 'allocate', causedBy: ctx.command.id, actor: { ...actor, reason: why } },
-    { fromOutside: false },
-  );
-  await recordEvent(trx, {
-    target,
-    type: 'created',
-    toState: resource.state,
-    message: `made by blueprint ${blueprint.name}: ${why}`,
-    actor,
-    commandId: command.id,
-  });
-  return resource.id;
-}
-
-/** Makes a resource for a lease and sends the lease's acquire to it. */
-async function allocateFor(trx: Db, ctx: Ctx, blueprint: BlueprintRow, leaseId: number): Promise<Outcome<'blueprint'>> {
-  const resourceId = await makeResource(trx, ctx, blueprint, { leaseId });
-  const live = blueprint.live_resources + 1;
-  return done(`allocating resource ${resourceId} for lease ${leaseId} (${live} of ${blueprint.max_resources})`, {
-    set: { live_resources: live },
-    events: [{ type: 'resource_allocated', message: `resource ${resourceId} for lease ${leaseId}`, data: { resourceId, leaseId } }],
-    followUps: [acquire(resourceId, leaseId, `made for lease ${leaseId}`)],
-  });
-}
-
-/** Oldest waiting leases that still want a slot; waiters whose lease moved on are dropped. */
-async function takeWaiters(trx: Db, blueprintId: number, count: number): Promise<number[]> {
-  if (count <= 0) return [];
-  await trx
-    .deleteFrom('blueprint_waiters')
-    .where('blueprint_id', '=', blueprintId)
-    .where('lease_id', 'in', (eb) =>
-      eb.selectFrom('leases').select('id').where('blueprint_id', '=', blueprintId).where('state', '!=', 'pending'),
-    )
-    .execute();
-  const taken = await trx
-    .deleteFrom('blueprint_waiters')
-    .where('lease_id', 'in', (eb) =>
-      eb.selectFrom('blueprint_waiters').select('lease_id').where('blueprint_id', '=', blueprintId).orderBy('since').orderBy('lease_id').limit(count),
-    )
-    .returning(['lease_id', 'since'])
-    .execute();
-  return taken.sort((a, b) => a.since.getTime() - b.since.getTime() || a.lease_id - b.lease_id).map((w) => w.lease_id);
-}
+type Decision = Outcome<'blueprint'> & { readonly joined?: number };
+type Decide = (trx: Db, ctx: Ctx, blueprint: BlueprintRow) => Promise<Decision>;
 
 /**
- * The blueprint is the single writer of its resource count: it alone decides
- * whether a new resource may be made within the limit, and it keeps the
- * queue of leases waiting for capacity.
+ * Every command the blueprint drains is followed, in the same transaction,
+ * by serving its waiting line from whatever room the blueprint has as the
+ * command leaves it (see waitingLine.ts). So the invariant "no lease waits
+ * while there is room" holds after any command, present or future, and no
+ * handler has to know which of its changes make room.
  */
-export const BLUEPRINT_HANDLERS = {
-  need_resource: {
+function servingTheLine(decide: Decide): CommandHandler<'blueprint'> {
+  return {
     async decide(trx: Db, ctx: Ctx) {
       const blueprint = await lockedBlueprint(trx, ctx.object.id);
-      const { leaseId } = ctx.payload as { leaseId: number };
-      const lease = await trx.selectFrom('leases').select(['state', 'resource_id', 'created_at']).where('id', '=', leaseId).executeTakeFirst();
-      if (!lease || lease.state !== 'pending' || lease.resource_id !== null) return done<'blueprint'>(`lease ${leaseId} no longer needs capacity`);
-
-      const making = await trx
-        .selectFrom('resources')
-        .select('id')
-        .where('allocated_for_lease_id', '=', leaseId)
-        .where('state', 'in', ['pending', 'active'])
-        .executeTakeFirst();
-      if (making) return done<'blueprint'>(`resource ${making.id} is already being made for lease ${leaseId}`, { followUps: [acquire(making.id, leaseId, `made for lease ${leaseId}`)] });
-
-      const free = await resourceWithFreeSlot(trx, blueprint.id);
-      const waiting = await waitingLeaseCount(trx, blueprint.id);
-      if (free !== undefined && waiting === 0) return done<'blueprint'>(`sent lease ${leaseId} to resource ${free}`, { followUps: [acquire(free, leaseId, `free slot for lease ${leaseId}`)] });
-
-      if (blueprint.state === 'enabled' && blueprint.live_resources < blueprint.max_resources && waiting === 0) {
-        return allocateFor(trx, ctx, blueprint, leaseId);
-      }
-      await trx
-        .insertInto('blueprint_waiters')
-        .values({ blueprint_id: blueprint.id, lease_id: leaseId, since: lease.created_at })
-        .onConflict((oc) => oc.column('lease_id').doNothing())
-        .execute();
-      const why = blueprint.state !== 'enabled' ? `blueprint is ${blueprint.state}` : `at its limit of ${blueprint.max_resources} resource(s)`;
-      return done<'blueprint'>(`lease ${leaseId} waits (${why}; ${waiting + 1} waiting)`, {
-        events: [{ type: 'lease_waiting', message: `lease ${leaseId} waits: ${why}`, data: { leaseId } }],
-      });
+      const { joined, ...decision } = await decide(trx, ctx, blueprint);
+      const after = { ...blueprint, ...decision.set, state: decision.to ?? blueprint.state } as BlueprintRow;
+      return withServing(decision, after, await serveWaitingLine(trx, after, ctx.command), joined);
     },
+  };
+}
+
+/** The command's outcome with the line's serving added: the resources made, the acquires sent, and what each lease got. */
+function withServing(decision: Outcome<'blueprint'>, after: BlueprintRow, serving: Serving, joined: number | undefined): Outcome<'blueprint'> {
+  const ahead = joined === undefined ? -1 : serving.waiting.indexOf(joined);
+  const still =
+    ahead >= 0
+      ? `lease ${joined} waits (${serving.why}; ${ahead} waiting ahead)`
+      : serving.waiting.length > 0
+        ? `${serving.waiting.length} lease(s) wait (${serving.why})`
+        : '';
+  const made = serving.liveResources !== after.live_resources;
+  return {
+    ...decision,
+    message: [decision.message, ...serving.served.values(), still].filter(Boolean).join('; '),
+    ...(made ? { set: { ...decision.set, live_resources: serving.liveResources } } : {}),
+    events: [
+      ...(decision.events ?? []),
+      ...serving.events,
+      ...(ahead >= 0 ? [{ type: 'lease_waiting', message: `lease ${joined} waits: ${serving.why}; ${ahead} waiting ahead`, data: { leaseId: joined, ahead } }] : []),
+    ],
+    followUps: [...(decision.followUps ?? []), ...serving.followUps],
+  };
+}
+
+const DECISIONS: Readonly<Record<string, Decide>> = {
+  /** A lease found no free slot: it joins the line (served at once if there is room). */
+  need_resource: async (trx, ctx, blueprint) => {
+    const { leaseId } = ctx.payload as { leaseId: number };
+    const lease = await trx.selectFrom('leases').select(['state', 'resource_id', 'created_at']).where('id', '=', leaseId).executeTakeFirst();
+    if (!lease || lease.state !== 'pending' || lease.resource_id !== null) return done<'blueprint'>(`lease ${leaseId} no longer needs capacity`);
+
+    const making = await trx
+      .selectFrom('resources')
+      .select('id')
+      .where('allocated_for_lease_id', '=', leaseId)
+      .where('state', 'in', ['pending', 'active'])
+      .executeTakeFirst();
+    if (making) {
+      return done<'blueprint'>(`resource ${making.id} is already being made for lease ${leaseId}`, {
+        followUps: [{ target: { kind: 'resource', id: making.id }, kind: 'acquire', payload: { leaseId }, reason: `made for lease ${leaseId}` }],
+      });
+    }
+    await trx
+      .insertInto('blueprint_waiters')
+      .values({ blueprint_id: blueprint.id, lease_id: leaseId, since: lease.created_at })
+      .onConflict((oc) => oc.column('lease_id').doNothing())
+      .execute();
+    return { ...done<'blueprint'>(`lease ${leaseId} needs a slot`), joined: leaseId };
   },
 
-  slot_freed: {
-    async decide(trx: Db, ctx: Ctx) {
-      const blueprint = await lockedBlueprint(trx, ctx.object.id);
-      const { resourceId } = ctx.payload as { resourceId: number };
-      const resource = await trx.selectFrom('resources').select(['state', 'capacity', 'used_slots']).where('id', '=', resourceId).executeTakeFirst();
-      if (!resource || resource.state !== 'active') return done<'blueprint'>(`resource ${resourceId} is ${resource?.state ?? 'gone'}`);
-      // Slots already promised by acquires still in the resource's queue are not free.
-      const promised = await trx
-        .selectFrom('commands')
-        .select(sql<number>`count(*)::int`.as('n'))
-        .where('target_kind', '=', 'resource')
-        .where('target_id', '=', resourceId)
-        .where('kind', '=', 'acquire')
-        .where('status', 'in', ['queued', 'running'])
-        .executeTakeFirstOrThrow();
-      const leases = await takeWaiters(trx, blueprint.id, resource.capacity - resource.used_slots - promised.n);
-      return done<'blueprint'>(leases.length ? `sent waiting lease(s) ${leases.join(', ')} to resource ${resourceId}` : 'nobody waiting', {
-        followUps: leases.map((leaseId) => acquire(resourceId, leaseId, `lease ${leaseId} waited for a slot`)),
-      });
-    },
+  /** A resource has a slot the line may take (counted, with any others, by serving the line). */
+  slot_freed: async (_trx, ctx) => done<'blueprint'>(`resource ${(ctx.payload as { resourceId: number }).resourceId} has a free slot`),
+
+  resource_destroyed: async (_trx, ctx, blueprint) => {
+    const live = blueprint.live_resources - 1;
+    return done<'blueprint'>(`resource ${(ctx.payload as { resourceId: number }).resourceId} gone (${live} of ${blueprint.max_resources})`, {
+      set: { live_resources: live },
+    });
   },
 
-  resource_destroyed: {
-    async decide(trx: Db, ctx: Ctx) {
-      const blueprint = await lockedBlueprint(trx, ctx.object.id);
-      const { resourceId } = ctx.payload as { resourceId: number };
-      const counted = { ...blueprint, live_resources: blueprint.live_resources - 1 };
-      const [next] = counted.state === 'enabled' && counted.live_resources < counted.max_resources ? await takeWaiters(trx, blueprint.id, 1) : [];
-      if (next !== undefined) {
-        const outcome = await allocateFor(trx, ctx, counted, next);
-        return { ...outcome, message: `resource ${resourceId} gone; ${outcome.message}` };
-      }
-      return done<'blueprint'>(`resource ${resourceId} gone (${counted.live_resources} of ${counted.max_resources})`, {
-        set: { live_resources: counted.live_resources },
-      });
-    },
-  },
+  /** The blueprint's limits or state changed (updateBlueprint.ts): the line is served from the room that made. */
+  serve_waiters: async () => done<'blueprint'>('limits or state changed'),
 
   /**
    * New driver settings, and the blueprint's resources brought in line with
    * them: the driver names the live resources that no longer fit (they are
-   * retired) and may set the resource limit; a raised limit serves waiting
-   * leases at once. The new settings apply to every driver call from the
+   * retired) and may set the resource limit (a raised one serves the line,
+   * like any room). The new settings apply to every driver call from the
    * next drain on (drivers are made per blueprint version).
    */
-  update_settings: {
-    async decide(trx: Db, ctx: Ctx) {
-      const blueprint = await lockedBlueprint(trx, ctx.object.id);
-      let settings: unknown;
-      try {
-        settings = validateDriverSettings(blueprint.driver, (ctx.payload as { settings: unknown }).settings);
-      } catch (error) {
-        if (error instanceof InvalidInputError) return failed<'blueprint'>(error.message);
-        throw error;
-      }
-      const plan = (await driverFactory(blueprint.driver).reconcile?.(trx, blueprint.id, settings)) ?? { retire: [] };
-      const counted = { ...blueprint, max_resources: plan.maxResources ?? blueprint.max_resources };
-      const room = counted.state === 'enabled' ? counted.max_resources - counted.live_resources : 0;
-      const allocations: Outcome<'blueprint'>[] = [];
-      for (const leaseId of await takeWaiters(trx, blueprint.id, room)) {
-        allocations.push(await allocateFor(trx, ctx, counted, leaseId));
-        counted.live_resources++;
-      }
-      const retired = plan.retire.map((r) => r.resourceId);
-      const limit = counted.max_resources === blueprint.max_resources ? '' : `; limit ${blueprint.max_resources} → ${counted.max_resources}`;
-      return done<'blueprint'>(
-        `settings updated${retired.length ? `; retiring resource(s) ${retired.join(', ')}` : ''}${limit}` +
-          allocations.map((a) => `; ${a.message}`).join(''),
-        {
-          set: { settings: JSON.stringify(settings), max_resources: counted.max_resources, live_resources: counted.live_resources },
-          events: [
-            { type: 'settings_updated', message: `driver settings replaced${limit}`, data: { retired, maxResources: counted.max_resources } },
-            ...allocations.flatMap((a) => a.events ?? []),
-          ],
-          followUps: [
-            ...plan.retire.map(({ resourceId, reason }): FollowUp => ({ target: { kind: 'resource', id: resourceId }, kind: 'retire', reason })),
-            ...allocations.flatMap((a) => a.followUps ?? []),
-          ],
-        },
-      );
-    },
+  update_settings: async (trx, ctx, blueprint) => {
+    let settings: unknown;
+    try {
+      settings = validateDriverSettings(blueprint.driver, (ctx.payload as { settings: unknown }).settings);
+    } catch (error) {
+      if (error instanceof InvalidInputError) return failed<'blueprint'>(error.message);
+      throw error;
+    }
+    const plan = (await driverFactory(blueprint.driver).reconcile?.(trx, blueprint.id, settings)) ?? { retire: [] };
+    const maxResources = plan.maxResources ?? blueprint.max_resources;
+    const retired = plan.retire.map((r) => r.resourceId);
+    const limit = maxResources === blueprint.max_resources ? '' : `; limit ${blueprint.max_resources} → ${maxResources}`;
+    return done<'blueprint'>(`settings updated${retired.length ? `; retiring resource(s) ${retired.join(', ')}` : ''}${limit}`, {
+      set: { settings: JSON.stringify(settings), max_resources: maxResources },
+      events: [{ type: 'settings_updated', message: `driver settings replaced${limit}`, data: { retired, maxResources } }],
+      followUps: plan.retire.map(({ resourceId, reason }): FollowUp => ({ target: { kind: 'resource', id: resourceId }, kind: 'retire', reason })),
+    });
   },
 
-  top_up: {
-    async decide(trx: Db, ctx: Ctx) {
-      const blueprint = await lockedBlueprint(trx, ctx.object.id);
-      // Resources that are, or are becoming, ready: pending or active, with
-      // no release or reclaim on their way.
-      const warm = await trx
-        .selectFrom('resources')
-        .select(sql<number>`count(*)::int`.as('n'))
-        .where('blueprint_id', '=', blueprint.id)
-        .where('state', 'in', ['pending', 'active'])
-        .where(({ not, exists, selectFrom }) =>
-          not(
-            exists(
-              selectFrom('commands')
-                .select('id')
-                .where('target_kind', '=', 'resource')
-                .whereRef('target_id', '=', 'resources.id')
-                .where('kind', 'in', ['release', 'reclaim'])
-                .where('status', 'in', ['queued', 'running']),
-            ),
+  top_up: async (trx, ctx, blueprint) => {
+    // Resources that are, or are becoming, ready: pending or active, with
+    // no release or reclaim on their way.
+    const warm = await trx
+      .selectFrom('resources')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .where('blueprint_id', '=', blueprint.id)
+      .where('state', 'in', ['pending', 'active'])
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('commands')
+              .select('id')
+              .where('target_kind', '=', 'resource')
+              .whereRef('target_id', '=', 'resources.id')
+              .where('kind', 'in', ['release', 'reclaim'])
+              .where('status', 'in', ['queued', 'running']),
           ),
-        )
-        .executeTakeFirstOrThrow();
-      const missing = Math.min(blueprint.min_resources - warm.n, blueprint.max_resources - blueprint.live_resources);
-      if (missing <= 0) {
-        return done<'blueprint'>(`${warm.n} warm of a minimum of ${blueprint.min_resources}; nothing to make${warm.n < blueprint.min_resources ? ' (at the limit)' : ''}`);
-      }
-      const made: number[] = [];
-      for (let i = 0; i < missing; i++) made.push(await makeResource(trx, ctx, blueprint, { warm: true }));
-      const live = blueprint.live_resources + missing;
-      return done<'blueprint'>(`making ${missing} resource(s) (${made.join(', ')}) to keep ${blueprint.min_resources} warm (${live} of ${blueprint.max_resources})`, {
-        set: { live_resources: live },
-        events: [{ type: 'topped_up', message: `made resource(s) ${made.join(', ')} to keep the pool warm`, data: { resourceIds: made } }],
-      });
-    },
+        ),
+      )
+      .executeTakeFirstOrThrow();
+    const missing = Math.min(blueprint.min_resources - warm.n, blueprint.max_resources - blueprint.live_resources);
+    if (missing <= 0) {
+      return done<'blueprint'>(`${warm.n} warm of a minimum of ${blueprint.min_resources}; nothing to make${warm.n < blueprint.min_resources ? ' (at the limit)' : ''}`);
+    }
+    const made: number[] = [];
+    for (let i = 0; i < missing; i++) made.push(await makeResource(trx, blueprint, ctx.command, { warm: true }));
+    const live = blueprint.live_resources + missing;
+    return done<'blueprint'>(`making ${missing} resource(s) (${made.join(', ')}) to keep ${blueprint.min_resources} warm (${live} of ${blueprint.max_resources})`, {
+      set: { live_resources: live },
+      events: [{ type: 'topped_up', message: `made resource(s) ${made.join(', ')} to keep the pool warm`, data: { resourceIds: made } }],
+    });
   },
-} satisfies HandlerTable<'blueprint'>;
+};
+
+/**
+ * The blueprint is the single writer of its resource count: it alone decides
+ * whether a new resource may be made within the limit, and it keeps the line
+ * of leases waiting for capacity.
+ */
+export const BLUEPRINT_HANDLERS: HandlerTable<'blueprint'> = Object.fromEntries(
+  Object.entries(DECISIONS).map(([kind, decide]) => [kind, servingTheLine(decide)]),
+);

@@ -21,18 +21,18 @@ export async function resourceWithFreeSlot(trx: Db, blueprintId: number): Promis
   return row?.id;
 }
 
-/** Whether any lease waits at the blueprint for capacity (cheaper than counting them). */
-export async function hasWaitingLeases(trx: Db, blueprintId: number): Promise<boolean> {
-  const row = await trx.selectFrom('blueprint_waiters').select('lease_id').where('blueprint_id', '=', blueprintId).limit(1).executeTakeFirst();
-  return row !== undefined;
+/**
+ * The leases waiting at blueprints for capacity: waiter rows whose lease is
+ * still pending. A lease released while it waits leaves the line at once
+ * (the blueprint's next drain removes its row, see waitingLine.ts), so
+ * every count and every decision reads the line through this.
+ */
+export function waitingLeases(db: Db) {
+  return db.selectFrom('blueprint_waiters as w').innerJoin('leases as l', 'l.id', 'w.lease_id').where('l.state', '=', 'pending');
 }
 
-/** How many leases wait at the blueprint for capacity. */
-export async function waitingLeaseCount(trx: Db, blueprintId: number): Promise<number> {
-  const row = await trx
-    .selectFrom('blueprint_waiters')
-    .select(sql<number>`count(*)::int`.as('n'))
-    .where('blueprint_id', '=', blueprintId)
-    .executeTakeFirstOrThrow();
-  return row.n;
+/** Whether any lease waits at the blueprint for capacity (cheaper than counting them). */
+export async function hasWaitingLeases(trx: Db, blueprintId: number): Promise<boolean> {
+  const row = await waitingLeases(trx).select('w.lease_id').where('w.blueprint_id', '=', blueprintId).limit(1).executeTakeFirst();
+  return row !== undefined;
 }
