@@ -5,15 +5,22 @@
  *   DATABASE_URL=... LOG_LEVEL=warn node --import tsx test/helpers/workerProcess.ts
  *
  * Configured from the environment like a real worker (SLIPWAY_* settings).
+ * A test seam makes it a worker of an older build: SLIPWAY_TEST_FORGET_VERSIONS
+ * (e.g. `lease.renew.2`) removes those command versions (and the upgrades to
+ * them) from its kinds table before it starts, so it runs and advertises
+ * only what the release before them did.
  * Tells its parent it is ready over IPC when it has one, and stops cleanly
  * (drains in progress finish, its registry row goes) on SIGTERM or when that
  * parent goes away.
  */
+import { commandKindSpec } from '../../src/domain/commandKinds.ts';
+import type { ObjectKind } from '../../migrations/schema.ts';
 import { loadConfig } from '../../src/config.ts';
 import { Database } from '../../src/db/Database.ts';
 import { createLogger } from '../../src/log.ts';
 import { SlipwayWorker, workerPoolSize } from '../../src/worker/SlipwayWorker.ts';
 
+forgetVersions(process.env.SLIPWAY_TEST_FORGET_VERSIONS ?? '');
 const config = loadConfig();
 if (!config.DATABASE_URL) throw new Error('workerProcess needs DATABASE_URL');
 const log = createLogger(config.LOG_LEVEL, 'test-worker');
@@ -46,3 +53,16 @@ process.once('SIGTERM', stop);
 // Our parent went away without stopping us (a test runner killed mid-run):
 // a worker nobody can stop any more must not outlive it.
 process.once('disconnect', stop);
+
+/** The test seam above: `target.kind.version`, comma-separated. */
+function forgetVersions(list: string): void {
+  for (const entry of list.split(',').filter(Boolean)) {
+    const [target, kind, version] = entry.split('.');
+    const spec = commandKindSpec(target as ObjectKind, kind!) as
+      | { versions: Record<number, unknown>; upgrades?: Record<number, unknown> }
+      | undefined;
+    if (!spec?.versions[Number(version)]) throw new Error(`SLIPWAY_TEST_FORGET_VERSIONS: no ${entry}`);
+    delete spec.versions[Number(version)];
+    delete spec.upgrades?.[Number(version) - 1];
+  }
+}

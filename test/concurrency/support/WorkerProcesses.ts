@@ -34,6 +34,8 @@ export class WorkerProcesses {
   constructor(
     private readonly databaseUrl: string,
     private readonly env: Record<string, string> = {},
+    /** Another build's worker script (an older release's tree), run from that tree. */
+    private readonly script: string = SCRIPT,
   ) {
     process.once('exit', this.killOnExit);
   }
@@ -48,7 +50,8 @@ export class WorkerProcesses {
   private async startOne(name: string, env: Record<string, string>): Promise<WorkerProcess> {
     const url = new URL(this.databaseUrl);
     url.searchParams.set('application_name', name);
-    const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT], {
+    const child = spawn(process.execPath, ['--import', 'tsx', this.script], {
+      cwd: path.resolve(path.dirname(this.script), '../..'),
       env: { ...process.env, ...TEST_WORKER_ENV, ...this.env, ...env, DATABASE_URL: url.toString() },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });

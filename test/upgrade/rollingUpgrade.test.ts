@@ -1,0 +1,135 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm, symlink } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, expect, test } from 'vitest';
+import type { Db } from '../../src/db/Database.ts';
+import { UnsupportedVersionError } from '../../src/domain/errors.ts';
+import { createLease } from '../../src/objects/createLease.ts';
+import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
+import { stateTrails } from '../concurrency/support/eventLog.ts';
+import { releaseLease, simulatedBlueprint, tester, waitForLeases } from '../concurrency/support/fixtures.ts';
+import { clusterForThisFile } from '../concurrency/support/testCluster.ts';
+import { WorkerProcesses } from '../concurrency/support/WorkerProcesses.ts';
+import { waitFor } from '../helpers/waitFor.ts';
+
+/**
+ * Old and new workers side by side on one database, as during a rolling
+ * upgrade. The "old" worker of the first test is this build's worker with
+ * `renew` v2 taken out of its kinds table (the SLIPWAY_TEST_FORGET_VERSIONS
+ * seam of test/helpers/workerProcess.ts); the one of the second test is the
+ * previous release itself, checked out from git, running on this release's
+ * schema (migrations expand before they contract).
+ */
+const cluster = clusterForThisFile({ workers: 0, poolSize: 5 });
+
+const renewals = (db: Db, ids: readonly number[]) =>
+  db.selectFrom('commands').select(['id', 'target_id', 'version', 'status', 'message']).where('kind', '=', 'renew').where('id', 'in', [...ids]).execute();
+
+async function settled(db: Db, ids: readonly number[]) {
+  return waitFor(`${ids.length} renewal(s) to settle`, async () => {
+    const rows = await renewals(db, ids);
+    return rows.every((r) => r.status !== 'queued' && r.status !== 'running') ? rows : undefined;
+  });
+}
+
+test('commands of both versions flow while old and new workers run: each is run once, by a worker that understands it', async () => {
+  const db = cluster.database.db;
+  await cluster.workers.start(1, { SLIPWAY_TEST_FORGET_VERSIONS: 'lease.renew.2' });
+  const blueprint = await simulatedBlueprint(db, 'rolling', { maxResources: 2, leasesPerResource: 4 });
+  const leases = await Promise.all(
+    Array.from({ length: 6 }, (_, i) => createLease(db, { blueprint: blueprint.name, holder: `h${i}`, heartbeatMs: 60_000 }, tester)),
+  );
+  const ids = leases.map((l) => l.lease.id);
+  await waitForLeases(db, ids, ['active']);
+  const renew = (id: number, payload: Record<string, number>) => appendCommand(db, { target: { kind: 'lease', id }, kind: 'renew', payload, actor: tester });
+
+  // Only the old worker is live: v1 runs; v2 is refused up front, naming what it runs.
+  const v1 = await Promise.all(ids.map((id) => renew(id, { expiresInMs: 600_000 })));
+  expect(v1.map((r) => r.command.version)).toEqual(ids.map(() => 1));
+  expect((await settled(db, v1.map((r) => r.command.id))).map((r) => r.status)).toEqual(ids.map(() => 'done'));
+  await expect(renew(ids[0]!, { heartbeatMs: 120_000 })).rejects.toThrow(UnsupportedVersionError);
+
+  // v2 commands already queued (say, accepted while a new worker was up): the old worker leaves them alone.
+  const queuedV2 = await Promise.all(
+    ids.map((id) =>
+      db.transaction().execute((trx) =>
+        appendInTransaction(trx, { target: { kind: 'lease', id }, kind: 'renew', payload: { heartbeatMs: 120_000 }, actor: tester }, { fromOutside: false }),
+      ),
+    ),
+  );
+  const v2Ids = queuedV2.map((r) => r.command.id);
+  await waitFor('the old worker to leave every v2 renewal alone', async () => {
+    const rows = await renewals(db, v2Ids);
+    return rows.every((r) => r.status === 'queued' && r.message === 'waiting for a worker that handles lease renew v2');
+  });
+  const heartbeats = async () => (await db.selectFrom('leases').select('heartbeat_ms').where('id', 'in', ids).execute()).map((l) => l.heartbeat_ms);
+  expect(await heartbeats()).toEqual(ids.map(() => 60_000));
+
+  // A new worker joins: it runs them.
+  await cluster.workers.start(1);
+  expect((await settled(db, v2Ids)).map((r) => r.status)).toEqual(ids.map(() => 'done'));
+  expect(await heartbeats()).toEqual(ids.map(() => 120_000));
+
+  // Side by side: rounds of both versions for every lease; the new worker reads v1 upgraded.
+  const mixed: number[] = [];
+  for (let round = 1; round <= 3; round++) {
+    for (const id of ids) {
+      mixed.push((await renew(id, { expiresInMs: 600_000 + round })).command.id);
+      mixed.push((await renew(id, { heartbeatMs: 120_000 + round * 1000 })).command.id);
+    }
+  }
+  const rows = await settled(db, mixed);
+  expect(rows.map((r) => r.status)).toEqual(mixed.map(() => 'done'));
+  expect(new Set(rows.map((r) => r.version))).toEqual(new Set([1, 2]));
+  const final = await db.selectFrom('leases').select(['heartbeat_ms', 'term_ms']).where('id', 'in', ids).execute();
+  expect(final).toEqual(ids.map(() => ({ heartbeat_ms: 123_000, term_ms: 600_003 })));
+
+  // Each renewal was applied exactly once: one `renewed` event per command.
+  const all = [...v1.map((r) => r.command.id), ...v2Ids, ...mixed];
+  const events = await db.selectFrom('events').select('command_id').where('type', '=', 'renewed').where('command_id', 'in', all).execute();
+  expect(events.map((e) => e.command_id).sort((a, b) => a! - b!)).toEqual([...all].sort((a, b) => a - b));
+  expect(cluster.workers.errors()).toEqual([]);
+});
+
+/** The release before this one: its worker must keep working on this release's schema. */
+const PREVIOUS_RELEASE = 'f777c9b23b168af7c64057e98b72489806317f18';
+const hasPreviousRelease = (() => {
+  try {
+    execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    console.warn(`rollingUpgrade: commit ${PREVIOUS_RELEASE} is not in this clone (a shallow one?): the previous release's worker is not run`);
+    return false;
+  }
+})();
+
+const previousTree = path.resolve('.slipway', `previous-release-${randomBytes(4).toString('hex')}`);
+afterAll(() => rm(previousTree, { recursive: true, force: true }));
+
+test.skipIf(!hasPreviousRelease)("the previous release's worker serves leases on this release's schema", async () => {
+  // Its tree as it was released, with this checkout's node_modules (its dependencies are a subset).
+  await mkdir(previousTree, { recursive: true });
+  execFileSync('sh', ['-c', `git archive ${PREVIOUS_RELEASE} | tar -x -C ${JSON.stringify(previousTree)}`]);
+  await symlink(path.resolve('node_modules'), path.join(previousTree, 'node_modules'));
+  const db = cluster.database.db;
+  const previous = new WorkerProcesses(cluster.database.url, {}, path.join(previousTree, 'test/helpers/workerProcess.ts'));
+  try {
+    // The only worker: every drain below is the previous release's.
+    await Promise.all(cluster.workers.running().map((w) => cluster.workers.kill(w, 'SIGTERM')));
+    await previous.start(1);
+    const blueprint = await simulatedBlueprint(db, 'previous', { maxResources: 1, leasesPerResource: 2 });
+    const leases = await Promise.all([1, 2].map((i) => createLease(db, { blueprint: blueprint.name, holder: `p${i}` }, tester)));
+    const ids = leases.map((l) => l.lease.id);
+    await waitForLeases(db, ids, ['active']);
+    await Promise.all(ids.map((id) => releaseLease(db, id)));
+    await waitForLeases(db, ids, ['destroyed']);
+    const trails = await stateTrails(db, 'lease');
+    for (const id of ids) expect(trails.get(id)).toEqual({ states: ['pending', 'acquired', 'active', 'released', 'destroyed'], breaks: [] });
+    // It registered through its own (older) insert: the columns this release added have their defaults.
+    expect(await db.selectFrom('workers').select(['job_lockers', 'version']).execute()).toEqual([{ job_lockers: [], version: null }]);
+    expect(previous.errors()).toEqual([]);
+  } finally {
+    await previous.stopAll();
+  }
+});
