@@ -121,8 +121,9 @@ export function recordCommitted(command: CommandRow, outcome: Outcome, pickedUpA
  * A drain committed an outcome that left `object` as `after` (undefined: the
  * row was not written). A lease that became active is timed from its
  * creation to the commit, both read from the row (created_at, updated_at),
- * so both come from PostgreSQL's clock. Its blueprint was read by the drain
- * that ran its activation.
+ * so both come from PostgreSQL's clock. Activation calls the driver, so only
+ * the per-object drain commits it (the batched drain hands such commands
+ * over), and that drain read the lease's blueprint with its lock.
  */
 export function recordRowCommitted<K extends ObjectKind>(
   kind: K,
