@@ -8,7 +8,7 @@ import { PermanentDriverError, TransientDriverError } from '../drivers/Driver.ts
 import type { DriverRegistry } from '../drivers/registry.ts';
 import { validatingDriver } from '../drivers/validatingDriver.ts';
 import type { Logger } from '../log.ts';
-import { recordCommitted } from '../metrics/metrics.ts';
+import { recordCommitted, recordRowCommitted } from '../metrics/metrics.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
 import { outcomeStatements } from './commitOutcome.ts';
 import { PendingAnnouncements } from './sql/announcements.ts';
@@ -203,6 +203,7 @@ export class ObjectDrain {
         );
         step.openTransaction = false;
         recordCommitted(command, outcome, pickedUpAt);
+        recordRowCommitted(target.kind, object, next.object, step.blueprints);
         this.log.debug({ command: command.id, kind: command.kind, status: outcome.status, to: outcome.to }, outcome.message);
         return { ...next, didApply: true };
       } catch (error) {

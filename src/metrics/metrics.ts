@@ -1,6 +1,6 @@
 import client from 'prom-client';
-import type { CommandRow, CommandSource } from '../../migrations/schema.ts';
-import type { Outcome } from '../drain/Handler.ts';
+import type { BlueprintRow, CommandRow, CommandSource, ObjectKind } from '../../migrations/schema.ts';
+import type { ObjectTypes, Outcome } from '../drain/Handler.ts';
 
 /**
  * Every Prometheus metric family of a Slipway process, in one registry (see
@@ -33,6 +33,9 @@ const commandsYielded = counter('slipway_commands_yielded_total', 'Commands a dr
 const commandQueued = histogram('slipway_command_queued_seconds', 'Time a settled command waited, from when it was due (appended, or its not-before) until its drain took it up, by object kind and command kind.', ['object', 'kind']);
 const commandRunning = histogram('slipway_command_running_seconds', "Time from a drain taking a command up until its outcome was committed (its driver call included), by object kind and command kind.", ['object', 'kind']);
 const commandTotal = histogram('slipway_command_settle_seconds', 'Time from appending a command until its outcome was committed, by object kind and command kind.', ['object', 'kind']);
+/** A lease may wait for a slot for as long as its blueprint is full: the buckets go on to an hour. */
+const LEASE_WAIT_SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+const leaseWait = histogram('slipway_lease_wait_seconds', "Time from a lease's creation until it became active (its wait for a slot and its driver's activation), by blueprint name.", ['blueprint'], LEASE_WAIT_SECONDS);
 const drainBatchSize = histogram('slipway_drain_batch_commands', 'Commands committed together by one step of a batched drain.', [], [1, 2, 5, 10, 20, 50, 100, 200, 500]);
 
 const driverCalls = counter('slipway_driver_calls_total', 'Driver calls, by driver, operation and outcome (ok, transient, permanent).', ['driver', 'operation', 'outcome']);
@@ -112,6 +115,27 @@ export function recordCommitted(command: CommandRow, outcome: Outcome, pickedUpA
   commandQueued.observe(labels, seconds(pickedUpAt - dueAt));
   commandRunning.observe(labels, seconds(now - pickedUpAt));
   commandTotal.observe(labels, seconds(now - createdAt));
+}
+
+/**
+ * A drain committed an outcome that left `object` as `after` (undefined: the
+ * row was not written). A lease that became active is timed from its
+ * creation to the commit, both read from the row (created_at, updated_at),
+ * so both come from PostgreSQL's clock. Activation calls the driver, so only
+ * the per-object drain commits it (the batched drain hands such commands
+ * over), and that drain read the lease's blueprint with its lock.
+ */
+export function recordRowCommitted<K extends ObjectKind>(
+  kind: K,
+  before: ObjectTypes[K]['row'],
+  after: ObjectTypes[K]['row'] | undefined,
+  blueprints: ReadonlyMap<number, Pick<BlueprintRow, 'name'>>,
+): void {
+  if (kind !== 'lease' || !after || before.state === 'active' || after.state !== 'active') return;
+  const lease = after as ObjectTypes['lease']['row'];
+  const blueprint = blueprints.get(lease.blueprint_id);
+  if (!blueprint) throw new Error(`lease ${lease.id} became active in a drain that did not read its blueprint ${lease.blueprint_id}`);
+  leaseWait.observe({ blueprint: blueprint.name }, seconds(new Date(lease.updated_at).getTime() - new Date(lease.created_at).getTime()));
 }
 
 /** One step of a batched drain committed these outcomes together, having taken their commands up at `pickedUpAt`. */

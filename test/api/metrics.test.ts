@@ -37,6 +37,7 @@ const FAMILIES = [
   'slipway_command_running_seconds',
   'slipway_command_settle_seconds',
   'slipway_drain_batch_commands',
+  'slipway_lease_wait_seconds',
   'slipway_driver_calls_total',
   'slipway_driver_call_seconds',
   'slipway_http_requests_total',
@@ -107,6 +108,22 @@ test('after real work, the counters say what was done and the gauges what the da
   // Each settled command was timed once.
   expect(total(after, 'slipway_command_settle_seconds_count')).toBe(total(after, 'slipway_commands_settled_total'));
   expect(total(after, 'slipway_command_queued_seconds_count')).toBe(total(after, 'slipway_commands_settled_total'));
+
+  // Lease wait: one observation per lease that became active (three of the
+  // four; the fourth waits), under its blueprint's name, each its creation
+  // to the commit that activated it (the activation event's time).
+  const activations = await db
+    .selectFrom('events')
+    .innerJoin('leases', 'leases.id', 'events.target_id')
+    .select([sql<number>`count(*)::int`.as('n'), sql<number>`sum(extract(epoch from events.created_at - leases.created_at))::float8`.as('seconds')])
+    .where('events.target_kind', '=', 'lease')
+    .where('events.type', '=', 'state')
+    .where('events.to_state', '=', 'active')
+    .where('leases.blueprint_id', '=', blueprint.id)
+    .executeTakeFirstOrThrow();
+  expect(activations.n).toBe(3);
+  expect(total(after, 'slipway_lease_wait_seconds_count', { blueprint: blueprint.name })).toBe(activations.n);
+  expect(total(after, 'slipway_lease_wait_seconds_sum', { blueprint: blueprint.name })).toBeCloseTo(activations.seconds, 2);
 
   // Driver calls: the simulated driver records each effect it made; every call succeeded.
   const effects = await db.selectFrom('simulated_effects').select(['operation', sql<number>`sum(calls)::int`.as('n')]).groupBy('operation').execute();

@@ -61,3 +61,18 @@ export function byLabels(scraped: Scraped, name: string, labelNames: readonly st
   }
   return out;
 }
+
+/**
+ * The `slipway_…` metric names in PromQL text (alert rules, a dashboard's
+ * expressions) that `scraped` does not have: a name must be a family, or a
+ * histogram family's `_bucket`, `_sum` or `_count` series.
+ */
+export function unknownMetrics(scraped: Scraped, promql: string): string[] {
+  const names = new Set(promql.match(/\bslipway_[a-z0-9_]+/g));
+  const known = (name: string) => {
+    if (scraped.families.has(name)) return true;
+    const histogram = /^(.*)_(bucket|sum|count)$/.exec(name)?.[1];
+    return histogram !== undefined && scraped.families.get(histogram)?.type === 'histogram';
+  };
+  return [...names].filter((name) => !known(name));
+}

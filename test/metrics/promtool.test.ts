@@ -1,16 +1,19 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';
 import { activeLease, simulatedBlueprint } from '../api/support/fixtures.ts';
-import { parsePromText } from '../helpers/promText.ts';
+import { parsePromText, unknownMetrics } from '../helpers/promText.ts';
 
 /**
- * Prometheus's own tools on Slipway's metrics (a system test: it needs
+ * Prometheus's own tools on Slipway's metrics, alert rules and dashboard (a system test: it needs
  * Debian's `prometheus` package for promtool; .ci/run installs it).
  */
 const env = apiTestEnv({ worker: true });
 const RULES = 'docs/prometheus/slipway-alerts.yml';
+const DASHBOARD = 'docs/grafana/slipway-dashboard.json';
 const PROM_CLIENT_NAMING = /^slipway_nodejs_active_(handles|requests|resources)_total non-counter metrics should not have "_total" suffix$/;
 
 function promtool(args: readonly string[], input?: string) {
@@ -43,11 +46,22 @@ test('the shipped alert rules pass promtool check rules and use only metrics a s
   expect(check.stdout + check.stderr).toMatch(/SUCCESS: \d+ rules found/);
   expect(check.status).toBe(0);
 
-  const families = parsePromText(await (await fetch(`${env.server.url}/metrics`)).text()).families;
-  const used = new Set(readFileSync(RULES, 'utf8').match(/\bslipway_\w+/g));
-  expect(used.size).toBeGreaterThan(3);
-  for (const name of used) {
-    const family = name.replace(/_(bucket|count|sum)$/, '');
-    expect(families.has(family) || families.has(name), `${name} in ${RULES}`).toBe(true);
-  }
+  const rules = readFileSync(RULES, 'utf8');
+  expect(new Set(rules.match(/\bslipway_\w+/g)).size).toBeGreaterThan(3);
+  expect(unknownMetrics(parsePromText(await (await fetch(`${env.server.url}/metrics`)).text()), rules)).toEqual([]);
+});
+
+test("the Grafana dashboard's expressions are PromQL that promtool parses", () => {
+  const { panels } = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Array<{ id: number; targets: Array<{ refId: string; expr: string }> }> };
+  // Each expression as a recording rule (a JSON file is YAML), Grafana's own
+  // interval variable replaced by what it stands for.
+  const rules = panels.flatMap((panel) =>
+    panel.targets.map((target) => ({ record: `slipway:dashboard:panel${panel.id}_${target.refId}`, expr: target.expr.replaceAll('$__rate_interval', '5m') })),
+  );
+  expect(rules.length).toBeGreaterThan(10);
+  const file = join(mkdtempSync(join(tmpdir(), 'slipway-dashboard-')), 'rules.yml');
+  writeFileSync(file, JSON.stringify({ groups: [{ name: 'dashboard', rules }] }));
+  const check = promtool(['check', 'rules', file]);
+  expect(check.stdout + check.stderr).toContain(`SUCCESS: ${rules.length} rules found`);
+  expect(check.status).toBe(0);
 });
