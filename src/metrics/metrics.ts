@@ -134,7 +134,8 @@ export function recordRowCommitted<K extends ObjectKind>(
   if (kind !== 'lease' || !after || before.state === 'active' || after.state !== 'active') return;
   const lease = after as ObjectTypes['lease']['row'];
   const blueprint = blueprints.get(lease.blueprint_id);
-  if (!blueprint) throw new Error(`lease ${lease.id} became active in a drain that did not read its blueprint ${lease.blueprint_id}`);
+  // Called after the commit: a metric must never fail a drain whose outcome is committed, so a blueprint the drain did not read is a point not recorded.
+  if (!blueprint) return;
   leaseWait.observe({ blueprint: blueprint.name }, seconds(new Date(lease.updated_at).getTime() - new Date(lease.created_at).getTime()));
 }
 
