@@ -1,9 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import pg from 'pg';
-import { Database } from '../src/db/Database.ts';
+import type { Database } from '../src/db/Database.ts';
 import { EmbeddedDatabase } from '../src/db/EmbeddedDatabase.ts';
-import { migrate } from '../src/db/migrate.ts';
+import { createFreshDatabase } from '../src/db/freshDatabase.ts';
 import type { Logger } from '../src/log.ts';
 
 /** Where the embedded server keeps its cluster: apart from `npm start`'s and the tests'. */
@@ -25,32 +23,15 @@ export interface BenchDatabase {
  */
 export async function openBenchDatabase(log: Logger, poolSize: number): Promise<BenchDatabase> {
   const embedded = process.env.DATABASE_URL ? undefined : await EmbeddedDatabase.open(EMBEDDED_HOME, log, 'postgres');
-  const adminUrl = process.env.DATABASE_URL ?? embedded!.url;
-  const name = `slipway_bench_${randomBytes(4).toString('hex')}`;
-  await onAdminConnection(adminUrl, (admin) => admin.query(`create database ${name}`));
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const database = Database.fromUrl(url.toString(), log, { poolSize });
-  const close = async () => {
-    await database.close();
-    await onAdminConnection(adminUrl, (admin) => admin.query(`drop database if exists ${name} with (force)`));
-    await embedded?.stop();
-  };
   try {
-    await migrate(database, log);
+    const database = await createFreshDatabase(process.env.DATABASE_URL ?? embedded!.url, log, { prefix: 'slipway_bench', poolSize });
+    const close = async () => {
+      await database.drop();
+      await embedded?.stop();
+    };
+    return { database, server: embedded ? 'embedded PostgreSQL' : 'DATABASE_URL', close };
   } catch (error) {
-    await close();
+    await embedded?.stop();
     throw error;
-  }
-  return { database, server: embedded ? 'embedded PostgreSQL' : 'DATABASE_URL', close };
-}
-
-async function onAdminConnection(url: string, work: (client: pg.Client) => Promise<unknown>): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await work(client);
-  } finally {
-    await client.end();
   }
 }

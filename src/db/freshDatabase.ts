@@ -9,8 +9,8 @@ export type FreshDatabase = Database & { drop(): Promise<void> };
 /**
  * A new database on the server at `adminUrl` (the role needs CREATEDB),
  * named `<prefix>_<random>` and migrated to the latest schema; `drop()`
- * closes it and drops it. For the tests and `npm run schema`, which must
- * never see another run's leftovers.
+ * closes it and drops it. For the tests, the benchmark and `npm run schema`,
+ * which must never see another run's leftovers.
  */
 export async function createFreshDatabase(
   adminUrl: string,
