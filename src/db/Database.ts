@@ -40,6 +40,11 @@ export class Database {
     return new Database(url, pool, db, embedded);
   }
 
+  /** True when this process started the embedded server (it stops with this process's close). */
+  get startedEmbeddedServer(): boolean {
+    return this.embedded?.owned ?? false;
+  }
+
   async close(): Promise<void> {
     await this.db.destroy();
     await this.embedded?.stop();

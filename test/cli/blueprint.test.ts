@@ -55,3 +55,34 @@ test('exit codes say what went wrong: usage 2, not found 3, conflict 4', async (
   expect(missing).toMatchObject({ code: 3, stderr: 'error: blueprint nosuch does not exist\n' });
   expect((await env.cli('blueprint', 'create', '--name', 'sim', '--driver', 'simulated', '--max-resources', '1')).code).toBe(4);
 });
+
+test('blueprint limits, disable and enable change the blueprint as the API does, recording who asked', async () => {
+  const limits = parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--max-resources', '5', '--leases-per-resource', '2'));
+  expect(limits).toMatchObject({ name: 'dirs', max_resources: 5, leases_per_resource: 2 });
+  const none = await env.cli('blueprint', 'limits', 'dirs');
+  expect(none.code).toBe(2);
+  expect(none.stderr).toBe('error: give --max-resources <n>, --leases-per-resource <n> or both\n');
+
+  const disabled = await env.cli('blueprint', 'disable', 'dirs');
+  expect(disabled.code).toBe(0);
+  expect(disabled.stdout).toMatch(/^disabled blueprint dirs/);
+  expect((await env.database.db.selectFrom('blueprints').select('state').where('name', '=', 'dirs').executeTakeFirstOrThrow()).state).toBe('disabled');
+  expect(parseJson(await env.cli('--json', 'blueprint', 'enable', 'dirs'))).toMatchObject({ state: 'enabled' });
+
+  // Each change is on the blueprint's timeline with the CLI's actor.
+  const events = await env.database.db
+    .selectFrom('events')
+    .innerJoin('blueprints', 'blueprints.id', 'events.target_id')
+    .select(['events.type', 'events.to_state'])
+    .where('events.target_kind', '=', 'blueprint')
+    .where('blueprints.name', '=', 'dirs')
+    .where('events.source', '=', 'cli')
+    .orderBy('events.id')
+    .execute();
+  expect(events).toEqual([
+    { type: 'created', to_state: 'enabled' },
+    { type: 'updated', to_state: null },
+    { type: 'state', to_state: 'disabled' },
+    { type: 'state', to_state: 'enabled' },
+  ]);
+});

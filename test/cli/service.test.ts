@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { migrations } from '../../migrations/index.ts';
 import { Database } from '../../src/db/Database.ts';
@@ -70,4 +71,15 @@ test('--version prints the package version and the commit, and exits 0', async (
   expect(run.code).toBe(0);
   expect(run.stdout).toBe(`${slipwayVersion()}\n`);
   expect(slipwayVersion().split('+')[0]).toBe(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version);
+});
+
+test('db url prints the URL of the database, which connects', async () => {
+  const run = await runCli(['db', 'url'], empty.url);
+  expect(run.code).toBe(0);
+  expect(run.stderr).toBe('');
+  expect(run.stdout).toBe(`${empty.url}\n`);
+  const client = new pg.Client({ connectionString: run.stdout.trim() });
+  await client.connect();
+  expect((await client.query('select current_database() as name')).rows[0].name).toBe(new URL(empty.url).pathname.slice(1));
+  await client.end();
 });

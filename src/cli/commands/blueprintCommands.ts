@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
 import { cliActor } from '../../domain/Actor.ts';
 import { InvalidInputError } from '../../domain/errors.ts';
+import { withTransaction } from '../../db/withTransaction.ts';
 import { createBlueprint } from '../../objects/createBlueprint.ts';
+import { BlueprintChangesSchema, setBlueprintState, updateBlueprint } from '../../objects/updateBlueprint.ts';
 import { findBlueprint, listBlueprints, readBlueprintDetail, type BlueprintRef } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { pageTable } from '../format.ts';
@@ -24,6 +26,11 @@ interface CreateOptions {
   readonly settings?: Record<string, unknown>;
   /** From repeated --setting key=value. */
   readonly setting?: Record<string, unknown>;
+}
+
+interface LimitsOptions {
+  readonly maxResources?: number;
+  readonly leasesPerResource?: number;
 }
 
 interface UpdateOptions extends WaitOptions {
@@ -79,6 +86,37 @@ export function addBlueprintCommands(program: Command): void {
       await requestCommand(new LocalTransport(session), session.out, request, options);
     }),
   );
+
+  blueprint
+    .command('limits')
+    .description("change a blueprint's limits (applied at once; room they make goes to waiting leases)")
+    .argument('<name|id>', 'blueprint name or id', parseWith(BlueprintRefArg))
+    .option('--max-resources <n>', 'at most this many resources at once', parseWith(countBetween(1, 100_000)))
+    .option('--leases-per-resource <n>', 'lease slots on each resource made from now on', parseWith(countBetween(1, 10_000)))
+    .action((ref: BlueprintRef, options: LimitsOptions, command: Command) =>
+      withSession(command, async ({ db, out }) => {
+        const changes = BlueprintChangesSchema.safeParse(options);
+        if (!changes.success) throw new InvalidInputError('give --max-resources <n>, --leases-per-resource <n> or both');
+        const changed = await withTransaction(db, (trx) => updateBlueprint(trx, ref, changes.data, cliActor()));
+        out.result(changed, (b) => `changed ${renderBlueprint(b)}`);
+      }),
+    );
+
+  for (const [verb, state, what] of [
+    ['disable', 'disabled', 'take no new leases (leases it has carry on; waiting ones keep waiting)'],
+    ['enable', 'enabled', 'take leases again (waiting ones are served from the room there is)'],
+  ] as const) {
+    blueprint
+      .command(verb)
+      .description(`${verb} a blueprint: ${what}`)
+      .argument('<name|id>', 'blueprint name or id', parseWith(BlueprintRefArg))
+      .action((ref: BlueprintRef, _options: unknown, command: Command) =>
+        withSession(command, async ({ db, out }) => {
+          const changed = await withTransaction(db, (trx) => setBlueprintState(trx, ref, state, cliActor()));
+          out.result(changed, (b) => `${state} ${renderBlueprint(b)}`);
+        }),
+      );
+  }
 
   blueprint
     .command('show')

@@ -61,15 +61,24 @@ export function addServiceCommands(program: Command): void {
       ),
     );
 
-  program
-    .command('db')
-    .description('the database')
-    .command('migrate')
+  const db = program.command('db').description('the database');
+  db.command('migrate')
     .description("bring the schema up to date (graphile-worker's, then Slipway's)")
     .action((_options: unknown, command: Command) =>
       withSession(command, async ({ database, config, log, out }) => {
         const status = { database: describeDatabase(config), applied: await migrate(database, log) };
         out.result(status, (s) => `${s.database}: ${describeMigrations(s.applied)}`);
+      }),
+    );
+  db.command('url')
+    .description('print the connection URL of the database (password included), for psql and other tools: psql "$(slipway db url)"')
+    .action((_options: unknown, command: Command) =>
+      withSession(command, async ({ database, out }) => {
+        // An embedded server this command had to start stops again when it ends: the URL is only good while Slipway runs.
+        if (database.startedEmbeddedServer) {
+          out.warn('the embedded PostgreSQL was not running; it stops again now, so start Slipway (npm start) before using this URL');
+        }
+        out.result({ url: database.url }, (s) => s.url);
       }),
     );
 }
