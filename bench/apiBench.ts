@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createToken } from '../src/api/auth/tokens.ts';
-import { HttpJsonClient } from '../src/api/HttpJsonClient.ts';
+import { HttpJsonClient } from '../test/helpers/HttpJsonClient.ts';
 import type { Database } from '../src/db/Database.ts';
 import { createActiveLeases } from './fixtures.ts';
 import { allQueuesEmpty } from './commandCounts.ts';

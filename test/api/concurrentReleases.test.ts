@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createToken } from '../../src/api/auth/tokens.ts';
-import { HttpJsonClient } from '../../src/api/HttpJsonClient.ts';
+import { HttpJsonClient } from '../helpers/HttpJsonClient.ts';
 import { ApiServer } from '../../src/api/server.ts';
 import { loadConfig } from '../../src/config.ts';
 import { testLog } from '../helpers/testDatabase.ts';
