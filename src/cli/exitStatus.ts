@@ -28,21 +28,38 @@ const BY_SLIPWAY_CODE: Record<SlipwayError['code'], ExitCode> = {
   unsupported_version: EXIT.conflict,
 };
 
-/** A failure the CLI itself reports: a failed or unfinished command tree, a missing schema. */
+/**
+ * A failure the CLI itself reports: a failed or unfinished command tree, a
+ * missing schema, or (remote mode) the API's refusal, whose `code` and
+ * `details` it keeps.
+ */
 export class CliFailure extends Error {
   override name = 'CliFailure';
   constructor(
     message: string,
     readonly exitCode: ExitCode,
+    readonly error: { readonly code?: string; readonly details?: Record<string, unknown> } = {},
   ) {
     super(message);
   }
 }
 
+/** The error's code, as the API would name it, for a failure the CLI reports by exit code alone. */
+const CODE_BY_EXIT: Readonly<Record<number, string>> = {
+  [EXIT.failed]: 'failed',
+  [EXIT.usage]: 'invalid_input',
+  [EXIT.notFound]: 'not_found',
+  [EXIT.conflict]: 'conflict',
+  [EXIT.denied]: 'forbidden',
+  [EXIT.interrupted]: 'interrupted',
+};
+
 export interface ExitStatus {
   readonly exitCode: number;
   /** The one line to print on stderr; null when commander already printed it. */
   readonly message: string | null;
+  /** What `--json` prints on stdout: the API's error shape. */
+  readonly body: { readonly code: string; readonly message: string; readonly details: Record<string, unknown> };
   /** True for errors nobody anticipated (their stack is worth showing when debugging). */
   readonly unexpected: boolean;
 }
@@ -51,13 +68,22 @@ export interface ExitStatus {
 export function exitStatusOf(error: unknown): ExitStatus {
   if (error instanceof CommanderError) {
     // Commander has printed the usage error (or the help) itself.
-    return { exitCode: error.exitCode === 0 ? EXIT.ok : EXIT.usage, message: null, unexpected: false };
+    const body = { code: 'invalid_input', message: oneLine(error.message.replace(/^error: /, '')), details: { commander: error.code } };
+    return { exitCode: error.exitCode === 0 ? EXIT.ok : EXIT.usage, message: null, body, unexpected: false };
   }
-  if (error instanceof SlipwayError) return { exitCode: BY_SLIPWAY_CODE[error.code], message: error.message, unexpected: false };
-  if (error instanceof ConfigError) return { exitCode: EXIT.usage, message: error.message, unexpected: false };
-  if (error instanceof CliFailure) return { exitCode: error.exitCode, message: error.message, unexpected: false };
-  const message = error instanceof Error ? error.message : String(error);
-  return { exitCode: EXIT.failed, message: oneLine(message), unexpected: true };
+  if (error instanceof SlipwayError) {
+    const body = { code: error.code, message: error.message, details: error.details };
+    return { exitCode: BY_SLIPWAY_CODE[error.code], message: error.message, body, unexpected: false };
+  }
+  if (error instanceof ConfigError) {
+    return { exitCode: EXIT.usage, message: error.message, body: { code: 'invalid_configuration', message: error.message, details: {} }, unexpected: false };
+  }
+  if (error instanceof CliFailure) {
+    const body = { code: error.error.code ?? CODE_BY_EXIT[error.exitCode] ?? 'failed', message: error.message, details: error.error.details ?? {} };
+    return { exitCode: error.exitCode, message: error.message, body, unexpected: false };
+  }
+  const message = oneLine(error instanceof Error ? error.message : String(error));
+  return { exitCode: EXIT.failed, message, body: { code: 'internal', message, details: {} }, unexpected: true };
 }
 
 function oneLine(text: string): string {

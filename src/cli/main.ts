@@ -1,4 +1,5 @@
 import { EXIT, exitStatusOf } from './exitStatus.ts';
+import { printableJson } from './format.ts';
 import { errorLine } from './output.ts';
 import { buildProgram } from './program.ts';
 import { stdoutClosed, takeOverShutdown } from './shutdown.ts';
@@ -17,6 +18,8 @@ async function run(argv: string[]): Promise<number> {
     // Whoever closed stdout (`| head -1`) has what they wanted: no message, as if killed by SIGPIPE.
     if (stdoutClosed()) return EXIT.outputClosed;
     const status = exitStatusOf(error);
+    // With --json, scripts read the error as the API gives it, on stdout; people still get the line on stderr.
+    if (argv.includes('--json') && status.exitCode !== EXIT.ok) process.stdout.write(`${printableJson(status.body)}\n`);
     if (status.message !== null) process.stderr.write(`error: ${errorLine(status.message)}\n`);
     if (status.unexpected && ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '')) {
       process.stderr.write(`${(error as Error).stack ?? ''}\n`);

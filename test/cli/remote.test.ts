@@ -136,6 +136,19 @@ test('refusals exit with the codes and one-line messages of the local mode', asy
   ]);
   expectOneLineError(again, 4, /destroyed/);
   expect(againLocally.code).toBe(4);
+
+  // With --json the refusal is also the API's error object on stdout, the same in both modes.
+  const [jsonThere, jsonHere] = await Promise.all([
+    remote('operator', '--json', 'lease', 'release', String(id)),
+    local('--json', 'lease', 'release', String(id)),
+  ]);
+  expect(jsonThere.code).toBe(4);
+  expect(parseJson(jsonThere)).toMatchObject({ code: 'conflict', details: { state: 'destroyed', kind: 'release', settledBy: expect.any(Number) } });
+  expect(parseJson(jsonHere)).toEqual(parseJson(jsonThere));
+  const [missingThere, missingHere] = await Promise.all([remote('viewer', '--json', 'lease', 'show', '999999'), local('--json', 'lease', 'show', '999999')]);
+  expect(missingThere.code).toBe(3);
+  expect(parseJson(missingThere)).toEqual({ code: 'not_found', message: 'lease 999999 does not exist', details: { kind: 'lease', id: 999999 } });
+  expect(missingHere.stdout).toBe(missingThere.stdout);
 });
 
 test('a viewer token is refused (403) with the refusal exit code, and nothing is written', async () => {

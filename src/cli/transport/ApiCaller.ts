@@ -92,5 +92,8 @@ function refusal(response: Response, body: unknown, request: string): CliFailure
     return new CliFailure(`${request}: the server answered ${response.status} without a Slipway error; is SLIPWAY_URL the Slipway API?`, EXIT.failed);
   }
   // The API's messages already say when to retry (429, 503).
-  return new CliFailure(error.data.message, (EXIT_BY_STATUS[response.status] ?? EXIT.failed) as CliFailure['exitCode']);
+  const exitCode = (EXIT_BY_STATUS[response.status] ?? EXIT.failed) as CliFailure['exitCode'];
+  // The request id is the server's business; the rest is the refusal.
+  const { requestId: _requestId, ...details } = error.data.details ?? {};
+  return new CliFailure(error.data.message, exitCode, { code: error.data.code, details });
 }
