@@ -61,7 +61,7 @@ test('failed authentication is limited per client address: over the limit, 429 b
 });
 
 test('a blueprint disabled through the API takes no new lease (409); enabled again, it does', async () => {
-  const { name, id } = await simulatedBlueprint(env.as.admin);
+  const { name } = await simulatedBlueprint(env.as.admin);
   const disabled = await env.as.admin.post(`/v1/blueprints/${name}/disable`);
   expect(disabled.body).toMatchObject({ name, state: 'disabled' });
   const refused = await env.as.user.post('/v1/leases', { blueprint: name });
