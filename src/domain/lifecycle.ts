@@ -7,43 +7,37 @@ import type { ObjectKind } from '../../migrations/schema.ts';
  * drain checks every transition against it; every caller that appends a
  * command checks the target's state against it first, so an impossible
  * request is refused before it is queued.
- *
- * Flags:
- *   isLive      the object still counts against capacity / holds its slot
- *   isTerminal  nothing happens to it any more
  */
 export interface StateSpec {
   readonly next: readonly string[];
   readonly accepts: readonly string[];
-  readonly isLive: boolean;
 }
 
 const lease = {
-  pending: { next: ['acquired', 'released', 'broken'], accepts: ['allocate', 'grant', 'deny', 'release', 'renew'], isLive: true },
-  acquired: { next: ['active', 'released', 'broken'], accepts: ['activate', 'grant', 'deny', 'release', 'renew'], isLive: true },
-  active: { next: ['released', 'broken'], accepts: ['grant', 'deny', 'release', 'renew'], isLive: true },
-  released: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny'], isLive: true },
-  broken: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny', 'release'], isLive: true },
-  destroyed: { next: [], accepts: ['grant', 'deny'], isLive: false },
+  pending: { next: ['acquired', 'released', 'broken'], accepts: ['allocate', 'grant', 'deny', 'release', 'renew'] },
+  acquired: { next: ['active', 'released', 'broken'], accepts: ['activate', 'grant', 'deny', 'release', 'renew'] },
+  active: { next: ['released', 'broken'], accepts: ['grant', 'deny', 'release', 'renew'] },
+  released: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny'] },
+  broken: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny', 'release'] },
+  destroyed: { next: [], accepts: ['grant', 'deny'] },
 } as const satisfies Record<string, StateSpec>;
 
 const resource = {
   pending: {
     next: ['active', 'released', 'broken'],
     accepts: ['allocate', 'activate', 'acquire', 'release_slot', 'release', 'retire'],
-    isLive: true,
   },
-  active: { next: ['released', 'broken'], accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire'], isLive: true },
-  released: { next: ['destroyed', 'broken'], accepts: ['destroy', 'acquire', 'release_slot'], isLive: true },
-  broken: { next: ['destroyed'], accepts: ['destroy', 'acquire', 'release_slot', 'release'], isLive: true },
-  destroyed: { next: [], accepts: ['acquire', 'release_slot'], isLive: false },
+  active: { next: ['released', 'broken'], accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire'] },
+  released: { next: ['destroyed', 'broken'], accepts: ['destroy', 'acquire', 'release_slot'] },
+  broken: { next: ['destroyed'], accepts: ['destroy', 'acquire', 'release_slot', 'release'] },
+  destroyed: { next: [], accepts: ['acquire', 'release_slot'] },
 } as const satisfies Record<string, StateSpec>;
 
 const blueprintCommands = ['need_resource', 'slot_freed', 'resource_destroyed', 'serve_waiters', 'update_settings'] as const;
 const blueprint = {
   // A disabled blueprint makes no new resources, so it is not topped up.
-  enabled: { next: ['disabled'], accepts: [...blueprintCommands, 'top_up'], isLive: true },
-  disabled: { next: ['enabled'], accepts: blueprintCommands, isLive: true },
+  enabled: { next: ['disabled'], accepts: [...blueprintCommands, 'top_up'] },
+  disabled: { next: ['enabled'], accepts: blueprintCommands },
 } as const satisfies Record<string, StateSpec>;
 
 export const LIFECYCLES = { lease, resource, blueprint } as const;
@@ -69,14 +63,6 @@ export function accepts(kind: ObjectKind, state: string, commandKind: string): b
 
 export function canTransition(kind: ObjectKind, from: string, to: string): boolean {
   return spec(kind, from).next.includes(to);
-}
-
-export function isTerminal(kind: ObjectKind, state: string): boolean {
-  return spec(kind, state).next.length === 0;
-}
-
-export function isLive(kind: ObjectKind, state: string): boolean {
-  return spec(kind, state).isLive;
 }
 
 /** The states of one kind that accept a command kind (for error messages and UIs). */

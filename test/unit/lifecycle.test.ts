@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { COMMAND_KINDS, commandKindSpec, upgradedPayload, versionFor } from '../../src/domain/commandKinds.ts';
-import { accepts, canTransition, INITIAL_STATE, isTerminal, LIFECYCLES, statesAccepting } from '../../src/domain/lifecycle.ts';
+import { accepts, canTransition, INITIAL_STATE, LIFECYCLES, statesAccepting } from '../../src/domain/lifecycle.ts';
 import { BLUEPRINT_HANDLERS } from '../../src/drain/handlers/blueprintHandlers.ts';
 import { LEASE_HANDLERS } from '../../src/drain/handlers/leaseHandlers.ts';
 import { RESOURCE_HANDLERS } from '../../src/drain/handlers/resourceHandlers.ts';
@@ -37,8 +37,9 @@ describe('the state table', () => {
       for (let i = 0; i + 1 < path.length; i++) expect(canTransition(kind, path[i]!, path[i + 1]!)).toBe(true);
       for (let i = 1; i < path.length; i++) expect(canTransition(kind, path[i]!, path[i - 1]!)).toBe(false);
       expect(canTransition(kind, 'broken', 'destroyed')).toBe(true);
-      expect(isTerminal(kind, 'destroyed')).toBe(true);
-      expect(isTerminal(kind, 'broken')).toBe(false);
+      // Destroyed is the one state nothing leaves.
+      const states = LIFECYCLES[kind] as Record<string, { next: readonly string[] }>;
+      expect(Object.keys(states).filter((state) => states[state]!.next.length === 0)).toEqual(['destroyed']);
     }
   });
 
