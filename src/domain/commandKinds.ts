@@ -4,8 +4,9 @@ import type { ObjectKind } from '../../migrations/schema.ts';
 /**
  * Every command kind each object accepts, as data:
  *
- *   versions     payload schema per version (a newer worker keeps reading old
- *                versions; an older one leaves newer ones queued)
+ *   versions     payload schema per version, from version 1 on (a newer worker
+ *                keeps reading old versions; an older one leaves newer ones
+ *                queued); a handler's payload is the last one's (PayloadOf)
  *   upgrades     per version below the latest, how its payload becomes the
  *                next version's: handlers see the latest shape only
  *   internal     appended only by Slipway itself (drains, creation); callers
@@ -17,7 +18,7 @@ import type { ObjectKind } from '../../migrations/schema.ts';
  *   supersedes   queued kinds this one makes pointless: cancelled when it runs
  */
 export interface CommandKindSpec {
-  readonly versions: Readonly<Record<number, z.ZodType>>;
+  readonly versions: readonly [z.ZodType, ...z.ZodType[]];
   readonly upgrades?: Readonly<Record<number, (payload: never) => unknown>>;
   readonly internal: boolean;
   readonly dedupKey?: string;
@@ -35,39 +36,39 @@ const term = z.number().int().positive().max(366 * 24 * 3600 * 1000);
 const heartbeat = z.number().int().min(1000).max(24 * 3600 * 1000);
 
 const leaseKinds = {
-  allocate: { versions: { 1: none }, internal: true, summary: 'find this pending lease a slot' },
+  allocate: { versions: [none], internal: true, summary: 'find this pending lease a slot' },
   grant: {
-    versions: { 1: z.object({ resourceId: id, slot: z.number().int().min(0) }).strict() },
+    versions: [z.object({ resourceId: id, slot: z.number().int().min(0) }).strict()],
     internal: true,
     summary: 'a resource granted this lease a slot',
   },
   deny: {
-    versions: { 1: z.object({ resourceId: id.optional(), reason: z.string().max(500) }).strict() },
+    versions: [z.object({ resourceId: id.optional(), reason: z.string().max(500) }).strict()],
     internal: true,
     summary: 'a resource refused this lease a slot',
   },
-  activate: { versions: { 1: none }, internal: true, summary: 'make an acquired lease usable' },
+  activate: { versions: [none], internal: true, summary: 'make an acquired lease usable' },
   release: {
     // ifExpired: the collector's expiry release, applied only if the lease is
     // still past a deadline then (see the lease's release handler). An
     // optional field, so every v1 payload before it still reads; a worker
     // from before it fails such a release as invalid, and the next
     // collector pass asks again.
-    versions: { 1: z.object({ ifExpired: z.literal(true).optional() }).strict() },
+    versions: [z.object({ ifExpired: z.literal(true).optional() }).strict()],
     internal: false,
     dedupKey: 'release',
     preempts: true,
     supersedes: ['allocate', 'activate', 'deny'],
     summary: 'give the lease up',
   },
-  destroy: { versions: { 1: none }, internal: true, dedupKey: 'destroy', summary: 'finish a released or broken lease' },
+  destroy: { versions: [none], internal: true, dedupKey: 'destroy', summary: 'finish a released or broken lease' },
   renew: {
-    versions: {
-      1: z.object({ expiresInMs: term.optional() }).strict(),
+    versions: [
+      z.object({ expiresInMs: term.optional() }).strict(),
       // v2 may also set a new heartbeat interval: a holder that learns it
       // needs longer between beats says so as it beats.
-      2: z.object({ expiresInMs: term.optional(), heartbeatMs: heartbeat.optional() }).strict(),
-    },
+      z.object({ expiresInMs: term.optional(), heartbeatMs: heartbeat.optional() }).strict(),
+    ],
     // A v1 renewal is a v2 one that keeps the heartbeat interval.
     upgrades: { 1: (v1: { expiresInMs?: number }) => v1 },
     internal: false,
@@ -82,12 +83,12 @@ const leaseKinds = {
 } as const satisfies Record<string, CommandKindSpec>;
 
 const resourceKinds = {
-  allocate: { versions: { 1: none }, internal: true, summary: 'create the resource' },
-  activate: { versions: { 1: none }, internal: true, summary: 'make the resource usable' },
-  acquire: { versions: { 1: leaseRef }, internal: true, summary: 'a lease asks for a slot' },
-  release_slot: { versions: { 1: leaseRef }, internal: true, summary: 'a lease gives its slot back' },
+  allocate: { versions: [none], internal: true, summary: 'create the resource' },
+  activate: { versions: [none], internal: true, summary: 'make the resource usable' },
+  acquire: { versions: [leaseRef], internal: true, summary: 'a lease asks for a slot' },
+  release_slot: { versions: [leaseRef], internal: true, summary: 'a lease gives its slot back' },
   release: {
-    versions: { 1: none },
+    versions: [none],
     internal: false,
     dedupKey: 'release',
     preempts: true,
@@ -95,20 +96,20 @@ const resourceKinds = {
     summary: 'release the resource and every lease on it, then destroy it',
   },
   reclaim: {
-    versions: { 1: none },
+    versions: [none],
     internal: false,
     dedupKey: 'reclaim',
     preempts: true,
     summary: 'release the resource if no lease holds it',
   },
   destroy: {
-    versions: { 1: none },
+    versions: [none],
     internal: true,
     dedupKey: 'destroy',
     summary: 'destroy a released or broken resource',
   },
   retire: {
-    versions: { 1: none },
+    versions: [none],
     internal: true,
     dedupKey: 'retire',
     summary: 'take no new leases; destroy the resource when its leases end',
@@ -116,22 +117,22 @@ const resourceKinds = {
 } as const satisfies Record<string, CommandKindSpec>;
 
 const blueprintKinds = {
-  need_resource: { versions: { 1: leaseRef }, internal: true, summary: 'a lease found no free slot' },
-  slot_freed: { versions: { 1: resourceRef }, internal: true, summary: 'a resource has a free slot' },
-  resource_destroyed: { versions: { 1: resourceRef }, internal: true, summary: 'a resource is gone' },
+  need_resource: { versions: [leaseRef], internal: true, summary: 'a lease found no free slot' },
+  slot_freed: { versions: [resourceRef], internal: true, summary: 'a resource has a free slot' },
+  resource_destroyed: { versions: [resourceRef], internal: true, summary: 'a resource is gone' },
   serve_waiters: {
-    versions: { 1: none },
+    versions: [none],
     internal: true,
     dedupKey: 'serve_waiters',
     summary: 'the limits or state changed: serve the waiting leases from the room that made',
   },
   update_settings: {
-    versions: { 1: z.object({ settings: z.record(z.string(), z.json()) }).strict() },
+    versions: [z.object({ settings: z.record(z.string(), z.json()) }).strict()],
     internal: false,
     summary: "replace the driver settings and reconcile the blueprint's resources with them",
   },
   top_up: {
-    versions: { 1: none },
+    versions: [none],
     internal: false,
     dedupKey: 'top_up',
     summary: 'make resources until the warm minimum is active (within the limit)',
@@ -142,13 +143,34 @@ export const COMMAND_KINDS = { lease: leaseKinds, resource: resourceKinds, bluep
 
 export type CommandKindOf<K extends ObjectKind> = keyof (typeof COMMAND_KINDS)[K] & string;
 
+/**
+ * The payload a handler of `C` on a `K` gets: the output of its latest
+ * version's schema (older versions arrive upgraded, see upgradedPayload), so
+ * a handler never casts its payload.
+ */
+export type PayloadOf<K extends ObjectKind, C extends CommandKindOf<K>> = (typeof COMMAND_KINDS)[K][C] extends {
+  readonly versions: readonly [...unknown[], infer Latest extends z.ZodType];
+}
+  ? z.output<Latest>
+  : never;
+
 export function commandKindSpec(target: ObjectKind, kind: string): CommandKindSpec | undefined {
   const kinds: Record<string, CommandKindSpec> = COMMAND_KINDS[target];
   return Object.hasOwn(kinds, kind) ? kinds[kind] : undefined;
 }
 
+/** The payload schema of `version` (counted from 1), if this build has it. */
+export function schemaOf(spec: CommandKindSpec, version: number): z.ZodType | undefined {
+  return Number.isInteger(version) && version >= 1 ? spec.versions[version - 1] : undefined;
+}
+
+/** The versions this build has of a kind: 1 to the latest. */
+export function versionsOf(spec: CommandKindSpec): number[] {
+  return spec.versions.map((_, i) => i + 1);
+}
+
 function latestVersion(spec: CommandKindSpec): number {
-  return Math.max(...Object.keys(spec.versions).map(Number));
+  return spec.versions.length;
 }
 
 /**
@@ -158,8 +180,7 @@ function latestVersion(spec: CommandKindSpec): number {
  * when none takes it (its schema then says what is wrong).
  */
 export function versionFor(spec: CommandKindSpec, payload: unknown): number {
-  const versions = Object.keys(spec.versions).map(Number).sort((a, b) => a - b);
-  return versions.find((version) => spec.versions[version]!.safeParse(payload).success) ?? latestVersion(spec);
+  return versionsOf(spec).find((version) => schemaOf(spec, version)!.safeParse(payload).success) ?? latestVersion(spec);
 }
 
 /** A payload read at `version`, upgraded step by step to the latest version's shape. */
@@ -167,8 +188,8 @@ export function upgradedPayload(spec: CommandKindSpec, version: number, payload:
   let upgraded = payload;
   for (let from = version; from < latestVersion(spec); from++) {
     const upgrade = spec.upgrades?.[from] as ((payload: unknown) => unknown) | undefined;
-    if (!upgrade) throw new Error(`no upgrade from version ${from} of a command kind with versions ${Object.keys(spec.versions).join(', ')}`);
-    upgraded = spec.versions[from + 1]!.parse(upgrade(upgraded));
+    if (!upgrade) throw new Error(`no upgrade from version ${from} of a command kind with versions ${versionsOf(spec).join(', ')}`);
+    upgraded = schemaOf(spec, from + 1)!.parse(upgrade(upgraded));
   }
   return upgraded;
 }
@@ -188,7 +209,7 @@ export function handledVersions(): Record<string, Record<string, number[]>> {
       Object.fromEntries(
         Object.entries(kinds as Record<string, CommandKindSpec>).map(([kind, spec]) => [
           kind,
-          Object.keys(spec.versions).map(Number),
+          versionsOf(spec),
         ]),
       ),
     ]),

@@ -10,6 +10,7 @@ import type {
   ResourcesTable,
 } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
+import type { CommandKindOf, PayloadOf } from '../domain/commandKinds.ts';
 import type { Driver, DriverCall } from '../drivers/Driver.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
 
@@ -44,7 +45,8 @@ export interface Outcome<K extends ObjectKind = ObjectKind> {
   readonly retryInMs?: number;
 }
 
-export interface HandlerContext<K extends ObjectKind, P = any> {
+/** What a handler is given: its payload typed by its kind's latest schema (see PayloadOf and HandlerTable). */
+export interface HandlerContext<K extends ObjectKind, P = unknown> {
   readonly object: ObjectTypes[K]['row'];
   readonly command: CommandRow;
   readonly payload: P;
@@ -65,12 +67,17 @@ export interface HandlerContext<K extends ObjectKind, P = any> {
  * `decide` runs inside the outcome transaction (reads with locks, writes to
  * the object's own side tables) and returns the outcome to commit.
  */
-export interface CommandHandler<K extends ObjectKind, E = any> {
-  effect?(ctx: HandlerContext<K>): Promise<E>;
-  decide(trx: Db, ctx: HandlerContext<K>, effect: E): Promise<Outcome<K>>;
+export interface CommandHandler<K extends ObjectKind, E = any, P = any> {
+  effect?(ctx: HandlerContext<K, P>): Promise<E>;
+  decide(trx: Db, ctx: HandlerContext<K, P>, effect: E): Promise<Outcome<K>>;
 }
 
-export type HandlerTable<K extends ObjectKind> = Readonly<Record<string, CommandHandler<K>>>;
+/**
+ * One kind of object's handlers, by command kind, each with the payload its
+ * kind's schema says: a handler that expects another payload, or a kind
+ * that does not exist, does not compile.
+ */
+export type HandlerTable<K extends ObjectKind> = { readonly [C in CommandKindOf<K>]?: CommandHandler<K, any, PayloadOf<K, C>> };
 
 export const done = <K extends ObjectKind>(message: string, rest: Omit<Outcome<K>, 'status' | 'message'> = {}): Outcome<K> => ({
   status: 'done',

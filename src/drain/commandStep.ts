@@ -1,10 +1,10 @@
 import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/schema.ts';
-import { commandKindSpec, preemptingKinds, upgradedPayload } from '../domain/commandKinds.ts';
+import { commandKindSpec, preemptingKinds, schemaOf, upgradedPayload } from '../domain/commandKinds.ts';
 import { describeZodIssues } from '../domain/errors.ts';
 import { accepts } from '../domain/lifecycle.ts';
 import type { DriverCall } from '../drivers/Driver.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
-import type { CommandHandler, HandlerTable, Outcome } from './Handler.ts';
+import type { CommandHandler, Outcome } from './Handler.ts';
 import { BLUEPRINT_HANDLERS } from './handlers/blueprintHandlers.ts';
 import { LEASE_HANDLERS } from './handlers/leaseHandlers.ts';
 import { RESOURCE_HANDLERS } from './handlers/resourceHandlers.ts';
@@ -15,7 +15,7 @@ const HANDLERS = {
   lease: LEASE_HANDLERS,
   resource: RESOURCE_HANDLERS,
   blueprint: BLUEPRINT_HANDLERS,
-} as unknown as Record<ObjectKind, HandlerTable<ObjectKind>>;
+} as unknown as Record<ObjectKind, Readonly<Record<string, CommandHandler<ObjectKind> | undefined>>>;
 
 /** The command kinds that go ahead of older work in each kind of object's queue (see slipway_queue_head). */
 export const PREEMPTING: Record<ObjectKind, string[]> = {
@@ -40,7 +40,7 @@ export type CommandStep =
 
 export function commandStep(target: ObjectRef, state: string, command: CommandRow): CommandStep {
   const spec = commandKindSpec(target.kind, command.kind);
-  const schema = spec?.versions[command.version];
+  const schema = spec && schemaOf(spec, command.version);
   if (!spec || !schema) {
     return { step: 'unknown', note: `waiting for a worker that handles ${target.kind} ${command.kind} v${command.version}` };
   }

@@ -2,7 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
-import { commandKindSpec, COMMAND_KINDS, versionFor } from '../domain/commandKinds.ts';
+import { commandKindSpec, COMMAND_KINDS, schemaOf, versionFor, versionsOf } from '../domain/commandKinds.ts';
 import {
   CommandRejectedError,
   describeZodIssues,
@@ -122,10 +122,10 @@ export function appendCall(request: AppendRequest, options: AppendOptions): RawB
     });
   }
   const version = request.version ?? versionFor(spec, request.payload ?? {});
-  const schema = spec.versions[version];
+  const schema = schemaOf(spec, version);
   if (!schema) {
     throw new InvalidInputError(
-      `${kind} has no version ${version}; this Slipway handles versions ${Object.keys(spec.versions).join(', ')}`,
+      `${kind} has no version ${version}; this Slipway handles versions ${versionsOf(spec).join(', ')}`,
       { field: 'version' },
     );
   }

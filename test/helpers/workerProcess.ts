@@ -58,11 +58,10 @@ process.once('disconnect', stop);
 function forgetVersions(list: string): void {
   for (const entry of list.split(',').filter(Boolean)) {
     const [target, kind, version] = entry.split('.');
-    const spec = commandKindSpec(target as ObjectKind, kind!) as
-      | { versions: Record<number, unknown>; upgrades?: Record<number, unknown> }
-      | undefined;
-    if (!spec?.versions[Number(version)]) throw new Error(`SLIPWAY_TEST_FORGET_VERSIONS: no ${entry}`);
-    delete spec.versions[Number(version)];
-    delete spec.upgrades?.[Number(version) - 1];
+    const spec = commandKindSpec(target as ObjectKind, kind!) as { versions: unknown[]; upgrades?: Record<number, unknown> } | undefined;
+    // Only a kind's latest versions can be forgotten: an older build has a prefix of them.
+    if (!spec || Number(version) < 2 || Number(version) > spec.versions.length) throw new Error(`SLIPWAY_TEST_FORGET_VERSIONS: no ${entry}`);
+    spec.versions.length = Number(version) - 1;
+    for (const from of Object.keys(spec.upgrades ?? {}).map(Number)) if (from >= Number(version) - 1) delete spec.upgrades![from];
   }
 }

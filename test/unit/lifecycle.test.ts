@@ -24,9 +24,8 @@ describe('the state table', () => {
       expect(Object.keys(HANDLERS[kind]), `${kind} handler for ${command}`).toContain(command);
       // Versions 1..N, and a way up from each to the next, so a newer worker reads every older command.
       const spec = commandKindSpec(kind, command)!;
-      const versions = Object.keys(spec.versions).map(Number).sort((a, b) => a - b);
-      expect(versions, `${kind} ${command} versions`).toEqual(versions.map((_, i) => i + 1));
-      expect(Object.keys(spec.upgrades ?? {}).map(Number), `${kind} ${command} upgrades`).toEqual(versions.slice(0, -1));
+      expect(spec.versions.length, `${kind} ${command} versions`).toBeGreaterThanOrEqual(1);
+      expect(Object.keys(spec.upgrades ?? {}).map(Number), `${kind} ${command} upgrades`).toEqual(spec.versions.slice(1).map((_, i) => i + 1));
     }
   });
 

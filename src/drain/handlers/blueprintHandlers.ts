@@ -1,13 +1,12 @@
 import { sql } from 'kysely';
 import type { BlueprintRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
+import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import { InvalidInputError } from '../../domain/errors.ts';
 import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import { done, failed, type CommandHandler, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
 import { type Serving, serveWaitingLine } from './waitingLine.ts';
-
-type Ctx = HandlerContext<'blueprint'>;
 
 /**
  * Lock our own row before deciding: a resource freeing a slot reads it FOR
@@ -30,7 +29,11 @@ async function lockedBlueprint(trx: Db, id: number): Promise<BlueprintRow> {
  * place the message then tells if it still waits.
  */
 type Decision = Outcome<'blueprint'> & { readonly joined?: number };
-type Decide = (trx: Db, ctx: Ctx, blueprint: BlueprintRow) => Promise<Decision>;
+type Decide<C extends CommandKindOf<'blueprint'>> = (
+  trx: Db,
+  ctx: HandlerContext<'blueprint', PayloadOf<'blueprint', C>>,
+  blueprint: BlueprintRow,
+) => Promise<Decision>;
 
 /**
  * Every command the blueprint drains is followed, in the same transaction,
@@ -39,9 +42,9 @@ type Decide = (trx: Db, ctx: Ctx, blueprint: BlueprintRow) => Promise<Decision>;
  * while there is room" holds after any command, present or future, and no
  * handler has to know which of its changes make room.
  */
-function servingTheLine(decide: Decide): CommandHandler<'blueprint'> {
+function servingTheLine<C extends CommandKindOf<'blueprint'>>(decide: Decide<C>): CommandHandler<'blueprint', unknown, PayloadOf<'blueprint', C>> {
   return {
-    async decide(trx: Db, ctx: Ctx) {
+    async decide(trx, ctx) {
       const blueprint = await lockedBlueprint(trx, ctx.object.id);
       const { joined, ...decision } = await decide(trx, ctx, blueprint);
       const after = { ...blueprint, ...decision.set, state: decision.to ?? blueprint.state } as BlueprintRow;
@@ -73,10 +76,11 @@ function withServing(decision: Outcome<'blueprint'>, after: BlueprintRow, servin
   };
 }
 
-const DECISIONS: Readonly<Record<string, Decide>> = {
+/** Each command kind's decision, its payload typed by the kind's schema. */
+const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
   /** A lease found no free slot: it joins the line (served at once if there is room). */
   need_resource: async (trx, ctx, blueprint) => {
-    const { leaseId } = ctx.payload as { leaseId: number };
+    const { leaseId } = ctx.payload;
     const lease = await trx.selectFrom('leases').select(['state', 'resource_id', 'created_at']).where('id', '=', leaseId).executeTakeFirst();
     if (!lease || lease.state !== 'pending' || lease.resource_id !== null) return done<'blueprint'>(`lease ${leaseId} no longer needs capacity`);
 
@@ -100,11 +104,11 @@ const DECISIONS: Readonly<Record<string, Decide>> = {
   },
 
   /** A resource has a slot the line may take (counted, with any others, by serving the line). */
-  slot_freed: async (_trx, ctx) => done<'blueprint'>(`resource ${(ctx.payload as { resourceId: number }).resourceId} has a free slot`),
+  slot_freed: async (_trx, ctx) => done<'blueprint'>(`resource ${ctx.payload.resourceId} has a free slot`),
 
   resource_destroyed: async (_trx, ctx, blueprint) => {
     const live = blueprint.live_resources - 1;
-    return done<'blueprint'>(`resource ${(ctx.payload as { resourceId: number }).resourceId} gone (${live} of ${blueprint.max_resources})`, {
+    return done<'blueprint'>(`resource ${ctx.payload.resourceId} gone (${live} of ${blueprint.max_resources})`, {
       set: { live_resources: live },
     });
   },
@@ -122,7 +126,7 @@ const DECISIONS: Readonly<Record<string, Decide>> = {
   update_settings: async (trx, ctx, blueprint) => {
     let settings: unknown;
     try {
-      settings = validateDriverSettings(blueprint.driver, (ctx.payload as { settings: unknown }).settings);
+      settings = validateDriverSettings(blueprint.driver, ctx.payload.settings);
     } catch (error) {
       if (error instanceof InvalidInputError) return failed<'blueprint'>(error.message);
       throw error;

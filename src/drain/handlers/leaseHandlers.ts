@@ -1,12 +1,15 @@
 import { sql } from 'kysely';
 import type { LeaseRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
+import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import type { DriverResult, LeaseCall } from '../../drivers/Driver.ts';
 import { deadlinesFromNow, expiryReason } from '../../objects/leaseDeadlines.ts';
 import { hasWaitingLeases, resourceWithFreeSlot } from '../sql/freeSlot.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
 
 type Ctx = HandlerContext<'lease'>;
+/** The context of a handler of `C`, its payload typed by that kind's schema. */
+type CtxOf<C extends CommandKindOf<'lease'>> = HandlerContext<'lease', PayloadOf<'lease', C>>;
 const self = (lease: LeaseRow) => ({ kind: 'lease', id: lease.id }) as const;
 const holdsSlot = (lease: LeaseRow) => lease.state === 'acquired' || lease.state === 'active';
 
@@ -43,8 +46,8 @@ const giveBackSlot = (lease: LeaseRow, resourceId: number, reason: string): Foll
  * the release settles as a no-op. Anyone's plain release that coalesced into
  * it makes it unconditional again.
  */
-async function releaseWanted(db: Db, ctx: Ctx): Promise<boolean> {
-  if (!(ctx.payload as { ifExpired?: true }).ifExpired) return true;
+async function releaseWanted(db: Db, ctx: CtxOf<'release'>): Promise<boolean> {
+  if (!ctx.payload.ifExpired) return true;
   if (await expiryReason(db, ctx.object)) return true;
   const joined = await db
     .selectFrom('commands')
@@ -92,15 +95,15 @@ export const LEASE_HANDLERS = {
   },
 
   grant: {
-    async effect(ctx: Ctx): Promise<DriverResult | undefined> {
+    async effect(ctx: CtxOf<'grant'>): Promise<DriverResult | undefined> {
       const lease = ctx.object;
       if (lease.state !== 'pending' || lease.resource_id !== null) return undefined;
-      const { resourceId, slot } = ctx.payload as { resourceId: number; slot: number };
+      const { resourceId, slot } = ctx.payload;
       return ctx.driver().acquireLease(await leaseCall(ctx, resourceId, slot));
     },
-    async decide(_trx: Db, ctx: Ctx, acquired: DriverResult | undefined) {
+    async decide(_trx: Db, ctx: CtxOf<'grant'>, acquired: DriverResult | undefined) {
       const lease = ctx.object;
-      const { resourceId, slot } = ctx.payload as { resourceId: number; slot: number };
+      const { resourceId, slot } = ctx.payload;
       if (!acquired) {
         // Released (or served elsewhere) while the grant was on its way: give it back.
         return done<'lease'>(`returned slot ${slot} of resource ${resourceId}: lease is ${lease.state}`, {
@@ -116,9 +119,9 @@ export const LEASE_HANDLERS = {
   },
 
   deny: {
-    async decide(trx: Db, ctx: Ctx) {
+    async decide(trx: Db, ctx: CtxOf<'deny'>) {
       const lease = ctx.object;
-      const { resourceId, reason } = ctx.payload as { resourceId?: number; reason: string };
+      const { resourceId, reason } = ctx.payload;
       if (lease.state !== 'pending' || lease.resource_id !== null) return done<'lease'>(`ignored refusal: lease is ${lease.state}`);
       // The resource made for this lease broke: asking again would only make
       // another, so the lease fails instead, with the resource's reason. Its
@@ -174,9 +177,9 @@ export const LEASE_HANDLERS = {
   },
 
   renew: {
-    async decide(trx: Db, ctx: Ctx) {
+    async decide(trx: Db, ctx: CtxOf<'renew'>) {
       const lease = ctx.object;
-      const { expiresInMs, heartbeatMs: newHeartbeatMs } = ctx.payload as { expiresInMs?: number; heartbeatMs?: number };
+      const { expiresInMs, heartbeatMs: newHeartbeatMs } = ctx.payload;
       // Without a term of its own, a renewal extends an expiring lease by the
       // term it was given; a lease that never expired gains an expiry only
       // when asked for one. Likewise its heartbeat interval (v2).
@@ -196,12 +199,12 @@ export const LEASE_HANDLERS = {
   },
 
   release: {
-    async effect(ctx: Ctx) {
+    async effect(ctx: CtxOf<'release'>) {
       if (!(await releaseWanted(ctx.db, ctx))) return { skipped: true };
       if (holdsSlot(ctx.object)) await ctx.driver().releaseLease(await heldCall(ctx));
       return { skipped: false };
     },
-    async decide(trx: Db, ctx: Ctx, effect: { skipped: boolean }) {
+    async decide(trx: Db, ctx: CtxOf<'release'>, effect: { skipped: boolean }) {
       const lease = ctx.object;
       if (lease.state === 'broken') return done<'lease'>('already broken; it is being destroyed');
       if (effect.skipped) {

@@ -1,11 +1,14 @@
 import { sql } from 'kysely';
 import type { ResourceRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
+import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import type { DriverResult, ResourceCall } from '../../drivers/Driver.ts';
 import { hasWaitingLeases } from '../sql/freeSlot.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
 
 type Ctx = HandlerContext<'resource'>;
+/** The context of a handler of `C`, its payload typed by that kind's schema. */
+type CtxOf<C extends CommandKindOf<'resource'>> = HandlerContext<'resource', PayloadOf<'resource', C>>;
 const self = (resource: ResourceRow) => ({ kind: 'resource', id: resource.id }) as const;
 
 /** How often a queued acquire looks again while its resource is still being made. */
@@ -114,9 +117,9 @@ export const RESOURCE_HANDLERS = {
   },
 
   acquire: {
-    async decide(trx: Db, ctx: Ctx) {
+    async decide(trx: Db, ctx: CtxOf<'acquire'>) {
       const resource = ctx.object;
-      const { leaseId } = ctx.payload as { leaseId: number };
+      const { leaseId } = ctx.payload;
       if (resource.state === 'pending') return yieldFor<'resource'>(ACQUIRE_WHILE_PENDING_MS, 'waiting for the resource to become active');
       if (resource.state !== 'active') return done<'resource'>(`refused lease ${leaseId}: resource is ${resource.state}`, { followUps: [deny(resource, leaseId, `resource is ${resource.state}`)] });
 
@@ -152,9 +155,9 @@ export const RESOURCE_HANDLERS = {
   },
 
   release_slot: {
-    async decide(trx: Db, ctx: Ctx) {
+    async decide(trx: Db, ctx: CtxOf<'release_slot'>) {
       const resource = ctx.object;
-      const { leaseId } = ctx.payload as { leaseId: number };
+      const { leaseId } = ctx.payload;
       const freed = await trx
         .deleteFrom('resource_slots')
         .where('resource_id', '=', resource.id)
