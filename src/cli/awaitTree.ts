@@ -7,9 +7,6 @@ import type { Session } from './session.ts';
 import type { Waited } from './transport/Transport.ts';
 import { commandName } from './views/commandViews.ts';
 
-/** Workers whose heartbeat is older than this many intervals are presumed dead. */
-const LIVE_HEARTBEATS = 3;
-
 export interface AwaitRequest {
   readonly rootId: number;
   readonly object?: WaitRequest['object'];
@@ -24,7 +21,7 @@ export interface AwaitRequest {
  */
 export async function awaitTree(session: Session, request: AwaitRequest): Promise<WaitResult & Waited> {
   const { db, config, out } = session;
-  if ((await countLiveWorkers(db, config.SLIPWAY_HEARTBEAT_MS * LIVE_HEARTBEATS)) === 0) {
+  if ((await countLiveWorkers(db, config.SLIPWAY_HEARTBEAT_MS)) === 0) {
     out.warn(`no live worker: command ${request.rootId} waits until \`slipway start\` or \`slipway worker\` runs`);
   }
   const result = await waitForSettled(session.database, {

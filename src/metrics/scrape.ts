@@ -2,13 +2,11 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database, Db } from '../db/Database.ts';
+import { liveWorkerCondition } from '../read/liveWorkers.ts';
 import { registry, setPoolGauges, setStateGauges, type StateSnapshot } from './metrics.ts';
 
 /** How long one reading of the database's gauges serves scrapes: Prometheus scraping every few seconds costs one query per this. */
 export const STATE_CACHE_MS = 5000;
-
-/** A worker counts as live for 3 heartbeats (as `slipway lease create --wait` does). */
-const LIVE_HEARTBEATS = 3;
 
 export interface ScrapeSettings {
   readonly staleAfterMs: number;
@@ -79,7 +77,7 @@ export async function readState(db: Db, { staleAfterMs, heartbeatMs }: ScrapeSet
       from blueprint_waiters w join blueprints b on b.id = w.blueprint_id group by b.name
     union all
     select 'workers', null, null, count(*)::int
-      from workers where heartbeat_at > now() - make_interval(secs => ${(heartbeatMs * LIVE_HEARTBEATS) / 1000})
+      from workers where ${liveWorkerCondition(heartbeatMs)}
   `.execute(db);
   const of = (family: StateRow['family']) => rows.filter((r) => r.family === family);
   const count = (family: StateRow['family'], state?: string) =>

@@ -3,7 +3,7 @@ import { commandKindSpec, versionFor } from '../domain/commandKinds.ts';
 import { UnsupportedVersionError } from '../domain/errors.ts';
 import { validateDriverSettings } from '../drivers/registry.ts';
 import { findBlueprint } from '../read/blueprints.ts';
-import { liveHandlers } from '../read/liveHandlers.ts';
+import { liveHandlers } from '../read/liveWorkers.ts';
 import type { AppendRequest } from './appendCommand.ts';
 import type { ObjectRef } from './objectTables.ts';
 

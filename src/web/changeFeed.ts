@@ -1,4 +1,4 @@
-import type { CommandNotice, NoticeListener } from '../read/CommandNotices.ts';
+import type { NoticeListener } from '../read/CommandNotices.ts';
 
 /**
  * What a page learns: the objects and commands that changed ("lease:12",
@@ -6,7 +6,7 @@ import type { CommandNotice, NoticeListener } from '../read/CommandNotices.ts';
  * server's LISTEN connection was made again): every page looks again.
  */
 export type Changes = readonly string[];
-export const RESYNC = '*resync';
+const RESYNC = '*resync';
 
 /**
  * Turns the server's one LISTEN connection into "these changed" batches for
@@ -26,8 +26,8 @@ export class ChangeFeed {
     private readonly coalesceMs = 200,
   ) {
     this.unwatch = listener.watch(
-      (notice) => this.heard(notice),
-      () => this.resync(),
+      (notice) => this.changed(notice.target, `command:${notice.id}`),
+      () => this.changed(RESYNC),
     );
   }
 
@@ -42,14 +42,8 @@ export class ChangeFeed {
     this.subscribers.clear();
   }
 
-  private heard(notice: CommandNotice): void {
-    this.pending.add(notice.target);
-    this.pending.add(`command:${notice.id}`);
-    this.timer ??= setTimeout(() => this.flush(), this.coalesceMs);
-  }
-
-  private resync(): void {
-    this.pending.add(RESYNC);
+  private changed(...targets: string[]): void {
+    for (const target of targets) this.pending.add(target);
     this.timer ??= setTimeout(() => this.flush(), this.coalesceMs);
   }
 

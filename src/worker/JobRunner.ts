@@ -46,8 +46,9 @@ export class JobRunner {
     this.adopt(await this.startOne());
   }
 
+  /** Whether a runner runs now: one is adopted exactly while the part is up. */
   get isUp(): boolean {
-    return this.current !== undefined && this.health.isUp;
+    return this.current !== undefined;
   }
 
   /** The graphile-worker pool ids whose locks on jobs are ours now (`locked_by`). */

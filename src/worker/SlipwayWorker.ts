@@ -125,10 +125,8 @@ export class SlipwayWorker {
   async stop(): Promise<boolean> {
     await this.sweeper.stop();
     this.drainsStopping.abort();
-    const finished = this.runner.stop().then(() => true);
-    const timer = new AbortController();
-    const clean = await Promise.race([finished, sleep(this.graceMs, false, { signal: timer.signal }).catch(() => false)]);
-    timer.abort();
+    // An unref'd timer: a clean stop does not wait for it to run out.
+    const clean = await Promise.race([this.runner.stop().then(() => true), sleep(this.graceMs, false, { ref: false })]);
     if (!clean) this.log.warn({ worker: this.id, graceMs: this.graceMs }, 'shutdown grace period over with drains still in flight; their objects go to other workers');
     await this.registry.deregister();
     return clean;
