@@ -13,6 +13,7 @@ import * as appendQueueRoom from './0011_append_queue_room.ts';
 import * as drainHandOff from './0012_drain_hand_off.ts';
 import * as batchedDrain from './0013_batched_drain.ts';
 import * as workerLiveness from './0014_worker_liveness.ts';
+import * as oneDrain from './0015_one_drain.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '0012_drain_hand_off': drainHandOff,
   '0013_batched_drain': batchedDrain,
   '0014_worker_liveness': workerLiveness,
+  '0015_one_drain': oneDrain,
 };

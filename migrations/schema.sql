@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0014_worker_liveness.
+-- Slipway's schema (`public`) after migration 0015_one_drain.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -126,6 +126,15 @@ CREATE UNIQUE INDEX commands_one_in_flight ON public.commands USING btree (targe
 CREATE INDEX commands_queue ON public.commands USING btree (target_kind, target_id, id) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
 CREATE INDEX commands_unsettled ON public.commands USING btree (not_before) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
 CREATE CONSTRAINT TRIGGER commands_queue_settled_callbacks AFTER UPDATE OF status ON public.commands DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.status = ANY (ARRAY['queued'::text, 'running'::text])) AND (new.status <> ALL (ARRAY['queued'::text, 'running'::text])))) EXECUTE FUNCTION public.queue_settled_callbacks();
+
+create table public.drain_wakeups (
+  target_kind text not null,
+  target_id bigint not null,
+  run_at timestamp with time zone not null default now(),
+  constraint drain_wakeups_pkey PRIMARY KEY (target_kind, target_id),
+  constraint drain_wakeups_target_kind_check CHECK ((target_kind = ANY (ARRAY['blueprint'::text, 'resource'::text, 'lease'::text])))
+);
+CREATE INDEX drain_wakeups_due ON public.drain_wakeups USING btree (run_at);
 
 create table public.events (
   id bigint not null generated always as identity,
@@ -468,88 +477,80 @@ AS $function$
       end
       $function$;
 
-CREATE OR REPLACE FUNCTION public.slipway_drain_next(p_kind text, p_id bigint, p_preempting text[], p_task text, p_channel text, p_notices jsonb)
+CREATE OR REPLACE FUNCTION public.slipway_drain_claim(p_room integer, p_want_kinds text[], p_want_ids bigint[], p_only_wanted boolean, p_held_kinds text[], p_held_ids bigint[], p_preempting text[], p_channel text)
  RETURNS SETOF public.commands
  LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
       declare
-        v_due timestamptz;
+        v_kinds text[];
+        v_ids bigint[];
       begin
-        return query select * from slipway_queue_head(p_kind, p_id, p_preempting);
-        if found then
-          return;
+        with due as (
+          select w.target_kind, w.target_id from drain_wakeups w
+          where w.run_at <= now()
+            and (not p_only_wanted or (w.target_kind, w.target_id) in (select * from unnest(p_want_kinds, p_want_ids)))
+          order by (w.target_kind, w.target_id) in (select * from unnest(p_want_kinds, p_want_ids)) desc, w.run_at
+          limit p_room
+          for update skip locked
+        ),
+        taken as (
+          delete from drain_wakeups w using due d
+          where w.target_kind = d.target_kind and w.target_id = d.target_id
+          returning w.target_kind, w.target_id
+        ),
+        locked as (
+          select t.target_kind, t.target_id from taken t
+          where case
+            when exists (select 1 from unnest(p_held_kinds, p_held_ids) as h(kind, id) where h.kind = t.target_kind and h.id = t.target_id) then false
+            else pg_try_advisory_lock(object_lock_key(t.target_kind, t.target_id))
+          end
+        )
+        select array_agg(l.target_kind), array_agg(l.target_id) into v_kinds, v_ids from locked l;
+        if exists (
+          select 1 from drain_wakeups w join unnest(p_want_kinds, p_want_ids) as u(kind, id)
+            on w.target_kind = u.kind and w.target_id = u.id
+          where w.run_at <= now()
+        ) then
+          perform pg_notify(p_channel, '');
         end if;
-        perform pg_advisory_unlock(object_lock_key(p_kind, p_id));
-        v_due := (select min(c.not_before) from commands c
-                  where c.target_kind = p_kind and c.target_id = p_id and c.status in ('queued', 'running'));
-        if v_due is not null then
-          perform slipway_wake_objects(array[p_task], array[p_kind], array[p_id], array[v_due]);
-        end if;
-        if jsonb_array_length(p_notices) > 0 then
-          perform set_config('synchronous_commit', 'off', true);
-          perform pg_notify(p_channel, n) from jsonb_array_elements_text(p_notices) with ordinality as a(n, i) order by i;
+        if v_kinds is not null then
+          return query select * from slipway_drain_heads(v_kinds, v_ids, p_preempting);
         end if;
       end
       $function$;
 
-CREATE OR REPLACE FUNCTION public.slipway_drain_next_many(p_kind text, p_ids bigint[], p_preempting text[], p_task text, p_channel text, p_notices jsonb)
+CREATE OR REPLACE FUNCTION public.slipway_drain_heads(p_kinds text[], p_ids bigint[], p_preempting text[])
  RETURNS SETOF public.commands
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
       declare
         v_heads commands[];
-        v_ended bigint[];
       begin
         v_heads := array(
-          select h.cmd from unnest(p_ids) as i(id)
+          select h.cmd from unnest(p_kinds, p_ids) as o(kind, id)
           cross join lateral (
             select c as cmd from commands c
-            where c.target_kind = p_kind and c.target_id = i.id and c.status in ('queued', 'running')
+            where c.target_kind = o.kind and c.target_id = o.id and c.status in ('queued', 'running')
               and (c.not_before <= now() or c.status = 'running')
-            order by (c.status = 'running') desc, (c.kind = any(p_preempting)) desc, c.id
+            order by (c.status = 'running') desc, (c.target_kind || '.' || c.kind = any(p_preempting)) desc, c.id
             limit 1
           ) as h
         );
         return query select * from unnest(v_heads);
-        v_ended := array(select i.id from unnest(p_ids) as i(id)
-                         where i.id <> all (select h.target_id from unnest(v_heads) as h));
-        if cardinality(v_ended) > 0 then
-          perform pg_advisory_unlock(object_lock_key(p_kind, e.id)) from unnest(v_ended) as e(id);
-          perform slipway_wake_objects(array_agg(p_task), array_agg(p_kind), array_agg(d.id), array_agg(d.due))
-          from (select c.target_id as id, min(c.not_before) as due from commands c
-                where c.target_kind = p_kind and c.target_id = any(v_ended) and c.status in ('queued', 'running')
-                group by c.target_id) as d
-          having count(*) > 0;
-        end if;
-        if jsonb_array_length(p_notices) > 0 then
-          perform set_config('synchronous_commit', 'off', true);
-          perform pg_notify(p_channel, n) from jsonb_array_elements_text(p_notices) with ordinality as a(n, i) order by i;
-        end if;
-      end
-      $function$;
-
-CREATE OR REPLACE FUNCTION public.slipway_drain_start(p_kind text, p_id bigint, p_preempting text[], p_task text)
- RETURNS SETOF public.commands
- LANGUAGE plpgsql
-AS $function$
-      begin
-        if pg_try_advisory_lock(object_lock_key(p_kind, p_id)) then
-          return query select * from slipway_drain_next(p_kind, p_id, p_preempting, p_task, '', '[]'::jsonb);
-        end if;
-      end
-      $function$;
-
-CREATE OR REPLACE FUNCTION public.slipway_drain_start_many(p_kind text, p_ids bigint[], p_preempting text[], p_task text)
- RETURNS SETOF public.commands
- LANGUAGE plpgsql
- SET plan_cache_mode TO 'force_generic_plan'
-AS $function$
-      begin
-        return query select * from slipway_drain_next_many(
-          p_kind,
-          array(select i.id from unnest(p_ids) as i(id) where pg_try_advisory_lock(object_lock_key(p_kind, i.id))),
-          p_preempting, p_task, '', '[]'::jsonb);
+        perform pg_advisory_unlock(object_lock_key(o.kind, o.id))
+        from unnest(p_kinds, p_ids) as o(kind, id)
+        where not exists (select 1 from unnest(v_heads) h where h.target_kind = o.kind and h.target_id = o.id);
+        perform slipway_wake_objects(null, array_agg(d.kind), array_agg(d.id), array_agg(d.due))
+        from (
+          select c.target_kind as kind, c.target_id as id, min(c.not_before) as due
+          from unnest(p_kinds, p_ids) as o(kind, id)
+          join commands c on c.target_kind = o.kind and c.target_id = o.id and c.status in ('queued', 'running')
+          where not exists (select 1 from unnest(v_heads) h where h.target_kind = o.kind and h.target_id = o.id)
+          group by c.target_kind, c.target_id
+        ) as d
+        having count(*) > 0;
       end
       $function$;
 
@@ -562,146 +563,6 @@ AS $function$
           raise exception using errcode = sqlstate, message = message;
         end if;
         return true;
-      end
-      $function$;
-
-CREATE OR REPLACE FUNCTION public.slipway_lock_object(p_kind text, p_id bigint)
- RETURNS boolean
- LANGUAGE plpgsql
-AS $function$
-      begin
-        if not pg_try_advisory_lock(object_lock_key(p_kind, p_id)) then
-          return false;
-        end if;
-        case p_kind
-          when 'lease' then perform 1 from leases where id = p_id for no key update;
-          when 'resource' then perform 1 from resources where id = p_id for no key update;
-          when 'blueprint' then perform 1 from blueprints where id = p_id for no key update;
-        end case;
-        return true;
-      end
-      $function$;
-
-CREATE OR REPLACE FUNCTION public.slipway_lock_object_row(p_kind text, p_id bigint)
- RETURNS integer
- LANGUAGE plpgsql
-AS $function$
-      declare
-        v_version int;
-      begin
-        case p_kind
-          when 'lease' then select o.version into v_version from leases o where o.id = p_id for no key update;
-          when 'resource' then select o.version into v_version from resources o where o.id = p_id for no key update;
-          when 'blueprint' then select o.version into v_version from blueprints o where o.id = p_id for no key update;
-        end case;
-        return v_version;
-      end
-      $function$;
-
-CREATE OR REPLACE FUNCTION public.slipway_lock_object_version(p_kind text, p_id bigint, p_version integer)
- RETURNS void
- LANGUAGE plpgsql
-AS $function$
-      declare
-        v_version int := slipway_lock_object_row(p_kind, p_id);
-      begin
-        if v_version is null then
-          raise exception using errcode = 'SW001', message = format('%s %s has no row', p_kind, p_id);
-        elsif v_version <> p_version then
-          raise exception using errcode = 'SW001',
-            message = format('%s %s is at version %s, not %s, under its drain', p_kind, p_id, v_version, p_version);
-        end if;
-      end
-      $function$;
-
-CREATE OR REPLACE FUNCTION public.slipway_lock_object_versions(p_kind text, p_ids bigint[], p_versions integer[])
- RETURNS void
- LANGUAGE plpgsql
- SET plan_cache_mode TO 'force_generic_plan'
-AS $function$
-      declare
-        v_found bigint[];
-        v_at int[];
-        v_moved text;
-      begin
-        case p_kind
-          when 'lease' then
-            select array_agg(o.id), array_agg(o.version) into v_found, v_at
-            from (select l.id, l.version from leases l where l.id = any(p_ids)
-                  order by object_drain_job_key('lease', l.id) for no key update) as o;
-          when 'resource' then
-            select array_agg(o.id), array_agg(o.version) into v_found, v_at
-            from (select r.id, r.version from resources r where r.id = any(p_ids)
-                  order by object_drain_job_key('resource', r.id) for no key update) as o;
-        end case;
-        select string_agg(format('%s %s is at version %s, not %s', p_kind, w.id, coalesce(f.version::text, 'none (no row)'), w.version), '; ')
-          into v_moved
-        from unnest(p_ids, p_versions) as w(id, version)
-        left join unnest(v_found, v_at) as f(id, version) on f.id = w.id
-        where f.version is distinct from w.version;
-        if v_moved is not null then
-          raise exception using errcode = 'SW001', message = v_moved || ', under its drain';
-        end if;
-      end
-      $function$;
-
-CREATE OR REPLACE FUNCTION public.slipway_queue_head(p_kind text, p_id bigint, p_preempting text[])
- RETURNS SETOF public.commands
- LANGUAGE plpgsql
- STABLE
-AS $function$
-      begin
-        return query
-          select * from commands c
-          where c.target_kind = p_kind and c.target_id = p_id and c.status in ('queued', 'running')
-            and (c.not_before <= now() or c.status = 'running')
-          order by (c.status = 'running') desc, (c.kind = any(p_preempting)) desc, c.id
-          limit 1;
-      end
-      $function$;
-
-CREATE OR REPLACE FUNCTION public.slipway_queue_look(p_kind text, p_id bigint, OUT ready boolean, OUT at timestamp with time zone)
- RETURNS record
- LANGUAGE plpgsql
- STABLE
-AS $function$
-      begin
-        ready := exists (
-          select 1 from commands c
-          where c.target_kind = p_kind and c.target_id = p_id and c.status in ('queued', 'running')
-            and (c.not_before <= now() or c.status = 'running'));
-        at := (select min(c.not_before) from commands c
-               where c.target_kind = p_kind and c.target_id = p_id and c.status = 'queued');
-      end
-      $function$;
-
-CREATE OR REPLACE FUNCTION public.slipway_settle_command(p_id bigint, p_target_kind text, p_target_id bigint, p_status text, p_message text, p_retry_secs double precision, p_events jsonb, p_supersedes text[], p_supersede_message text)
- RETURNS void
- LANGUAGE plpgsql
-AS $function$
-      begin
-        if jsonb_array_length(p_events) > 0 then
-          insert into events (target_kind, target_id, command_id, type, from_state, to_state, message, actor, source, data)
-          select e.doc->>'target_kind', (e.doc->>'target_id')::bigint, (e.doc->>'command_id')::bigint, e.doc->>'type',
-                 e.doc->>'from_state', e.doc->>'to_state', e.doc->>'message', e.doc->>'actor', e.doc->>'source',
-                 nullif(e.doc->'data', 'null'::jsonb)
-          from jsonb_array_elements(p_events) with ordinality as e(doc, n)
-          order by e.n;
-        end if;
-        if cardinality(p_supersedes) > 0 then
-          update commands set status = 'cancelled', finished_at = now(), message = p_supersede_message
-          where target_kind = p_target_kind and target_id = p_target_id
-            and status = 'queued' and kind = any(p_supersedes) and id <> p_id;
-        end if;
-        if p_status = 'yield' then
-          update commands set status = 'queued', message = p_message, attempts = attempts + 1,
-                              not_before = now() + make_interval(secs => p_retry_secs)
-          where id = p_id;
-        else
-          update commands set status = p_status, message = p_message, finished_at = now(),
-                              started_at = coalesce(started_at, now())
-          where id = p_id;
-        end if;
       end
       $function$;
 
@@ -742,35 +603,12 @@ AS $function$
 
 CREATE OR REPLACE FUNCTION public.slipway_wake_objects(tasks text[], kinds text[], ids bigint[], run_ats timestamp with time zone[])
  RETURNS void
- LANGUAGE plpgsql
- SET plan_cache_mode TO 'force_generic_plan'
+ LANGUAGE sql
 AS $function$
-      declare
-        t record;
-      begin
-        for t in
-          with wanted as (
-            select u.task, u.id, object_drain_job_key(u.kind, u.id) as job_key, min(coalesce(u.run_at, now())) as run_at
-            from unnest(tasks, kinds, ids, run_ats) as u(task, kind, id, run_at)
-            group by u.task, u.kind, u.id
-          ),
-          already_due as (
-            select j.key from graphile_worker._private_jobs j
-            join wanted w on j.key = w.job_key
-            where j.is_available and j.run_at <= w.run_at
-            order by j.key
-            for share of j
-          )
-          select w.task, w.id, w.job_key, w.run_at from wanted w
-          where w.job_key not in (select d.key from already_due d)
-          order by w.job_key
-        loop
-          perform graphile_worker.add_job(
-            identifier := t.task,
-            payload := json_build_object('id', t.id),
-            run_at := t.run_at,
-            job_key := t.job_key
-          );
-        end loop;
-      end
+        insert into drain_wakeups as w (target_kind, target_id, run_at)
+        select u.kind, u.id, min(coalesce(u.run_at, now()))
+        from unnest(kinds, ids, run_ats) as u(kind, id, run_at)
+        group by u.kind, u.id
+        order by object_drain_job_key(u.kind, u.id)
+        on conflict (target_kind, target_id) do update set run_at = least(w.run_at, excluded.run_at)
       $function$;

@@ -218,6 +218,13 @@ export interface WebSessionsTable {
   expires_at: Timestamp;
 }
 
+/** Objects with work due at run_at (0015): written with the commands that need a drain, taken by the drain engine. */
+export interface DrainWakeupsTable {
+  target_kind: ObjectKind;
+  target_id: number;
+  run_at: TimestampDefault;
+}
+
 export interface DB {
   blueprints: BlueprintsTable;
   resources: ResourcesTable;
@@ -225,6 +232,7 @@ export interface DB {
   resource_slots: ResourceSlotsTable;
   blueprint_waiters: BlueprintWaitersTable;
   commands: CommandsTable;
+  drain_wakeups: DrainWakeupsTable;
   events: EventsTable;
   workers: WorkersTable;
   simulated_effects: SimulatedEffectsTable;

@@ -21,7 +21,8 @@ export const ConfigSchema = z.object({
     .optional()
     .describe('the PostgreSQL server to use; without it, the embedded server under `SLIPWAY_HOME`'),
   SLIPWAY_HOME: z.string().min(1).default('.slipway').describe("where the embedded PostgreSQL keeps its data and password, the first admin token's file and the generated callback secret"),
-  SLIPWAY_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8).describe("objects one worker process drains on their own at once, each on a connection of its own; the process runs 4 × this many jobs, most of them leases waiting for their batch's next step, which hold no connection"),
+  SLIPWAY_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4).describe("drain lanes one worker process runs at once, each on a connection of its own and holding up to 64 objects of any kind, whose commands it applies in steps"),
+  SLIPWAY_DRAIN_POLL_MS: positiveMs(1000).describe('how often each worker looks for due wake-ups without being signalled (the backstop for a lost signal; a wake-up due later is looked for when it is due)'),
   SLIPWAY_SWEEP_INTERVAL_MS: positiveMs(1000).describe("how often each worker's sweeper looks for objects nobody drains"),
   // A command queued (or left running by a dead worker) for longer than this,
   // on an object whose advisory lock is free, gets its object woken again.

@@ -1,3 +1,4 @@
+import { runAfterCommit } from './afterCommit.ts';
 import { afterCommitWasSent } from './connectionFailure.ts';
 import type { Db } from './Database.ts';
 
@@ -10,18 +11,24 @@ import type { Db } from './Database.ts';
  *
  * A connection that fails once `work` is done failed during the COMMIT: it
  * may have committed, and is thrown as a MayHaveCommittedError. One that
- * fails during `work` rolled the transaction back.
+ * fails during `work` rolled the transaction back. After the commit, the
+ * work's afterCommit hooks run (the wake-up signal, notices).
  */
 export async function withTransaction<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
   if (db.isTransaction) return work(db);
   let committing = false;
+  let transaction: Db | undefined;
+  let result: T;
   try {
-    return await db.transaction().execute(async (trx) => {
-      const result = await work(trx);
+    result = await db.transaction().execute(async (trx) => {
+      transaction = trx;
+      const done = await work(trx);
       committing = true;
-      return result;
+      return done;
     });
   } catch (error) {
     throw committing ? afterCommitWasSent(error) : error;
   }
+  await runAfterCommit(transaction!, db);
+  return result;
 }

@@ -45,14 +45,21 @@ export interface Outcome<K extends ObjectKind = ObjectKind> {
   readonly retryInMs?: number;
 }
 
-/** What a handler is given: its payload typed by its kind's latest schema (see PayloadOf and HandlerTable). */
-export interface HandlerContext<K extends ObjectKind, P = unknown> {
+/** What a handler is given: its payload typed by its kind's latest schema (see PayloadOf and HandlerTable), and what its declared read found. */
+export interface HandlerContext<K extends ObjectKind, P = unknown, R = unknown> {
   readonly object: ObjectTypes[K]['row'];
   readonly command: CommandRow;
   readonly payload: P;
   /** The object's blueprint (for a blueprint, itself). */
   readonly blueprint: BlueprintRow;
-  /** For reads outside the outcome transaction (effects). */
+  /** What the handler's `read` found for this object (undefined without one, or when its key was undefined). */
+  readonly read: R | undefined;
+  /**
+   * Queries on the drain's connection: in `effect`, outside any transaction;
+   * in `decide`, inside the step's transaction under its row locks, for a
+   * handler that declares `readsInTransaction` (any other handler's decide
+   * gets a Db that refuses every query, naming the handler).
+   */
   readonly db: Db;
   /** The blueprint's driver, with its output validated. */
   driver(): Driver;
@@ -61,15 +68,35 @@ export interface HandlerContext<K extends ObjectKind, P = unknown> {
 }
 
 /**
- * How one command kind is applied to one kind of object.
- *
- * `effect` runs outside any transaction and is where drivers are called.
- * `decide` runs inside the outcome transaction (reads with locks, writes to
- * the object's own side tables) and returns the outcome to commit.
+ * A read that the handlers of many objects share: the drain makes it once
+ * per step for every object whose handler declares it (one statement for all
+ * of them), before the effects run, so a batch of 64 releases costs one read
+ * rather than 64.
  */
-export interface CommandHandler<K extends ObjectKind, E = any, P = any> {
-  effect?(ctx: HandlerContext<K, P>): Promise<E>;
-  decide(trx: Db, ctx: HandlerContext<K, P>, effect: E): Promise<Outcome<K>>;
+export interface BatchRead<R> {
+  /** What this object's read is about (say, its resource's id); undefined: nothing to read. */
+  key(ctx: HandlerContext<ObjectKind, unknown, unknown>): number | undefined;
+  /** Reads every key at once. */
+  load(db: Db, keys: readonly number[]): Promise<ReadonlyMap<number, R>>;
+}
+
+/**
+ * How one command kind is applied to one kind of object. What it needs is
+ * declared, so the drain plans each step's round trips before it runs any:
+ *
+ * - `read`: a batched read, made before the effect (see BatchRead);
+ * - `effect`: runs outside any transaction and is where drivers are called;
+ *   the effects of a step's objects run concurrently;
+ * - `readsInTransaction`: the decision queries under the step's row locks
+ *   (a capacity decision), so the step opens its transaction before the
+ *   decisions run; without it `decide` is pure and costs no round trip;
+ * - `decide`: returns the outcome to commit.
+ */
+export interface CommandHandler<K extends ObjectKind, E = any, P = any, R = any> {
+  readonly read?: BatchRead<R>;
+  effect?(ctx: HandlerContext<K, P, R>): Promise<E>;
+  readonly readsInTransaction?: true;
+  decide(trx: Db, ctx: HandlerContext<K, P, R>, effect: E): Promise<Outcome<K>> | Outcome<K>;
 }
 
 /**

@@ -17,12 +17,10 @@ const HANDLERS = {
   blueprint: BLUEPRINT_HANDLERS,
 } as unknown as Record<ObjectKind, Readonly<Record<string, CommandHandler<ObjectKind> | undefined>>>;
 
-/** The command kinds that go ahead of older work in each kind of object's queue (see slipway_queue_head). */
-export const PREEMPTING: Record<ObjectKind, string[]> = {
-  lease: preemptingKinds('lease'),
-  resource: preemptingKinds('resource'),
-  blueprint: preemptingKinds('blueprint'),
-};
+/** The command kinds that go ahead of older work in their object's queue, as "<object kind>.<command kind>" (see sql/heads.ts). */
+export const PREEMPTING: readonly string[] = (['lease', 'resource', 'blueprint'] as const).flatMap((kind) =>
+  preemptingKinds(kind).map((command) => `${kind}.${command}`),
+);
 
 /**
  * What a drain does with the command at the head of an object's queue, as

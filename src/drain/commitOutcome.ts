@@ -8,14 +8,14 @@ import { appendCall } from '../queue/appendCommand.ts';
 import { describeObject, OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
 import { type WakeTarget, wakeObjectsQuery } from '../queue/wakeObjects.ts';
 import type { Outcome } from './Handler.ts';
-import { type Settlement, settleCommands, updateObjectChecked } from './sql/settleCommand.ts';
+import { type Settlement, settleCommands } from './sql/settleCommand.ts';
 
 /** Another writer changed the object under us: the single-writer rule was broken. */
 export class VersionConflictError extends Error {
   override name = 'VersionConflictError';
 }
 
-/** SW001 from the drain's checks (migrations/0009, 0012) as the error it means; any other error as it is. */
+/** SW001 from the drain's version check (sql/lockVersions.ts) as the error it means; any other error as it is. */
 export function asVersionConflict(error: unknown): unknown {
   return (error as { code?: string }).code === VERSION_CONFLICT_SQLSTATE ? new VersionConflictError((error as Error).message) : error;
 }
@@ -23,62 +23,71 @@ export function asVersionConflict(error: unknown): unknown {
 /** Channel on which every settled or yielded command is announced (for waiters). */
 export const COMMANDS_CHANNEL = 'slipway_commands';
 
-/** SQLSTATEs of the drain's own checks (see migrations/0009_drain_checks.ts). */
+/** SQLSTATEs of the drain's own checks (slipway_expect, migrations/0009_drain_checks.ts). */
 export const VERSION_CONFLICT_SQLSTATE = 'SW001';
 const FOLLOW_UP_TARGET_MISSING_SQLSTATE = 'SW002';
 
-/**
- * One applied command's outcome as the statements that commit it, in the
- * order they run: the object's new state and columns (only if its version is
- * still the one we read, else the statement fails; it returns the row as it
- * now is, which the drain carries to the next command), absent when the
- * outcome leaves the row alone; then the command's events, status and the
- * cancellation of queued work it supersedes; then the follow-up commands,
- * and the wake-ups of their objects.
- *
- * They are built, not run: the drain sends them with its commit and its next
- * reads in one round trip (sql/queueHead.ts), so every check is made inside
- * them and fails the whole query, commit included.
- */
-export interface OutcomeStatements {
-  readonly objectUpdate: CompiledQuery | undefined;
-  readonly rest: readonly CompiledQuery[];
+/** One object's command applied in a step: the row as the drain carries it, the command and what was decided. */
+export interface Decided {
+  readonly target: ObjectRef;
+  readonly object: { state: string; version: number };
+  readonly command: CommandRow;
+  readonly outcome: Outcome;
 }
 
-export function outcomeStatements<Row extends { state: string; version: number }>(
-  db: Db,
-  target: ObjectRef,
-  object: Row,
-  command: CommandRow,
-  outcome: Outcome,
-): OutcomeStatements {
-  let objectUpdate;
-  if (outcome.to !== undefined || outcome.set !== undefined) {
-    objectUpdate = db
-      .updateTable(OBJECT_TABLE[target.kind] as 'leases')
-      .set({
-        ...(outcome.set as object),
-        ...(outcome.to !== undefined ? { state: outcome.to } : {}),
-        version: object.version + 1,
-        updated_at: sql<Date>`now()`,
-      })
-      .where('id', '=', target.id)
-      .where('version', '=', object.version)
-      .returningAll();
+/**
+ * A step's outcomes as the statements that commit them, for the round trip
+ * that ends the step's transaction (see DrainLane): each object's new state
+ * and columns (returning the row as it now is, which the drain carries to
+ * the next command), absent when an outcome leaves the row alone; then every
+ * command's events, status and the cancellation of queued work it
+ * supersedes, in one statement; then the follow-up commands, and the
+ * wake-ups of their objects in one call. The versions were checked, and the
+ * rows locked, by the transaction's first statement (sql/lockVersions.ts).
+ *
+ * They are built, not run: every check is made inside them and fails the
+ * whole query, commit included.
+ */
+export interface StepStatements {
+  /** Per decided outcome, in order: its object's update, if it makes one. */
+  readonly objectUpdates: ReadonlyArray<CompiledQuery | undefined>;
+  readonly rest: readonly CompiledQuery[];
+  /** The other objects the follow-ups woke (for the drain to take, if it has room). */
+  readonly woken: readonly ObjectRef[];
+}
+
+export function stepStatements(db: Db, decided: readonly Decided[]): StepStatements {
+  const appends: CompiledQuery[] = [];
+  const wakes: WakeTarget[] = [];
+  for (const d of decided) {
+    const followUps = followUpStatements(db, d.target, d.command, d.outcome);
+    appends.push(...followUps.appends);
+    wakes.push(...followUps.wakes);
   }
-  const conflict = {
-    sqlstate: VERSION_CONFLICT_SQLSTATE,
-    message: `${target.kind} ${target.id} is no longer at version ${object.version}: it changed while command ${command.id} was applied`,
-  };
-  const followUps = followUpStatements(db, target, command, outcome);
   return {
-    objectUpdate: objectUpdate && updateObjectChecked(objectUpdate, conflict).compile(db),
+    objectUpdates: decided.map((d) => objectUpdate(db, d)),
     rest: [
-      settleCommands([settlement(target, object, command, outcome)]).compile(db),
-      ...followUps.appends,
-      ...(followUps.wakes.length > 0 ? [wakeObjectsQuery(followUps.wakes).compile(db)] : []),
+      ...(decided.length > 0 ? [settleCommands(decided.map((d) => settlement(d.target, d.object, d.command, d.outcome))).compile(db)] : []),
+      ...appends,
+      ...(wakes.length > 0 ? [wakeObjectsQuery(wakes).compile(db)] : []),
     ],
+    woken: wakes.filter((w) => !w.runAt || w.runAt.getTime() <= Date.now()).map(({ kind, id }) => ({ kind, id })),
   };
+}
+
+function objectUpdate(db: Db, { target, object, outcome }: Decided): CompiledQuery | undefined {
+  if (outcome.to === undefined && outcome.set === undefined) return undefined;
+  return db
+    .updateTable(OBJECT_TABLE[target.kind] as 'leases')
+    .set({
+      ...(outcome.set as object),
+      ...(outcome.to !== undefined ? { state: outcome.to } : {}),
+      version: object.version + 1,
+      updated_at: sql<Date>`now()`,
+    })
+    .where('id', '=', target.id)
+    .returningAll()
+    .compile() as CompiledQuery;
 }
 
 /**
@@ -107,7 +116,7 @@ export function settlement(target: ObjectRef, object: { state: string }, command
  * The outcome's follow-up commands as one checked append each (failing with
  * SW002 when the target does not exist), and the objects they must wake:
  * the caller wakes those in one call at the end of its transaction, so
- * every commit locks wake-up jobs in the same (key) order. A follow-up to
+ * every commit writes wake-up rows in the same (key) order. A follow-up to
  * the object itself wakes nothing: its drain sees it before it lets go.
  */
 export function followUpStatements(

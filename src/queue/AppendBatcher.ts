@@ -6,6 +6,7 @@ import { simpleQueryText } from '../db/preparedText.ts';
 import type { Logger } from '../log.ts';
 import { admit } from './admissionChecks.ts';
 import { drainJobKey } from './objectTables.ts';
+import { signalWorkersQuietly } from './wakeSignal.ts';
 import {
   type AppendedRow,
   appendInTransaction,
@@ -55,16 +56,16 @@ interface Waiting {
  * commit may or may not have happened: making the appends again could write
  * them twice, so every caller gets a MayHaveCommittedError saying so.
  *
- * Locks: an append share-locks its object's row and locks its wake-up job
+ * Locks: an append share-locks its object's row and writes its wake-up row
  * (slipway_append_command). A batch holds those of every object before it
  * until it commits, so a batch has only objects of one kind (an append on a
- * resource would wait for the resource's row, which a resource's drain holds
- * while it wakes leases), in the order of their wake-up job keys, the order
- * in which every drain's commit locks the jobs it wakes (see wakeObjects).
- * Appends to one object keep their order, so a duplicate release still
- * coalesces into the first. PostgreSQL breaks any deadlock that remains
- * (the share-locks are taken before add_job's updates; see wakeObjects):
- * a batch it aborts is made again one append at a time.
+ * resource would wait for the resource's row, which a drain holds while it
+ * decides), in the order of their wake-up keys, the order in which every
+ * drain's commit writes the wake-ups it makes (see wakeObjects). Appends to
+ * one object keep their order, so a duplicate release still coalesces into
+ * the first. PostgreSQL breaks any deadlock that remains: a batch it aborts
+ * is made again one append at a time. Once a batch has committed, workers
+ * are signalled (wakeSignal.ts), once for the whole batch.
  */
 export class AppendBatcher {
   private readonly waiting: Waiting[] = [];
@@ -123,6 +124,7 @@ export class AppendBatcher {
       for (const w of ordered) await appendInTransaction(this.db, w.request, w.options).then(w.resolve, w.reject);
       return;
     }
+    await signalWorkersQuietly(this.db);
     await Promise.all(ordered.map((w, n) => appendResult(this.db, w.request, w.options, rows[n]!).then(w.resolve, w.reject)));
   }
 

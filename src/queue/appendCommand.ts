@@ -11,8 +11,10 @@ import {
 } from '../domain/errors.ts';
 import { statesAccepting } from '../domain/lifecycle.ts';
 import { recordAppended } from '../metrics/metrics.ts';
+import { afterCommit } from '../db/afterCommit.ts';
 import { admit } from './admissionChecks.ts';
-import { describeObject, DRAIN_TASK, type ObjectRef } from './objectTables.ts';
+import { signalWorkersQuietly } from './wakeSignal.ts';
+import { describeObject, type ObjectRef } from './objectTables.ts';
 
 export interface AppendRequest {
   readonly target: ObjectRef;
@@ -63,7 +65,20 @@ export async function appendInTransaction(
   const statement = appendStatement(request, options);
   if (options.fromOutside) await admit(trx, request);
   const { rows } = await statement.execute(trx);
-  return appendResult(trx, request, options, rows);
+  const result = await appendResult(trx, request, options, rows);
+  if (!result.coalesced && options.wake !== false) await signalAfterCommit(trx, options);
+  return result;
+}
+
+/**
+ * Tells the workers of the new command once it has committed: after the
+ * caller's transaction (withTransaction), or at once after an append that
+ * was its own statement. A drain's appends (not from outside, on the
+ * drain's connection) signal nothing: the drain takes what it woke itself.
+ */
+async function signalAfterCommit(trx: Db, options: AppendOptions): Promise<void> {
+  if (trx.isTransaction) afterCommit(trx, 'wake', signalWorkersQuietly);
+  else if (options.fromOutside) await signalWorkersQuietly(trx);
 }
 
 /** The append as a statement of its own (see appendCall), answering with the rows appendResult reads. */
@@ -145,9 +160,12 @@ export function appendCall(request: AppendRequest, options: AppendOptions): RawB
       ${request.actor.issuedBy}, ${request.actor.source}, ${request.actor.reason ?? null}, ${request.actor.requestId ?? null},
       ${request.actor.clientAddress ?? null}, ${request.actor.userAgent ?? null},
       ${request.causedBy ?? null}::bigint, ${spec.dedupKey ?? null}, ${request.notBefore?.toISOString() ?? null}::timestamptz,
-      ${options.wake === false ? null : DRAIN_TASK[target.kind]}
+      ${options.wake === false ? null : WAKE}
     )`;
 }
+
+/** Any non-null text asks slipway_append_command to wake the object (it once named a graphile-worker task). */
+const WAKE = 'wake';
 
 export interface AppendOptions {
   /** From outside (CLI, API, collector): admission checks, and only kinds that are not internal. */

@@ -4,11 +4,14 @@ import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { commandKindSpec } from '../domain/commandKinds.ts';
 import { CommandRejectedError, NotFoundError } from '../domain/errors.ts';
+import { afterCommit } from '../db/afterCommit.ts';
 import { COMMANDS_CHANNEL } from '../drain/commitOutcome.ts';
+import { commandNotice } from '../drain/sql/announcements.ts';
 import { recordEvent } from '../objects/recordEvent.ts';
 import { lockObjectInTransaction } from './lockObjectInTransaction.ts';
 import type { ObjectRef } from './objectTables.ts';
 import { wakeObjects } from './wakeObjects.ts';
+import { signalWorkersQuietly } from './wakeSignal.ts';
 
 /**
  * Cancels a command still queued, in the caller's transaction.
@@ -60,9 +63,13 @@ export async function cancelCommand(trx: Db, command: CommandRow, actor: Actor):
     commandId: command.id,
   });
   await wakeObjects(trx, [target]);
-  // Waiters on the command learn at commit that it settled.
-  const notice = { id: command.id, target: `${target.kind}:${target.id}`, status: 'cancelled' };
-  await sql`select pg_notify(${COMMANDS_CHANNEL}, ${JSON.stringify(notice)})`.execute(trx);
+  // Waiters on the command learn after the commit that it settled (a
+  // NOTIFY never travels inside a durable commit: see wakeSignal.ts).
+  const notice = commandNotice(target, command.id, 'cancelled');
+  afterCommit(trx, `cancelled:${command.id}`, async (db) => {
+    await sql`begin; set local synchronous_commit = off; select pg_notify(${sql.lit(COMMANDS_CHANNEL)}, ${sql.lit(notice)}); commit`.execute(db).catch(() => undefined);
+  });
+  afterCommit(trx, 'wake', signalWorkersQuietly);
   return cancelled;
 }
 

@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import { z } from 'zod';
+import { ChannelListener } from '../db/ChannelListener.ts';
 import { COMMANDS_CHANNEL } from '../drain/commitOutcome.ts';
 import type { PartHealth } from '../health/ProcessHealth.ts';
-import { waitBeforeReconnect } from '../health/reconnectDelay.ts';
 
 /** What the drain announces when a command settles or yields. */
 const NoticeSchema = z.object({
@@ -87,34 +87,40 @@ export class CommandNotices {
 }
 
 /**
- * LISTENs on the drain's channel on a dedicated connection (LISTEN belongs to
- * a session, so it cannot share pooled connections) and hands every notice
- * to each subscribed waiter. A server opens one per process, however many
- * requests wait at once.
- *
- * When the connection drops (a PostgreSQL restart, a failover, a killed
- * backend) it is made again, with backoff, for as long as the listener is
- * open. Notices sent meanwhile are lost, so once it listens again every
- * waiter is told to read afresh, and every watcher to look again; until
- * then waiters fall back to their timed re-reads.
+ * Hands every notice of the drain's channel (a ChannelListener of its own) to
+ * each subscribed waiter and watcher. A server opens one per process,
+ * however many requests wait at once. When notices may have been lost (the
+ * connection was made again), every waiter is told to read afresh and every
+ * watcher to look again; until then waiters fall back to their timed re-reads.
  */
 export class NoticeListener {
   private readonly subscribers = new Set<CommandNotices>();
   private readonly watchers = new Set<Watcher>();
-  private client: pg.PoolClient | undefined;
-  private readonly closing = new AbortController();
-  private reconnecting: Promise<void> | undefined;
+  private listener: ChannelListener | undefined;
 
-  private constructor(
-    private readonly pool: pg.Pool,
-    private readonly health: PartHealth | undefined,
-  ) {}
+  private constructor() {}
 
   /** Listens, or fails if it cannot now; `health` hears of every drop and return. */
   static async open(pool: pg.Pool, health?: PartHealth): Promise<NoticeListener> {
-    const listener = new NoticeListener(pool, health);
-    await listener.connect();
-    return listener;
+    const notices = new NoticeListener();
+    notices.listener = await ChannelListener.open(
+      pool,
+      COMMANDS_CHANNEL,
+      {
+        onMessage: (payload) => {
+          const notice = parseNotice(payload);
+          if (!notice) return;
+          for (const subscriber of notices.subscribers) subscriber.deliver(notice);
+          for (const watcher of notices.watchers) watcher.onNotice(notice);
+        },
+        onResync: () => {
+          for (const subscriber of notices.subscribers) subscriber.resync();
+          for (const watcher of notices.watchers) watcher.onResync();
+        },
+      },
+      health,
+    );
+    return notices;
   }
 
   /** A waiter's notices; closing them unsubscribes (and runs `onClose`, if given). */
@@ -139,66 +145,9 @@ export class NoticeListener {
   }
 
   async close(): Promise<void> {
-    this.closing.abort();
-    await this.reconnecting;
     this.subscribers.clear();
     this.watchers.clear();
-    const client = this.client;
-    this.client = undefined;
-    if (!client) return;
-    let failure: Error | undefined;
-    try {
-      await client.query(`unlisten ${COMMANDS_CHANNEL}`);
-    } catch (error) {
-      // A connection that cannot unlisten is discarded rather than pooled.
-      failure = error as Error;
-    }
-    client.release(failure);
-  }
-
-  private async connect(): Promise<void> {
-    const client = await this.pool.connect();
-    try {
-      await client.query(`listen ${COMMANDS_CHANNEL}`);
-    } catch (error) {
-      client.release(error as Error);
-      throw error;
-    }
-    client.on('notification', (message) => {
-      if (message.channel !== COMMANDS_CHANNEL) return;
-      const notice = parseNotice(message.payload);
-      if (!notice) return;
-      for (const subscriber of this.subscribers) subscriber.deliver(notice);
-      for (const watcher of this.watchers) watcher.onNotice(notice);
-    });
-    client.once('error', (error) => this.lost(client, error));
-    client.once('end', () => this.lost(client, new Error('the LISTEN connection ended')));
-    this.client = client;
-  }
-
-  private lost(client: pg.PoolClient, error: Error): void {
-    if (this.client !== client || this.closing.signal.aborted) return;
-    this.client = undefined;
-    client.release(error);
-    this.health?.down(error);
-    this.reconnecting = this.reconnect().finally(() => {
-      this.reconnecting = undefined;
-    });
-  }
-
-  private async reconnect(): Promise<void> {
-    for (let attempt = 0; await waitBeforeReconnect(attempt, this.closing.signal); attempt++) {
-      try {
-        await this.connect();
-      } catch (error) {
-        this.health?.down(error);
-        continue;
-      }
-      this.health?.up();
-      for (const subscriber of this.subscribers) subscriber.resync();
-      for (const watcher of this.watchers) watcher.onResync();
-      return;
-    }
+    await this.listener?.close();
   }
 }
 

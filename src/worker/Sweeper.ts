@@ -4,6 +4,7 @@ import type { Db } from '../db/Database.ts';
 import type { Logger } from '../log.ts';
 import { recordSweeperWakes } from '../metrics/metrics.ts';
 import { wakeObjects } from '../queue/wakeObjects.ts';
+import { signalWorkersQuietly } from '../queue/wakeSignal.ts';
 import { WORKER_LOCK_CLASS } from './WorkerRegistry.ts';
 
 /** How many objects one pass may wake, and how many stale commands it looks at: bound the work of a pass. */
@@ -12,19 +13,19 @@ const MAX_STALE_LOOKED_AT = 500;
 
 /**
  * Finds objects with a command that should have run by now (queued past its
- * not-before by more than `staleAfterMs`, or left `running`) and whose
- * advisory lock nobody holds and for which no wake-up job is waiting, and
- * wakes them. This is how work survives a
- * worker killed mid-drain: PostgreSQL drops the dead session's lock at once,
- * so the object is drained again within seconds, while graphile-worker would
- * only retry the dead worker's job after its 4-hour lock timeout.
+ * not-before by more than `staleAfterMs`, or left `running`) whose advisory
+ * lock nobody holds and which have no wake-up row, and wakes them. This is
+ * how work survives a worker killed mid-drain (its lanes had taken the
+ * objects' wake-ups): PostgreSQL drops the dead session's locks at once, so
+ * the objects are drained again within seconds. It also covers a wake-up
+ * row lost with an asynchronously committed claim in a server crash.
  *
- * It also frees graphile-worker jobs (callback deliveries, collector passes,
- * wake-ups in a local queue) locked by a worker that died or whose runner
- * stopped: see `freeOrphanedJobs`.
+ * It also frees graphile-worker jobs (callback deliveries, collector passes)
+ * locked by a worker that died or whose runner stopped: see
+ * `freeOrphanedJobs`.
  *
  * Every worker runs one; there is no leader. Two sweepers waking the same
- * object only collapse into one job (job keys).
+ * object only write one wake-up row.
  */
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
@@ -137,21 +138,15 @@ export class Sweeper {
       select distinct s.kind, s.id
       from stale s
       where object_lock_key(s.kind, s.id) not in (select h.lock_key from held h)
-        -- An object whose wake-up job is waiting, unlocked and due, is only
-        -- waiting its turn in a backlog, not stranded: waking it again would
-        -- just rewrite its job while workers try to take it. Likewise one
-        -- whose job a worker took only just now (into its local queue): if
-        -- that worker died, the job's lock ages past the staleness bound and
-        -- the next pass wakes the object.
+        -- An object with a wake-up row is not stranded: a drain takes it when
+        -- it is due (a backlog's objects wait their turn there).
         and not exists (
-          select 1 from graphile_worker._private_jobs j
-          where j.key = object_drain_job_key(s.kind, s.id)
-            and (j.is_available and j.run_at <= now()
-                 or j.locked_at > now() - make_interval(secs => ${this.staleAfterMs / 1000}))
+          select 1 from drain_wakeups w where w.target_kind = s.kind and w.target_id = s.id
         )
       limit ${MAX_WAKES_PER_PASS}
     `.execute(this.db);
     await wakeObjects(this.db, rows);
+    if (rows.length > 0) await signalWorkersQuietly(this.db);
     return rows.length;
   }
 }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { attachCallback } from '../../src/callbacks/attachCallback.ts';
 import { buildCallbackPayload } from '../../src/callbacks/callbackPayload.ts';
-import { ObjectDrain } from '../../src/drain/ObjectDrain.ts';
+import { type DrainByHand, drainByHand } from '../helpers/drainByHand.ts';
 import { DriverRegistry } from '../../src/drivers/registry.ts';
 import { readCallbacks } from '../../src/read/callbacks.ts';
 import { createLeases, releaseLease, simulatedBlueprint } from '../concurrency/support/fixtures.ts';
@@ -16,11 +16,11 @@ import { attachLater, deliveryJobs, LOOPBACK, releaseWithCallback } from './supp
  * with the real drain, one at a time, and looks at the queue in between.
  */
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
-let drain: ObjectDrain;
+let drain: DrainByHand;
 beforeAll(async () => {
   database = await createTestDatabase();
   const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
-  drain = new ObjectDrain(database.pool, drivers, testLog, { chaosDelayMs: 0, handOffAfterMs: 1000 });
+  drain = drainByHand(database.pool, 1000);
 });
 afterAll(async () => database?.drop());
 

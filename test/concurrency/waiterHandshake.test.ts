@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { ObjectKind } from '../../migrations/schema.ts';
-import { ObjectDrain } from '../../src/drain/ObjectDrain.ts';
+import { type DrainByHand, drainByHand } from '../helpers/drainByHand.ts';
 import { DriverRegistry } from '../../src/drivers/registry.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
@@ -18,12 +18,12 @@ import type { TestDatabase } from './support/testCluster.ts';
  * waiter row) to hold it open.
  */
 let database: TestDatabase;
-let drain: ObjectDrain;
+let drain: DrainByHand;
 
 beforeAll(async () => {
   database = await createTestDatabase();
   const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
-  drain = new ObjectDrain(database.pool, drivers, testLog, { chaosDelayMs: 0, handOffAfterMs: 60_000 });
+  drain = drainByHand(database.pool, 60_000);
 });
 
 afterAll(async () => {

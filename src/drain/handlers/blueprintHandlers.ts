@@ -44,6 +44,7 @@ type Decide<C extends CommandKindOf<'blueprint'>> = (
  */
 function servingTheLine<C extends CommandKindOf<'blueprint'>>(decide: Decide<C>): CommandHandler<'blueprint', unknown, PayloadOf<'blueprint', C>> {
   return {
+    readsInTransaction: true,
     async decide(trx, ctx) {
       const blueprint = await lockedBlueprint(trx, ctx.object.id);
       const { joined, ...decision } = await decide(trx, ctx, blueprint);

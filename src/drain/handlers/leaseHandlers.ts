@@ -4,31 +4,35 @@ import type { Db } from '../../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import type { DriverResult, LeaseCall } from '../../drivers/Driver.ts';
 import { deadlinesFromNow, expiryReason } from '../../objects/leaseDeadlines.ts';
-import { hasWaitingLeases, resourceWithFreeSlot } from '../sql/freeSlot.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
+import { heldSlot } from '../reads/heldSlots.ts';
+import { type ResourceIdentity, resourceAttributes } from '../reads/resourceAttributes.ts';
 
-type Ctx = HandlerContext<'lease'>;
+type Ctx<R = unknown> = HandlerContext<'lease', unknown, R>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
-type CtxOf<C extends CommandKindOf<'lease'>> = HandlerContext<'lease', PayloadOf<'lease', C>>;
+type CtxOf<C extends CommandKindOf<'lease'>, R = unknown> = HandlerContext<'lease', PayloadOf<'lease', C>, R>;
 const self = (lease: LeaseRow) => ({ kind: 'lease', id: lease.id }) as const;
 const holdsSlot = (lease: LeaseRow) => lease.state === 'acquired' || lease.state === 'active';
 
 /** How long a lease waits before asking again after a resource refused it. */
 const RETRY_AFTER_DENY_MS = 200;
 
-async function leaseCall(ctx: Ctx, resourceId: number, slot: number): Promise<LeaseCall> {
-  const resource = await ctx.db
-    .selectFrom('resources')
-    .select(['id', 'attributes'])
-    .where('id', '=', resourceId)
-    .executeTakeFirstOrThrow();
+/** The lease's call to the driver about `slot` of the resource its handler's read found. */
+function leaseCall(ctx: Ctx<ResourceIdentity>, slot: number): LeaseCall {
+  const resource = ctx.read;
+  if (!resource) throw new Error(`lease ${ctx.object.id}: its resource is gone`);
   return {
     ...ctx.call,
     lease: { id: ctx.object.id, holder: ctx.object.holder, attributes: ctx.object.attributes as Record<string, unknown> },
-    resource: { id: resource.id, attributes: resource.attributes as Record<string, unknown> },
+    resource,
     slot,
   };
 }
+
+/** The resource a grant names. */
+const grantedResource = resourceAttributes((ctx) => (ctx.payload as PayloadOf<'lease', 'grant'>).resourceId);
+/** The resource the lease holds a slot of, if any. */
+const heldResource = resourceAttributes((ctx) => (ctx.object as LeaseRow).resource_id ?? undefined);
 
 /** Hands a slot back to the resource that granted it. */
 const giveBackSlot = (lease: LeaseRow, resourceId: number, reason: string): FollowUp => ({
@@ -60,34 +64,29 @@ async function releaseWanted(db: Db, ctx: CtxOf<'release'>): Promise<boolean> {
 }
 
 /** The lease's current slot as a driver call. */
-const heldCall = (ctx: Ctx) => leaseCall(ctx, ctx.object.resource_id!, ctx.object.slot!);
+const heldCall = (ctx: Ctx<ResourceIdentity>) => leaseCall(ctx, ctx.object.slot!);
 
 /**
  * A lease's side of the conversation. It never touches a resource's rows: it
- * asks a resource for a slot (`acquire`), or its blueprint for capacity
- * (`need_resource`), and hands slots back (`release_slot`), all by message.
+ * asks its blueprint for a slot (`need_resource`), and hands slots back
+ * (`release_slot`), all by message.
  */
 export const LEASE_HANDLERS = {
   allocate: {
-    async decide(trx: Db, ctx: Ctx) {
+    // The blueprint, single writer of its waiting line and of the slots it
+    // promises, sends the lease to a resource with room (or makes one). A
+    // lease that picked a free-looking slot itself would race every other
+    // lease that saw the same slot, and the losers would be refused and ask
+    // again.
+    decide(_trx: Db, ctx: Ctx) {
       const lease = ctx.object;
-      // A free slot on an active resource, unless others are already waiting
-      // at the blueprint: then this lease queues behind them, oldest first.
-      const free = (await hasWaitingLeases(trx, lease.blueprint_id)) ? undefined : await resourceWithFreeSlot(trx, lease.blueprint_id);
-      if (free !== undefined) {
-        return done<'lease'>(`asked resource ${free} for a slot`, {
-          followUps: [
-            { target: { kind: 'resource', id: free }, kind: 'acquire', payload: { leaseId: lease.id }, reason: `lease ${lease.id} wants a slot` },
-          ],
-        });
-      }
-      return done<'lease'>('no free slot; asked the blueprint for capacity', {
+      return done<'lease'>('asked the blueprint for a slot', {
         followUps: [
           {
             target: { kind: 'blueprint', id: lease.blueprint_id },
             kind: 'need_resource',
             payload: { leaseId: lease.id },
-            reason: `lease ${lease.id} found no free slot`,
+            reason: `lease ${lease.id} wants a slot`,
           },
         ],
       });
@@ -95,13 +94,13 @@ export const LEASE_HANDLERS = {
   },
 
   grant: {
-    async effect(ctx: CtxOf<'grant'>): Promise<DriverResult | undefined> {
+    read: grantedResource,
+    async effect(ctx: CtxOf<'grant', ResourceIdentity>): Promise<DriverResult | undefined> {
       const lease = ctx.object;
       if (lease.state !== 'pending' || lease.resource_id !== null) return undefined;
-      const { resourceId, slot } = ctx.payload;
-      return ctx.driver().acquireLease(await leaseCall(ctx, resourceId, slot));
+      return ctx.driver().acquireLease(leaseCall(ctx, ctx.payload.slot));
     },
-    async decide(_trx: Db, ctx: CtxOf<'grant'>, acquired: DriverResult | undefined) {
+    decide(_trx: Db, ctx: CtxOf<'grant'>, acquired: DriverResult | undefined) {
       const lease = ctx.object;
       const { resourceId, slot } = ctx.payload;
       if (!acquired) {
@@ -119,6 +118,7 @@ export const LEASE_HANDLERS = {
   },
 
   deny: {
+    readsInTransaction: true,
     async decide(trx: Db, ctx: CtxOf<'deny'>) {
       const lease = ctx.object;
       const { resourceId, reason } = ctx.payload;
@@ -163,9 +163,10 @@ export const LEASE_HANDLERS = {
   },
 
   activate: {
-    async effect(ctx: Ctx) {
-      return ctx.driver().activateLease(await heldCall(ctx));
-    },
+    read: heldResource,
+    // The heartbeat deadline is counted on the database's clock.
+    readsInTransaction: true,
+    effect: (ctx: Ctx<ResourceIdentity>) => ctx.driver().activateLease(heldCall(ctx)),
     async decide(trx: Db, ctx: Ctx, result: DriverResult) {
       // The heartbeat clock starts now: the holder has something to beat for.
       const { heartbeat_deadline } = await deadlinesFromNow(trx, { heartbeatMs: ctx.object.heartbeat_ms });
@@ -177,6 +178,7 @@ export const LEASE_HANDLERS = {
   },
 
   renew: {
+    readsInTransaction: true,
     async decide(trx: Db, ctx: CtxOf<'renew'>) {
       const lease = ctx.object;
       const { expiresInMs, heartbeatMs: newHeartbeatMs } = ctx.payload;
@@ -199,9 +201,13 @@ export const LEASE_HANDLERS = {
   },
 
   release: {
-    async effect(ctx: CtxOf<'release'>) {
+    read: heldResource,
+    // A skipped expiry release looks again under the lease's row lock: a
+    // plain release may have joined it since the effect looked.
+    readsInTransaction: true,
+    async effect(ctx: CtxOf<'release', ResourceIdentity>) {
       if (!(await releaseWanted(ctx.db, ctx))) return { skipped: true };
-      if (holdsSlot(ctx.object)) await ctx.driver().releaseLease(await heldCall(ctx));
+      if (holdsSlot(ctx.object)) await ctx.driver().releaseLease(heldCall(ctx));
       return { skipped: false };
     },
     async decide(trx: Db, ctx: CtxOf<'release'>, effect: { skipped: boolean }) {
@@ -220,23 +226,14 @@ export const LEASE_HANDLERS = {
   },
 
   destroy: {
-    async decide(trx: Db, ctx: Ctx) {
+    read: heldSlot,
+    decide(_trx: Db, ctx: Ctx<number>) {
       const lease = ctx.object;
-      // Ask the resources' slot table, not only our resource_id: a lease that
-      // broke while taking its slot (the grant's driver call failed for good)
-      // holds a slot it never recorded, and nothing else would give it back.
-      // A grant still on its way finds the lease destroyed and returns its
-      // slot itself. So a lease released before it ever recorded a slot can
-      // hold none that needs us (its grants are either applied, and it would
-      // have recorded them, or still on their way), and skips the read: a
-      // round trip on every lease released while it waited.
-      const neverHeld = lease.state === 'released' && lease.resource_id === null;
-      const held = neverHeld
-        ? undefined
-        : await trx.selectFrom('resource_slots').select('resource_id').where('lease_id', '=', lease.id).executeTakeFirst();
+      // A grant still on its way finds the lease destroyed and returns its slot itself.
+      const held = ctx.read;
       return done<'lease'>('destroyed', {
         to: 'destroyed',
-        followUps: held ? [giveBackSlot(lease, held.resource_id, `lease ${lease.id} destroyed`)] : [],
+        followUps: held !== undefined ? [giveBackSlot(lease, held, `lease ${lease.id} destroyed`)] : [],
       });
     },
   },

@@ -94,6 +94,7 @@ export const RESOURCE_HANDLERS = {
   },
 
   activate: {
+    readsInTransaction: true,
     effect: (ctx: Ctx) => ctx.driver().activateResource(resourceCall(ctx)),
     async decide(trx: Db, ctx: Ctx, result: DriverResult) {
       const resource = ctx.object;
@@ -117,6 +118,7 @@ export const RESOURCE_HANDLERS = {
   },
 
   acquire: {
+    readsInTransaction: true,
     async decide(trx: Db, ctx: CtxOf<'acquire'>) {
       const resource = ctx.object;
       const { leaseId } = ctx.payload;
@@ -155,6 +157,7 @@ export const RESOURCE_HANDLERS = {
   },
 
   release_slot: {
+    readsInTransaction: true,
     async decide(trx: Db, ctx: CtxOf<'release_slot'>) {
       const resource = ctx.object;
       const { leaseId } = ctx.payload;
@@ -178,6 +181,7 @@ export const RESOURCE_HANDLERS = {
   },
 
   release: {
+    readsInTransaction: true,
     async decide(trx: Db, ctx: Ctx) {
       const resource = ctx.object;
       if (resource.state === 'broken') return done<'resource'>('broken: destroying it again', { followUps: [destroySelf(resource, 'release of a broken resource')] });

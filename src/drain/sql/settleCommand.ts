@@ -1,4 +1,4 @@
-import { type Compilable, type RawBuilder, sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { CommandRow } from '../../../migrations/schema.ts';
 import { eventRow, type EventInput } from '../../objects/recordEvent.ts';
 import type { Outcome } from '../Handler.ts';
@@ -14,8 +14,8 @@ export interface Settlement {
 /**
  * What applied commands leave behind in the commands and events tables, as
  * one call of slipway_settle_commands (migrations/0013_batched_drain.ts,
- * whose plans stay cached on the drain's connection), for one command (the
- * per-object drain) or many (a batch): their event rows in order, the
+ * whose plans stay cached on the drain's connection), for every command of
+ * a step: their event rows in order, the
  * cancellation of the queued work each supersedes, and each one's status
  * (settled, or queued again until its retry time for a yield). Event data
  * null and absent both store NULL.
@@ -33,18 +33,4 @@ export function settleCommands(settlements: readonly Settlement[]): RawBuilder<u
   }));
   const events = settlements.flatMap((s) => s.events.map(eventRow));
   return sql`select slipway_settle_commands(${JSON.stringify(settles)}::jsonb, ${JSON.stringify(events)}::jsonb)`;
-}
-
-/**
- * The object's version-checked UPDATE ... RETURNING * as a statement that
- * returns the row as it now is, or fails with `conflict` (slipway_expect)
- * when the version check matched no row: it travels with its commit in one
- * query, and the failure keeps that commit from running.
- */
-export function updateObjectChecked<Row>(objectUpdate: Compilable<Row>, conflict: { sqlstate: string; message: string }): RawBuilder<Row> {
-  return sql<Row>`
-    with updated as (${objectUpdate})
-    select u.* from (select slipway_expect(exists (select 1 from updated), ${conflict.sqlstate}, ${conflict.message})) as checked
-    left join updated u on true
-  `;
 }

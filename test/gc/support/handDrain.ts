@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll } from 'vitest';
 import type { ObjectKind } from '../../../migrations/schema.ts';
 import type { Db } from '../../../src/db/Database.ts';
-import { ObjectDrain } from '../../../src/drain/ObjectDrain.ts';
+import { drainByHand } from '../../helpers/drainByHand.ts';
 import { DriverRegistry } from '../../../src/drivers/registry.ts';
 import type { GcSettings } from '../../../src/gc/GcPass.ts';
 import { runCollectorPass } from '../../../src/gc/runCollector.ts';
@@ -18,7 +18,7 @@ export const TEST_GC: GcSettings = { idleGraceMs: 0, retentionMs: 30 * 24 * 3600
  */
 export function handDrain(database: TestDatabase) {
   const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
-  const drain = new ObjectDrain(database.pool, drivers, testLog, { chaosDelayMs: 0, handOffAfterMs: 60_000 });
+  const drain = drainByHand(database.pool, 60_000);
   const db: Db = database.db;
   return {
     drain,

@@ -1,0 +1,420 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CompiledQuery } from 'kysely';
+import type pg from 'pg';
+import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/schema.ts';
+import type { Db } from '../db/Database.ts';
+import { compileOnly } from '../db/compileOnly.ts';
+import { kyselyOnClient } from '../db/kyselyOnClient.ts';
+import { simpleQueryText } from '../db/preparedText.ts';
+import type { DriverRegistry } from '../drivers/registry.ts';
+import { validatingDriver } from '../drivers/validatingDriver.ts';
+import type { Logger } from '../log.ts';
+import { recordBatchCommitted, recordRowCommitted } from '../metrics/metrics.ts';
+import type { ObjectRef } from '../queue/objectTables.ts';
+import { wakeObjectsQuery } from '../queue/wakeObjects.ts';
+import { commandStep, driverCall } from './commandStep.ts';
+import { asVersionConflict, type Decided, stepStatements, VersionConflictError } from './commitOutcome.ts';
+import { backoffMs, driverFailure } from './driverFailure.ts';
+import type { BatchRead, CommandHandler, HandlerContext, ObjectTypes, Outcome } from './Handler.ts';
+import { commandNotice, noticesStatement } from './sql/announcements.ts';
+import { claimStatement } from './sql/claim.ts';
+import { headsStatement } from './sql/heads.ts';
+import { lockVersionsStatement } from './sql/lockVersions.ts';
+import { markRunningStatement } from './sql/markRunning.ts';
+import { objectRowsStatements } from './sql/objectRows.ts';
+
+/**
+ * How often a step's commit is tried when PostgreSQL aborts it to break a
+ * deadlock (40P01) or a serialization failure (40001): such a conflict means
+ * only that two commits crossed, and trying again at once is the remedy
+ * PostgreSQL's manual gives.
+ */
+const COMMIT_ATTEMPTS = 5;
+const isRetryableConflict = (error: unknown) => ['40P01', '40001'].includes((error as { code?: string }).code ?? '');
+/** An error PostgreSQL answered (it has a SQLSTATE), as opposed to a lost connection. */
+const isServerError = (error: unknown) => typeof (error as { code?: unknown }).code === 'string' && !(error instanceof VersionConflictError);
+
+type ObjectRow = ObjectTypes[ObjectKind]['row'];
+type Results = pg.QueryResult<pg.QueryResultRow>[];
+
+export interface LaneOptions {
+  /** The most objects one lane holds at once. */
+  readonly maxHeld: number;
+  /** Upper bound of a random pause before each step (chaos testing). */
+  readonly chaosDelayMs: number;
+  /** How long a command this worker cannot run waits before another worker is tried. */
+  readonly handOffAfterMs: number;
+  /** Aborted when the worker stops: the lane ends after the step in progress. */
+  readonly stopping: AbortSignal;
+  /** Drain these objects and take no others (tests that decide what is applied when). */
+  readonly only?: readonly ObjectRef[];
+}
+
+/** An object this lane holds the lock of, its row as the last commit left it, and its next ready command. */
+interface Held {
+  readonly ref: ObjectRef;
+  object: ObjectRow;
+  blueprint: BlueprintRow;
+  head: CommandRow;
+}
+
+/** One held object's command in a step, from what the state table says to the outcome decided. */
+interface Planned {
+  readonly held: Held;
+  readonly handler?: CommandHandler<ObjectKind>;
+  readonly ctx?: HandlerContext<ObjectKind>;
+  /** Known before any handler ran (settled by the state table or payload), or by a failed driver call. */
+  outcome?: Outcome;
+  effect?: unknown;
+  /** A kind or version this worker does not know: handed on untouched. */
+  readonly handOff?: string;
+}
+
+const keyOf = (ref: ObjectRef) => `${ref.kind}:${ref.id}`;
+
+/**
+ * One connection's share of a worker's drains: it holds the advisory locks of
+ * up to `maxHeld` objects of any kind and applies their commands in steps,
+ * one command per object per step. A lone object is a batch of one.
+ *
+ * A step, in round trips:
+ * 1. the declared reads of the step's handlers, one statement per read for
+ *    all of them (BatchRead), if any handler declares one;
+ * 2. the commands that call a driver marked running (asynchronously
+ *    committed), and then every effect at once, with no transaction open;
+ * 3. if a decision reads under row locks (`readsInTransaction`): `begin`
+ *    and the rows locked and version-checked, then those decisions' queries;
+ * 4. ONE round trip that commits every outcome (sql/lockVersions.ts first,
+ *    if 3 did not), then, in an asynchronously committed transaction, sends
+ *    the step's notices, takes due wake-ups (the objects its follow-ups
+ *    woke first: no wake-up signal is needed for work this lane picks up
+ *    itself) and reads every held object's next command, letting go of
+ *    those with none (sql/claim.ts, sql/heads.ts);
+ * 5. the rows of the objects it took, if any.
+ * A step of pure decisions and no driver calls is one round trip.
+ *
+ * The lock is a session advisory lock, so it spans the step's transactions
+ * and driver calls; if the worker dies, PostgreSQL ends the session and frees
+ * it, and the sweeper wakes what it held. Only the holder writes an object's
+ * row, so the copy carried from each RETURNING is the row; every commit
+ * checks that under a row lock all the same.
+ */
+export class DrainLane {
+  private readonly held = new Map<string, Held>();
+  private applied = 0;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly drivers: DriverRegistry,
+    private readonly log: Logger,
+    private readonly options: LaneOptions,
+  ) {}
+
+  /**
+   * Takes due wake-ups and drains until it holds nothing; tells
+   * `onFirstClaim` how many objects it took at first, and answers how many
+   * commands it applied.
+   */
+  async run(onFirstClaim: (claimed: number) => void = () => {}): Promise<number> {
+    const client = await this.pool.connect();
+    let failure: Error | undefined;
+    try {
+      const only = this.options.only;
+      // Chosen objects are woken first, so they are taken whether or not a wake-up was waiting.
+      const first = only ? [wakeObjectsQuery(only).compile(COMPILER), claimStatement(only.length, only, [], true)] : [claimStatement(this.options.maxHeld, [], [])];
+      const [claimed] = await this.send(client, asynchronously(first), [first.length + 1]);
+      onFirstClaim(claimed!.rows.length);
+      await this.adopt(client, claimed!.rows as CommandRow[]);
+      while (this.held.size > 0) {
+        if (this.options.stopping.aborted) throw new Error('worker stopping: objects handed back with commands still queued');
+        await this.step(client);
+      }
+      return this.applied;
+    } catch (error) {
+      failure = error as Error;
+      if (!this.options.stopping.aborted) this.log.warn({ err: error, objects: this.held.size }, 'drain lane failed; its objects are woken again');
+      return this.applied;
+    } finally {
+      // A connection that failed is discarded, never reused: its session
+      // ends, which ends any transaction and frees every lock it held.
+      client.release(failure);
+      if (failure) await this.handBack();
+    }
+  }
+
+  /** Wakes the objects a failed lane held, for another lane or worker (the sweeper, if the database is down now). */
+  private async handBack(): Promise<void> {
+    const refs = [...this.held.values()].map((h) => h.ref);
+    this.held.clear();
+    if (refs.length === 0) return;
+    const wake = wakeObjectsQuery(refs).compile(COMPILER);
+    await this.pool.query(wake.sql, [...wake.parameters]).catch(() => undefined);
+  }
+
+  /** Reads the rows of newly locked objects (one round trip) and holds them with their first commands. */
+  private async adopt(client: pg.PoolClient, heads: readonly CommandRow[]): Promise<void> {
+    if (heads.length === 0) return;
+    const refs = heads.map((h) => ({ kind: h.target_kind, id: h.target_id }));
+    const [leases, resources, blueprints] = await this.send(client, objectRowsStatements(refs), [0, 1, 2]);
+    const rows = new Map<string, ObjectRow>([
+      ...leases!.rows.map((r) => [keyOf({ kind: 'lease', id: r.id }), r] as [string, ObjectRow]),
+      ...resources!.rows.map((r) => [keyOf({ kind: 'resource', id: r.id }), r] as [string, ObjectRow]),
+      ...blueprints!.rows.map((r) => [keyOf({ kind: 'blueprint', id: r.id }), r] as [string, ObjectRow]),
+    ]);
+    const blueprintRows = new Map((blueprints!.rows as BlueprintRow[]).map((b) => [b.id, b]));
+    for (const head of heads) {
+      const ref = { kind: head.target_kind, id: head.target_id };
+      const object = rows.get(keyOf(ref));
+      // Fails the lane: its connection is discarded, freeing the lock.
+      if (!object) throw new Error(`${ref.kind} ${ref.id} has commands but no row`);
+      const blueprintId = ref.kind === 'blueprint' ? ref.id : (object as { blueprint_id: number }).blueprint_id;
+      this.held.set(keyOf(ref), { ref, object, blueprint: blueprintRows.get(blueprintId)!, head });
+    }
+  }
+
+  private async step(client: pg.PoolClient): Promise<void> {
+    if (this.options.chaosDelayMs > 0) await sleep(Math.random() * this.options.chaosDelayMs);
+    const pickedUpAt = Date.now();
+    const outside = kyselyOnClient(client);
+    const marks = new RunningMarks(client);
+    const planned = [...this.held.values()].map((held) => this.plan(held, outside, marks));
+    await readAll(outside, planned);
+    await Promise.all(planned.map((p) => this.runEffect(p)));
+    await this.commit(client, planned, pickedUpAt);
+  }
+
+  /** What the state table and payload say of the held object's command, and its handler's context. */
+  private plan(held: Held, db: Db, marks: RunningMarks): Planned {
+    const { ref, object, head: command, blueprint } = held;
+    const decided = commandStep(ref, object.state, command);
+    if (decided.step === 'unknown') return { held, handOff: decided.note };
+    if (decided.step === 'settled') return { held, outcome: decided.outcome };
+    const drivers = this.drivers;
+    const ctx = {
+      object,
+      command,
+      payload: decided.payload,
+      blueprint,
+      read: undefined as unknown,
+      db,
+      driver: () => validatingDriver(drivers.forBlueprint(blueprint), () => marks.mark(command.id), blueprint.driver),
+      call: driverCall(ref, command, blueprint),
+    };
+    return { held, handler: decided.handler, ctx };
+  }
+
+  private async runEffect(p: Planned): Promise<void> {
+    if (!p.handler?.effect || p.outcome) return;
+    try {
+      p.effect = await p.handler.effect(p.ctx!);
+    } catch (error) {
+      const { ref, object, head } = p.held;
+      p.outcome = driverFailure(ref.kind, object.state, head, error as Error);
+      this.log.warn({ err: error, command: head.id, kind: head.kind, target: keyOf(ref) }, 'driver call failed');
+    }
+  }
+
+  /**
+   * Decides and commits the step, then takes its next commands. A conflict
+   * PostgreSQL breaks is tried again; any other failure of a step of several
+   * objects is tried one object at a time, so one bad command cannot hold up
+   * the others (effects are not run again).
+   */
+  private async commit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.decideAndCommit(client, planned, pickedUpAt);
+        return;
+      } catch (error) {
+        await client.query('rollback').catch(() => undefined);
+        if (!isServerError(error) && !(error instanceof VersionConflictError)) throw error;
+        if (await committedAlready(client, planned)) throw error;
+        if (isRetryableConflict(error) && attempt < COMMIT_ATTEMPTS) {
+          this.log.info({ attempt, code: (error as { code?: string }).code }, 'step commit lost a deadlock; retrying');
+          continue;
+        }
+        if (planned.length > 1) {
+          for (const p of planned) await this.commit(client, [p], pickedUpAt);
+          return;
+        }
+        await this.giveUp(client, planned[0]!, error as Error);
+        return;
+      }
+    }
+  }
+
+  /**
+   * One object's command that fails every time it is committed: it is put
+   * back with backoff, saying why, and the object let go (its row is read
+   * afresh when it is taken again). A version conflict means another writer
+   * changed the row: the single-writer rule was broken, which is a bug.
+   */
+  private async giveUp(client: pg.PoolClient, p: Planned, error: Error): Promise<void> {
+    const { ref, head } = p.held;
+    const retryInMs = backoffMs(head.attempts);
+    this.log.error({ err: error, command: head.id, target: keyOf(ref) }, 'command failed to commit; retrying it later');
+    const message = `internal error (attempt ${head.attempts + 1}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`;
+    await this.send(
+      client,
+      [
+        CompiledQuery.raw("update commands set status = 'queued', message = $2, attempts = attempts + 1, not_before = now() + make_interval(secs => $3::float8) where id = $1", [head.id, message, retryInMs / 1000]),
+        CompiledQuery.raw('select pg_advisory_unlock(object_lock_key($1, $2))', [ref.kind, ref.id]),
+        wakeObjectsQuery([{ ...ref, runAt: new Date(Date.now() + retryInMs) }]).compile(COMPILER),
+      ],
+      [],
+    );
+    this.held.delete(keyOf(ref));
+  }
+
+  private async decideAndCommit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number): Promise<void> {
+    const applying = planned.filter((p) => !p.handOff);
+    const lock = lockVersionsStatement(applying.map((p) => ({ ...p.held.ref, version: p.held.object.version })));
+    const inTransaction = applying.some((p) => !p.outcome && p.handler?.readsInTransaction);
+    if (inTransaction) await this.send(client, ['begin', lock], []);
+    const trx = kyselyOnClient(client);
+    const decided: Decided[] = [];
+    for (const p of applying) {
+      const { ref, object, head } = p.held;
+      const outcome = p.outcome ?? (await p.handler!.decide(p.handler!.readsInTransaction ? trx : refusingQueries(ref, head.kind), p.ctx!, p.effect));
+      decided.push({ target: ref, object, command: head, outcome });
+    }
+    const statements = stepStatements(trx, decided);
+    const handOffs = planned.filter((p) => p.handOff).map((p) => this.handOffStatement(p));
+    const updates = statements.objectUpdates.filter((u): u is CompiledQuery => u !== undefined);
+    const heldRefs = [...this.held.values()].map((h) => h.ref);
+    const want = statements.woken.filter((w) => !this.held.has(keyOf(w)));
+    const room = this.options.only ? 0 : Math.max(0, this.options.maxHeld - this.held.size);
+    const notices = decided.map((d) => commandNotice(d.target, d.command.id, d.outcome.status));
+    const opening = inTransaction ? [] : ['begin', lock];
+    const durable = [...opening, ...updates, ...statements.rest, ...handOffs, 'commit'];
+    const after = asynchronously([
+      ...(notices.length > 0 ? [noticesStatement(notices)] : []),
+      claimStatement(room, want, heldRefs),
+      headsStatement(heldRefs),
+    ]);
+    const claimAt = durable.length + 2 + (notices.length > 0 ? 1 : 0);
+    const results = await this.send(client, [...durable, ...after], [...updates.map((_, n) => opening.length + n), claimAt, claimAt + 1]);
+    recordBatchCommitted(decided, pickedUpAt);
+    this.applied += decided.length;
+
+    // The rows the outcomes changed, as they now are.
+    let n = 0;
+    statements.objectUpdates.forEach((update, i) => {
+      if (!update) return;
+      const row = results[n++]!.rows[0] as ObjectRow;
+      const h = this.held.get(keyOf(decided[i]!.target))!;
+      recordRowCommitted(h.ref.kind, h.object, row, new Map([[h.blueprint.id, h.blueprint]]));
+      h.object = row;
+      if (h.ref.kind === 'blueprint') h.blueprint = row as BlueprintRow;
+    });
+    const claimed = results[n]!.rows as CommandRow[];
+    const next = new Map((results[n + 1]!.rows as CommandRow[]).map((c) => [keyOf({ kind: c.target_kind, id: c.target_id }), c]));
+    for (const [key, h] of this.held) {
+      const head = next.get(key);
+      if (head) h.head = head;
+      else this.held.delete(key);
+    }
+    await this.adopt(client, claimed);
+  }
+
+  /** A command this worker cannot run: noted, and left queued until another worker may take it. */
+  private handOffStatement(p: Planned): CompiledQuery {
+    this.log.warn({ command: p.held.head.id, target: keyOf(p.held.ref) }, p.handOff);
+    return CompiledQuery.raw('update commands set message = $2, not_before = now() + make_interval(secs => $3::float8) where id = $1', [
+      p.held.head.id,
+      p.handOff,
+      this.options.handOffAfterMs / 1000,
+    ]);
+  }
+
+  /** Sends the statements as one simple query; answers the results at `picked` (statement indexes), in that order. */
+  private async send(client: pg.PoolClient, statements: readonly (string | CompiledQuery)[], picked: readonly number[]): Promise<Results> {
+    let results: pg.QueryResult | pg.QueryResult[];
+    try {
+      results = await client.query(await simpleQueryText(client, statements));
+    } catch (error) {
+      throw asVersionConflict(error);
+    }
+    const all = Array.isArray(results) ? results : [results];
+    return picked.map((i) => all[i]!);
+  }
+}
+
+/** Statements in a transaction of their own that commits without waiting for its WAL flush (for hints that may be lost in a crash). */
+function asynchronously(statements: readonly (string | CompiledQuery)[]): (string | CompiledQuery)[] {
+  return ['begin', 'set local synchronous_commit = off', ...statements, 'commit'];
+}
+
+/** Each declared read made once for the step, with every key its objects need. */
+async function readAll(db: Db, planned: readonly Planned[]): Promise<void> {
+  const byRead = new Map<BatchRead<unknown>, Planned[]>();
+  for (const p of planned) {
+    const read = p.handler?.read;
+    if (!read || p.outcome) continue;
+    byRead.set(read, [...(byRead.get(read) ?? []), p]);
+  }
+  for (const [read, users] of byRead) {
+    const keys = [...new Set(users.map((p) => read.key(p.ctx!)).filter((k): k is number => k !== undefined))];
+    const found = keys.length > 0 ? await read.load(db, keys) : new Map<number, unknown>();
+    for (const p of users) {
+      const key = read.key(p.ctx!);
+      (p.ctx as { read: unknown }).read = key === undefined ? undefined : found.get(key);
+    }
+  }
+}
+
+/**
+ * Whether a step whose query failed had committed after all (the failure
+ * came after the commit, in the asynchronous part): its commands are no
+ * longer as the lane read them. Then it must not be made again.
+ */
+async function committedAlready(client: pg.PoolClient, planned: readonly Planned[]): Promise<boolean> {
+  const heads = planned.filter((p) => !p.handOff).map((p) => p.held.head);
+  if (heads.length === 0) return false;
+  const { rows } = await client.query<{ id: number; status: string; attempts: number }>(
+    'select id, status, attempts from commands where id = any($1::bigint[])',
+    [heads.map((h) => h.id)],
+  );
+  const now = new Map(rows.map((r) => [Number(r.id), r]));
+  return heads.some((h) => {
+    const row = now.get(h.id);
+    return !row || !['queued', 'running'].includes(row.status) || row.attempts !== h.attempts;
+  });
+}
+
+/**
+ * Marks commands running as their driver calls go out: the calls of one
+ * step that start together share one asynchronously committed update.
+ */
+class RunningMarks {
+  private pending: number[] = [];
+  private flushing: Promise<void> | undefined;
+  private readonly marked = new Set<number>();
+
+  constructor(private readonly client: pg.PoolClient) {}
+
+  mark(commandId: number): Promise<void> {
+    if (this.marked.has(commandId)) return this.flushing ?? Promise.resolve();
+    this.marked.add(commandId);
+    this.pending.push(commandId);
+    this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      const ids = this.pending;
+      this.pending = [];
+      this.flushing = undefined;
+      await this.client.query(await simpleQueryText(this.client, asynchronously([markRunningStatement(ids)])));
+    });
+    return this.flushing;
+  }
+}
+
+/** Compiles the statements the lane sends itself. */
+const COMPILER = compileOnly('the drain lane compiles statements with this; it runs none');
+
+const refusals = new Map<string, Db>();
+/** A Db for decisions that declared no reads: any query is a bug in the handler, named here. */
+function refusingQueries(ref: ObjectRef, kind: string): Db {
+  const name = `${ref.kind}.${kind}`;
+  let db = refusals.get(name);
+  if (!db) refusals.set(name, (db = compileOnly(`the ${ref.kind} ${kind} handler queried in its decision without declaring readsInTransaction`)));
+  return db;
+}

@@ -1,0 +1,38 @@
+import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
+import { canTransition } from '../domain/lifecycle.ts';
+import { PermanentDriverError, TransientDriverError } from '../drivers/Driver.ts';
+import type { Outcome } from './Handler.ts';
+
+/** Retry delay after the n-th transient failure: 0.5 s doubling, capped at a minute. */
+export function backoffMs(attempts: number): number {
+  return Math.min(500 * 2 ** attempts, 60_000);
+}
+
+/**
+ * A driver call failed. Transient (or unknown) errors leave the command
+ * queued to retry with backoff; a permanent one breaks the object, which is
+ * then destroyed.
+ */
+export function driverFailure(kind: ObjectKind, state: string, command: CommandRow, error: Error): Outcome {
+  if (error instanceof PermanentDriverError) {
+    const breaks = canTransition(kind, state, 'broken');
+    return {
+      status: 'failed',
+      message: `driver failed permanently: ${error.message}`,
+      ...(breaks
+        ? {
+            to: 'broken',
+            set: { message: error.message },
+            followUps: [{ target: { kind, id: command.target_id }, kind: 'destroy', reason: `broken: ${error.message}` }],
+          }
+        : {}),
+    };
+  }
+  const retryInMs = error instanceof TransientDriverError && error.retryAfterMs ? error.retryAfterMs : backoffMs(command.attempts);
+  return {
+    status: 'yield',
+    message: `driver error (attempt ${command.attempts + 1}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`,
+    retryInMs,
+    events: [{ type: 'driver_error', message: error.message, data: { attempt: command.attempts + 1, retryInMs } }],
+  };
+}

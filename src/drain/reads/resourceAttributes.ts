@@ -1,0 +1,20 @@
+import type { Db } from '../../db/Database.ts';
+import type { BatchRead } from '../Handler.ts';
+
+export interface ResourceIdentity {
+  readonly id: number;
+  readonly attributes: Record<string, unknown>;
+}
+
+/**
+ * The resource a lease's driver call is about, for every lease of a step at
+ * once: the resource its grant names, or the one it holds.
+ */
+export function resourceAttributes(keyOf: BatchRead<ResourceIdentity>['key']): BatchRead<ResourceIdentity> {
+  return { key: keyOf, load: loadResourceAttributes };
+}
+
+async function loadResourceAttributes(db: Db, ids: readonly number[]): Promise<ReadonlyMap<number, ResourceIdentity>> {
+  const rows = await db.selectFrom('resources').select(['id', 'attributes']).where('id', '=', (eb) => eb.fn.any(eb.val([...ids]))).execute();
+  return new Map(rows.map((r) => [r.id, { id: r.id, attributes: r.attributes as Record<string, unknown> }]));
+}

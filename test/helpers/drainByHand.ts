@@ -1,0 +1,33 @@
+import type pg from 'pg';
+import type { ObjectKind } from '../../migrations/schema.ts';
+import { LANE_SIZE } from '../../src/drain/DrainEngine.ts';
+import { DrainLane } from '../../src/drain/DrainLane.ts';
+import { DriverRegistry } from '../../src/drivers/registry.ts';
+import type { ObjectRef } from '../../src/queue/objectTables.ts';
+import { testLog } from './testDatabase.ts';
+
+/**
+ * The drain engine's lanes run by hand, with no worker, so a test decides
+ * exactly what is applied when: `drain` takes only the objects named (and
+ * leaves the follow-ups they wake to a later call), `all` drains every due
+ * wake-up until none is left (yielded commands wait for theirs).
+ */
+export function drainByHand(pool: pg.Pool, handOffAfterMs = 60_000) {
+  const drivers = new DriverRegistry({ query: (text, values) => pool.query(text, values) });
+  const lane = (only?: readonly ObjectRef[]) =>
+    new DrainLane(pool, drivers, testLog, { maxHeld: LANE_SIZE, chaosDelayMs: 0, handOffAfterMs, stopping: new AbortController().signal, ...(only ? { only } : {}) });
+  return {
+    /** Drains one object's ready commands; answers how many it applied (0 when another drain holds it). */
+    drain: (kind: ObjectKind, id: number): Promise<number> => lane([{ kind, id }]).run(),
+    async all(): Promise<void> {
+      for (let round = 0; round < 200; round++) {
+        let claimed = 0;
+        await lane().run((n) => (claimed = n));
+        if (claimed === 0) return;
+      }
+      throw new Error('the queues never emptied');
+    },
+  };
+}
+
+export type DrainByHand = ReturnType<typeof drainByHand>;
