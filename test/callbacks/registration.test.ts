@@ -23,7 +23,7 @@ async function rowCounts() {
   const { rows } = await sql<Record<string, number>>`
     select (select count(*) from commands)::int as commands,
            (select count(*) from command_callbacks)::int as callbacks,
-           (select count(*) from graphile_worker._private_jobs)::int as jobs
+           (select count(*) from graphile_worker.jobs)::int as jobs
   `.execute(database.db);
   return rows[0]!;
 }

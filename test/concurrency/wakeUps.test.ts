@@ -12,9 +12,9 @@ import type { TestDatabase } from './support/testCluster.ts';
 
 /**
  * How objects get drained at all, with no worker running to blur it: each
- * object has at most one pending wake-up, which later wake-ups never push
- * back (under load, a busy object's wake-up would otherwise always be the
- * newest job in the backlog), and the sweeper wakes an object nobody drains
+ * object has at most one wake-up row, which later wake-ups never push back
+ * (under load, a busy object's wake-up would otherwise always be the newest
+ * in the backlog), and the sweeper wakes an object nobody drains
  * but leaves one whose drain lock is held, judging by locks in its own
  * database only.
  */
@@ -31,10 +31,10 @@ afterAll(async () => {
   await Promise.all([swept?.drop(), neighbour?.drop()]);
 });
 
-/** When the object's pending (not running) wake-up is due. */
+/** When the object's wake-up is due. */
 async function wakeUpAt(db: Db, target: ObjectRef): Promise<Date> {
   const { rows } = await sql<{ run_at: Date }>`
-    select run_at from graphile_worker.jobs where key = ${`drain:${target.kind}:${target.id}`} and locked_at is null
+    select run_at from drain_wakeups where target_kind = ${target.kind} and target_id = ${target.id}
   `.execute(db);
   expect(rows).toHaveLength(1);
   return rows[0]!.run_at;
@@ -73,10 +73,10 @@ test('the sweeper wakes an object nobody drains, even while another database dra
   const target = { kind: 'lease', id: lease!.id } as const;
   const sweeper = new Sweeper(swept.db, testLog, 60_000, staleAfterMs);
   await sleep(staleAfterMs + 20);
-  // Its wake-up job is waiting (no worker runs here): not stranded, only queued.
+  // Its wake-up is waiting (no worker runs here): not stranded, only queued.
   expect(await sweeper.sweep()).toBe(0);
-  // The job lost, as when the worker that took it died: now it is stranded.
-  await sql`select graphile_worker.remove_job(${`drain:lease:${lease!.id}`})`.execute(swept.db);
+  // The wake-up taken, as by a lane whose worker then died: now it is stranded.
+  await sql`delete from drain_wakeups where target_kind = 'lease' and target_id = ${lease!.id}`.execute(swept.db);
 
   const namesake = await holdDrainLock(neighbour, target);
   try {
@@ -85,30 +85,12 @@ test('the sweeper wakes an object nobody drains, even while another database dra
     namesake.release(true);
   }
 
+  // Taken again, by a lane that still holds the object: not stranded.
+  await sql`delete from drain_wakeups where target_kind = 'lease' and target_id = ${lease!.id}`.execute(swept.db);
   const drain = await holdDrainLock(swept, target);
   try {
     expect(await sweeper.sweep()).toBe(0);
   } finally {
     drain.release(true);
   }
-});
-
-test('the sweeper leaves an object whose job a worker took just now, and wakes it once that take is older than the staleness bound', async () => {
-  const staleAfterMs = 300;
-  const blueprint = await simulatedBlueprint(swept.db, 'taken', { maxResources: 1, leasesPerResource: 1 });
-  const [lease] = await createLeases(swept.db, blueprint, 1);
-  const key = `drain:lease:${lease!.id}`;
-  const sweeper = new Sweeper(swept.db, testLog, 60_000, staleAfterMs);
-  // Taken into a worker's local queue, as graphile-worker does: locked, not started.
-  const takeJob = (at: string) =>
-    sql`update graphile_worker._private_jobs set locked_at = ${at}::timestamptz, locked_by = 'gone' where key = ${key}`.execute(swept.db);
-  await sleep(staleAfterMs + 50);
-  // The command is stale, but its job was taken less than the bound ago.
-  await takeJob(new Date().toISOString());
-  expect(await sweeper.sweep()).toBe(0);
-  // The worker that took it is gone: its take ages, and the object is woken.
-  await takeJob(new Date(Date.now() - 60_000).toISOString());
-  expect(await sweeper.sweep()).toBe(1);
-  const { rows } = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where key = ${key} and locked_at is null`.execute(swept.db);
-  expect(rows[0]!.n).toBe(1);
 });

@@ -21,8 +21,8 @@ afterAll(async () => database?.drop());
 const newLease = async () => (await createLease(db(), { blueprint: 'pool', holder: 'alice' }, alice)).lease;
 const count = async (table: 'commands' | 'events') =>
   (await db().selectFrom(table).select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow()).n;
-const jobKeys = async () =>
-  (await sql<{ key: string }>`select key from graphile_worker.jobs where key is not null`.execute(db())).rows.map((r) => r.key);
+const wakeups = async () =>
+  (await sql<{ key: string }>`select target_kind || ':' || target_id as key from drain_wakeups`.execute(db())).rows.map((r) => r.key);
 
 describe('creating a lease', () => {
   test('writes the lease, its allocate command, its creation event and its wake-up together', async () => {
@@ -31,7 +31,7 @@ describe('creating a lease', () => {
     expect(commands.map((c) => [c.kind, c.status, c.issued_by, c.source])).toEqual([['allocate', 'queued', 'alice@host', 'cli']]);
     const events = await db().selectFrom('events').selectAll().where('target_kind', '=', 'lease').where('target_id', '=', lease.id).execute();
     expect(events.map((e) => [e.type, e.to_state, e.actor])).toEqual([['created', 'pending', 'alice@host']]);
-    expect(await jobKeys()).toContain(`drain:lease:${lease.id}`);
+    expect(await wakeups()).toContain(`lease:${lease.id}`);
   });
 
   test('refuses an unknown blueprint and bad input, writing nothing', async () => {
@@ -59,7 +59,7 @@ describe('appending a command', () => {
 
   test('a command whose transaction rolls back leaves neither the command nor its wake-up', async () => {
     const lease = await newLease();
-    await sql`select graphile_worker.remove_job(${`drain:lease:${lease.id}`})`.execute(db());
+    await sql`delete from drain_wakeups where target_kind = 'lease' and target_id = ${lease.id}`.execute(db());
     const before = await count('commands');
     await expect(
       db()
@@ -70,28 +70,17 @@ describe('appending a command', () => {
         }),
     ).rejects.toThrow('caller changed its mind');
     expect(await count('commands')).toBe(before);
-    expect(await jobKeys()).not.toContain(`drain:lease:${lease.id}`);
+    expect(await wakeups()).not.toContain(`lease:${lease.id}`);
   });
 
-  test('an append to an object whose wake-up is already due holds that job until it commits, instead of adding one', async () => {
+  test('an append never moves a wake-up later, and one already due stays one row', async () => {
     const lease = await newLease();
-    const key = `drain:lease:${lease.id}`;
-    const jobIds = async () => (await sql<{ id: string }>`select id from graphile_worker.jobs where key = ${key}`.execute(db())).rows;
-    const before = await jobIds();
-    expect(before).toHaveLength(1);
-    // What a worker does to take a job: FOR UPDATE SKIP LOCKED.
-    const takeable = () =>
-      sql<{ id: string }>`select id from graphile_worker._private_jobs where key = ${key} for update skip locked`.execute(db());
-    let seenInside: number | undefined;
-    await db()
-      .transaction()
-      .execute(async (trx) => {
-        await appendInTransaction(trx, { target: { kind: 'lease', id: lease.id }, kind: 'release', actor: alice }, { fromOutside: true });
-        seenInside = (await takeable()).rows.length;
-      });
-    expect(seenInside).toBe(0);
-    expect((await takeable()).rows).toHaveLength(1);
-    expect(await jobIds()).toEqual(before);
+    const runAt = async () =>
+      (await db().selectFrom('drain_wakeups').select('run_at').where('target_kind', '=', 'lease').where('target_id', '=', lease.id).executeTakeFirstOrThrow()).run_at;
+    const due = await runAt();
+    await appendCommand(db(), { target: { kind: 'lease', id: lease.id }, kind: 'renew', payload: { expiresInMs: 60_000 }, actor: alice });
+    expect(await runAt()).toEqual(due);
+    expect((await wakeups()).filter((k) => k === `lease:${lease.id}`)).toHaveLength(1);
   });
 
   test.each([

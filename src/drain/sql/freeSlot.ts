@@ -2,26 +2,6 @@ import { sql } from 'kysely';
 import type { Db } from '../../db/Database.ts';
 
 /**
- * An active resource of the blueprint that shows a free slot, as of this
- * read. Only a hint: the resource, single writer of its slots, decides when
- * the `acquire` reaches it. Random rather than "fullest first" so that
- * concurrent leases spread over resources instead of queueing acquires on
- * one of them and collecting refusals.
- */
-export async function resourceWithFreeSlot(trx: Db, blueprintId: number): Promise<number | undefined> {
-  const row = await trx
-    .selectFrom('resources')
-    .select('id')
-    .where('blueprint_id', '=', blueprintId)
-    .where('state', '=', 'active')
-    .whereRef('used_slots', '<', 'capacity')
-    .orderBy(sql`random()`)
-    .limit(1)
-    .executeTakeFirst();
-  return row?.id;
-}
-
-/**
  * The leases waiting at blueprints for capacity: waiter rows whose lease is
  * still pending. A lease released while it waits leaves the line at once
  * (the blueprint's next drain removes its row, see waitingLine.ts), so
