@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { COMMAND_KINDS, commandKindSpec, upgradedPayload, versionFor } from '../../src/domain/commandKinds.ts';
+import { COMMAND_KINDS, commandKindSpec, goalOf, underWayWhile, upgradedPayload, versionFor } from '../../src/domain/commandKinds.ts';
 import {
   accepts,
   canTransition,
@@ -38,6 +38,25 @@ describe('the state table', () => {
       expect(spec.versions.length, `${kind} ${command} versions`).toBeGreaterThanOrEqual(1);
       expect(Object.keys(spec.upgrades ?? {}).map(Number), `${kind} ${command} upgrades`).toEqual(spec.versions.slice(1).map((_, i) => i + 1));
     }
+  });
+
+  test.each(kinds)('%s: every kind a command kind names (supersedes, underWayWhile) is one of the same object', (kind) => {
+    for (const [command, spec] of Object.entries(COMMAND_KINDS[kind])) {
+      const named = [...(('supersedes' in spec && spec.supersedes) || []), ...underWayWhile(kind, command)];
+      for (const other of named) expect(commandKindSpec(kind, other), `${kind} ${command} names ${other}`).toBeDefined();
+    }
+  });
+
+  test('what releasing, reclaiming and setting up lead to, and what keeps a request under way', () => {
+    expect(goalOf('lease', 'release')).toBe('destroyed');
+    expect(goalOf('lease', 'activate')).toBe('active');
+    expect(goalOf('lease', 'renew')).toBeUndefined();
+    expect(goalOf('resource', 'reclaim')).toBe('destroyed');
+    expect(goalOf('resource', 'acquire')).toBeUndefined();
+    expect(goalOf('lease', 'no_such_kind')).toBeUndefined();
+    expect(underWayWhile('lease', 'release')).toEqual(['release', 'destroy']);
+    expect(underWayWhile('resource', 'reclaim')).toEqual(['reclaim', 'destroy']);
+    expect(underWayWhile('lease', 'renew')).toEqual(['renew']);
   });
 
   test('the designed lease and resource paths are allowed, and nothing else goes back', () => {
