@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ConfigSchema } from '../../src/config.ts';
 import { COMMAND_KINDS, type CommandKindSpec } from '../../src/domain/commandKinds.ts';
-import { INITIAL_STATE, LIFECYCLES, type StateSpec } from '../../src/domain/lifecycle.ts';
+import { INITIAL_STATE, LIFECYCLES, READY_STATE, type StateFlag, type StateSpec } from '../../src/domain/lifecycle.ts';
 
 /**
  * The parts of docs/ written from the code rather than by hand, each between
@@ -22,17 +22,39 @@ function table(header: string[], rows: string[][]): string {
   return [header, header.map(() => '---'), ...rows].map((row) => `| ${row.join(' | ')} |`).join('\n');
 }
 
-/** One table per object kind: each state, where it may move, which commands it accepts (callers' kinds in bold). */
+/** `active` (new, ready): a state with what it is to its kind. */
+function stateName(state: string, roles: string[]): string {
+  const named = roles.filter(Boolean);
+  return named.length === 0 ? code(state) : `${code(state)} (${named.join(', ')})`;
+}
+
+/** How the state table's yes/no facts head their columns (every flag of StateSpec has one). */
+const FLAG_HEADERS: Record<StateFlag, string> = {
+  isSettingUp: 'setting up',
+  holdsSlot: 'holds a slot',
+  takesLeases: 'takes new leases',
+};
+
+/**
+ * One table per object kind: each state, where it may move, which commands
+ * it accepts (callers' kinds in bold), a column for each flag some state of
+ * the kind has, and its tone.
+ */
 function renderStateTables(): string {
   return Object.entries(LIFECYCLES)
-    .map(([kind, states]) => {
-      const kinds: Record<string, CommandKindSpec> = COMMAND_KINDS[kind as keyof typeof COMMAND_KINDS];
-      const rows = Object.entries(states as Record<string, StateSpec>).map(([state, spec]) => [
-        state === INITIAL_STATE[kind as keyof typeof INITIAL_STATE] ? `${code(state)} (new)` : code(state),
+    .map(([name, states]) => {
+      const kind = name as keyof typeof LIFECYCLES;
+      const kinds: Record<string, CommandKindSpec> = COMMAND_KINDS[kind];
+      const specs = Object.entries(states as Record<string, StateSpec>);
+      const flags = (Object.keys(FLAG_HEADERS) as StateFlag[]).filter((flag) => specs.some(([, spec]) => spec[flag]));
+      const rows = specs.map(([state, spec]) => [
+        stateName(state, [state === INITIAL_STATE[kind] ? 'new' : '', state === READY_STATE[kind] ? 'ready' : '']),
         spec.next.length === 0 ? '(final)' : spec.next.map(code).join(', '),
         spec.accepts.map((k) => (kinds[k]?.internal === false ? `**${k}**` : k)).join(', '),
+        ...flags.map((flag) => (spec[flag] ? 'yes' : '')),
+        spec.tone,
       ]);
-      return `**${kind}**\n\n${table(['state', 'moves to', 'accepts'], rows)}`;
+      return `**${kind}**\n\n${table(['state', 'moves to', 'accepts', ...flags.map((flag) => FLAG_HEADERS[flag]), 'tone'], rows)}`;
     })
     .join('\n\n');
 }
@@ -46,10 +68,11 @@ function renderCommandKinds(): string {
         spec.supersedes ? `cancels queued ${spec.supersedes.join(', ')}` : '',
         spec.dedupKey ? 'a duplicate joins the one queued' : '',
       ].filter(Boolean);
-      return [target, code(kind), spec.internal ? 'internal' : '**callers**', cell(spec.summary), queueing.join('; ')];
+      const goal = spec.goal ? code(spec.goal) : '';
+      return [target, code(kind), spec.internal ? 'internal' : '**callers**', cell(spec.summary), goal, queueing.join('; ')];
     }),
   );
-  return table(['object', 'command', 'sent by', 'what it does', 'queueing'], rows);
+  return table(['object', 'command', 'sent by', 'what it does', 'leads to', 'queueing'], rows);
 }
 
 interface SettingSchema {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ObjectKind } from '../../migrations/schema.ts';
+import type { BlueprintState, LeaseState, ResourceState } from './lifecycle.ts';
 
 /**
  * Every command kind each object accepts, as data:
@@ -16,14 +17,24 @@ import type { ObjectKind } from '../../migrations/schema.ts';
  *   preempts     drained ahead of older queued work (once due: a preempting
  *                command that yielded still waits out its own backoff)
  *   supersedes   queued kinds this one makes pointless: cancelled when it runs
+ *   goal         the state it takes its object to, with what it causes: the
+ *                object's "target state" while it is queued or running (none:
+ *                it leaves the goal as it was, e.g. renew, or a message
+ *                between objects)
+ *   underWayWhile  the kinds, itself and those it leads to, any of which
+ *                queued or running means a request of this kind is already
+ *                under way (the web UI's button reads "releasing…" then);
+ *                just itself when not given
  */
-export interface CommandKindSpec {
+export interface CommandKindSpec<State extends string = string> {
   readonly versions: readonly [z.ZodType, ...z.ZodType[]];
   readonly upgrades?: Readonly<Record<number, (payload: never) => unknown>>;
   readonly internal: boolean;
   readonly dedupKey?: string;
   readonly preempts?: boolean;
   readonly supersedes?: readonly string[];
+  readonly goal?: State;
+  readonly underWayWhile?: readonly string[];
   readonly summary: string;
 }
 
@@ -36,7 +47,7 @@ const term = z.number().int().positive().max(366 * 24 * 3600 * 1000);
 const heartbeat = z.number().int().min(1000).max(24 * 3600 * 1000);
 
 const leaseKinds = {
-  allocate: { versions: [none], internal: true, summary: 'find this pending lease a slot' },
+  allocate: { versions: [none], internal: true, goal: 'active', summary: 'find this pending lease a slot' },
   grant: {
     versions: [z.object({ resourceId: id, slot: z.number().int().min(0) }).strict()],
     internal: true,
@@ -47,7 +58,7 @@ const leaseKinds = {
     internal: true,
     summary: 'a resource refused this lease a slot',
   },
-  activate: { versions: [none], internal: true, summary: 'make an acquired lease usable' },
+  activate: { versions: [none], internal: true, goal: 'active', summary: 'make an acquired lease usable' },
   release: {
     // ifExpired: the collector's expiry release, applied only if the lease is
     // still past a deadline then (see the lease's release handler). An
@@ -59,9 +70,11 @@ const leaseKinds = {
     dedupKey: 'release',
     preempts: true,
     supersedes: ['allocate', 'activate', 'deny'],
+    goal: 'destroyed',
+    underWayWhile: ['release', 'destroy'],
     summary: 'give the lease up',
   },
-  destroy: { versions: [none], internal: true, dedupKey: 'destroy', summary: 'finish a released or broken lease' },
+  destroy: { versions: [none], internal: true, dedupKey: 'destroy', goal: 'destroyed', summary: 'finish a released or broken lease' },
   renew: {
     versions: [
       z.object({ expiresInMs: term.optional() }).strict(),
@@ -80,11 +93,11 @@ const leaseKinds = {
     preempts: true,
     summary: "push the lease's expiry and heartbeat deadline back",
   },
-} as const satisfies Record<string, CommandKindSpec>;
+} as const satisfies Record<string, CommandKindSpec<LeaseState>>;
 
 const resourceKinds = {
-  allocate: { versions: [none], internal: true, summary: 'create the resource' },
-  activate: { versions: [none], internal: true, summary: 'make the resource usable' },
+  allocate: { versions: [none], internal: true, goal: 'active', summary: 'create the resource' },
+  activate: { versions: [none], internal: true, goal: 'active', summary: 'make the resource usable' },
   acquire: { versions: [leaseRef], internal: true, summary: 'a lease asks for a slot' },
   release_slot: { versions: [leaseRef], internal: true, summary: 'a lease gives its slot back' },
   release: {
@@ -93,6 +106,8 @@ const resourceKinds = {
     dedupKey: 'release',
     preempts: true,
     supersedes: ['allocate', 'activate'],
+    goal: 'destroyed',
+    underWayWhile: ['release', 'destroy'],
     summary: 'release the resource and every lease on it, then destroy it',
   },
   reclaim: {
@@ -100,21 +115,25 @@ const resourceKinds = {
     internal: false,
     dedupKey: 'reclaim',
     preempts: true,
+    goal: 'destroyed',
+    underWayWhile: ['reclaim', 'destroy'],
     summary: 'release the resource if no lease holds it',
   },
   destroy: {
     versions: [none],
     internal: true,
     dedupKey: 'destroy',
+    goal: 'destroyed',
     summary: 'destroy a released or broken resource',
   },
   retire: {
     versions: [none],
     internal: true,
     dedupKey: 'retire',
+    goal: 'destroyed',
     summary: 'take no new leases; destroy the resource when its leases end',
   },
-} as const satisfies Record<string, CommandKindSpec>;
+} as const satisfies Record<string, CommandKindSpec<ResourceState>>;
 
 const blueprintKinds = {
   need_resource: { versions: [leaseRef], internal: true, summary: 'a lease found no free slot' },
@@ -137,7 +156,7 @@ const blueprintKinds = {
     dedupKey: 'top_up',
     summary: 'make resources until the warm minimum is active (within the limit)',
   },
-} as const satisfies Record<string, CommandKindSpec>;
+} as const satisfies Record<string, CommandKindSpec<BlueprintState>>;
 
 export const COMMAND_KINDS = { lease: leaseKinds, resource: resourceKinds, blueprint: blueprintKinds } as const;
 
@@ -192,6 +211,16 @@ export function upgradedPayload(spec: CommandKindSpec, version: number, payload:
     upgraded = schemaOf(spec, from + 1)!.parse(upgrade(upgraded));
   }
   return upgraded;
+}
+
+/** The state a command of `kind` takes its object to (see CommandKindSpec.goal), if it has one. */
+export function goalOf(target: ObjectKind, kind: string): string | undefined {
+  return commandKindSpec(target, kind)?.goal;
+}
+
+/** The kinds any of which in flight means a request of `kind` is already under way (see CommandKindSpec.underWayWhile). */
+export function underWayWhile(target: ObjectKind, kind: string): readonly string[] {
+  return commandKindSpec(target, kind)?.underWayWhile ?? [kind];
 }
 
 /** Kinds drained ahead of the rest of an object's queue. */

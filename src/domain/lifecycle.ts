@@ -7,37 +7,72 @@ import type { ObjectKind } from '../../migrations/schema.ts';
  * drain checks every transition against it; every caller that appends a
  * command checks the target's state against it first, so an impossible
  * request is refused before it is queued.
+ *
+ * Whatever else is true of a state is a field here too, read through the
+ * accessors below, so no reader keeps its own list of state names:
+ *
+ *   isSettingUp  the object is on its way to its kind's READY_STATE and
+ *                needs no further request to get there (a lease waiting for
+ *                capacity has no command in flight, yet a goal); creating a
+ *                lease waits for it to leave these states
+ *   holdsSlot    a lease in this state holds a slot of its resource: the
+ *                driver gave it one, and releasing it gives it back
+ *   takesLeases  a blueprint in this state takes new leases
+ *   tone         how the state reads to a person (the web UI colours its
+ *                badge by it): good, waiting, quiet (off, or over), gone, bad
  */
+export type StateTone = 'good' | 'waiting' | 'quiet' | 'gone' | 'bad';
+
 export interface StateSpec {
   readonly next: readonly string[];
   readonly accepts: readonly string[];
+  readonly isSettingUp?: true;
+  readonly holdsSlot?: true;
+  readonly takesLeases?: true;
+  readonly tone: StateTone;
 }
 
+/** The yes/no facts a state may have (see StateSpec). */
+export type StateFlag = 'isSettingUp' | 'holdsSlot' | 'takesLeases';
+
 const lease = {
-  pending: { next: ['acquired', 'released', 'broken'], accepts: ['allocate', 'grant', 'deny', 'release', 'renew'] },
-  acquired: { next: ['active', 'released', 'broken'], accepts: ['activate', 'grant', 'deny', 'release', 'renew'] },
-  active: { next: ['released', 'broken'], accepts: ['grant', 'deny', 'release', 'renew'] },
-  released: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny'] },
-  broken: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny', 'release'] },
-  destroyed: { next: [], accepts: ['grant', 'deny'] },
+  pending: {
+    next: ['acquired', 'released', 'broken'],
+    accepts: ['allocate', 'grant', 'deny', 'release', 'renew'],
+    isSettingUp: true,
+    tone: 'waiting',
+  },
+  acquired: {
+    next: ['active', 'released', 'broken'],
+    accepts: ['activate', 'grant', 'deny', 'release', 'renew'],
+    isSettingUp: true,
+    holdsSlot: true,
+    tone: 'waiting',
+  },
+  active: { next: ['released', 'broken'], accepts: ['grant', 'deny', 'release', 'renew'], holdsSlot: true, tone: 'good' },
+  released: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny'], tone: 'quiet' },
+  broken: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny', 'release'], tone: 'bad' },
+  destroyed: { next: [], accepts: ['grant', 'deny'], tone: 'gone' },
 } as const satisfies Record<string, StateSpec>;
 
 const resource = {
   pending: {
     next: ['active', 'released', 'broken'],
     accepts: ['allocate', 'activate', 'acquire', 'release_slot', 'release', 'retire'],
+    isSettingUp: true,
+    tone: 'waiting',
   },
-  active: { next: ['released', 'broken'], accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire'] },
-  released: { next: ['destroyed', 'broken'], accepts: ['destroy', 'acquire', 'release_slot'] },
-  broken: { next: ['destroyed'], accepts: ['destroy', 'acquire', 'release_slot', 'release'] },
-  destroyed: { next: [], accepts: ['acquire', 'release_slot'] },
+  active: { next: ['released', 'broken'], accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire'], tone: 'good' },
+  released: { next: ['destroyed', 'broken'], accepts: ['destroy', 'acquire', 'release_slot'], tone: 'quiet' },
+  broken: { next: ['destroyed'], accepts: ['destroy', 'acquire', 'release_slot', 'release'], tone: 'bad' },
+  destroyed: { next: [], accepts: ['acquire', 'release_slot'], tone: 'gone' },
 } as const satisfies Record<string, StateSpec>;
 
 const blueprintCommands = ['need_resource', 'slot_freed', 'resource_destroyed', 'serve_waiters', 'update_settings'] as const;
 const blueprint = {
   // A disabled blueprint makes no new resources, so it is not topped up.
-  enabled: { next: ['disabled'], accepts: [...blueprintCommands, 'top_up'] },
-  disabled: { next: ['enabled'], accepts: blueprintCommands },
+  enabled: { next: ['disabled'], accepts: [...blueprintCommands, 'top_up'], takesLeases: true, tone: 'good' },
+  disabled: { next: ['enabled'], accepts: blueprintCommands, tone: 'quiet' },
 } as const satisfies Record<string, StateSpec>;
 
 export const LIFECYCLES = { lease, resource, blueprint } as const;
@@ -48,7 +83,14 @@ export type BlueprintState = keyof typeof blueprint;
 export type StateOf<K extends ObjectKind> = keyof (typeof LIFECYCLES)[K];
 
 /** The state a new object starts in. */
-export const INITIAL_STATE = { lease: 'pending', resource: 'pending', blueprint: 'enabled' } as const;
+export const INITIAL_STATE = { lease: 'pending', resource: 'pending', blueprint: 'enabled' } as const satisfies {
+  [K in ObjectKind]: StateOf<K>;
+};
+
+/** The state setting up ends in, the object then usable: where an object in an isSettingUp state is heading. */
+export const READY_STATE = { lease: 'active', resource: 'active', blueprint: 'enabled' } as const satisfies {
+  [K in ObjectKind]: StateOf<K>;
+};
 
 function spec(kind: ObjectKind, state: string): StateSpec {
   const states: Record<string, StateSpec> = LIFECYCLES[kind];
@@ -59,6 +101,31 @@ function spec(kind: ObjectKind, state: string): StateSpec {
 
 export function accepts(kind: ObjectKind, state: string, commandKind: string): boolean {
   return spec(kind, state).accepts.includes(commandKind);
+}
+
+/** Whether `state` of `kind` has `flag` (see StateSpec); false for every state of a kind that never sets it. */
+export function hasFlag(kind: ObjectKind, state: string, flag: StateFlag): boolean {
+  return spec(kind, state)[flag] === true;
+}
+
+/** Still being set up: heading for READY_STATE with no request needed (see StateSpec). */
+export function isSettingUp(kind: ObjectKind, state: string): boolean {
+  return hasFlag(kind, state, 'isSettingUp');
+}
+
+/** A lease in this state holds a slot of its resource; nothing of another kind does. */
+export function holdsSlot(kind: ObjectKind, state: string): boolean {
+  return hasFlag(kind, state, 'holdsSlot');
+}
+
+/** A blueprint in this state takes new leases. */
+export function takesLeases(kind: ObjectKind, state: string): boolean {
+  return hasFlag(kind, state, 'takesLeases');
+}
+
+/** How a state reads to a person (the colour of its badge). */
+export function toneOf(kind: ObjectKind, state: string): StateTone {
+  return spec(kind, state).tone;
 }
 
 export function canTransition(kind: ObjectKind, from: string, to: string): boolean {

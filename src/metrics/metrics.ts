@@ -1,5 +1,6 @@
 import client from 'prom-client';
 import type { BlueprintRow, CommandRow, CommandSource, ObjectKind } from '../../migrations/schema.ts';
+import { READY_STATE } from '../domain/lifecycle.ts';
 import type { ObjectTypes, Outcome } from '../drain/Handler.ts';
 
 /**
@@ -131,7 +132,7 @@ export function recordRowCommitted<K extends ObjectKind>(
   after: ObjectTypes[K]['row'] | undefined,
   blueprints: ReadonlyMap<number, Pick<BlueprintRow, 'name'>>,
 ): void {
-  if (kind !== 'lease' || !after || before.state === 'active' || after.state !== 'active') return;
+  if (kind !== 'lease' || !after || before.state === READY_STATE.lease || after.state !== READY_STATE.lease) return;
   const lease = after as ObjectTypes['lease']['row'];
   const blueprint = blueprints.get(lease.blueprint_id);
   // Called after the commit: a metric must never fail a drain whose outcome is committed, so a blueprint the drain did not read is a point not recorded.

@@ -4,6 +4,7 @@ import type { Db } from '../db/Database.ts';
 import { withTransaction } from '../db/withTransaction.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError } from '../domain/errors.ts';
+import { takesLeases } from '../domain/lifecycle.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
 import { deadlinesFromNow } from './leaseDeadlines.ts';
 import { recordEvent } from './recordEvent.ts';
@@ -77,7 +78,7 @@ export async function createLeaseInTransaction(
     .where(typeof ref === 'number' ? 'id' : 'name', '=', ref)
     .executeTakeFirst();
   if (!blueprint) throw new NotFoundError('blueprint', ref);
-  if (blueprint.state !== 'enabled') {
+  if (!takesLeases('blueprint', blueprint.state)) {
     throw new CommandRejectedError(`blueprint ${blueprint.name} is ${blueprint.state}; it takes no new leases`, {
       state: blueprint.state,
     });

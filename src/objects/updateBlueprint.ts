@@ -4,7 +4,7 @@ import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError } from '../domain/errors.ts';
-import { canTransition, type BlueprintState } from '../domain/lifecycle.ts';
+import { canTransition, takesLeases, type BlueprintState } from '../domain/lifecycle.ts';
 import { lockObjectInTransaction } from '../queue/lockObjectInTransaction.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
 import { findBlueprint, type BlueprintRef } from '../read/blueprints.ts';
@@ -77,7 +77,7 @@ export async function setBlueprintState(trx: Db, ref: BlueprintRef, to: Blueprin
     type: 'state',
     fromState: blueprint.state,
     toState: to,
-    message: to === 'disabled' ? 'disabled: no new leases' : 'enabled',
+    message: takesLeases('blueprint', to) ? to : `${to}: no new leases`,
     actor,
     commandId: null,
   });

@@ -1,14 +1,15 @@
 import type { LeaseRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
+import { isSettingUp } from '../domain/lifecycle.ts';
 import { fetchPage, type Page, type ListPage } from './page.ts';
 
-/** A lease is still being set up in these states: creating one waits for it to leave them. */
-const SETTING_UP: readonly string[] = ['pending', 'acquired'];
-
-/** True once a new lease is past setting up: active, or failed for good. */
+/**
+ * True once a new lease is past setting up (the state table's isSettingUp):
+ * active, or failed for good. Creating a lease waits for this.
+ */
 export function leaseSetUp(state: string): boolean {
-  return !SETTING_UP.includes(state);
+  return !isSettingUp('lease', state);
 }
 
 export type LeaseView = LeaseRow & { readonly blueprint_name: string };

@@ -3,30 +3,31 @@ import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import { reachOf, type Action } from '../api/auth/roles.ts';
 import { tokenActorName } from '../api/auth/tokens.ts';
 import { COMMAND_TARGETS } from '../api/routes/commands.ts';
-import { commandKindSpec } from '../domain/commandKinds.ts';
+import { commandKindSpec, underWayWhile } from '../domain/commandKinds.ts';
 import { accepts, statesAccepting } from '../domain/lifecycle.ts';
 import { objectHref } from './format.ts';
 import { html, type SafeHtml } from './html.ts';
 import { csrfField } from './layout.ts';
 
 /**
- * The buttons that queue a command on an object, as data. `busyWhile`: the
- * command kinds in flight (queued or running) during which the button reads
- * `busyLabel` and is disabled, the way Drydock said "releasing…" until the
- * object was gone: a release, then the destroy it causes.
+ * The buttons that queue a command on an object, as data. While its command
+ * is under way (any kind of the command kind's `underWayWhile` in flight,
+ * src/domain/commandKinds.ts: a release, then the destroy it causes) the
+ * button reads `busyLabel` and is disabled, the way Drydock said
+ * "releasing…" until the object was gone. Where it is enabled is the state
+ * table's: the states that accept its command.
  */
 export interface ButtonSpec {
   readonly target: ObjectKind;
   readonly kind: string;
   readonly label: string;
   readonly busyLabel: string;
-  readonly busyWhile: readonly string[];
 }
 
 export const BUTTONS: readonly ButtonSpec[] = [
-  { target: 'lease', kind: 'release', label: 'Release', busyLabel: 'releasing…', busyWhile: ['release', 'destroy'] },
-  { target: 'resource', kind: 'release', label: 'Release', busyLabel: 'releasing…', busyWhile: ['release', 'destroy'] },
-  { target: 'resource', kind: 'reclaim', label: 'Reclaim', busyLabel: 'reclaiming…', busyWhile: ['reclaim', 'destroy'] },
+  { target: 'lease', kind: 'release', label: 'Release', busyLabel: 'releasing…' },
+  { target: 'resource', kind: 'release', label: 'Release', busyLabel: 'releasing…' },
+  { target: 'resource', kind: 'reclaim', label: 'Reclaim', busyLabel: 'reclaiming…' },
 ];
 
 /** The command kinds a form may post for each object: exactly the buttons'. */
@@ -69,7 +70,7 @@ export function commandButtons(request: FastifyRequest, target: ButtonTarget): S
   if (!mayAct(request, commandAction(target.kind), target.owner)) return html``;
   const inFlight = new Set(target.queue.map((c) => c.kind));
   const buttons = specs.map((spec) => {
-    const busy = spec.busyWhile.some((kind) => inFlight.has(kind));
+    const busy = underWayWhile(target.kind, spec.kind).some((kind) => inFlight.has(kind));
     const allowed = accepts(target.kind, target.state, spec.kind);
     const why = allowed ? '' : `a ${target.state} ${target.kind} takes no ${spec.kind} (only ${statesAccepting(target.kind, spec.kind).join(', ')})`;
     return busy

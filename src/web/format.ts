@@ -1,12 +1,33 @@
-import type { ObjectKind } from '../../migrations/schema.ts';
+import type { CommandStatus, ObjectKind } from '../../migrations/schema.ts';
+import { type StateTone, toneOf } from '../domain/lifecycle.ts';
 import { html, type SafeHtml } from './html.ts';
 
-/**
- * A state or status as text in a badge: the text says it, the colour
- * (app.css, by class) only repeats it.
- */
-export function badge(value: string): SafeHtml {
-  return html`<span class="badge badge-${value}">${value}</span>`;
+/** A badge's colour (app.css, `tone-*`): a state's tone from the state table, or `busy` for a running command. */
+type Tone = StateTone | 'busy';
+
+/** How each command status reads, in the tones of the state table. */
+const STATUS_TONES: Readonly<Record<CommandStatus, Tone>> = {
+  queued: 'waiting',
+  running: 'busy',
+  done: 'good',
+  failed: 'bad',
+  cancelled: 'quiet',
+  coalesced: 'quiet',
+};
+
+/** A value as text in a badge: the text says it, the colour (by its tone) only repeats it. */
+function badge(value: string, tone: Tone): SafeHtml {
+  return html`<span class="badge badge-${value} tone-${tone}">${value}</span>`;
+}
+
+/** An object's state in a badge, coloured by the state's tone in the state table. */
+export function stateBadge(kind: ObjectKind, state: string): SafeHtml {
+  return badge(state, toneOf(kind, state));
+}
+
+/** A command's status in a badge. */
+export function statusBadge(status: CommandStatus): SafeHtml {
+  return badge(status, STATUS_TONES[status]);
 }
 
 /** An instant, in UTC to the second, with the exact value for machines. */
@@ -49,8 +70,8 @@ export function orDash(value: string | number | null | undefined): SafeHtml {
 }
 
 /** A lease's or resource's page heading: its state and, while commands are in flight, the state they lead to. */
-export function stateHeading(title: string, state: string, goal: string | undefined): SafeHtml {
-  return html`<h1>${title} ${badge(state)}${goal ? html` <span class="goal">→ ${badge(goal)}</span>` : ''}</h1>`;
+export function stateHeading(title: string, kind: ObjectKind, state: string, goal: string | undefined): SafeHtml {
+  return html`<h1>${title} ${stateBadge(kind, state)}${goal ? html` <span class="goal">→ ${stateBadge(kind, goal)}</span>` : ''}</h1>`;
 }
 
 /** The first rows of a lease's or resource's fields: its state and its target state. */

@@ -1,12 +1,12 @@
-import type { CommandRow } from '../../migrations/schema.ts';
+import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { readCommandLinks, type LinkedCommand } from '../read/commandLinks.ts';
 import type { Timeline } from '../read/objectHistory.ts';
-import { badge, commandLink, objectLink, orDash, took, when } from './format.ts';
+import { commandLink, objectLink, orDash, stateBadge, statusBadge, took, when } from './format.ts';
 import { html, type SafeHtml } from './html.ts';
 
 function linkTo(command: LinkedCommand): SafeHtml {
-  return html`${commandLink(command.id, command.kind)} on ${objectLink(command.targetKind, command.targetId)} ${badge(command.status)}`;
+  return html`${commandLink(command.id, command.kind)} on ${objectLink(command.targetKind, command.targetId)} ${statusBadge(command.status)}`;
 }
 
 /**
@@ -14,9 +14,9 @@ function linkTo(command: LinkedCommand): SafeHtml {
  * and its events (with their transition), each with who asked, from where,
  * why and when, and the caused-by links both ways: which command (often on
  * another object) caused a command or event here, and what each command here
- * caused elsewhere.
+ * caused elsewhere. `kind`: the object's, whose states its events name.
  */
-export async function renderTimeline(db: Db, timeline: Timeline): Promise<SafeHtml> {
+export async function renderTimeline(db: Db, kind: ObjectKind, timeline: Timeline): Promise<SafeHtml> {
   const commandIds = timeline.entries.filter((e) => e.type === 'command').map((e) => e.id);
   const links = await readCommandLinks(db, commandIds);
   const rows = [...timeline.entries].reverse().map((entry) => {
@@ -26,7 +26,7 @@ export async function renderTimeline(db: Db, timeline: Timeline): Promise<SafeHt
       return html`<tr class="command">
 <td>${when(entry.at)}</td>
 <td>${commandLink(entry.id, entry.kind)}</td>
-<td>${badge(entry.status)}${entry.finishedAt ? html` <span class="muted">in ${took(entry.at, entry.finishedAt)}</span>` : ''}</td>
+<td>${statusBadge(entry.status)}${entry.finishedAt ? html` <span class="muted">in ${took(entry.at, entry.finishedAt)}</span>` : ''}</td>
 <td>${entry.who} <span class="muted">(${entry.where})</span></td>
 <td>${orDash(entry.reason)}</td>
 <td>${orDash(entry.message)}
@@ -37,7 +37,7 @@ ${caused.map((child) => html`<div>caused ${linkTo(child)}</div>`)}</td>
     return html`<tr class="event">
 <td>${when(entry.at)}</td>
 <td>${entry.event}</td>
-<td>${entry.fromState || entry.toState ? html`${entry.fromState ? badge(entry.fromState) : ''} → ${entry.toState ? badge(entry.toState) : ''}` : ''}</td>
+<td>${entry.fromState || entry.toState ? html`${entry.fromState ? stateBadge(kind, entry.fromState) : ''} → ${entry.toState ? stateBadge(kind, entry.toState) : ''}` : ''}</td>
 <td>${entry.who} <span class="muted">(${entry.where})</span></td>
 <td>${orDash(entry.reason)}</td>
 <td>${entry.message}${entry.commandId !== null ? html`<div>by ${commandLink(entry.commandId)}</div>` : ''}</td>
@@ -60,7 +60,7 @@ ${queue.length === 0
   : html`<div class="table-wrap"><table>
 <thead><tr><th>Command</th><th>Status</th><th>Issued by</th><th>Reason</th><th>Queued</th><th></th></tr></thead>
 <tbody>${queue.map(
-      (c) => html`<tr><td>${commandLink(c.id, c.kind)}</td><td>${badge(c.status)}</td><td>${c.issued_by} <span class="muted">(${c.source})</span></td>
+      (c) => html`<tr><td>${commandLink(c.id, c.kind)}</td><td>${statusBadge(c.status)}</td><td>${c.issued_by} <span class="muted">(${c.source})</span></td>
 <td>${orDash(c.reason)}</td><td>${when(c.created_at)}</td><td>${cancel(c)}</td></tr>`,
     )}</tbody></table></div>`}`;
 }

@@ -69,6 +69,16 @@ test('a blueprint disabled through the API takes no new lease (409); enabled aga
   expect(refused.body.message).toMatch(/is disabled; it takes no new leases/);
   expect((await env.as.admin.post(`/v1/blueprints/${name}/disable`)).status).toBe(409);
   expect((await env.as.admin.post(`/v1/blueprints/${name}/enable`)).body.state).toBe('enabled');
+  // Each change of state is an event that says what it means for new leases.
+  const { timeline } = (await env.as.admin.get(`/v1/blueprints/${name}`)).body;
+  const changes = timeline.entries.filter((e: { type: string; fromState: string | null }) => e.type === 'event' && e.fromState !== null);
+  expect(changes.map((e: { fromState: string; toState: string; message: string }) => [e.fromState, e.toState, e.message])).toEqual([
+    ['enabled', 'disabled', 'disabled: no new leases'],
+    ['disabled', 'enabled', 'enabled'],
+  ]);
+  const paths = (await env.anonymous.get('/v1/openapi.json')).body.paths;
+  expect(paths['/v1/blueprints/{ref}/disable'].post.summary).toBe('disable a blueprint (it takes no new leases; leases it has carry on)');
+  expect(paths['/v1/blueprints/{ref}/enable'].post.summary).toBe('enable a blueprint');
   const changed = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { maxResources: 3 } });
   expect(changed.status).toBe(200);
   expect(changed.body).toMatchObject({ max_resources: 3, leases_per_resource: 4 });

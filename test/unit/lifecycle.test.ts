@@ -1,6 +1,17 @@
 import { describe, expect, test } from 'vitest';
-import { COMMAND_KINDS, commandKindSpec, upgradedPayload, versionFor } from '../../src/domain/commandKinds.ts';
-import { accepts, canTransition, INITIAL_STATE, LIFECYCLES, statesAccepting } from '../../src/domain/lifecycle.ts';
+import { COMMAND_KINDS, commandKindSpec, goalOf, underWayWhile, upgradedPayload, versionFor } from '../../src/domain/commandKinds.ts';
+import {
+  accepts,
+  canTransition,
+  holdsSlot,
+  INITIAL_STATE,
+  isSettingUp,
+  LIFECYCLES,
+  READY_STATE,
+  type StateSpec,
+  statesAccepting,
+  takesLeases,
+} from '../../src/domain/lifecycle.ts';
 import { BLUEPRINT_HANDLERS } from '../../src/drain/handlers/blueprintHandlers.ts';
 import { LEASE_HANDLERS } from '../../src/drain/handlers/leaseHandlers.ts';
 import { RESOURCE_HANDLERS } from '../../src/drain/handlers/resourceHandlers.ts';
@@ -27,6 +38,25 @@ describe('the state table', () => {
       expect(spec.versions.length, `${kind} ${command} versions`).toBeGreaterThanOrEqual(1);
       expect(Object.keys(spec.upgrades ?? {}).map(Number), `${kind} ${command} upgrades`).toEqual(spec.versions.slice(1).map((_, i) => i + 1));
     }
+  });
+
+  test.each(kinds)('%s: every kind a command kind names (supersedes, underWayWhile) is one of the same object', (kind) => {
+    for (const [command, spec] of Object.entries(COMMAND_KINDS[kind])) {
+      const named = [...(('supersedes' in spec && spec.supersedes) || []), ...underWayWhile(kind, command)];
+      for (const other of named) expect(commandKindSpec(kind, other), `${kind} ${command} names ${other}`).toBeDefined();
+    }
+  });
+
+  test('what releasing, reclaiming and setting up lead to, and what keeps a request under way', () => {
+    expect(goalOf('lease', 'release')).toBe('destroyed');
+    expect(goalOf('lease', 'activate')).toBe('active');
+    expect(goalOf('lease', 'renew')).toBeUndefined();
+    expect(goalOf('resource', 'reclaim')).toBe('destroyed');
+    expect(goalOf('resource', 'acquire')).toBeUndefined();
+    expect(goalOf('lease', 'no_such_kind')).toBeUndefined();
+    expect(underWayWhile('lease', 'release')).toEqual(['release', 'destroy']);
+    expect(underWayWhile('resource', 'reclaim')).toEqual(['reclaim', 'destroy']);
+    expect(underWayWhile('lease', 'renew')).toEqual(['renew']);
   });
 
   test('the designed lease and resource paths are allowed, and nothing else goes back', () => {
@@ -58,8 +88,34 @@ describe('the state table', () => {
     expect(commandKindSpec('blueprint', 'top_up')).toMatchObject({ internal: false, dedupKey: 'top_up' });
   });
 
+  test.each(kinds)('%s: setting up starts with a new object and leads to the ready state, which is not setting up', (kind) => {
+    const states = LIFECYCLES[kind] as Record<string, StateSpec>;
+    expect(Object.keys(states)).toContain(READY_STATE[kind]);
+    expect(isSettingUp(kind, READY_STATE[kind])).toBe(false);
+    const settingUp = Object.keys(states).filter((state) => isSettingUp(kind, state));
+    if (settingUp.length > 0) expect(settingUp).toContain(INITIAL_STATE[kind]);
+    // Each setting-up state moves to the ready state, or to another setting-up state on the way.
+    for (const state of settingUp) {
+      expect(states[state]!.next.some((next) => next === READY_STATE[kind] || isSettingUp(kind, next)), `${kind} ${state}`).toBe(true);
+    }
+  });
+
+  test('which states set up, hold a slot, take leases', () => {
+    const where = (kind: (typeof kinds)[number], test: (kind: (typeof kinds)[number], state: string) => boolean) =>
+      Object.keys(LIFECYCLES[kind]).filter((state) => test(kind, state));
+    expect(where('lease', isSettingUp)).toEqual(['pending', 'acquired']);
+    expect(where('resource', isSettingUp)).toEqual(['pending']);
+    expect(where('blueprint', isSettingUp)).toEqual([]);
+    expect(where('lease', holdsSlot)).toEqual(['acquired', 'active']);
+    expect(where('resource', holdsSlot)).toEqual([]);
+    expect(where('blueprint', takesLeases)).toEqual(['enabled']);
+    // Only a state that may be released holds a slot, so releasing it can give the slot back.
+    for (const state of where('lease', holdsSlot)) expect(accepts('lease', state, 'release')).toBe(true);
+  });
+
   test('an unknown state is a programming error, not a silent "no"', () => {
     expect(() => accepts('lease', 'flying', 'release')).toThrow(/unknown lease state "flying"/);
+    expect(() => holdsSlot('lease', 'flying')).toThrow(/unknown lease state "flying"/);
   });
 });
 

@@ -189,6 +189,29 @@ describe('buttons and forms', () => {
 });
 
 describe('resource buttons', () => {
+  test('while a command is under way its button is busy, the other buttons are not, and the page says where it is heading', async () => {
+    const lease = await operatorLease(env);
+    const { resource_id: resourceId } = await env.database.db.selectFrom('leases').select('resource_id').where('id', '=', lease.id).executeTakeFirstOrThrow();
+    await env.stopWorker();
+    try {
+      const client = await signedIn('operator');
+      await client.get(`/resources/${resourceId}`);
+      expect((await client.post(`/resources/${resourceId}/commands`, { kind: 'reclaim' })).status).toBe(303);
+      const resourcePage = await client.get(`/resources/${resourceId}`);
+      expect(resourcePage.text).toMatch(/<button type="button" disabled class="busy" data-kind="reclaim">reclaiming…<\/button>/);
+      expect(resourcePage.text).toMatch(/name="kind" value="release" data-kind="release">Release</);
+      expect(resourcePage.text).toMatch(/<span class="goal">→ <span class="badge badge-destroyed[ "]/);
+      await client.get(`/leases/${lease.id}`);
+      expect((await client.post(`/leases/${lease.id}/commands`, { kind: 'release' })).status).toBe(303);
+      const leasePage = await client.get(`/leases/${lease.id}`);
+      expect(leasePage.text).toMatch(/<button type="button" disabled class="busy" data-kind="release">releasing…<\/button>/);
+      expect(leasePage.text).toMatch(/<span class="goal">→ <span class="badge badge-destroyed[ "]/);
+      expect(leasePage.text).toMatch(/<dt>Target state<\/dt><dd>destroyed<\/dd>/);
+    } finally {
+      await env.startWorker();
+    }
+  });
+
   test('an idle resource is reclaimed from its page, then shows both buttons disabled', async () => {
     const lease = await operatorLease(env);
     const { resource_id: resourceId } = await env.database.db.selectFrom('leases').select('resource_id').where('id', '=', lease.id).executeTakeFirstOrThrow();

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { BlueprintState } from '../../domain/lifecycle.ts';
+import { takesLeases, type BlueprintState } from '../../domain/lifecycle.ts';
 import { BlueprintInputSchema, createBlueprintInTransaction } from '../../objects/createBlueprint.ts';
 import { BlueprintChangesSchema, setBlueprintState, updateBlueprint } from '../../objects/updateBlueprint.ts';
 import { listBlueprints, readBlueprintDetail } from '../../read/blueprints.ts';
@@ -67,7 +67,7 @@ export async function blueprintRoutes(app: FastifyInstance, context: ApiContext)
     addRoute(app, {
       method: 'POST',
       url: `/v1/blueprints/:ref/${verb}`,
-      summary: `${verb} a blueprint${state === 'disabled' ? ' (it takes no new leases; leases it has carry on)' : ''}`,
+      summary: `${verb} a blueprint${takesLeases('blueprint', state) ? '' : ' (it takes no new leases; leases it has carry on)'}`,
       action: 'blueprint.write',
       params: BlueprintParams,
       body: z.object({}).strict(),

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { READY_STATE } from '../../domain/lifecycle.ts';
 import type { BlueprintRef } from '../../read/blueprints.ts';
 import { leaseSetUp } from '../../read/leases.ts';
 import { assertTreeSucceeded, carriesOn } from '../awaitTree.ts';
@@ -137,7 +138,7 @@ async function requestLease(transport: Transport, out: Output, options: CreateOp
     throw new CliFailure(`timed out after ${timeoutSeconds} s; ${leftBehind(result, state)}`, EXIT.failed);
   }
   assertTreeSucceeded(result, { rootId: result.command.id, timeoutSeconds });
-  if (lease.state !== 'active') {
+  if (lease.state !== READY_STATE.lease) {
     throw new CliFailure(`lease ${lease.id} is ${lease.state}${lease.message ? `: ${lease.message}` : ''}`, EXIT.failed);
   }
 }

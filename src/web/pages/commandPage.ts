@@ -6,7 +6,7 @@ import type { Db } from '../../db/Database.ts';
 import { readCommandTree } from '../../read/commandTree.ts';
 import { findCommand } from '../../read/commands.ts';
 import { cancelButton } from '../buttons.ts';
-import { badge, commandLink, objectLink, orDash, took, when } from '../format.ts';
+import { commandLink, objectLink, orDash, statusBadge, took, when } from '../format.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
@@ -23,7 +23,7 @@ export async function commandPage(app: FastifyInstance, db: Db): Promise<void> {
     handler: async ({ params, query }, request, reply) => {
       const command = await findCommand(db, params.id);
       const tree = await readCommandTree(db, command.id);
-      const main = html`<h1>Command ${command.id}: ${command.kind} ${badge(command.status)}</h1>
+      const main = html`<h1>Command ${command.id}: ${command.kind} ${statusBadge(command.status)}</h1>
 ${renderNotice(query)}
 <section class="card">
 <dl class="fields">
@@ -49,7 +49,7 @@ ${tree.length <= 1
 <thead><tr><th>Command</th><th>Target</th><th>Status</th><th>Queued</th><th>Took</th><th>Outcome</th></tr></thead>
 <tbody>${tree.map(
       (node) => html`<tr><td class="tree-node"><span aria-hidden="true">${'\u00a0\u00a0'.repeat(node.depth)}${node.depth > 0 ? '└ ' : ''}</span>${commandLink(node.id, node.kind)}</td>
-<td>${objectLink(node.target_kind, node.target_id)}</td><td>${badge(node.status)}</td><td>${when(node.created_at)}</td>
+<td>${objectLink(node.target_kind, node.target_id)}</td><td>${statusBadge(node.status)}</td><td>${when(node.created_at)}</td>
 <td>${took(node.started_at ?? node.created_at, node.finished_at)}</td><td>${orDash(node.message)}</td></tr>`,
     )}</tbody></table></div>`}`;
       const watch = tree.map((node) => `command:${node.id}`);

@@ -26,7 +26,7 @@ export async function leasePage(app: FastifyInstance, db: Db): Promise<void> {
       const lease = await findLease(db, params.id);
       const { queue, timeline } = await readHistory(db, { kind: 'lease', id: lease.id });
       const goal = targetState('lease', lease.state, queue);
-      const main = html`${stateHeading(`Lease ${lease.id}`, lease.state, goal)}
+      const main = html`${stateHeading(`Lease ${lease.id}`, 'lease', lease.state, goal)}
 ${renderNotice(query)}
 <section class="card">
 <dl class="fields">
@@ -43,7 +43,7 @@ ${renderNotice(query)}
 ${commandButtons(request, { kind: 'lease', id: lease.id, state: lease.state, queue, owner: lease.holder })}
 </section>
 ${renderQueue(queue, (c) => cancelButton(request, c))}
-${await renderTimeline(db, timeline)}`;
+${await renderTimeline(db, 'lease', timeline)}`;
       const watch = [`lease:${lease.id}`, ...(lease.resource_id === null ? [] : [`resource:${lease.resource_id}`])];
       return sendPage(request, reply, { title: `Lease ${lease.id}`, watch, main });
     },

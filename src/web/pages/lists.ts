@@ -9,7 +9,7 @@ import { blueprintIdFilter, listBlueprints } from '../../read/blueprints.ts';
 import { listCommands } from '../../read/commands.ts';
 import { listLeases, type LeaseView } from '../../read/leases.ts';
 import { listResources, type ResourceView } from '../../read/resources.ts';
-import { badge, commandLink, objectLink, orDash, when } from '../format.ts';
+import { commandLink, objectLink, orDash, stateBadge, statusBadge, when } from '../format.ts';
 import { blank } from '../forms.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
@@ -44,7 +44,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
         columns: [
           { header: 'Id', cell: (b) => b.id },
           { header: 'Name', cell: (b) => b.name },
-          { header: 'State', cell: (b) => badge(b.state) },
+          { header: 'State', cell: (b) => stateBadge('blueprint', b.state) },
           { header: 'Driver', cell: (b) => b.driver },
           { header: 'Resources', cell: (b) => html`<a href="/resources?blueprint=${b.id}">${b.live_resources} live</a> <span class="muted">(${b.min_resources}–${b.max_resources})</span>` },
           { header: 'Leases', cell: (b) => html`<a href="/leases?blueprint=${b.id}">leases</a> <span class="muted">(${b.leases_per_resource} per resource)</span>` },
@@ -72,7 +72,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
         page,
         columns: [
           { header: 'Resource', cell: (r) => objectLink('resource', r.id) },
-          { header: 'State', cell: (r) => badge(r.state) },
+          { header: 'State', cell: (r) => stateBadge('resource', r.state) },
           { header: 'Blueprint', cell: (r) => r.blueprint_name },
           { header: 'Slots used', cell: (r) => `${r.used_slots} of ${r.capacity}` },
           { header: 'Message', cell: (r) => orDash(r.message) },
@@ -104,7 +104,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
         page,
         columns: [
           { header: 'Lease', cell: (l) => objectLink('lease', l.id) },
-          { header: 'State', cell: (l) => badge(l.state) },
+          { header: 'State', cell: (l) => stateBadge('lease', l.state) },
           { header: 'Holder', cell: (l) => l.holder },
           { header: 'Blueprint', cell: (l) => l.blueprint_name },
           { header: 'Resource', cell: (l) => (l.resource_id === null ? orDash(null) : objectLink('resource', l.resource_id)) },
@@ -146,7 +146,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
         columns: [
           { header: 'Command', cell: (c) => commandLink(c.id, c.kind) },
           { header: 'Target', cell: (c) => objectLink(c.target_kind, c.target_id) },
-          { header: 'Status', cell: (c) => badge(c.status) },
+          { header: 'Status', cell: (c) => statusBadge(c.status) },
           { header: 'Issued by', cell: (c) => c.issued_by },
           { header: 'Source', cell: (c) => c.source },
           { header: 'Reason', cell: (c) => orDash(c.reason) },

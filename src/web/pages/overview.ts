@@ -3,15 +3,15 @@ import { addRoute } from '../../api/route.ts';
 import type { Db } from '../../db/Database.ts';
 import { LIFECYCLES } from '../../domain/lifecycle.ts';
 import { readOverview } from '../../read/overview.ts';
-import { badge, commandLink, objectLink, took } from '../format.ts';
+import { commandLink, objectLink, stateBadge, statusBadge, took } from '../format.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 
-/** Counts per state, in the state table's order, each linking to the list it counts. */
-function counts(byState: Record<string, number>, states: readonly string[], href: (state: string) => string) {
-  const shown = states.filter((state) => (byState[state] ?? 0) > 0);
+/** Counts per state of one kind of object, in the state table's order, each linking to the list it counts. */
+function counts(kind: 'lease' | 'resource', byState: Record<string, number>, href: (state: string) => string) {
+  const shown = Object.keys(LIFECYCLES[kind]).filter((state) => (byState[state] ?? 0) > 0);
   if (shown.length === 0) return html`<span class="muted">none</span>`;
-  return html`<span class="counts">${shown.map((state) => html`<a href="${href(state)}">${badge(state)} ${byState[state]}</a>`)}</span>`;
+  return html`<span class="counts">${shown.map((state) => html`<a href="${href(state)}">${stateBadge(kind, state)} ${byState[state]}</a>`)}</span>`;
 }
 
 /** `/`: every blueprint with its resources and leases by state and its waiting leases, and the commands in flight. */
@@ -30,26 +30,26 @@ ${overview.blueprints.length === 0 ? html`<p class="muted">No blueprints yet (<c
 <div class="cards">
 ${overview.blueprints.map(
   (b) => html`<section class="card" aria-label="blueprint ${b.name}">
-  <h3><a href="/blueprints#blueprint-${b.id}">${b.name}</a> ${badge(b.state)}</h3>
+  <h3><a href="/blueprints#blueprint-${b.id}">${b.name}</a> ${stateBadge('blueprint', b.state)}</h3>
   <dl class="fields">
     <dt>Driver</dt><dd>${b.driver}</dd>
-    <dt>Resources</dt><dd>${counts(b.resourcesByState, Object.keys(LIFECYCLES.resource), (s) => `/resources?blueprint=${b.id}&state=${s}`)}
+    <dt>Resources</dt><dd>${counts('resource', b.resourcesByState, (s) => `/resources?blueprint=${b.id}&state=${s}`)}
       <span class="muted">(${b.live_resources} of at most ${b.max_resources} live)</span></dd>
-    <dt>Leases</dt><dd>${counts(b.leasesByState, Object.keys(LIFECYCLES.lease), (s) => `/leases?blueprint=${b.id}&state=${s}`)}</dd>
+    <dt>Leases</dt><dd>${counts('lease', b.leasesByState, (s) => `/leases?blueprint=${b.id}&state=${s}`)}</dd>
     <dt>Waiting leases</dt><dd>${b.waitingLeases}</dd>
   </dl>
 </section>`,
 )}
 </div>
 <h2>Commands in flight</h2>
-<p><a href="/commands?status=queued">${badge('queued')} ${overview.inFlight.queued}</a>
-   <a href="/commands?status=running">${badge('running')} ${overview.inFlight.running}</a></p>
+<p><a href="/commands?status=queued">${statusBadge('queued')} ${overview.inFlight.queued}</a>
+   <a href="/commands?status=running">${statusBadge('running')} ${overview.inFlight.running}</a></p>
 ${overview.oldestInFlight.length === 0
   ? html`<p class="muted">Nothing queued or running.</p>`
   : html`<div class="table-wrap"><table>
 <thead><tr><th>Command</th><th>Target</th><th>Status</th><th>Waiting for</th><th>Issued by</th></tr></thead>
 <tbody>${overview.oldestInFlight.map(
-      (c) => html`<tr><td>${commandLink(c.id, c.kind)}</td><td>${objectLink(c.target_kind, c.target_id)}</td><td>${badge(c.status)}</td>
+      (c) => html`<tr><td>${commandLink(c.id, c.kind)}</td><td>${objectLink(c.target_kind, c.target_id)}</td><td>${statusBadge(c.status)}</td>
 <td>${took(c.created_at, now)}</td><td>${c.issued_by} <span class="muted">(${c.source})</span></td></tr>`,
     )}</tbody></table></div>`}`;
       return sendPage(request, reply, { title: 'Overview', watch: ['*'], main });

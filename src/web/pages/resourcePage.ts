@@ -26,7 +26,7 @@ export async function resourcePage(app: FastifyInstance, db: Db): Promise<void> 
       const resource = await readResourceDetail(db, params.id);
       const { queue, timeline } = await readHistory(db, { kind: 'resource', id: resource.id });
       const goal = targetState('resource', resource.state, queue);
-      const main = html`${stateHeading(`Resource ${resource.id}`, resource.state, goal)}
+      const main = html`${stateHeading(`Resource ${resource.id}`, 'resource', resource.state, goal)}
 ${renderNotice(query)}
 <section class="card">
 <dl class="fields">
@@ -46,7 +46,7 @@ ${resource.slots.length === 0
   : html`<div class="table-wrap"><table><thead><tr><th>Slot</th><th>Lease</th><th>Holder</th><th>Granted</th></tr></thead>
 <tbody>${resource.slots.map((s) => html`<tr><td>${s.slot}</td><td>${objectLink('lease', s.lease_id)}</td><td>${s.holder}</td><td>${when(s.granted_at)}</td></tr>`)}</tbody></table></div>`}
 ${renderQueue(queue, (c) => cancelButton(request, c))}
-${await renderTimeline(db, timeline)}`;
+${await renderTimeline(db, 'resource', timeline)}`;
       const watch = [`resource:${resource.id}`, ...resource.slots.map((s) => `lease:${s.lease_id}`)];
       return sendPage(request, reply, { title: `Resource ${resource.id}`, watch, main });
     },
