@@ -3,6 +3,7 @@ import type { LeaseRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import type { DriverResult, LeaseCall } from '../../drivers/Driver.ts';
+import { holdsSlot } from '../../domain/lifecycle.ts';
 import { deadlinesFromNow, expiryReason } from '../../objects/leaseDeadlines.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
 import { heldSlot } from '../reads/heldSlots.ts';
@@ -12,7 +13,6 @@ type Ctx<R = unknown> = HandlerContext<'lease', unknown, R>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
 type CtxOf<C extends CommandKindOf<'lease'>, R = unknown> = HandlerContext<'lease', PayloadOf<'lease', C>, R>;
 const self = (lease: LeaseRow) => ({ kind: 'lease', id: lease.id }) as const;
-const holdsSlot = (lease: LeaseRow) => lease.state === 'acquired' || lease.state === 'active';
 
 /** How long a lease waits before asking again after a resource refused it. */
 const RETRY_AFTER_DENY_MS = 200;
@@ -207,7 +207,7 @@ export const LEASE_HANDLERS = {
     readsInTransaction: true,
     async effect(ctx: CtxOf<'release', ResourceIdentity>) {
       if (!(await releaseWanted(ctx.db, ctx))) return { skipped: true };
-      if (holdsSlot(ctx.object)) await ctx.driver().releaseLease(heldCall(ctx));
+      if (holdsSlot('lease', ctx.object.state)) await ctx.driver().releaseLease(heldCall(ctx));
       return { skipped: false };
     },
     async decide(trx: Db, ctx: CtxOf<'release'>, effect: { skipped: boolean }) {
@@ -218,7 +218,7 @@ export const LEASE_HANDLERS = {
         if (await releaseWanted(trx, ctx)) return yieldFor<'lease'>(0, 'a release from someone else joined this one; releasing');
         return done<'lease'>('not released: the lease was renewed before its expiry release was applied');
       }
-      return done<'lease'>(holdsSlot(lease) ? 'released' : 'released before it got a slot', {
+      return done<'lease'>(holdsSlot('lease', lease.state) ? 'released' : 'released before it got a slot', {
         to: 'released',
         followUps: [{ target: self(lease), kind: 'destroy', reason: 'released' }],
       });
