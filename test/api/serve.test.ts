@@ -31,7 +31,7 @@ for (const [command, serves] of [
     // `start` runs the worker in the same process: its runner is one of the parts /readyz reports.
     const ready = (await client.get('/readyz')).body as { status: string; parts: Record<string, { state: string }> };
     expect(ready.status).toBe('ready');
-    expect(Object.keys(ready.parts).sort()).toEqual(command === 'start' ? ['jobs', 'listen'] : ['listen']);
+    expect(Object.keys(ready.parts).sort()).toEqual(command === 'start' ? ['jobs', 'listen', 'wakeups'] : ['listen']);
     expect(Object.values(ready.parts).map((part) => part.state)).toEqual(Object.keys(ready.parts).map(() => 'up'));
     expect((await client.get('/v1/blueprints')).body).toEqual({ items: [], next: null });
 

@@ -282,6 +282,8 @@ describe('the drain', () => {
       await Promise.all(pending);
     } finally {
       await listener.query('unlisten slipway_commands');
+      // The connection goes back to the pool: a later user's notices must not reach this handler.
+      listener.removeAllListeners('notification');
       listener.release();
     }
     const settled = (await commandsOf(db(), 'lease', l.id)).filter((c) => c.status === 'done');
