@@ -16,7 +16,7 @@ export interface LeaseSystem {
    */
   createPool(name: string, shape: PoolShape): Promise<number>;
   /** A pool with at least `room` free slots on resources already made, so a new lease is served at once. */
-  warmPool(name: string, room: number, clients: number): Promise<number>;
+  warmPool(name: string, room: number): Promise<number>;
   /** A new lease on the pool, through the system's ordinary path; its id. */
   createLease(poolId: number): Promise<number>;
   /** Appends a release of the lease; resolves once it is durably queued. */
