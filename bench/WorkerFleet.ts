@@ -1,19 +1,23 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import type { FromWorker, ToWorker } from './workerProtocol.ts';
+import type { FromWorker, Message } from './workerProtocol.ts';
 
-const WORKER_MODULE = fileURLToPath(new URL('./workerProcess.ts', import.meta.url));
+/** Slipway's worker process; the peer's is bench/peer/peerWorkerProcess.ts. */
+const SLIPWAY_WORKER_MODULE = fileURLToPath(new URL('./workerProcess.ts', import.meta.url));
 
-type Reply<T extends FromWorker['type']> = Extract<FromWorker, { type: T }>;
+type Reply<From extends Message, T extends string> = Extract<From, { type: T }>;
 
 /**
- * Slipway workers as separate processes, the way they scale out in
- * production. Separate processes (rather than workers inside the benchmark's
- * own process) let the drain use both cores for JavaScript while PostgreSQL
- * takes its share, and make the RSS figure the workers' own.
+ * Worker processes, the way workers scale out in production. Separate
+ * processes (rather than workers inside the benchmark's own process) let the
+ * work use both cores for JavaScript while PostgreSQL takes its share, and
+ * make the RSS figure the workers' own.
+ *
+ * Every worker module speaks workerProtocol.ts; one may answer more messages
+ * (`Ask`, answered by `Answer`), which askAll sends.
  */
-export class WorkerFleet {
+export class WorkerFleet<Ask extends Message = never, Answer extends Message = never> {
   private readonly crashed: Promise<never>;
   private stopping = false;
 
@@ -29,13 +33,20 @@ export class WorkerFleet {
     this.crashed.catch(() => undefined);
   }
 
-  /** Forks `count` workers on the database and waits until each has loaded and connected. */
-  static async launch(count: number, databaseUrl: string): Promise<WorkerFleet> {
-    const env = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' };
-    const children = Array.from({ length: count }, () => fork(WORKER_MODULE, [], { execArgv: ['--import', 'tsx'], env }));
-    const fleet = new WorkerFleet(children);
+  /**
+   * Forks `count` workers of `module` (Slipway's by default) on the database,
+   * with `env` added to this process's, and waits until each has loaded and connected.
+   */
+  static async launch<Ask extends Message = never, Answer extends Message = never>(
+    count: number,
+    databaseUrl: string,
+    { module = SLIPWAY_WORKER_MODULE, env = {} }: { module?: string; env?: Record<string, string> } = {},
+  ): Promise<WorkerFleet<Ask, Answer>> {
+    const childEnv = { ...process.env, ...env, DATABASE_URL: databaseUrl, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' };
+    const children = Array.from({ length: count }, () => fork(module, [], { execArgv: ['--import', 'tsx'], env: childEnv }));
+    const fleet = new WorkerFleet<Ask, Answer>(children);
     try {
-      await Promise.all(children.map((child) => nextReply(child, 'ready')));
+      await Promise.all(children.map((child) => nextReply<FromWorker, 'ready'>(child, 'ready')));
     } catch (error) {
       fleet.kill();
       throw error;
@@ -43,9 +54,9 @@ export class WorkerFleet {
     return fleet;
   }
 
-  /** Starts every worker; returns each one's drain concurrency. */
+  /** Starts every worker; returns each one's concurrency. */
   async start(): Promise<number[]> {
-    const replies = await this.askAll({ type: 'start' }, 'started');
+    const replies = await this.askEvery<FromWorker, 'started'>({ type: 'start' }, 'started');
     return replies.map((r) => r.concurrency);
   }
 
@@ -56,17 +67,26 @@ export class WorkerFleet {
 
   /** Each worker's peak resident set size since it started or since the last call, in bytes. */
   async takePeakRss(): Promise<number[]> {
-    const replies = await this.askAll({ type: 'takePeakRss' }, 'peakRss');
+    const replies = await this.askEvery<FromWorker, 'peakRss'>({ type: 'takePeakRss' }, 'peakRss');
     return replies.map((r) => r.bytes);
   }
 
-  /** Lets every worker finish its drains and exit. */
+  /** Sends a message of the module's own to every worker and returns their replies of type `reply`. */
+  askAll<T extends Answer['type']>(message: Ask, reply: T): Promise<Reply<Answer, T>[]> {
+    return this.askEvery<Answer, T>(message, reply);
+  }
+
+  private askEvery<From extends Message, T extends string>(message: Message, reply: T): Promise<Reply<From, T>[]> {
+    return Promise.all(this.children.map((child) => ask<From, T>(child, message, reply)));
+  }
+
+  /** Lets every worker finish its work in hand and exit. */
   async stop(): Promise<void> {
     this.stopping = true;
     const running = this.children.filter((child) => child.exitCode === null && child.signalCode === null);
     await Promise.all(running.map(async (child) => {
       const exited = once(child, 'exit');
-      await ask(child, { type: 'stop' }, 'stopped');
+      await ask<FromWorker, 'stopped'>(child, { type: 'stop' }, 'stopped');
       await exited;
     }));
   }
@@ -76,24 +96,20 @@ export class WorkerFleet {
     this.stopping = true;
     for (const child of this.children) if (child.exitCode === null) child.kill();
   }
-
-  private askAll<T extends FromWorker['type']>(message: ToWorker, reply: T): Promise<Reply<T>[]> {
-    return Promise.all(this.children.map((child) => ask(child, message, reply)));
-  }
 }
 
-function ask<T extends FromWorker['type']>(child: ChildProcess, message: ToWorker, reply: T): Promise<Reply<T>> {
-  const answer = nextReply(child, reply);
+function ask<From extends Message, T extends string>(child: ChildProcess, message: Message, reply: T): Promise<Reply<From, T>> {
+  const answer = nextReply<From, T>(child, reply);
   child.send(message);
   return answer;
 }
 
-function nextReply<T extends FromWorker['type']>(child: ChildProcess, type: T): Promise<Reply<T>> {
+function nextReply<From extends Message, T extends string>(child: ChildProcess, type: T): Promise<Reply<From, T>> {
   return new Promise((resolve, reject) => {
-    const onMessage = (message: FromWorker) => {
+    const onMessage = (message: From) => {
       if (message.type !== type) return;
       settle();
-      resolve(message as Reply<T>);
+      resolve(message as Reply<From, T>);
     };
     const onExit = (code: number | null, signal: string | null) => {
       settle();

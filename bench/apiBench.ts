@@ -2,51 +2,54 @@ import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
 import { createToken } from '../src/api/auth/tokens.ts';
-import { HttpJsonClient } from '../test/helpers/HttpJsonClient.ts';
 import type { Database } from '../src/db/Database.ts';
-import { createActiveLeases } from './fixtures.ts';
-import { allQueuesEmpty } from './commandCounts.ts';
-import { percentile, pollUntil, runClients, throughput, timed, type Throughput } from './measure.ts';
-import type { WorkerFleet } from './WorkerFleet.ts';
+import { HttpJsonClient } from '../test/helpers/HttpJsonClient.ts';
+import type { OpenLoad } from './latency.ts';
+import { createActiveLeases } from './leases.ts';
+import { openLoop, percentiles, PercentilesSchema, pollUntil, runClients, throughput, type Throughput } from './measure.ts';
+import type { SlipwaySystem } from './SlipwaySystem.ts';
 
 /**
  * The HTTP API's figures. The server runs in a process of its own on a
- * free port (bench/apiServerProcess.ts); each client is an HttpJsonClient
- * with one keep-alive connection and an operator token, like a separate
- * caller.
+ * free port (bench/apiServerProcess.ts); callers are HttpJsonClients with an
+ * operator token, each with keep-alive connections of its own, like
+ * separate callers.
  *
  * Call measureApiReleases before the worker fleet starts (like (b), so the
- * releases compete with nothing), and measureApiLatency with the fleet
- * running (like (e)).
+ * releases compete with nothing), and measureApiWait with the fleet running.
  */
 
-export interface ApiLatencyResult {
-  readonly requests: number;
-  readonly targetRate: number;
-  readonly achievedRate: number;
-  /** Response time of POST …/commands (202) at the steady load, from each request's scheduled time. */
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  /** Response time of POST …/commands?wait=10 for a release that completes at once (zero-latency driver), one at a time. */
-  readonly waitSamples: number;
-  readonly waitP50Ms: number;
-  readonly waitP99Ms: number;
-}
+export const ApiWaitSchema = z.object({
+  targetRate: z.number(),
+  requests: z.number(),
+  achievedRate: z.number(),
+  /** Answered 202: the wait ran out before the release's tree settled (counted in the percentiles at the time they took). */
+  timedOut: z.number(),
+  ...PercentilesSchema.shape,
+});
+export type ApiWait = z.infer<typeof ApiWaitSchema>;
 
-/** The longest a `wait` sample may take before the run fails instead of reporting nonsense. */
-const WAIT_S = 10;
-/** How long the open-loop releases of (h) may take to settle before the wait samples start. */
-const BACKLOG_TIMEOUT_MS = 10 * 60_000;
+/** `?wait` of (h), seconds: long enough that a slow release is timed, not cut off. */
+const WAIT_S = 30;
+/**
+ * Connections of the (h) caller. A waiting request holds its connection
+ * until answered, so an open loop needs one per request in flight; past
+ * this many in flight, requests queue here, and that time counts too.
+ */
+const WAIT_CONNECTIONS = 500;
+const SETTLE_TIMEOUT_MS = 30 * 60_000;
 
 /**
- * Releases per second accepted (202) through the API: one release per
- * lease, `clients` closed loops. The leases must be pending with no worker
- * running, so every release is a fresh append (a coalesced one would
- * flatter the figure and is an error here).
+ * (g) Releases per second accepted (202) through the API: one release per
+ * lease, `clients` closed loops, one keep-alive connection each. The leases
+ * must be pending with no worker running, so every release is a fresh
+ * append (a coalesced one would flatter the figure and is an error here).
  */
 export async function measureApiReleases(database: Database, leaseIds: readonly number[], clients: number): Promise<Throughput> {
-  return withApi(database, clients, async (callers) => {
+  return withApi(database, clients, async (api) => {
+    const callers = Array.from({ length: clients }, () => api.caller(1));
     // Each closed loop takes a caller of its own for each request, so no two requests share a connection.
     const idle = [...callers];
     const seconds = await runClients(callers.length, leaseIds.length, async (n) => {
@@ -63,70 +66,47 @@ export async function measureApiReleases(database: Database, leaseIds: readonly 
 }
 
 /**
- * With the fleet running: response times of releases sent open-loop at
- * `rate` per second for `seconds` (each sent at its scheduled time, whether
- * or not earlier ones have answered), then `waitSamples` releases with
- * `?wait`, one at a time, each answered when its whole tree has settled.
+ * (h) With the fleet running: releases of active leases through
+ * `POST /v1/leases/{id}/commands?wait=30`, open loop at `load.rate` per
+ * second for `load.seconds`, each timed from its scheduled time until the
+ * answer, which comes when the release and all it caused (destroy, the
+ * slot's return) have settled.
  */
-export async function measureApiLatency(
-  database: Database,
-  fleet: WorkerFleet,
-  load: { rate: number; seconds: number; waitSamples: number; clients: number },
-): Promise<ApiLatencyResult> {
+export async function measureApiWait(database: Database, system: SlipwaySystem, load: OpenLoad, clients: number): Promise<ApiWait> {
   const total = load.rate * load.seconds;
-  const leaseIds = await fleet.whileRunning(createActiveLeases(database.db, 'bench-api', total + load.waitSamples, load.clients));
-  return withApi(database, load.clients, async (callers) => {
-    const release = (n: number, query = '') =>
-      callers[n % callers.length]!.request('POST', `/v1/leases/${leaseIds[n]}/commands${query}`, { kind: 'release' });
-
-    const started = performance.now();
-    const dueAt: number[] = [];
-    const answered: Promise<number>[] = [];
-    for (let n = 0; n < total; n++) {
-      dueAt[n] = started + (n * 1000) / load.rate;
-      const early = dueAt[n]! - performance.now();
-      if (early > 0) await new Promise((resolve) => setTimeout(resolve, early));
-      answered.push(release(n).then((answer) => expectStatus(answer.status, 202, leaseIds[n]!, performance.now())));
-    }
-    const sendSeconds = (performance.now() - started) / 1000;
-    const latencies = (await fleet.whileRunning(Promise.all(answered))).map((at, n) => at - dueAt[n]!);
-
-    // "A command that completes at once" needs workers with nothing else to
-    // do: the open-loop releases' trees may still be draining.
-    await fleet.whileRunning(pollUntil('the open-loop releases to settle', () => allQueuesEmpty(database.db), BACKLOG_TIMEOUT_MS));
-    const waits: number[] = [];
-    for (let n = total; n < total + load.waitSamples; n++) {
-      const { value, ms } = await timed(() => fleet.whileRunning(release(n, `?wait=${WAIT_S}`)));
-      expectStatus(value.status, 200, leaseIds[n]!, 0);
-      if ((value.body as { outcome: string }).outcome !== 'settled') throw new Error(`release of lease ${leaseIds[n]} did not settle within ${WAIT_S} s`);
-      waits.push(ms);
-    }
+  const { leaseIds } = await createActiveLeases(system, 'api-wait', total, clients);
+  const result = await withApi(database, clients, async (api) => {
+    const caller = api.caller(WAIT_CONNECTIONS);
+    const release = async (n: number) => {
+      const answer = await caller.request('POST', `/v1/leases/${leaseIds[n]}/commands?wait=${WAIT_S}`, { kind: 'release' });
+      if (answer.status !== 200 && answer.status !== 202) throw new Error(`release of lease ${leaseIds[n]} answered ${answer.status}`);
+      return { at: performance.now(), settled: answer.status === 200 };
+    };
+    const sent = await system.whileRunning(openLoop(total, load.rate, release));
     return {
-      requests: total,
       targetRate: load.rate,
-      achievedRate: (total - 1) / sendSeconds,
-      p50Ms: percentile(latencies, 50),
-      p99Ms: percentile(latencies, 99),
-      waitSamples: waits.length,
-      waitP50Ms: percentile(waits, 50),
-      waitP99Ms: percentile(waits, 99),
+      requests: total,
+      achievedRate: sent.achievedRate,
+      timedOut: sent.results.filter((answer) => !answer.settled).length,
+      ...percentiles(sent.results.map((answer, n) => answer.at - sent.dueAt[n]!)),
     };
   });
-}
-
-function expectStatus(status: number, expected: number, leaseId: number, at: number): number {
-  if (status !== expected) throw new Error(`release of lease ${leaseId} answered ${status}, not ${expected}`);
-  return at;
+  await system.whileRunning(pollUntil('the API releases to settle', () => system.quiet(), SETTLE_TIMEOUT_MS));
+  return result;
 }
 
 const SERVER_MODULE = fileURLToPath(new URL('./apiServerProcess.ts', import.meta.url));
 
+/** The API server of one figure: it makes callers, each with its own keep-alive connections and an operator token. */
+interface Api {
+  caller(connections: number): HttpJsonClient;
+}
+
 /**
- * Runs `work` against an API server in a process of its own (a pool
- * connection per client, and a few more) and `clients` callers, each with
- * one keep-alive connection and an operator token.
+ * Runs `work` against an API server in a process of its own, with a pool
+ * connection per client and a few more, and closes the callers it made.
  */
-async function withApi<T>(database: Database, clients: number, work: (callers: HttpJsonClient[]) => Promise<T>): Promise<T> {
+async function withApi<T>(database: Database, clients: number, work: (api: Api) => Promise<T>): Promise<T> {
   const child = fork(SERVER_MODULE, [], {
     execArgv: ['--import', 'tsx'],
     env: {
@@ -138,17 +118,19 @@ async function withApi<T>(database: Database, clients: number, work: (callers: H
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     },
   });
+  const callers: HttpJsonClient[] = [];
   try {
     const [ready] = (await once(child, 'message')) as [{ url: string }];
     const name = `bench-${Date.now().toString(36)}`;
     const { secret } = await createToken(database.db, { name, role: 'operator' }, 'bench');
-    const callers = Array.from({ length: clients }, () => new HttpJsonClient(ready.url, secret, { connections: 1 }));
-    try {
-      return await work(callers);
-    } finally {
-      callers.forEach((caller) => caller.close());
-    }
+    const caller = (connections: number) => {
+      const made = new HttpJsonClient(ready.url, secret, { connections });
+      callers.push(made);
+      return made;
+    };
+    return await work({ caller });
   } finally {
+    callers.forEach((caller) => caller.close());
     child.send('stop');
     if (child.exitCode === null) await once(child, 'exit');
   }

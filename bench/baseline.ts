@@ -1,11 +1,10 @@
 import type pg from 'pg';
-import { percentile, runClients, throughput, timed, type Throughput } from './measure.ts';
+import type { z } from 'zod';
+import { percentiles, PercentilesSchema, runClients, throughput, ThroughputSchema, timed } from './measure.ts';
 
-export interface BaselineResult extends Throughput {
-  /** Per-transaction latency at that concurrency, the yardstick for (e). */
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-}
+/** The rate, and the per-transaction latency at that concurrency: the yardstick for the latency figures. */
+export const BaselineSchema = ThroughputSchema.extend(PercentilesSchema.shape);
+export type Baseline = z.infer<typeof BaselineSchema>;
 
 /**
  * (a) The ceiling every other figure is compared with: the rate at which this
@@ -14,7 +13,7 @@ export interface BaselineResult extends Throughput {
  * settings (synchronous_commit, fsync) as the appends, so the only difference
  * from (b) is the work Slipway does per command.
  */
-export async function measureBaseline(pool: pg.Pool, clients: number, transactions: number): Promise<BaselineResult> {
+export async function measureBaseline(pool: pg.Pool, clients: number, transactions: number): Promise<Baseline> {
   await pool.query('create table bench_baseline (id bigint generated always as identity primary key, n int not null)');
   try {
     const latencies: number[] = [];
@@ -22,7 +21,7 @@ export async function measureBaseline(pool: pg.Pool, clients: number, transactio
       const { ms } = await timed(() => pool.query('insert into bench_baseline (n) values ($1)', [n]));
       latencies.push(ms);
     });
-    return { ...throughput(transactions, seconds), p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
+    return { ...throughput(transactions, seconds), ...percentiles(latencies) };
   } finally {
     await pool.query('drop table bench_baseline');
   }

@@ -1,22 +1,24 @@
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import type pg from 'pg';
+import { z } from 'zod';
 
-export interface MachineInfo {
-  readonly cores: number;
-  readonly cpuModel: string;
-  readonly memoryBytes: number;
-  readonly platform: string;
-  readonly node: string;
-  readonly postgres: string;
+export const MachineSchema = z.object({
+  cores: z.number(),
+  cpuModel: z.string(),
+  memoryBytes: z.number(),
+  platform: z.string(),
+  node: z.string(),
+  postgres: z.string(),
   /** The durability settings every transaction of the run committed under. */
-  readonly synchronousCommit: string;
-  readonly fsync: string;
+  synchronousCommit: z.string(),
+  fsync: z.string(),
   /** The code measured: its commit, marked -dirty when the working tree had changes. */
-  readonly revision: string;
+  revision: z.string(),
   /** 1-minute load average when the run began: well above 0 means something else competes for the cores. */
-  readonly loadAverage: number;
-}
+  loadAverage: z.number(),
+});
+export type MachineInfo = z.infer<typeof MachineSchema>;
 
 /** What the figures depend on: the host, the code, and the server's version and durability settings. */
 export async function describeMachine(pool: pg.Pool): Promise<MachineInfo> {

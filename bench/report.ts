@@ -1,50 +1,18 @@
-import type { ApiLatencyResult } from './apiBench.ts';
-import type { BaselineResult } from './baseline.ts';
-import type { DrainResult } from './drain.ts';
-import type { LatencyResult } from './latency.ts';
-import type { MachineInfo } from './machine.ts';
+import { bars } from './bars.ts';
+import type { Figures } from './figures.ts';
+import { integer, mib, pair, perSecond, times } from './format.ts';
+import type { MilestoneLatency } from './latency.ts';
 import type { Throughput } from './measure.ts';
 import type { BenchSettings } from './settings.ts';
 
-export interface BenchResults {
-  readonly machine: MachineInfo;
-  readonly server: string;
-  readonly settings: BenchSettings;
-  readonly baseline: BaselineResult;
-  readonly append: Throughput;
-  readonly drain: DrainResult;
-  readonly graphile: Throughput;
-  readonly latency: LatencyResult;
-  readonly apiReleases: Throughput;
-  readonly apiLatency: ApiLatencyResult;
-  /** 1-minute load average when the run ended. */
-  readonly loadAverageAtEnd: number;
-  /** Wall time of the whole run, setup included. */
-  readonly runSeconds: number;
-}
-
-/** Issue 2's bar: append and drain each at least this fraction of the baseline. */
-const MIN_FRACTION_OF_BASELINE = 0.25;
-/** Issue 3's bar: releases through the HTTP API at least this fraction of the baseline. */
-const MIN_API_FRACTION_OF_BASELINE = 0.2;
-
-const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
-const perSecond = (t: Throughput) => `${integer.format(t.perSecond)} /s`;
-const batch = (t: Throughput) => `${integer.format(t.count)} in ${t.seconds.toFixed(1)} s`;
-const ms = (value: number) => value.toFixed(1);
-const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
-/** value / of, with about three significant digits. */
-const times = (value: number, of: number) => {
-  const r = value / of;
-  return r.toFixed(r < 10 ? 2 : r < 100 ? 1 : 0);
-};
-const met = (ok: boolean) => (ok ? 'MET' : 'NOT MET');
+const batch = (t: Throughput) => `${integer(t.count)} in ${t.seconds.toFixed(1)} s`;
+const verdict = (met: boolean | undefined) => (met === undefined ? 'n/a' : met ? 'PASS' : 'FAIL');
 const minutesAndSeconds = (seconds: number) => {
   const whole = Math.round(seconds);
   return `${Math.floor(whole / 60)} min ${whole % 60} s`;
 };
 
-/** The command line that repeats this run: every benchmark size, and any Slipway setting that was overridden. */
+/** The command line that repeats a run: every benchmark size, and any Slipway setting that was overridden. */
 export function reproduceCommand(settings: BenchSettings, env: NodeJS.ProcessEnv = process.env): string {
   const assignments = [
     ...(env.DATABASE_URL ? [['DATABASE_URL', '<same server>']] : []),
@@ -54,20 +22,22 @@ export function reproduceCommand(settings: BenchSettings, env: NodeJS.ProcessEnv
   return `${assignments.join(' ')} npm run bench`;
 }
 
-/** One line of the figures table: what, value, ratio to (a), and how it was obtained. */
-function figure(label: string, value: string, ratio: string, note = ''): string {
-  return `  ${label.padEnd(52)}${value.padStart(18)}${ratio.padStart(14)}   ${note}`.trimEnd();
+/** A row of the figures table: Slipway's value and its ratio, the tuned peer's (or blanks), and a note. */
+function row(label: string, slipway: string, slipwayRatio: string, peer = '', peerRatio = '', note = ''): string {
+  return `  ${label.padEnd(50)} ${slipway.padStart(18)} ${slipwayRatio.padStart(7)} ${peer.padStart(18)} ${peerRatio.padStart(7)}   ${note}`.trimEnd();
 }
 
-/** Formats a finished run: machine, the six figures with their ratio to (a), and the bar. */
-export function formatReport(results: BenchResults, reproduce: string): string {
-  const { machine, settings, baseline, append, drain, graphile, latency, apiReleases, apiLatency } = results;
-  const { done, cancelled, coalesced, failed } = drain.settled;
-  const appendRatio = append.perSecond / baseline.perSecond;
-  const drainRatio = drain.perSecond / baseline.perSecond;
-  const apiRatio = apiReleases.perSecond / baseline.perSecond;
-  const latencyPair = (p50: number, p99: number) => `${ms(p50)} / ${ms(p99)} ms`;
-  const latencyRatio = (p50: number, p99: number) => `${times(p50, baseline.p50Ms)} / ${times(p99, baseline.p99Ms)}`;
+/** Formats one run's figures: machine, the figures of Slipway and the tuned peer side by side, the bars. */
+export function formatReport(figures: Figures): string {
+  const { machine, settings, baseline, append, cheapPath, slipway, api, peer } = figures;
+  const { tuned, defaults } = peer;
+  const ofBaseline = (t: Throughput) => times(t.perSecond, baseline.perSecond);
+  const latencyRatio = (l: { p50Ms: number }) => times(l.p50Ms, baseline.p50Ms);
+  const latencyRows = (label: string, ours: MilestoneLatency, theirs: MilestoneLatency | undefined) =>
+    row(label, pair(ours), latencyRatio(ours), theirs ? pair(theirs) : '', theirs ? latencyRatio(theirs) : '',
+      `settled ${integer(ours.settledRate)}/s` + (theirs ? ` vs ${integer(theirs.settledRate)}/s` : '') +
+        ` of ${integer(ours.targetRate)}/s offered (sent at ${integer(ours.achievedRate)}/s)`);
+  const { done, cancelled, coalesced, failed } = cheapPath.settled;
 
   return [
     'Slipway benchmark',
@@ -76,39 +46,49 @@ export function formatReport(results: BenchResults, reproduce: string): string {
     `  cpu          ${machine.cores} cores, ${machine.cpuModel}; ${(machine.memoryBytes / 2 ** 30).toFixed(1)} GiB RAM`,
     `  os / node    ${machine.platform}; Node ${machine.node}`,
     `  code         ${machine.revision}`,
-    `  load         1-min load average ${machine.loadAverage.toFixed(1)} at start, ${results.loadAverageAtEnd.toFixed(1)} at end`,
-    `  PostgreSQL   ${machine.postgres} (${results.server}); synchronous_commit=${machine.synchronousCommit}, fsync=${machine.fsync}`,
-    `  clients      ${settings.BENCH_CLIENTS} concurrent connections in (a) and (b)`,
-    `  workers      ${drain.concurrency.length} SlipwayWorker processes (forked), drain concurrency ${drain.concurrency.join(' + ')}, in (c) and (e)`,
-    `  run time     ${minutesAndSeconds(results.runSeconds)}, setup included`,
-    `  reproduce    ${reproduce}`,
+    `  load         1-min load average ${machine.loadAverage.toFixed(1)} at start, ${figures.loadAverageAtEnd.toFixed(1)} at end`,
+    `  PostgreSQL   ${machine.postgres} (${figures.server}); synchronous_commit=${machine.synchronousCommit}, fsync=${machine.fsync}`,
+    `  clients      ${settings.BENCH_CLIENTS} concurrent connections in the closed-loop figures`,
+    `  Slipway      ${cheapPath.concurrency.length} worker processes, drain concurrency ${cheapPath.concurrency.join(' + ')}`,
+    `  peer         graphile-worker alone, ${tuned.concurrency.length} processes, tuned: concurrency ${tuned.concurrency.join(' + ')}, local queue, batched completion`,
+    `  run          ${figures.startedAt}, ${minutesAndSeconds(figures.runSeconds)}, setup included`,
+    `  reproduce    ${figures.reproduce}`,
     '',
-    figure('Figure', 'value', '× (a)'),
-    figure('(a) baseline: durable 1-row insert transactions', perSecond(baseline), '1.00', batch(baseline)),
-    figure('(b) append: releases appended, 1 transaction each', perSecond(append), times(append.perSecond, baseline.perSecond), batch(append)),
-    figure('(c) drain: commands settled by the workers', perSecond(drain), times(drain.perSecond, baseline.perSecond),
-      `${batch(drain)}: ${integer.format(done)} done, ${integer.format(cancelled)} cancelled, ${integer.format(coalesced)} coalesced` +
-        (failed > 0 ? `; ${integer.format(failed)} FAILED (not counted)` : '')),
-    figure('(d) graphile-worker alone: no-op jobs, defaults', perSecond(graphile), times(graphile.perSecond, baseline.perSecond),
-      `${batch(graphile)}; 1 runner, concurrency 1`),
-    figure('(e) append→done latency p50 / p99, client-side', latencyPair(latency.p50Ms, latency.p99Ms), latencyRatio(latency.p50Ms, latency.p99Ms),
-      `${integer.format(latency.commands)} releases of active leases sent at ${integer.format(latency.achievedRate)}/s ` +
-        `(target ${latency.targetRate}/s), all settled at ${integer.format(latency.settledRate)}/s`),
-    figure('    the same, in the database (finished − created)', latencyPair(latency.dbP50Ms, latency.dbP99Ms), latencyRatio(latency.dbP50Ms, latency.dbP99Ms),
-      `ratios to (a)'s insert latency p50 / p99 = ${latencyPair(baseline.p50Ms, baseline.p99Ms)}`),
-    figure('(f) peak RSS of each worker process during (c)', drain.peakRssBytes.map(mib).join(' + '), 'n/a', 'sampled every 100 ms'),
-    figure('(g) releases through the HTTP API (202)', perSecond(apiReleases), times(apiReleases.perSecond, baseline.perSecond),
-      `${batch(apiReleases)}; ${settings.BENCH_CLIENTS} keep-alive clients, no worker running`),
-    figure('(h) API response time p50 / p99 at a steady load', latencyPair(apiLatency.p50Ms, apiLatency.p99Ms), latencyRatio(apiLatency.p50Ms, apiLatency.p99Ms),
-      `${integer.format(apiLatency.requests)} releases sent at ${integer.format(apiLatency.achievedRate)}/s (target ${apiLatency.targetRate}/s), workers running`),
-    figure('    ?wait response time for a release done at once', latencyPair(apiLatency.waitP50Ms, apiLatency.waitP99Ms), latencyRatio(apiLatency.waitP50Ms, apiLatency.waitP99Ms),
-      `${apiLatency.waitSamples} requests, one at a time, each answered when its tree settled`),
+    'Throughput (× (a): ratio to the baseline rate) and latency (× (a): p50 over the baseline insert\'s p50)',
+    row('Figure', 'Slipway', '× (a)', 'peer (tuned)', '× (a)'),
+    row('(a) baseline: durable 1-row insert transactions', perSecond(baseline), '1.00', '', '',
+      `${batch(baseline)}; insert latency p50 / p99 ${pair(baseline)}`),
+    row('(b) append: releases appended, 1 transaction each', perSecond(append), ofBaseline(append), '', '', batch(append)),
+    row('(c) lifecycles: created → active → destroyed', perSecond(slipway.lifecycle.lifecycles), ofBaseline(slipway.lifecycle.lifecycles),
+      perSecond(tuned.lifecycle.lifecycles), ofBaseline(tuned.lifecycle.lifecycles),
+      `${integer(slipway.lifecycle.leases)} leases on ${integer(slipway.lifecycle.slots)} slots; ${slipway.lifecycle.lifecycles.seconds.toFixed(1)} s vs ${tuned.lifecycle.lifecycles.seconds.toFixed(1)} s`),
+    row('(c) settled releases of active leases', perSecond(slipway.activeReleases), ofBaseline(slipway.activeReleases),
+      perSecond(tuned.activeReleases), ofBaseline(tuned.activeReleases),
+      `${batch(slipway.activeReleases)} vs ${batch(tuned.activeReleases)}; released at once`),
+    row('(c) cheap path: commands settled', perSecond(cheapPath), ofBaseline(cheapPath), '', '',
+      `${batch(cheapPath)}: ${integer(done)} done, ${integer(cancelled)} cancelled, ${integer(coalesced)} coalesced` +
+        (failed > 0 ? `; ${integer(failed)} FAILED (not counted)` : '') + '; releases of pending leases, drained in batches'),
+    ...defaults ? [row('(d) peer on graphile-worker defaults: releases', '', '', perSecond(defaults.activeReleases), ofBaseline(defaults.activeReleases),
+      `${batch(defaults.activeReleases)}; concurrency ${defaults.concurrency.join(' + ')}, no local queue; ` +
+        `${integer(defaults.jobs.overlapping)} of ${integer(defaults.jobs.runs)} jobs overlapped one of the same object`)] : [],
+    ...slipway.releaseLatency.map((ours) =>
+      latencyRows(`(e) append→destroyed p50 / p99 at ${integer(ours.targetRate)}/s`, ours,
+        tuned.releaseLatency.find((theirs) => theirs.targetRate === ours.targetRate))),
+    latencyRows('(i) created on a free slot → active p50 / p99', slipway.activation, tuned.activation),
+    row('(f) peak RSS of each worker process', slipway.peakRssBytes.map(mib).join(' + '), '', tuned.peakRssBytes.map(mib).join(' + '), '',
+      'sampled every 100 ms while the workers ran'),
+    row('(g) releases through the HTTP API (202)', perSecond(api.releases), ofBaseline(api.releases), '', '',
+      `${batch(api.releases)}; ${settings.BENCH_CLIENTS} keep-alive clients, no worker running`),
+    row(`(h) HTTP release ?wait=30 at ${integer(api.wait.targetRate)}/s: answer p50 / p99`, pair(api.wait), latencyRatio(api.wait), '', '',
+      `${integer(api.wait.requests)} releases of active leases sent at ${integer(api.wait.achievedRate)}/s; ` +
+        `${integer(api.wait.timedOut)} answered 202 (not settled within 30 s)`),
     '',
-    `Bar: append and drain each ≥ ${MIN_FRACTION_OF_BASELINE} × (a), drain faster than (d)`,
-    `  append ≥ ${MIN_FRACTION_OF_BASELINE} × (a)   ${appendRatio.toFixed(2)} × (a)   ${met(appendRatio >= MIN_FRACTION_OF_BASELINE)}`,
-    `  drain  ≥ ${MIN_FRACTION_OF_BASELINE} × (a)   ${drainRatio.toFixed(2)} × (a)   ${met(drainRatio >= MIN_FRACTION_OF_BASELINE)}`,
-    `  drain  > (d)          ${perSecond(drain)} vs ${perSecond(graphile)}   ${met(drain.perSecond > graphile.perSecond)}`,
-    `Bar (HTTP API): releases through the API ≥ ${MIN_API_FRACTION_OF_BASELINE} × (a)`,
-    `  API    ≥ ${MIN_API_FRACTION_OF_BASELINE} × (a)    ${apiRatio.toFixed(2)} × (a)   ${met(apiRatio >= MIN_API_FRACTION_OF_BASELINE)}`,
+    'One command of an object at a time',
+    `  Slipway      its drain holds the object's advisory lock (not observable from outside); ${slipway.failedCommands} commands failed during the run`,
+    `  peer tuned   ${integer(tuned.jobs.overlapping)} of ${integer(tuned.jobs.runs)} jobs started while another job of the same object ran; ${tuned.jobs.failed} jobs failed (retried)`,
+    ...defaults ? [`  peer default ${integer(defaults.jobs.overlapping)} of ${integer(defaults.jobs.runs)} jobs overlapped; ${defaults.jobs.failed} failed`] : [],
+    '',
+    'Bars (within this run)',
+    ...bars(figures).map((bar) => `  ${verdict(bar.met).padEnd(5)} ${bar.asks}: ${bar.measured}`),
   ].join('\n');
 }

@@ -6,8 +6,10 @@ import type { DB } from '../migrations/schema.ts';
 import { createLogger } from '../src/log.ts';
 import { readState, type ScrapeSettings, scrapeSettings, STATE_CACHE_MS } from '../src/metrics/scrape.ts';
 import { openBenchDatabase } from './benchDatabase.ts';
-import { BENCH_ACTOR, createLeases, createSimulatedBlueprint } from './fixtures.ts';
+import { BENCH_ACTOR, createSimulatedBlueprint } from './fixtures.ts';
+import { createLeases } from './leases.ts';
 import { percentile } from './measure.ts';
+import { SlipwaySystem } from './SlipwaySystem.ts';
 
 /**
  * What a Prometheus scrape of /metrics costs (docs/benchmark.md, "What a
@@ -37,7 +39,8 @@ const config = loadConfig({ ...process.env, SLIPWAY_API_PORT: '0' });
 const server = await ApiServer.start(database, config, log);
 try {
   const blueprintId = await createSimulatedBlueprint(database.db, 'scrape-cost', { maxResources: 10, leasesPerResource: 10 });
-  await createLeases(database.db, blueprintId, LEASES, 8);
+  // No worker runs: every lease stays pending with its allocate queued.
+  await createLeases(new SlipwaySystem(database), blueprintId, LEASES, 8);
   await sql`
     insert into commands (target_kind, target_id, kind, issued_by, source, status, attempts, not_before, created_at, started_at, finished_at)
     select 'lease', l.id, 'renew', ${BENCH_ACTOR.issuedBy}, 'cli', 'done', 1, now(), now(), now(), now()

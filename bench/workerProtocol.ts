@@ -1,4 +1,4 @@
-/** What the benchmark tells a worker process (bench/workerProcess.ts) over IPC. */
+/** What the benchmark tells a worker process over IPC (bench/workerProcess.ts, bench/peer/peerWorkerProcess.ts). */
 export type ToWorker =
   | { readonly type: 'start' }
   | { readonly type: 'takePeakRss' }
@@ -10,3 +10,8 @@ export type FromWorker =
   | { readonly type: 'started'; readonly concurrency: number }
   | { readonly type: 'peakRss'; readonly bytes: number }
   | { readonly type: 'stopped' };
+
+/** Any message of a protocol that extends this one. */
+export interface Message {
+  readonly type: string;
+}

@@ -1,0 +1,38 @@
+import type { LeaseSystem, Milestone } from './LeaseSystem.ts';
+import { pollUntil, runClients } from './measure.ts';
+
+/** Setup that the system cannot finish in this long fails the run instead of hanging it. */
+const SETUP_TIMEOUT_MS = 10 * 60_000;
+
+/** Creates `count` leases on the pool from `clients` connections, through the system's ordinary path; returns their ids. */
+export async function createLeases(system: LeaseSystem, poolId: number, count: number, clients: number): Promise<number[]> {
+  const ids: number[] = new Array(count);
+  await runClients(clients, count, async (n) => {
+    ids[n] = await system.createLease(poolId);
+  });
+  return ids;
+}
+
+/**
+ * `count` leases on a new pool, taken all the way to active by the running
+ * workers (untimed setup); returns once the system is quiet again.
+ */
+export async function createActiveLeases(
+  system: LeaseSystem,
+  name: string,
+  count: number,
+  clients: number,
+): Promise<{ poolId: number; leaseIds: number[] }> {
+  // Room for twice the leases: Slipway sends a lease to a random resource
+  // with a free slot, so with room to spare few of them meet a full one and ask again.
+  const poolId = await system.warmPool(name, 2 * count);
+  const leaseIds = await createLeases(system, poolId, count, clients);
+  await untilCount(system, poolId, 'active', count);
+  return { poolId, leaseIds };
+}
+
+/** Waits until `count` of the pool's leases are in `state` and nothing is left to do. */
+export async function untilCount(system: LeaseSystem, poolId: number, state: Milestone, count: number): Promise<void> {
+  const reached = async () => (await system.countIn(poolId, state)) === count && (await system.quiet());
+  await system.whileRunning(pollUntil(`${count} ${system.name} leases to be ${state}`, reached, SETUP_TIMEOUT_MS, 100));
+}
