@@ -32,7 +32,7 @@ import { objectRowsStatements } from './sql/objectRows.ts';
 const COMMIT_ATTEMPTS = 5;
 const isRetryableConflict = (error: unknown) => ['40P01', '40001'].includes((error as { code?: string }).code ?? '');
 /** An error PostgreSQL answered (it has a SQLSTATE), as opposed to a lost connection. */
-const isServerError = (error: unknown) => typeof (error as { code?: unknown }).code === 'string' && !(error instanceof VersionConflictError);
+const isServerError = (error: unknown) => typeof (error as { code?: unknown }).code === 'string';
 
 type ObjectRow = ObjectTypes[ObjectKind]['row'];
 type Results = pg.QueryResult<pg.QueryResultRow>[];
@@ -287,12 +287,9 @@ export class DrainLane {
     const notices = decided.map((d) => commandNotice(d.target, d.command.id, d.outcome.status));
     const opening = inTransaction ? [] : ['begin', lock];
     const durable = [...opening, ...updates, ...statements.rest, ...handOffs, 'commit'];
-    const after = asynchronously([
-      ...(notices.length > 0 ? [noticesStatement(notices)] : []),
-      claimStatement(room, want, heldRefs),
-      headsStatement(heldRefs),
-    ]);
-    const claimAt = durable.length + 2 + (notices.length > 0 ? 1 : 0);
+    const claim = claimStatement(room, want, heldRefs);
+    const after = asynchronously([...(notices.length > 0 ? [noticesStatement(notices)] : []), claim, headsStatement(heldRefs)]);
+    const claimAt = durable.length + after.indexOf(claim);
     const results = await this.send(client, [...durable, ...after], [...updates.map((_, n) => opening.length + n), claimAt, claimAt + 1]);
     recordBatchCommitted(decided, pickedUpAt);
     this.applied += decided.length;

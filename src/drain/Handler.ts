@@ -73,9 +73,9 @@ export interface HandlerContext<K extends ObjectKind, P = unknown, R = unknown> 
  * of them), before the effects run, so a batch of 64 releases costs one read
  * rather than 64.
  */
-export interface BatchRead<R> {
+export interface BatchRead<R, C = HandlerContext<ObjectKind>> {
   /** What this object's read is about (say, its resource's id); undefined: nothing to read. */
-  key(ctx: HandlerContext<ObjectKind, unknown, unknown>): number | undefined;
+  key(ctx: C): number | undefined;
   /** Reads every key at once. */
   load(db: Db, keys: readonly number[]): Promise<ReadonlyMap<number, R>>;
 }
@@ -93,7 +93,7 @@ export interface BatchRead<R> {
  * - `decide`: returns the outcome to commit.
  */
 export interface CommandHandler<K extends ObjectKind, E = any, P = any, R = any> {
-  readonly read?: BatchRead<R>;
+  readonly read?: BatchRead<R, HandlerContext<K, P, R>>;
   effect?(ctx: HandlerContext<K, P, R>): Promise<E>;
   readonly readsInTransaction?: true;
   decide(trx: Db, ctx: HandlerContext<K, P, R>, effect: E): Promise<Outcome<K>> | Outcome<K>;

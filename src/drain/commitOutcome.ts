@@ -1,5 +1,5 @@
 import { type CompiledQuery, sql } from 'kysely';
-import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
+import type { CommandRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { commandKindSpec } from '../domain/commandKinds.ts';
 import { canTransition } from '../domain/lifecycle.ts';
@@ -96,7 +96,7 @@ function objectUpdate(db: Db, { target, object, outcome }: Decided): CompiledQue
  * outcome's own events, and, for a command done, the queued kinds it
  * supersedes.
  */
-export function settlement(target: ObjectRef, object: { state: string }, command: CommandRow, outcome: Outcome): Settlement {
+function settlement(target: ObjectRef, object: { state: string }, command: CommandRow, outcome: Outcome): Settlement {
   const actor = { issuedBy: command.issued_by, source: command.source };
   const events: EventInput[] = [];
   if (outcome.to !== undefined && !canTransition(target.kind, object.state, outcome.to)) {
@@ -119,7 +119,7 @@ export function settlement(target: ObjectRef, object: { state: string }, command
  * every commit writes wake-up rows in the same (key) order. A follow-up to
  * the object itself wakes nothing: its drain sees it before it lets go.
  */
-export function followUpStatements(
+function followUpStatements(
   db: Db,
   target: ObjectRef,
   command: CommandRow,
@@ -148,4 +148,3 @@ export function followUpStatements(
   return { appends, wakes };
 }
 
-export type { ObjectKind };

@@ -30,9 +30,9 @@ function leaseCall(ctx: Ctx<ResourceIdentity>, slot: number): LeaseCall {
 }
 
 /** The resource a grant names. */
-const grantedResource = resourceAttributes((ctx) => (ctx.payload as PayloadOf<'lease', 'grant'>).resourceId);
+const grantedResource = resourceAttributes((ctx: CtxOf<'grant'>) => ctx.payload.resourceId);
 /** The resource the lease holds a slot of, if any. */
-const heldResource = resourceAttributes((ctx) => (ctx.object as LeaseRow).resource_id ?? undefined);
+const heldResource = resourceAttributes((ctx: Ctx) => ctx.object.resource_id ?? undefined);
 
 /** Hands a slot back to the resource that granted it. */
 const giveBackSlot = (lease: LeaseRow, resourceId: number, reason: string): FollowUp => ({

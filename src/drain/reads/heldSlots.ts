@@ -1,15 +1,14 @@
 import type { Db } from '../../db/Database.ts';
-import type { BatchRead } from '../Handler.ts';
-import type { LeaseRow } from '../../../migrations/schema.ts';
+import type { BatchRead, HandlerContext } from '../Handler.ts';
 
 /**
  * The resource whose slot table names each lease, for every lease of a step
  * at once. Asked of the slot table rather than the lease's resource_id: a
  * lease that broke while taking its slot holds one it never recorded.
  */
-export const heldSlot: BatchRead<number> = {
+export const heldSlot: BatchRead<number, HandlerContext<'lease'>> = {
   key: (ctx) => {
-    const lease = ctx.object as LeaseRow;
+    const lease = ctx.object;
     // A lease released before it ever recorded a slot holds none that needs
     // it (its grants are either applied, and it would have recorded them, or
     // still on their way, and they return their slot themselves).

@@ -10,7 +10,7 @@ export interface ResourceIdentity {
  * The resource a lease's driver call is about, for every lease of a step at
  * once: the resource its grant names, or the one it holds.
  */
-export function resourceAttributes(keyOf: BatchRead<ResourceIdentity>['key']): BatchRead<ResourceIdentity> {
+export function resourceAttributes<C>(keyOf: (ctx: C) => number | undefined): BatchRead<ResourceIdentity, C> {
   return { key: keyOf, load: loadResourceAttributes };
 }
 
