@@ -14,6 +14,9 @@ import * as drainHandOff from './0012_drain_hand_off.ts';
 import * as batchedDrain from './0013_batched_drain.ts';
 import * as workerLiveness from './0014_worker_liveness.ts';
 import * as oneDrain from './0015_one_drain.ts';
+import * as callbackDispatch from './0016_callback_dispatch.ts';
+import * as stepsIndependentOfBacklog from './0017_steps_independent_of_backlog.ts';
+import * as fewerCommandIndexEntries from './0018_fewer_command_index_entries.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +35,7 @@ export const migrations: Record<string, Migration> = {
   '0013_batched_drain': batchedDrain,
   '0014_worker_liveness': workerLiveness,
   '0015_one_drain': oneDrain,
+  '0016_callback_dispatch': callbackDispatch,
+  '0017_steps_independent_of_backlog': stepsIndependentOfBacklog,
+  '0018_fewer_command_index_entries': fewerCommandIndexEntries,
 };

@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0015_one_drain.
+-- Slipway's schema (`public`) after migration 0018_fewer_command_index_entries.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -79,11 +79,13 @@ create table public.command_callbacks (
   next_attempt_at timestamp with time zone,
   created_at timestamp with time zone not null default now(),
   finished_at timestamp with time zone,
+  job_queued boolean not null default true,
   constraint command_callbacks_command_id_fkey FOREIGN KEY (command_id) REFERENCES public.commands(id) ON DELETE CASCADE,
   constraint command_callbacks_command_id_url_key UNIQUE (command_id, url),
   constraint command_callbacks_pkey PRIMARY KEY (id),
   constraint command_callbacks_status_check CHECK ((status = ANY (ARRAY['waiting'::text, 'pending'::text, 'delivered'::text, 'failed'::text])))
 );
+CREATE INDEX command_callbacks_to_dispatch ON public.command_callbacks USING btree (id) WHERE ((status = 'pending'::text) AND (NOT job_queued));
 CREATE INDEX command_callbacks_waiting ON public.command_callbacks USING btree (command_id) WHERE (status = 'waiting'::text);
 
 create table public.commands (
@@ -119,8 +121,8 @@ create table public.commands (
 CREATE INDEX commands_by_cause ON public.commands USING btree (caused_by) WHERE (caused_by IS NOT NULL);
 CREATE INDEX commands_by_coalesced_into ON public.commands USING btree (coalesced_into) WHERE (coalesced_into IS NOT NULL);
 CREATE INDEX commands_by_issuer_id ON public.commands USING btree (issued_by, id);
-CREATE INDEX commands_by_source_id ON public.commands USING btree (source, id);
-CREATE INDEX commands_by_status_id ON public.commands USING btree (status, id);
+CREATE INDEX commands_by_outside_source_id ON public.commands USING btree (source, id) WHERE (source <> 'system'::text);
+CREATE INDEX commands_by_rare_status_id ON public.commands USING btree (status, id) WHERE (status <> ALL (ARRAY['queued'::text, 'running'::text, 'done'::text]));
 CREATE INDEX commands_by_target ON public.commands USING btree (target_kind, target_id, id);
 CREATE UNIQUE INDEX commands_one_in_flight ON public.commands USING btree (target_kind, target_id, dedup_key) WHERE ((dedup_key IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'running'::text])));
 CREATE INDEX commands_queue ON public.commands USING btree (target_kind, target_id, id) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
@@ -353,17 +355,9 @@ AS $function$
 
 CREATE OR REPLACE FUNCTION public.queue_callback_delivery(callback_id bigint, run_at timestamp with time zone DEFAULT now())
  RETURNS void
- LANGUAGE plpgsql
+ LANGUAGE sql
 AS $function$
-      begin
-        update command_callbacks set status = 'pending', next_attempt_at = run_at where id = callback_id;
-        perform graphile_worker.add_job(
-          identifier := 'deliver_callback',
-          payload := json_build_object('id', callback_id),
-          run_at := run_at,
-          job_key := 'callback:' || callback_id
-        );
-      end
+        update command_callbacks set status = 'pending', next_attempt_at = run_at, job_queued = false where id = callback_id
       $function$;
 
 CREATE OR REPLACE FUNCTION public.queue_settled_callbacks()
@@ -477,6 +471,36 @@ AS $function$
       end
       $function$;
 
+CREATE OR REPLACE FUNCTION public.slipway_dispatch_callbacks()
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+      declare
+        v record;
+        v_queued integer := 0;
+      begin
+        for v in
+          update command_callbacks c set job_queued = true
+          where c.id in (
+            select d.id from command_callbacks d
+            where d.status = 'pending' and not d.job_queued
+            order by d.id
+            for update skip locked
+          )
+          returning c.id, c.next_attempt_at
+        loop
+          perform graphile_worker.add_job(
+            identifier := 'deliver_callback',
+            payload := json_build_object('id', v.id),
+            run_at := v.next_attempt_at,
+            job_key := 'callback:' || v.id
+          );
+          v_queued := v_queued + 1;
+        end loop;
+        return v_queued;
+      end
+      $function$;
+
 CREATE OR REPLACE FUNCTION public.slipway_drain_claim(p_room integer, p_want_kinds text[], p_want_ids bigint[], p_only_wanted boolean, p_held_kinds text[], p_held_ids bigint[], p_preempting text[], p_channel text)
  RETURNS SETOF public.commands
  LANGUAGE plpgsql
@@ -486,13 +510,29 @@ AS $function$
         v_kinds text[];
         v_ids bigint[];
       begin
-        with due as (
-          select w.target_kind, w.target_id from drain_wakeups w
-          where w.run_at <= now()
-            and (not p_only_wanted or (w.target_kind, w.target_id) in (select * from unnest(p_want_kinds, p_want_ids)))
-          order by (w.target_kind, w.target_id) in (select * from unnest(p_want_kinds, p_want_ids)) desc, w.run_at
+        with wanted as (
+          select w.target_kind, w.target_id, w.run_at
+          from unnest(p_want_kinds, p_want_ids) as u(kind, id)
+          join drain_wakeups w on w.target_kind = u.kind and w.target_id = u.id
+          where p_room > 0 and w.run_at <= now()
+          for update of w skip locked
+        ),
+        oldest as (
+          select w.target_kind, w.target_id, w.run_at from drain_wakeups w
+          where not p_only_wanted and w.run_at <= now()
+          order by w.run_at
           limit p_room
           for update skip locked
+        ),
+        due as (
+          select d.target_kind, d.target_id from (
+            select wt.target_kind, wt.target_id, 0 as rank, wt.run_at from wanted wt
+            union all
+            select o.target_kind, o.target_id, 1, o.run_at from oldest o
+          ) as d
+          group by d.target_kind, d.target_id
+          order by min(d.rank), min(d.run_at)
+          limit p_room
         ),
         taken as (
           delete from drain_wakeups w using due d
@@ -575,6 +615,8 @@ AS $function$
         -- The ids as an array too, so the generic plan finds the commands
         -- by their key: joined only to the document, it may hash the table.
         v_ids bigint[] := array(select (s.doc->>'id')::bigint from jsonb_array_elements(p_settles) as s(doc));
+        v_cancel bigint[];
+        v_cancel_messages text[];
       begin
         if jsonb_array_length(p_events) > 0 then
           insert into events (target_kind, target_id, command_id, type, from_state, to_state, message, actor, source, data)
@@ -584,11 +626,23 @@ AS $function$
           from jsonb_array_elements(p_events) with ordinality as e(doc, n)
           order by e.n;
         end if;
-        update commands c set status = 'cancelled', finished_at = now(), message = s.supersede_message
+        -- Each settled object's own queue, one index probe per object:
+        -- OFFSET 0 keeps the planner from flattening the lateral subquery
+        -- into the join it would hash over the whole queue again.
+        select array_agg(q.id), array_agg(s.supersede_message) into v_cancel, v_cancel_messages
         from jsonb_to_recordset(p_settles) as s(id bigint, target_kind text, target_id bigint, supersedes text[], supersede_message text)
-        where cardinality(s.supersedes) > 0
-          and c.target_kind = s.target_kind and c.target_id = s.target_id
-          and c.status = 'queued' and c.kind = any(s.supersedes) and c.id <> s.id;
+        cross join lateral (
+          select c.id from commands c
+          where c.target_kind = s.target_kind and c.target_id = s.target_id
+            and c.status = 'queued' and c.kind = any(s.supersedes) and c.id <> s.id
+          offset 0
+        ) as q
+        where cardinality(s.supersedes) > 0;
+        if v_cancel is not null then
+          update commands c set status = 'cancelled', finished_at = now(), message = u.message
+          from unnest(v_cancel, v_cancel_messages) as u(id, message)
+          where c.id = any(v_cancel) and c.id = u.id;
+        end if;
         update commands c
         set status = case when s.status = 'yield' then 'queued' else s.status end,
             message = s.message,

@@ -161,6 +161,8 @@ export interface CommandCallbacksTable {
   next_attempt_at: Timestamp | null;
   created_at: TimestampDefault;
   finished_at: Timestamp | null;
+  /** False while a due delivery's graphile-worker job is still to be queued (migration 0016). */
+  job_queued: Generated<boolean>;
 }
 
 export interface CallbackAttemptsTable {

@@ -21,7 +21,11 @@ export const ConfigSchema = z.object({
     .optional()
     .describe('the PostgreSQL server to use; without it, the embedded server under `SLIPWAY_HOME`'),
   SLIPWAY_HOME: z.string().min(1).default('.slipway').describe("where the embedded PostgreSQL keeps its data and password, the first admin token's file and the generated callback secret"),
-  SLIPWAY_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4).describe("drain lanes one worker process runs at once, each on a connection of its own and holding up to 64 objects of any kind, whose commands it applies in steps"),
+  // Two: a lane's batch grows with the backlog and a slow driver call no
+  // longer holds up its lane (see EFFECT_JOIN_MS in src/drain/DrainLane.ts),
+  // so more lanes mostly split the same work into smaller batches, which
+  // costs more CPU per command (bench:profile: about a sixth more at 4).
+  SLIPWAY_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(2).describe("drain lanes one worker process runs at once, each on a connection of its own and holding up to 64 objects of any kind, whose commands it applies in steps"),
   SLIPWAY_DRAIN_POLL_MS: positiveMs(1000).describe('how often each worker looks for due wake-ups without being signalled (the backstop for a lost signal; a wake-up due later is looked for when it is due)'),
   SLIPWAY_SWEEP_INTERVAL_MS: positiveMs(1000).describe("how often each worker's sweeper looks for objects nobody drains"),
   // A command queued (or left running by a dead worker) for longer than this,

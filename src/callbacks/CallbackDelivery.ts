@@ -7,6 +7,7 @@ import { recordCallbackDelivery } from '../metrics/metrics.ts';
 import type { AllowedHosts } from './allowedHosts.ts';
 import { buildCallbackPayload } from './callbackPayload.ts';
 import { checkCallbackUrl } from './CallbackRequest.ts';
+import { dispatchCallbacksQuietly } from './dispatchCallbacks.ts';
 import { lockUnsettledTree } from './lockUnsettledTree.ts';
 import { loadCallbackSecret } from './callbackSecret.ts';
 import { SIGNATURE_HEADER, signCallback } from './signCallback.ts';
@@ -151,7 +152,7 @@ export class CallbackDelivery {
     return cause?.code ?? cause?.message ?? (error as Error).message;
   }
 
-  /** The attempt, the callback's new status and, if another try is due, its job: one transaction. */
+  /** The attempt and the callback's new status (due again, if another try is): one transaction. */
   private async record(callback: CallbackRow, attempt: number, startedAt: Date, result: AttemptResult): Promise<void> {
     const delivered = result.error === null;
     const gaveUp = !delivered && (result.final === true || attempt >= this.settings.maxAttempts);
@@ -183,6 +184,8 @@ export class CallbackDelivery {
         .execute();
       if (nextRetryAt) await sql`select queue_callback_delivery(${callback.id}, ${nextRetryAt})`.execute(trx);
     });
+    // The retry's job, queued after the commit (see dispatchCallbacks.ts).
+    if (nextRetryAt) await dispatchCallbacksQuietly(this.db);
     recordCallbackDelivery(delivered ? 'delivered' : gaveUp ? 'failed' : 'retry');
     const log = { callback: callback.id, command: callback.command_id, attempt, status: result.statusCode };
     if (delivered) this.log.debug(log, 'callback delivered');

@@ -1,9 +1,11 @@
 import { sql } from 'kysely';
 import type { CallbackRow } from '../../migrations/schema.ts';
+import { afterCommit } from '../db/afterCommit.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import type { AllowedHosts } from './allowedHosts.ts';
 import { checkCallbackUrl } from './CallbackRequest.ts';
+import { dispatchCallbacksQuietly } from './dispatchCallbacks.ts';
 import { lockUnsettledTree } from './lockUnsettledTree.ts';
 
 /**
@@ -47,5 +49,8 @@ export async function attachCallback(trx: Db, commandId: number, url: string, al
   }
   if (await lockUnsettledTree(trx, rootId)) return inserted;
   await sql`select queue_callback_delivery(${inserted.id})`.execute(trx);
+  // The delivery's job is queued after the commit (see dispatchCallbacks.ts).
+  if (trx.isTransaction) afterCommit(trx, 'dispatch callbacks', dispatchCallbacksQuietly);
+  else await dispatchCallbacksQuietly(trx);
   return trx.selectFrom('command_callbacks').selectAll().where('id', '=', inserted.id).executeTakeFirstOrThrow();
 }

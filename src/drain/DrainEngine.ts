@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import type { Database } from '../db/Database.ts';
 import { ChannelListener } from '../db/ChannelListener.ts';
 import type { DriverRegistry } from '../drivers/registry.ts';
 import type { PartHealth } from '../health/ProcessHealth.ts';
@@ -41,7 +41,7 @@ export class DrainEngine {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly database: Pick<Database, 'pool' | 'db'>,
     private readonly drivers: DriverRegistry,
     private readonly log: Logger,
     private readonly options: EngineOptions,
@@ -49,7 +49,7 @@ export class DrainEngine {
 
   async start(health?: PartHealth): Promise<void> {
     const wake = () => this.wake();
-    this.listener = await ChannelListener.open(this.pool, WAKE_CHANNEL, { onMessage: wake, onResync: wake }, health);
+    this.listener = await ChannelListener.open(this.database.pool, WAKE_CHANNEL, { onMessage: wake, onResync: wake }, health);
     this.poll();
   }
 
@@ -72,7 +72,7 @@ export class DrainEngine {
     this.signalled = false;
     this.claiming = true;
     this.running++;
-    const lane = new DrainLane(this.pool, this.drivers, this.log, {
+    const lane = new DrainLane(this.database, this.drivers, this.log, {
       maxHeld: LANE_SIZE,
       chaosDelayMs: this.options.chaosDelayMs,
       handOffAfterMs: this.options.handOffAfterMs,
@@ -107,7 +107,7 @@ export class DrainEngine {
    */
   private poll(): void {
     if (this.stopping.signal.aborted) return;
-    void this.pool
+    void this.database.pool
       .query<{ ms: number | null }>('select (extract(epoch from min(run_at) - now()) * 1000)::float8 as ms from drain_wakeups')
       .then(({ rows }) => {
         const ms = rows[0]?.ms;

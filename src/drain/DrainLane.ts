@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CompiledQuery } from 'kysely';
 import type pg from 'pg';
 import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/schema.ts';
-import type { Db } from '../db/Database.ts';
+import type { Database, Db } from '../db/Database.ts';
+import { DISPATCH_CALLBACKS } from '../callbacks/dispatchCallbacks.ts';
 import { compileOnly } from '../db/compileOnly.ts';
 import { kyselyOnClient } from '../db/kyselyOnClient.ts';
 import { simpleQueryText } from '../db/preparedText.ts';
@@ -33,6 +34,20 @@ const COMMIT_ATTEMPTS = 5;
 const isRetryableConflict = (error: unknown) => ['40P01', '40001'].includes((error as { code?: string }).code ?? '');
 /** An error PostgreSQL answered (it has a SQLSTATE), as opposed to a lost connection. */
 const isServerError = (error: unknown) => typeof (error as { code?: unknown }).code === 'string';
+
+/**
+ * How long a step waits for the driver calls it started before it commits
+ * the objects that are ready without the slower ones. A call that takes
+ * longer (a VM booted, a terraform apply) stays in flight while its lane
+ * goes on with the other objects it holds, and its object is decided in the
+ * first step after the call returns: one slow call never holds up a batch.
+ */
+export const EFFECT_JOIN_MS = 50;
+/**
+ * While every object a lane holds waits on a driver call, how often it still
+ * looks for new wake-ups (it is woken at once when a call returns).
+ */
+export const IN_FLIGHT_CLAIM_MS = 250;
 
 type ObjectRow = ObjectTypes[ObjectKind]['row'];
 type Results = pg.QueryResult<pg.QueryResultRow>[];
@@ -66,6 +81,9 @@ interface Planned {
   /** Known before any handler ran (settled by the state table or payload), or by a failed driver call. */
   outcome?: Outcome;
   effect?: unknown;
+  /** The driver call in flight (see EFFECT_JOIN_MS); resolves, never rejects, once `outcome` or `effect` is known. */
+  running?: Promise<void>;
+  effectDone?: boolean;
   /** A kind or version this worker does not know: handed on untouched. */
   readonly handOff?: string;
 }
@@ -81,12 +99,16 @@ const keyOf = (ref: ObjectRef) => `${ref.kind}:${ref.id}`;
  * 1. the declared reads of the step's handlers, one statement per read for
  *    all of them (BatchRead), if any handler declares one;
  * 2. the commands that call a driver marked running (asynchronously
- *    committed), and then every effect at once, with no transaction open;
+ *    committed), and then every effect at once, with no transaction open,
+ *    on other connections of the pool; the step waits EFFECT_JOIN_MS for
+ *    them, and a call still running then is left in flight: its object
+ *    joins a later step, the one after its call returns;
  * 3. if a decision reads under row locks (`readsInTransaction`): `begin`
  *    and the rows locked and version-checked, then those decisions' queries;
  * 4. ONE round trip that commits every outcome (sql/lockVersions.ts first,
  *    if 3 did not), then, in an asynchronously committed transaction, sends
- *    the step's notices, takes due wake-ups (the objects its follow-ups
+ *    the step's notices, queues the jobs of the callback deliveries the
+ *    commit made due (callbacks/dispatchCallbacks.ts), takes due wake-ups (the objects its follow-ups
  *    woke first: no wake-up signal is needed for work this lane picks up
  *    itself) and reads every held object's next command, letting go of
  *    those with none (sql/claim.ts, sql/heads.ts);
@@ -101,14 +123,24 @@ const keyOf = (ref: ObjectRef) => `${ref.kind}:${ref.id}`;
  */
 export class DrainLane {
   private readonly held = new Map<string, Held>();
+  /** Held objects whose driver call outlived the step that started it. */
+  private readonly inFlight = new Map<string, Planned>();
   private applied = 0;
+  private readonly pool: pg.Pool;
 
+  /**
+   * `database`: the pool the lane takes its connection from, and its Kysely,
+   * through which effects query (never the lane's connection: a call in
+   * flight may outlive its step).
+   */
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly database: Pick<Database, 'pool' | 'db'>,
     private readonly drivers: DriverRegistry,
     private readonly log: Logger,
     private readonly options: LaneOptions,
-  ) {}
+  ) {
+    this.pool = database.pool;
+  }
 
   /**
    * Takes due wake-ups and drains until it holds nothing; tells
@@ -126,7 +158,12 @@ export class DrainLane {
       onFirstClaim(claimed!.rows.length);
       await this.adopt(client, claimed!.rows as CommandRow[]);
       while (this.held.size > 0) {
-        if (this.options.stopping.aborted) throw new Error('worker stopping: objects handed back with commands still queued');
+        if (this.options.stopping.aborted) {
+          // The calls in flight are let finish and their outcomes committed, as a step's would be.
+          if (this.inFlight.size > 0) await this.step(client, true);
+          if (this.held.size > 0) throw new Error('worker stopping: objects handed back with commands still queued');
+          break;
+        }
         await this.step(client);
       }
       return this.applied;
@@ -135,6 +172,10 @@ export class DrainLane {
       if (!this.options.stopping.aborted) this.log.warn({ err: error, objects: this.held.size }, 'drain lane failed; its objects are woken again');
       return this.applied;
     } finally {
+      // No lock is freed while a driver call of the lane is still running:
+      // another worker would start the same command's call beside it.
+      await Promise.all([...this.inFlight.values()].map((p) => p.running));
+      this.inFlight.clear();
       // A connection that failed is discarded, never reused: its session
       // ends, which ends any transaction and frees every lock it held.
       client.release(failure);
@@ -172,19 +213,44 @@ export class DrainLane {
     }
   }
 
-  private async step(client: pg.PoolClient): Promise<void> {
+  /**
+   * Plans the held objects not in flight, starts their effects, and commits
+   * every object that is ready: those without a call, those whose call
+   * returned within EFFECT_JOIN_MS, and those whose earlier call has since
+   * returned. `finishing`: plans nothing new and waits for every call in
+   * flight (the worker is stopping).
+   */
+  private async step(client: pg.PoolClient, finishing = false): Promise<void> {
     if (this.options.chaosDelayMs > 0) await sleep(Math.random() * this.options.chaosDelayMs);
     const pickedUpAt = Date.now();
-    const outside = kyselyOnClient(client);
-    const marks = new RunningMarks(client);
-    const planned = [...this.held.values()].map((held) => this.plan(held, outside, marks));
-    await readAll(outside, planned);
-    await Promise.all(planned.map((p) => this.runEffect(p)));
-    await this.commit(client, planned, pickedUpAt);
+    const marks = new RunningMarks(this.pool);
+    const fresh = finishing ? [] : [...this.held.values()].filter((h) => !this.inFlight.has(keyOf(h.ref))).map((h) => this.plan(h, marks));
+    await readAll(kyselyOnClient(client), fresh);
+    for (const p of fresh) {
+      if (!p.handler?.effect || p.outcome) continue;
+      p.running = this.runEffect(p).then(() => {
+        p.effectDone = true;
+      });
+      this.inFlight.set(keyOf(p.held.ref), p);
+    }
+    const started = fresh.filter((p) => p.running);
+    const ready = fresh.filter((p) => !p.running);
+    if (finishing) await Promise.all([...this.inFlight.values()].map((p) => p.running));
+    else if (started.length > 0) await Promise.race([Promise.all(started.map((p) => p.running)), sleep(EFFECT_JOIN_MS)]);
+    else if (ready.length === 0 && ![...this.inFlight.values()].some((p) => p.effectDone)) {
+      // Every held object waits on a call: wait for the first to return, looking for new work meanwhile.
+      await Promise.race([...[...this.inFlight.values()].map((p) => p.running), sleep(IN_FLIGHT_CLAIM_MS)]);
+    }
+    for (const [key, p] of this.inFlight) {
+      if (!p.effectDone) continue;
+      this.inFlight.delete(key);
+      ready.push(p);
+    }
+    await this.commit(client, ready, pickedUpAt);
   }
 
   /** What the state table and payload say of the held object's command, and its handler's context. */
-  private plan(held: Held, db: Db, marks: RunningMarks): Planned {
+  private plan(held: Held, marks: RunningMarks): Planned {
     const { ref, object, head: command, blueprint } = held;
     const decided = commandStep(ref, object.state, command);
     if (decided.step === 'unknown') return { held, handOff: decided.note };
@@ -196,7 +262,7 @@ export class DrainLane {
       payload: decided.payload,
       blueprint,
       read: undefined as unknown,
-      db,
+      db: this.database.db,
       driver: () => validatingDriver(drivers.forBlueprint(blueprint), () => marks.mark(command.id), blueprint.driver),
       call: driverCall(ref, command, blueprint),
     };
@@ -227,6 +293,7 @@ export class DrainLane {
         return;
       } catch (error) {
         await client.query('rollback').catch(() => undefined);
+        if (planned.length === 0) throw error;
         if (!isServerError(error) && !(error instanceof VersionConflictError)) throw error;
         if (await committedAlready(client, planned)) throw error;
         if (isRetryableConflict(error) && attempt < COMMIT_ATTEMPTS) {
@@ -286,9 +353,14 @@ export class DrainLane {
     const room = this.options.only ? 0 : Math.max(0, this.options.maxHeld - this.held.size);
     const notices = decided.map((d) => commandNotice(d.target, d.command.id, d.outcome.status));
     const opening = inTransaction ? [] : ['begin', lock];
-    const durable = [...opening, ...updates, ...statements.rest, ...handOffs, 'commit'];
+    // A step that only looks for work (every object in flight) commits nothing.
+    const durable = planned.length === 0 ? [] : [...opening, ...updates, ...statements.rest, ...handOffs, 'commit'];
     const claim = claimStatement(room, want, heldRefs);
-    const after = asynchronously([...(notices.length > 0 ? [noticesStatement(notices)] : []), claim, headsStatement(heldRefs)]);
+    // An object in flight keeps its head and its lock until its call returns.
+    const settledRefs = heldRefs.filter((ref) => !this.inFlight.has(keyOf(ref)));
+    // The callback deliveries the commit made due get their jobs here, outside it (see dispatchCallbacks.ts).
+    const dispatch = planned.length > 0 ? [DISPATCH_CALLBACKS] : [];
+    const after = asynchronously([...(notices.length > 0 ? [noticesStatement(notices)] : []), ...dispatch, claim, headsStatement(settledRefs)]);
     const claimAt = durable.length + after.indexOf(claim);
     const results = await this.send(client, [...durable, ...after], [...updates.map((_, n) => opening.length + n), claimAt, claimAt + 1]);
     recordBatchCommitted(decided, pickedUpAt);
@@ -307,6 +379,7 @@ export class DrainLane {
     const claimed = results[n]!.rows as CommandRow[];
     const next = new Map((results[n + 1]!.rows as CommandRow[]).map((c) => [keyOf({ kind: c.target_kind, id: c.target_id }), c]));
     for (const [key, h] of this.held) {
+      if (this.inFlight.has(key)) continue;
       const head = next.get(key);
       if (head) h.head = head;
       else this.held.delete(key);
@@ -388,7 +461,8 @@ class RunningMarks {
   private flushing: Promise<void> | undefined;
   private readonly marked = new Set<number>();
 
-  constructor(private readonly client: pg.PoolClient) {}
+  /** On the pool: a call in flight may mark its command while the lane's connection is in its next step. */
+  constructor(private readonly pool: pg.Pool) {}
 
   mark(commandId: number): Promise<void> {
     if (this.marked.has(commandId)) return this.flushing ?? Promise.resolve();
@@ -398,7 +472,16 @@ class RunningMarks {
       const ids = this.pending;
       this.pending = [];
       this.flushing = undefined;
-      await this.client.query(await simpleQueryText(this.client, asynchronously([markRunningStatement(ids)])));
+      const client = await this.pool.connect();
+      let failure: Error | undefined;
+      try {
+        await client.query(await simpleQueryText(client, asynchronously([markRunningStatement(ids)])));
+      } catch (error) {
+        failure = error as Error;
+        throw error;
+      } finally {
+        client.release(failure);
+      }
     });
     return this.flushing;
   }

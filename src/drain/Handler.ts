@@ -55,10 +55,8 @@ export interface HandlerContext<K extends ObjectKind, P = unknown, R = unknown> 
   /** What the handler's `read` found for this object (undefined without one, or when its key was undefined). */
   readonly read: R | undefined;
   /**
-   * Queries on the drain's connection: in `effect`, outside any transaction;
-   * in `decide`, inside the step's transaction under its row locks, for a
-   * handler that declares `readsInTransaction` (any other handler's decide
-   * gets a Db that refuses every query, naming the handler).
+   * Queries for `effect`, on the pool, outside any transaction (an effect
+   * may outlive its step). `decide` queries through its `trx` argument.
    */
   readonly db: Db;
   /** The blueprint's driver, with its output validated. */

@@ -29,19 +29,27 @@ const Settings = z
     failOperations: z.array(z.enum(DRIVER_OPERATIONS)).optional(),
     /** Per-operation latency overrides, e.g. a slow releaseLease for crash tests. */
     operationLatencyMs: z.partialRecord(z.enum(DRIVER_OPERATIONS), z.number().int().min(0).max(600_000)).optional(),
+    /**
+     * Record each effect in `simulated_effects` (the default). Off, a call
+     * touches nothing, as a driver whose infrastructure is elsewhere: the
+     * benchmark turns it off, so that it measures Slipway's own work and
+     * not a commit per driver call that no real driver would make.
+     */
+    recordEffects: z.boolean().default(true),
   })
   .strict();
 type Settings = z.infer<typeof Settings>;
 
 /**
  * A stand-in for real infrastructure with configurable latency and failures.
- * Every effect is recorded in `simulated_effects`, keyed by operation, object
- * and idempotency key, with a count of the calls that reached it, so tests and
- * benchmarks can tell "the effect happened once" from "the call was repeated".
+ * Every effect is recorded in `simulated_effects` (unless `recordEffects` is
+ * off), keyed by operation, object and idempotency key, with a count of the
+ * calls that reached it, so tests can tell "the effect happened once" from
+ * "the call was repeated".
  */
 export const SimulatedDriver: DriverFactory<Settings> = {
   name: 'simulated',
-  description: 'no real infrastructure: configurable latency and failure rates, every effect recorded',
+  description: 'no real infrastructure: configurable latency and failure rates, effects recorded for tests',
   settingsSchema: Settings,
   create(settings, services) {
     const perform = async (operation: DriverOperation, objectId: number, call: DriverCall) => {
@@ -55,12 +63,14 @@ export const SimulatedDriver: DriverFactory<Settings> = {
       if (mayFail && Math.random() < settings.transientFailureRate) {
         throw new TransientDriverError(`simulated transient failure in ${operation}`, settings.transientRetryAfterMs);
       }
-      await services.query(
-        `insert into simulated_effects (operation, object_id, idempotency_key) values ($1, $2, $3)
-         on conflict (operation, object_id, idempotency_key)
-         do update set calls = simulated_effects.calls + 1, last_at = now()`,
-        [operation, objectId, call.idempotencyKey],
-      );
+      if (settings.recordEffects) {
+        await services.query(
+          `insert into simulated_effects (operation, object_id, idempotency_key) values ($1, $2, $3)
+           on conflict (operation, object_id, idempotency_key)
+           do update set calls = simulated_effects.calls + 1, last_at = now()`,
+          [operation, objectId, call.idempotencyKey],
+        );
+      }
       return { attributes: { simulated: true } };
     };
     return {

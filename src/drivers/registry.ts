@@ -24,7 +24,7 @@ export function driverFactory(name: string): DriverFactory<unknown> {
   return found;
 }
 
-/** Checks a blueprint's settings against its driver's schema; returns them with defaults filled in. */
+/** Checks a blueprint's settings against its driver's schema; returns them with defaults filled in (for use, never for storing: see createBlueprint). */
 export function validateDriverSettings(driver: string, settings: unknown): unknown {
   const parsed = driverFactory(driver).settingsSchema.safeParse(settings ?? {});
   if (!parsed.success) {

@@ -38,7 +38,13 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
   const parsed = BlueprintInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid blueprint: ${describeZodIssues(parsed.error.issues)}`);
   const { name, driver, maxResources, leasesPerResource, minResources, idleTimeoutMs } = parsed.data;
-  const settings = validateDriverSettings(driver, parsed.data.settings);
+  // Stored as given, not with the driver's defaults filled in: a default is
+  // the code's, applied by each worker as it makes the driver (registry.ts).
+  // So a setting a new release adds, with a default, never reaches the
+  // workers of the release before it, which would refuse it as unknown in
+  // the middle of a rolling upgrade (docs/upgrades.md).
+  validateDriverSettings(driver, parsed.data.settings);
+  const settings = parsed.data.settings;
   const row = await trx
     .insertInto('blueprints')
     .values({

@@ -5,6 +5,7 @@ import type { Actor } from '../domain/Actor.ts';
 import { commandKindSpec } from '../domain/commandKinds.ts';
 import { CommandRejectedError, NotFoundError } from '../domain/errors.ts';
 import { afterCommit } from '../db/afterCommit.ts';
+import { selectAsynchronously } from '../db/asynchronousCommit.ts';
 import { COMMANDS_CHANNEL } from '../drain/commitOutcome.ts';
 import { commandNotice } from '../drain/sql/announcements.ts';
 import { recordEvent } from '../objects/recordEvent.ts';
@@ -67,7 +68,7 @@ export async function cancelCommand(trx: Db, command: CommandRow, actor: Actor):
   // NOTIFY never travels inside a durable commit: see wakeSignal.ts).
   const notice = commandNotice(target, command.id, 'cancelled');
   afterCommit(trx, `cancelled:${command.id}`, async (db) => {
-    await sql`begin; set local synchronous_commit = off; select pg_notify(${sql.lit(COMMANDS_CHANNEL)}, ${sql.lit(notice)}); commit`.execute(db).catch(() => undefined);
+    await selectAsynchronously(db, sql`pg_notify(${COMMANDS_CHANNEL}, ${notice})`).catch(() => undefined);
   });
   afterCommit(trx, 'wake', signalWorkersQuietly);
   return cancelled;

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
+import { selectAsynchronously } from '../db/asynchronousCommit.ts';
 import type { Db } from '../db/Database.ts';
 
-/** The channel on which workers hear that wake-ups are due (src/drain/WakeupListener.ts). */
+/** The channel on which workers hear that wake-ups are due (src/drain/DrainEngine.ts). */
 export const WAKE_CHANNEL = 'slipway_wake';
 
 /**
@@ -15,7 +16,7 @@ export const WAKE_CHANNEL = 'slipway_wake';
  * already durable.
  */
 export async function signalWorkers(db: Db): Promise<void> {
-  await sql.raw(`begin; set local synchronous_commit = off; select pg_notify('${WAKE_CHANNEL}', ''); commit`).execute(db);
+  await selectAsynchronously(db, sql`pg_notify(${WAKE_CHANNEL}, '')`);
 }
 
 /**

@@ -76,7 +76,7 @@ export class JobRunner {
     // Our own emitter, given to run(): the pool is created (and announced)
     // before run() returns.
     const events = new EventEmitter() as WorkerEvents;
-    // With a local queue, jobs are locked under the pool's id (not each worker's).
+    // graphile-worker 0.17 locks jobs under the pool's id (not each worker's), local queue or not.
     events.on('pool:create', ({ workerPool }) => {
       this.poolId = workerPool.id;
     });

@@ -50,7 +50,7 @@ export class SlipwayWorker {
 
   static async start(database: Database, config: Config, log: Logger, health = new ProcessHealth(log)): Promise<SlipwayWorker> {
     const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
-    const engine = new DrainEngine(database.pool, drivers, log, {
+    const engine = new DrainEngine(database, drivers, log, {
       lanes: config.SLIPWAY_WORKER_CONCURRENCY,
       pollMs: config.SLIPWAY_DRAIN_POLL_MS,
       chaosDelayMs: config.SLIPWAY_CHAOS_DRAIN_DELAY_MS,

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { ObjectKind } from '../../migrations/schema.ts';
+import { dispatchCallbacks } from '../callbacks/dispatchCallbacks.ts';
 import type { Db } from '../db/Database.ts';
 import type { Logger } from '../log.ts';
 import { recordSweeperWakes } from '../metrics/metrics.ts';
@@ -21,8 +22,10 @@ const MAX_STALE_LOOKED_AT = 500;
  * row lost with an asynchronously committed claim in a server crash.
  *
  * It also frees graphile-worker jobs (callback deliveries, collector passes)
- * locked by a worker that died or whose runner stopped: see
- * `freeOrphanedJobs`.
+ * locked by a worker that died or whose runner stopped (see
+ * `freeOrphanedJobs`), and queues the job of any callback delivery that is
+ * due without one (its dispatch after the commit was lost with its process;
+ * see callbacks/dispatchCallbacks.ts).
  *
  * Every worker runs one; there is no leader. Two sweepers waking the same
  * object only write one wake-up row.
@@ -67,6 +70,8 @@ export class Sweeper {
     const woken = await this.sweep();
     recordSweeperWakes(woken);
     if (woken > 0) this.log.info({ woken }, 'sweeper woke objects nobody was draining');
+    const dispatched = await dispatchCallbacks(this.db);
+    if (dispatched > 0) this.log.info({ dispatched }, 'sweeper queued callback deliveries that were due without a job');
   }
 
   /**

@@ -137,7 +137,8 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
     const retired = plan.retire.map((r) => r.resourceId);
     const limit = maxResources === blueprint.max_resources ? '' : `; limit ${blueprint.max_resources} → ${maxResources}`;
     return done<'blueprint'>(`settings updated${retired.length ? `; retiring resource(s) ${retired.join(', ')}` : ''}${limit}`, {
-      set: { settings: JSON.stringify(settings), max_resources: maxResources },
+      // As given, like createBlueprint's: defaults stay the code's.
+      set: { settings: JSON.stringify(ctx.payload.settings), max_resources: maxResources },
       events: [{ type: 'settings_updated', message: `driver settings replaced${limit}`, data: { retired, maxResources } }],
       followUps: plan.retire.map(({ resourceId, reason }): FollowUp => ({ target: { kind: 'resource', id: resourceId }, kind: 'retire', reason })),
     });

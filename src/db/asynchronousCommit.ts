@@ -1,0 +1,18 @@
+import { type RawBuilder, sql } from 'kysely';
+import type { Db } from './Database.ts';
+
+/**
+ * Runs `select <expression>` as a transaction of its own that commits without
+ * waiting for its WAL flush (synchronous_commit off for that transaction
+ * only), and answers its one row. For work after a durable commit that may
+ * be lost in a crash because a durable row still records it: a NOTIFY
+ * (PostgreSQL holds a database-wide lock from a notifying commit through its
+ * flush), or queueing a callback's job. Call it outside any transaction: one
+ * statement is its own transaction, and the setting lasts until its commit.
+ */
+export async function selectAsynchronously<T>(db: Db, expression: RawBuilder<T>): Promise<T> {
+  const { rows } = await sql<{ value: T }>`
+    select ${expression} as value from (select set_config('synchronous_commit', 'off', true)) as asynchronous
+  `.execute(db);
+  return rows[0]!.value;
+}
