@@ -35,15 +35,17 @@ export class WorkerFleet<Ask extends Message = never, Answer extends Message = n
 
   /**
    * Forks `count` workers of `module` (Slipway's by default) on the database,
-   * with `env` added to this process's, and waits until each has loaded and connected.
+   * with `env` added to this process's, and waits until each has loaded and
+   * connected. `cpuProfileDir`: each worker writes a V8 CPU profile there when it exits.
    */
   static async launch<Ask extends Message = never, Answer extends Message = never>(
     count: number,
     databaseUrl: string,
-    { module = SLIPWAY_WORKER_MODULE, env = {} }: { module?: string; env?: Record<string, string> } = {},
+    { module = SLIPWAY_WORKER_MODULE, env = {}, cpuProfileDir }: { module?: string; env?: Record<string, string>; cpuProfileDir?: string } = {},
   ): Promise<WorkerFleet<Ask, Answer>> {
     const childEnv = { ...process.env, ...env, DATABASE_URL: databaseUrl, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' };
-    const children = Array.from({ length: count }, () => fork(module, [], { execArgv: ['--import', 'tsx'], env: childEnv }));
+    const execArgv = ['--import', 'tsx', ...(cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`] : [])];
+    const children = Array.from({ length: count }, () => fork(module, [], { execArgv, env: childEnv }));
     const fleet = new WorkerFleet<Ask, Answer>(children);
     try {
       await Promise.all(children.map((child) => nextReply<FromWorker, 'ready'>(child, 'ready')));
@@ -52,6 +54,11 @@ export class WorkerFleet<Ask extends Message = never, Answer extends Message = n
       throw error;
     }
     return fleet;
+  }
+
+  /** The workers' process ids. */
+  get pids(): number[] {
+    return this.children.map((child) => child.pid!);
   }
 
   /** Starts every worker; returns each one's concurrency. */

@@ -5,7 +5,7 @@ import { createFreshDatabase } from '../src/db/freshDatabase.ts';
 import type { Logger } from '../src/log.ts';
 
 /** Where the embedded server keeps its cluster: apart from `npm start`'s and the tests'. */
-const EMBEDDED_HOME = path.resolve('.slipway', 'bench');
+export const EMBEDDED_HOME = path.resolve('.slipway', 'bench');
 
 export interface BenchDatabase {
   /** The fresh, migrated database every measurement runs in. */
@@ -21,8 +21,8 @@ export interface BenchDatabase {
  * needs CREATEDB), otherwise on an embedded PostgreSQL under .slipway/bench.
  * A fresh one each run, so no run is measured against another's leftovers.
  */
-export async function openBenchDatabase(log: Logger, poolSize: number): Promise<BenchDatabase> {
-  const embedded = process.env.DATABASE_URL ? undefined : await EmbeddedDatabase.open(EMBEDDED_HOME, log, 'postgres');
+export async function openBenchDatabase(log: Logger, poolSize: number, home = EMBEDDED_HOME): Promise<BenchDatabase> {
+  const embedded = process.env.DATABASE_URL ? undefined : await EmbeddedDatabase.open(home, log, 'postgres');
   try {
     const database = await createFreshDatabase(process.env.DATABASE_URL ?? embedded!.url, log, { prefix: 'slipway_bench', poolSize });
     const close = async () => {

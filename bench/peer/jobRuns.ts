@@ -16,6 +16,8 @@ export const JobRunSummarySchema = z.object({
   failed: z.number(),
   /** Runs that started while another run of the same object was still running, in any process. */
   overlapping: z.number(),
+  /** Times a process's runner stopped on a fatal error and was started again (0 in figures from before it was counted). */
+  runnerRestarts: z.number().default(0),
 });
 export type JobRunSummary = z.infer<typeof JobRunSummarySchema>;
 
@@ -50,7 +52,7 @@ export class JobRuns {
  * running: graphile-worker runs a named queue's jobs one at a time, so with
  * a queue per object this should be 0.
  */
-export function summarizeRuns(runs: readonly JobRun[]): JobRunSummary {
+export function summarizeRuns(runs: readonly JobRun[], runnerRestarts: number): JobRunSummary {
   const byObject = new Map<string, JobRun[]>();
   for (const run of runs) {
     const list = byObject.get(run.object);
@@ -66,5 +68,5 @@ export function summarizeRuns(runs: readonly JobRun[]): JobRunSummary {
       busyUntil = Math.max(busyUntil, run.endedAt);
     }
   }
-  return { runs: runs.length, failed: runs.filter((run) => run.failed).length, overlapping };
+  return { runs: runs.length, failed: runs.filter((run) => run.failed).length, overlapping, runnerRestarts };
 }

@@ -47,10 +47,12 @@ export async function runPeer<T extends object>(
   try {
     const concurrency = await fleet.start();
     const figures = await measure(new PeerSystem(database.pool, database.url, fleet, utils, profile));
-    const runs = (await fleet.askAll({ type: 'takeJobRuns' }, 'jobRuns')).flatMap((reply) => reply.runs);
+    const replies = await fleet.askAll({ type: 'takeJobRuns' }, 'jobRuns');
+    const runs = replies.flatMap((reply) => reply.runs);
+    const runnerRestarts = replies.reduce((sum, reply) => sum + reply.runnerRestarts, 0);
     const peakRssBytes = await fleet.takePeakRss();
     await fleet.stop();
-    return { ...figures, profile, concurrency, jobs: summarizeRuns(runs), peakRssBytes };
+    return { ...figures, profile, concurrency, jobs: summarizeRuns(runs, runnerRestarts), peakRssBytes };
   } catch (error) {
     fleet.kill();
     throw error;

@@ -4,4 +4,4 @@ import type { JobRun } from './jobRuns.ts';
 export type ToPeerWorker = { readonly type: 'takeJobRuns' };
 
 /** What it answers. */
-export type FromPeerWorker = { readonly type: 'jobRuns'; readonly runs: readonly JobRun[] };
+export type FromPeerWorker = { readonly type: 'jobRuns'; readonly runs: readonly JobRun[]; readonly runnerRestarts: number };
