@@ -3,7 +3,7 @@ import { MAX_JSON_DEPTH } from '../src/domain/storableValue.ts';
 import type { CallOptions } from './api/support/ApiClient.ts';
 import { apiTestEnv } from './api/support/apiTestEnv.ts';
 import { activeLease, simulatedBlueprint } from './api/support/fixtures.ts';
-import { rowCounts } from './cli/rowCounts.ts';
+import { NO_SCHEDULED_COLLECTOR, rowCounts } from './cli/rowCounts.ts';
 import { runCli } from './cli/runCli.ts';
 import { WebClient } from './web/support/WebClient.ts';
 
@@ -14,7 +14,7 @@ import { WebClient } from './web/support/WebClient.ts';
  * row count of every table is the same after.
  */
 const BODY_LIMIT = 65_536;
-const env = apiTestEnv({ worker: true, env: { SLIPWAY_API_BODY_LIMIT_BYTES: String(BODY_LIMIT), SLIPWAY_GC_INTERVAL_MINUTES: '0' } });
+const env = apiTestEnv({ worker: true, env: { SLIPWAY_API_BODY_LIMIT_BYTES: String(BODY_LIMIT), ...NO_SCHEDULED_COLLECTOR } });
 
 /** What the rows refer to: an active lease on a simulated blueprint. */
 interface Fixture {

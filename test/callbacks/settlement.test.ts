@@ -2,9 +2,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { attachCallback } from '../../src/callbacks/attachCallback.ts';
+import { dispatchCallbacks } from '../../src/callbacks/dispatchCallbacks.ts';
+import { withTransaction } from '../../src/db/withTransaction.ts';
+import { Sweeper } from '../../src/worker/Sweeper.ts';
+import { waitFor } from '../helpers/waitFor.ts';
 import { buildCallbackPayload } from '../../src/callbacks/callbackPayload.ts';
 import { type DrainByHand, drainByHand } from '../helpers/drainByHand.ts';
-import { DriverRegistry } from '../../src/drivers/registry.ts';
 import { readCallbacks } from '../../src/read/callbacks.ts';
 import { createLeases, releaseLease, simulatedBlueprint } from '../concurrency/support/fixtures.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
@@ -19,8 +22,7 @@ let database: Awaited<ReturnType<typeof createTestDatabase>>;
 let drain: DrainByHand;
 beforeAll(async () => {
   database = await createTestDatabase();
-  const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
-  drain = drainByHand(database.pool, 1000);
+  drain = drainByHand(database, 1000);
 });
 afterAll(async () => database?.drop());
 
@@ -149,5 +151,40 @@ test('two transactions settling the last two commands of a tree at once queue it
     second.release();
   }
   expect((await readCallbacks(db, root.id))[0]).toMatchObject({ status: 'pending' });
+  // Neither commit queued the job (no NOTIFY in a durable commit); the dispatch after them does, once.
+  expect(await deliveryJobs(db)).toBe(jobsBefore);
+  expect(await dispatchCallbacks(db)).toBe(1);
+  expect(await dispatchCallbacks(db)).toBe(0);
   expect(await deliveryJobs(db)).toBe(jobsBefore + 1);
+});
+
+test('the durable commit that makes a delivery due queues no job; the dispatch after it does, and a lost dispatch is made by the sweeper', async () => {
+  const db = database.db;
+  const [lease] = await activeLeases(2, 'dispatched');
+  const { command } = await releaseLease(db, lease!.id);
+  await drainEverything();
+
+  // Attached to a settled tree: due at once. Inside the transaction there is no job yet.
+  const jobsBefore = await deliveryJobs(db);
+  await withTransaction(db, async (trx) => {
+    const callback = await attachCallback(trx, command.id, 'http://localhost:9/dispatched', LOOPBACK);
+    expect(callback).toMatchObject({ status: 'pending', job_queued: false });
+    expect(await deliveryJobs(trx)).toBe(jobsBefore);
+  });
+  // withTransaction's after-commit hook dispatched it.
+  expect(await deliveryJobs(db)).toBe(jobsBefore + 1);
+
+  // A transaction whose after-commit work never runs, as when its process dies right after the commit.
+  const { command: other } = await releaseLease(db, (await activeLeases(1, 'lost-dispatch'))[0]!.id);
+  await drainEverything();
+  await db.transaction().execute((trx) => attachCallback(trx, other.id, 'http://localhost:9/lost', LOOPBACK));
+  expect(await deliveryJobs(db)).toBe(jobsBefore + 1);
+  const sweeper = new Sweeper(db, testLog, 50, 60_000);
+  sweeper.start();
+  try {
+    await waitFor('the sweeper to queue the lost delivery', async () => (await deliveryJobs(db)) === jobsBefore + 2);
+  } finally {
+    await sweeper.stop();
+  }
+  expect((await readCallbacks(db, other.id))[0]).toMatchObject({ status: 'pending' });
 });

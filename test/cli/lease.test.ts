@@ -5,9 +5,9 @@ import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { cliTestEnv } from './cliTestEnv.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { finished, parseJson, spawnCli } from './runCli.ts';
-import { rowCounts } from './rowCounts.ts';
+import { NO_SCHEDULED_COLLECTOR, rowCounts } from './rowCounts.ts';
 
-const env = cliTestEnv();
+const env = cliTestEnv(NO_SCHEDULED_COLLECTOR);
 const actor = { issuedBy: 'tester', source: 'cli' } as const;
 
 beforeAll(async () => {

@@ -4,7 +4,7 @@ import { apiTestEnv } from '../api/support/apiTestEnv.ts';
 import { simulatedBlueprint } from '../api/support/fixtures.ts';
 import { closedPort } from '../helpers/deadEnds.ts';
 import { parseJson, runCli, type CliRun } from './runCli.ts';
-import { rowCounts } from './rowCounts.ts';
+import { NO_SCHEDULED_COLLECTOR, rowCounts } from './rowCounts.ts';
 
 /**
  * The CLI's remote mode: the real `slipway` binary with SLIPWAY_URL and
@@ -13,7 +13,7 @@ import { rowCounts } from './rowCounts.ts';
  * answer it prints came through the API. Where a local run is possible it
  * runs too, and both outputs must be the same.
  */
-const env = apiTestEnv({ worker: true });
+const env = apiTestEnv({ worker: true, env: NO_SCHEDULED_COLLECTOR });
 
 /** Nothing listens there: a remote run that touched the database would fail. */
 const NO_DATABASE = 'postgres://nobody@127.0.0.1:1/nothing';

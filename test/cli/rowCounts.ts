@@ -3,6 +3,13 @@ import type { Db } from '../../src/db/Database.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 
 /**
+ * The worker settings of a file that counts rows: the collector's schedule
+ * off, since a scheduled pass is a writer of its own (it records itself in
+ * `gc_passes`) that may run between the two counts.
+ */
+export const NO_SCHEDULED_COLLECTOR = { SLIPWAY_GC_INTERVAL_MINUTES: '0' } as const;
+
+/**
  * How many rows every table of Slipway's schema holds (and, for a table with
  * an integer `version` column, the sum of its rows' versions, which any update
  * raises), once earlier tests' commands have settled: to prove that a

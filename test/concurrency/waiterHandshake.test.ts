@@ -2,8 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { type DrainByHand, drainByHand } from '../helpers/drainByHand.ts';
-import { DriverRegistry } from '../../src/drivers/registry.ts';
-import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
+import { createTestDatabase } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { createLeases, releaseLease, simulatedBlueprint } from './support/fixtures.ts';
 import type { TestDatabase } from './support/testCluster.ts';
@@ -22,8 +21,7 @@ let drain: DrainByHand;
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
-  drain = drainByHand(database.pool, 60_000);
+  drain = drainByHand(database, 60_000);
 });
 
 afterAll(async () => {

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import type { Database } from '../../src/db/Database.ts';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { LANE_SIZE } from '../../src/drain/DrainEngine.ts';
 import { DrainLane } from '../../src/drain/DrainLane.ts';
@@ -12,10 +12,10 @@ import { testLog } from './testDatabase.ts';
  * leaves the follow-ups they wake to a later call), `all` drains every due
  * wake-up until none is left (yielded commands wait for theirs).
  */
-export function drainByHand(pool: pg.Pool, handOffAfterMs = 60_000) {
-  const drivers = new DriverRegistry({ query: (text, values) => pool.query(text, values) });
+export function drainByHand(database: Pick<Database, 'pool' | 'db'>, handOffAfterMs = 60_000) {
+  const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
   const lane = (only?: readonly ObjectRef[]) =>
-    new DrainLane(pool, drivers, testLog, { maxHeld: LANE_SIZE, chaosDelayMs: 0, handOffAfterMs, stopping: new AbortController().signal, ...(only ? { only } : {}) });
+    new DrainLane(database, drivers, testLog, { maxHeld: LANE_SIZE, chaosDelayMs: 0, handOffAfterMs, stopping: new AbortController().signal, ...(only ? { only } : {}) });
   return {
     /** Drains one object's ready commands; answers how many it applied (0 when another drain holds it). */
     drain: (kind: ObjectKind, id: number): Promise<number> => lane([{ kind, id }]).run(),

@@ -2,12 +2,11 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { type DrainByHand, drainByHand } from '../helpers/drainByHand.ts';
-import { DriverRegistry } from '../../src/drivers/registry.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { readBlueprintDetail } from '../../src/read/blueprints.ts';
 import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
-import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
+import { createTestDatabase } from '../helpers/testDatabase.ts';
 import { commandNotice, noticesStatement } from '../../src/drain/sql/announcements.ts';
 import { simpleQueryText } from '../../src/db/preparedText.ts';
 import { COMMANDS_CHANNEL } from '../../src/drain/commitOutcome.ts';
@@ -23,8 +22,7 @@ const db = () => database.db;
 
 beforeAll(async () => {
   database = await createTestDatabase({ poolSize: 10 });
-  const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
-  drain = drainByHand(database.pool, 60_000);
+  drain = drainByHand(database, 60_000);
 });
 afterAll(async () => database?.drop());
 
@@ -77,6 +75,27 @@ describe('the drain', () => {
     expect(resource).toMatchObject({ state: 'active', used_slots: 0 });
     expect(await releaseEffects(l.id)).toBe(1);
   });
+
+  test('a slow driver call holds up only its own object: the rest of its batch goes on while it is in flight', async () => {
+    // Far longer than the fast lease's whole release takes, so the order is not a race.
+    await blueprint('slow-release', { operationLatencyMs: { releaseLease: 8000 } });
+    await blueprint('fast-release');
+    const { lease: slow } = await createLease(db(), { blueprint: 'slow-release', holder: 'alice' }, alice);
+    const { lease: fast } = await createLease(db(), { blueprint: 'fast-release', holder: 'alice' }, alice);
+    await drainAll();
+    expect([(await lease(slow.id)).state, (await lease(fast.id)).state]).toEqual(['active', 'active']);
+    const { command: slowRelease } = await appendCommand(db(), { target: { kind: 'lease', id: slow.id }, kind: 'release', actor: alice });
+    await appendCommand(db(), { target: { kind: 'lease', id: fast.id }, kind: 'release', actor: alice });
+
+    // One lane takes both (and the resources their follow-ups wake).
+    const lane = drain.all();
+    await waitFor('the fast lease to be destroyed', async () => (await lease(fast.id)).state === 'destroyed');
+    const slowNow = await db().selectFrom('commands').select('status').where('id', '=', slowRelease.id).executeTakeFirstOrThrow();
+    expect([(await lease(slow.id)).state, slowNow.status]).toEqual(['active', 'running']);
+    await lane;
+    expect((await lease(slow.id)).state).toBe('destroyed');
+    expect(await releaseEffects(slow.id)).toBe(1);
+  }, 30_000);
 
   test('a transient driver error yields with backoff and keeps the command queued', async () => {
     await blueprint('flaky', { transientFailureRate: 1, failOperations: ['allocateResource'], transientRetryAfterMs: 60_000 });

@@ -96,6 +96,13 @@ describe('simulated driver', () => {
     ]);
   });
 
+  test('with recordEffects off, a call succeeds and records nothing', async () => {
+    const before = await effects();
+    const driver = SimulatedDriver.create(SimulatedDriver.settingsSchema.parse({ recordEffects: false }), services());
+    await expect(driver.releaseLease(leaseCall(30))).resolves.toEqual({ attributes: { simulated: true } });
+    expect(await effects()).toEqual(before);
+  });
+
   test('fails transiently or permanently at the configured rates, before any effect', async () => {
     const before = (await effects()).length;
     const transient = SimulatedDriver.create(SimulatedDriver.settingsSchema.parse({ transientFailureRate: 1 }), services());
@@ -112,7 +119,8 @@ describe('simulated driver', () => {
   test('settings are validated', () => {
     expect(() => validateDriverSettings('simulated', { latencyMs: { min: 10, max: 1 } })).toThrow(/latencyMs.min must not exceed latencyMs.max/);
     expect(() => validateDriverSettings('simulated', { transientFailureRate: 2 })).toThrow(/transientFailureRate/);
-    expect(validateDriverSettings('simulated', {})).toMatchObject({ latencyMs: { min: 0, max: 0 }, transientFailureRate: 0 });
+    expect(() => validateDriverSettings('simulated', { recordEffects: 'no' })).toThrow(/recordEffects/);
+    expect(validateDriverSettings('simulated', {})).toMatchObject({ latencyMs: { min: 0, max: 0 }, transientFailureRate: 0, recordEffects: true });
   });
 });
 

@@ -3,6 +3,7 @@ import type { CallbackStatus } from '../../../migrations/schema.ts';
 import { attachCallback } from '../../../src/callbacks/attachCallback.ts';
 import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from '../../../src/callbacks/allowedHosts.ts';
 import type { Db } from '../../../src/db/Database.ts';
+import { withTransaction } from '../../../src/db/withTransaction.ts';
 import { appendInTransaction } from '../../../src/queue/appendCommand.ts';
 import { readCallbacks, type CallbackView } from '../../../src/read/callbacks.ts';
 import { tester } from '../../concurrency/support/fixtures.ts';
@@ -15,7 +16,7 @@ export const LOOPBACK = parseAllowedHosts(DEFAULT_ALLOWED_HOSTS);
 
 /** Appends a release with a callback, in one transaction, as the API does. */
 export function releaseWithCallback(db: Db, leaseId: number, url: string) {
-  return db.transaction().execute(async (trx) => {
+  return withTransaction(db, async (trx) => {
     const { command } = await appendInTransaction(
       trx,
       { target: { kind: 'lease', id: leaseId }, kind: 'release', actor: tester },
@@ -26,9 +27,9 @@ export function releaseWithCallback(db: Db, leaseId: number, url: string) {
   });
 }
 
-/** Registers a callback on an existing command, in a transaction of its own. */
+/** Registers a callback on an existing command, in a transaction of its own (its after-commit work included, as the API's). */
 export function attachLater(db: Db, commandId: number, url: string) {
-  return db.transaction().execute((trx) => attachCallback(trx, commandId, url, LOOPBACK));
+  return withTransaction(db, (trx) => attachCallback(trx, commandId, url, LOOPBACK));
 }
 
 /** Waits until the command's callback (its only one unless `url` picks one) reaches one of `statuses`. */

@@ -108,9 +108,13 @@ export class WorkerProcesses {
 
   /** The last of what each exited worker wrote: why it died. */
   exitedOutput(): string {
-    return this.workers
-      .filter((w) => !this.running().includes(w))
-      .map((w) => `${w.name} exited (${w.child.exitCode ?? w.child.signalCode}):\n${w.output.join('').slice(-4000)}`)
+    return this.lastOutput(this.workers.filter((w) => !this.running().includes(w)));
+  }
+
+  /** The last of what every worker, running or not, wrote (for a test that explains a stall). */
+  lastOutput(workers: readonly WorkerProcess[] = this.workers): string {
+    return workers
+      .map((w) => `${w.name} ${this.running().includes(w) ? 'running' : `exited (${w.child.exitCode ?? w.child.signalCode})`}:\n${w.output.join('').slice(-4000)}`)
       .join('\n');
   }
 

@@ -3,7 +3,6 @@ import { afterAll, beforeAll } from 'vitest';
 import type { ObjectKind } from '../../../migrations/schema.ts';
 import type { Db } from '../../../src/db/Database.ts';
 import { drainByHand } from '../../helpers/drainByHand.ts';
-import { DriverRegistry } from '../../../src/drivers/registry.ts';
 import type { GcSettings } from '../../../src/gc/GcPass.ts';
 import { runCollectorPass } from '../../../src/gc/runCollector.ts';
 import type { TestDatabase } from '../../concurrency/support/testCluster.ts';
@@ -17,8 +16,7 @@ export const TEST_GC: GcSettings = { idleGraceMs: 0, retentionMs: 30 * 24 * 3600
  * test decides exactly what is applied when.
  */
 export function handDrain(database: TestDatabase) {
-  const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
-  const drain = drainByHand(database.pool, 60_000);
+  const drain = drainByHand(database, 60_000);
   const db: Db = database.db;
   return {
     drain,
