@@ -71,11 +71,14 @@ export function apiContext(parts: Omit<ApiContext, 'backpressure' | 'appends'>, 
 
 /** The HTTP API of one process: the app, its one LISTEN connection, and its housekeeping. */
 export class ApiServer {
+  private pruning: NodeJS.Timeout | undefined;
+  /** The pruning in progress, awaited by stop(): it must not outlive the database it queries. */
+  private pruned: Promise<unknown> = Promise.resolve();
+
   private constructor(
     private readonly app: FastifyInstance,
     private readonly notices: NoticeListener,
     private readonly stopping: AbortController,
-    private readonly pruning: NodeJS.Timeout,
     /** Where it listens, e.g. http://127.0.0.1:7480. */
     readonly url: string,
   ) {}
@@ -85,24 +88,33 @@ export class ApiServer {
     const stopping = new AbortController();
     const context = apiContext({ database, config, notices, stopping: stopping.signal, health }, log);
     const app = await buildApp(context, log);
-    const prune = () =>
-      pruneKeys(database.db, config.SLIPWAY_API_IDEMPOTENCY_HOURS).then(
-        (n) => n > 0 && log.info({ pruned: n }, 'forgot old idempotency keys'),
-        (error: unknown) => log.warn({ err: error }, 'pruning idempotency keys failed'),
-      );
-    void prune();
-    const pruning = setInterval(prune, PRUNE_KEYS_EVERY_MS);
-    pruning.unref();
     try {
       await app.listen({ host: config.SLIPWAY_API_HOST, port: config.SLIPWAY_API_PORT });
     } catch (error) {
-      clearInterval(pruning);
       await notices.close();
       throw error;
     }
     const { address, port } = app.server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
-    return new ApiServer(app, notices, stopping, pruning, `http://${host}:${port}`);
+    const server = new ApiServer(app, notices, stopping, `http://${host}:${port}`);
+    // Housekeeping starts only once the server is up: a start that fails
+    // (its port taken) closes the database at once, with nothing querying it.
+    server.pruneKeysEvery(PRUNE_KEYS_EVERY_MS, () =>
+      pruneKeys(database.db, config.SLIPWAY_API_IDEMPOTENCY_HOURS).then(
+        (n) => n > 0 && log.info({ pruned: n }, 'forgot old idempotency keys'),
+        (error: unknown) => log.warn({ err: error }, 'pruning idempotency keys failed'),
+      ),
+    );
+    return server;
+  }
+
+  private pruneKeysEvery(ms: number, prune: () => Promise<unknown>): void {
+    const run = () => {
+      this.pruned = this.pruned.then(prune);
+    };
+    run();
+    this.pruning = setInterval(run, ms);
+    this.pruning.unref();
   }
 
   /** Stops taking requests; requests still waiting answer at once with what they have. */
@@ -111,5 +123,6 @@ export class ApiServer {
     this.stopping.abort();
     await this.app.close();
     await this.notices.close();
+    await this.pruned;
   }
 }
