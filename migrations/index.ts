@@ -17,6 +17,7 @@ import * as oneDrain from './0015_one_drain.ts';
 import * as callbackDispatch from './0016_callback_dispatch.ts';
 import * as stepsIndependentOfBacklog from './0017_steps_independent_of_backlog.ts';
 import * as fewerCommandIndexEntries from './0018_fewer_command_index_entries.ts';
+import * as runsOfCommands from './0019_runs_of_commands.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '0016_callback_dispatch': callbackDispatch,
   '0017_steps_independent_of_backlog': stepsIndependentOfBacklog,
   '0018_fewer_command_index_entries': fewerCommandIndexEntries,
+  '0019_runs_of_commands': runsOfCommands,
 };

@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0018_fewer_command_index_entries.
+-- Slipway's schema (`public`) after migration 0019_runs_of_commands.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -562,32 +562,39 @@ AS $function$
 
 CREATE OR REPLACE FUNCTION public.slipway_drain_heads(p_kinds text[], p_ids bigint[], p_preempting text[])
  RETURNS SETOF public.commands
+ LANGUAGE sql
+AS $function$ select * from slipway_drain_runs(p_kinds, p_ids, p_preempting, 1) $function$;
+
+CREATE OR REPLACE FUNCTION public.slipway_drain_runs(p_kinds text[], p_ids bigint[], p_preempting text[], p_length integer)
+ RETURNS SETOF public.commands
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
       declare
-        v_heads commands[];
+        v_runs commands[];
       begin
-        v_heads := array(
-          select h.cmd from unnest(p_kinds, p_ids) as o(kind, id)
+        v_runs := array(
+          select r.cmd from unnest(p_kinds, p_ids) with ordinality as o(kind, id, n)
           cross join lateral (
-            select c as cmd from commands c
+            select c as cmd, c.status = 'running' as running, c.target_kind || '.' || c.kind = any(p_preempting) as preempting
+            from commands c
             where c.target_kind = o.kind and c.target_id = o.id and c.status in ('queued', 'running')
               and (c.not_before <= now() or c.status = 'running')
             order by (c.status = 'running') desc, (c.target_kind || '.' || c.kind = any(p_preempting)) desc, c.id
-            limit 1
-          ) as h
+            limit p_length
+          ) as r
+          order by o.n, r.running desc, r.preempting desc, (r.cmd).id
         );
-        return query select * from unnest(v_heads);
+        return query select * from unnest(v_runs);
         perform pg_advisory_unlock(object_lock_key(o.kind, o.id))
         from unnest(p_kinds, p_ids) as o(kind, id)
-        where not exists (select 1 from unnest(v_heads) h where h.target_kind = o.kind and h.target_id = o.id);
+        where not exists (select 1 from unnest(v_runs) h where h.target_kind = o.kind and h.target_id = o.id);
         perform slipway_wake_objects(null, array_agg(d.kind), array_agg(d.id), array_agg(d.due))
         from (
           select c.target_kind as kind, c.target_id as id, min(c.not_before) as due
           from unnest(p_kinds, p_ids) as o(kind, id)
           join commands c on c.target_kind = o.kind and c.target_id = o.id and c.status in ('queued', 'running')
-          where not exists (select 1 from unnest(v_heads) h where h.target_kind = o.kind and h.target_id = o.id)
+          where not exists (select 1 from unnest(v_runs) h where h.target_kind = o.kind and h.target_id = o.id)
           group by c.target_kind, c.target_id
         ) as d
         having count(*) > 0;

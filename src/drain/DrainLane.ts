@@ -13,16 +13,17 @@ import type { Logger } from '../log.ts';
 import { recordBatchCommitted, recordRowCommitted } from '../metrics/metrics.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
 import { wakeObjectsQuery } from '../queue/wakeObjects.ts';
-import { commandStep, driverCall } from './commandStep.ts';
+import { rowAfter, runGoesOnAfter } from './commandRun.ts';
+import { commandStep, driverCall, handlerOf } from './commandStep.ts';
 import { asVersionConflict, type Decided, stepStatements, VersionConflictError } from './commitOutcome.ts';
 import { backoffMs, driverFailure } from './driverFailure.ts';
 import type { BatchRead, CommandHandler, HandlerContext, ObjectTypes, Outcome } from './Handler.ts';
 import { commandNotice, noticesStatement } from './sql/announcements.ts';
 import { claimStatement } from './sql/claim.ts';
-import { headsStatement } from './sql/heads.ts';
 import { lockVersionsStatement } from './sql/lockVersions.ts';
 import { markRunningStatement } from './sql/markRunning.ts';
 import { objectRowsStatements } from './sql/objectRows.ts';
+import { runsStatement } from './sql/runs.ts';
 
 /**
  * How often a step's commit is tried when PostgreSQL aborts it to break a
@@ -65,12 +66,14 @@ export interface LaneOptions {
   readonly only?: readonly ObjectRef[];
 }
 
-/** An object this lane holds the lock of, its row as the last commit left it, and its next ready command. */
+/** An object this lane holds the lock of, its row as the last commit left it, and its next ready commands. */
 interface Held {
   readonly ref: ObjectRef;
   object: ObjectRow;
   blueprint: BlueprintRow;
   head: CommandRow;
+  /** The ready commands after the head, in queue order: the rest of its run, if they may join it. */
+  following: readonly CommandRow[];
 }
 
 /** One held object's command in a step, from what the state table says to the outcome decided. */
@@ -93,7 +96,11 @@ const keyOf = (ref: ObjectRef) => `${ref.kind}:${ref.id}`;
 /**
  * One connection's share of a worker's drains: it holds the advisory locks of
  * up to `maxHeld` objects of any kind and applies their commands in steps,
- * one command per object per step. A lone object is a batch of one.
+ * a command per object per step, or a run of them: after the head, the
+ * object's next ready commands (up to RUN_LENGTH) are decided one after
+ * another on the row as the one before left it, for as long as their
+ * handlers allow (`inRuns`, commandRun.ts), and committed together. A lone
+ * object is a batch of one.
  *
  * A step, in round trips:
  * 1. the declared reads of the step's handlers, one statement per read for
@@ -111,7 +118,7 @@ const keyOf = (ref: ObjectRef) => `${ref.kind}:${ref.id}`;
  *    commit made due (callbacks/dispatchCallbacks.ts), takes due wake-ups (the objects its follow-ups
  *    woke first: no wake-up signal is needed for work this lane picks up
  *    itself) and reads every held object's next command, letting go of
- *    those with none (sql/claim.ts, sql/heads.ts);
+ *    those with none (sql/claim.ts, sql/runs.ts);
  * 5. the rows of the objects it took, if any.
  * A step of pure decisions and no driver calls is one round trip.
  *
@@ -209,7 +216,7 @@ export class DrainLane {
       // Fails the lane: its connection is discarded, freeing the lock.
       if (!object) throw new Error(`${ref.kind} ${ref.id} has commands but no row`);
       const blueprintId = ref.kind === 'blueprint' ? ref.id : (object as { blueprint_id: number }).blueprint_id;
-      this.held.set(keyOf(ref), { ref, object, blueprint: blueprintRows.get(blueprintId)!, head });
+      this.held.set(keyOf(ref), { ref, object, blueprint: blueprintRows.get(blueprintId)!, head, following: [] });
     }
   }
 
@@ -251,22 +258,54 @@ export class DrainLane {
 
   /** What the state table and payload say of the held object's command, and its handler's context. */
   private plan(held: Held, marks: RunningMarks): Planned {
-    const { ref, object, head: command, blueprint } = held;
-    const decided = commandStep(ref, object.state, command);
+    const decided = commandStep(held.ref, held.object.state, held.head);
     if (decided.step === 'unknown') return { held, handOff: decided.note };
     if (decided.step === 'settled') return { held, outcome: decided.outcome };
+    return { held, handler: decided.handler, ctx: this.context(held, held.object, held.head, decided.payload, marks) };
+  }
+
+  private context(held: Held, object: ObjectRow, command: CommandRow, payload: unknown, marks: RunningMarks): HandlerContext<ObjectKind> {
+    const { ref, blueprint } = held;
     const drivers = this.drivers;
-    const ctx = {
+    return {
       object,
       command,
-      payload: decided.payload,
+      payload,
       blueprint,
-      read: undefined as unknown,
+      read: undefined,
       db: this.database.db,
       driver: () => validatingDriver(drivers.forBlueprint(blueprint), () => marks.mark(command.id), blueprint.driver),
       call: driverCall(ref, command, blueprint),
     };
-    return { held, handler: decided.handler, ctx };
+  }
+
+  /**
+   * The commands after `p`'s head that join its run, decided in order, each
+   * on the row as the one before left it (see commandRun.ts).
+   */
+  private async decideRun(trx: Db, p: Planned, head: Decided): Promise<Decided[]> {
+    const { ref } = p.held;
+    const run: Decided[] = [];
+    let last = head;
+    let handler = p.handler;
+    for (const command of p.held.following) {
+      if (!runGoesOnAfter(ref.kind, last.command.kind, handler, last.outcome)) break;
+      const object = rowAfter(last.object as ObjectRow, last.outcome);
+      const step = commandStep(ref, object.state, command);
+      if (step.step === 'unknown' || (step.step === 'handle' && !step.handler.inRuns)) break;
+      handler = step.step === 'handle' ? step.handler : undefined;
+      const outcome =
+        step.step === 'settled'
+          ? step.outcome
+          : await step.handler.decide(
+              step.handler.readsInTransaction ? trx : refusingQueries(ref, command.kind),
+              this.context(p.held, object, command, step.payload, new RunningMarks(this.pool)),
+              undefined,
+            );
+      last = { target: ref, object, command, outcome };
+      run.push(last);
+    }
+    return run;
   }
 
   private async runEffect(p: Planned): Promise<void> {
@@ -283,13 +322,14 @@ export class DrainLane {
   /**
    * Decides and commits the step, then takes its next commands. A conflict
    * PostgreSQL breaks is tried again; any other failure of a step of several
-   * objects is tried one object at a time, so one bad command cannot hold up
-   * the others (effects are not run again).
+   * objects, or of a run, is tried one object at a time and one command
+   * each, so one bad command cannot hold up the others (effects are not run
+   * again).
    */
-  private async commit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number): Promise<void> {
+  private async commit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number, runs = true): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.decideAndCommit(client, planned, pickedUpAt);
+        await this.decideAndCommit(client, planned, pickedUpAt, runs);
         return;
       } catch (error) {
         await client.query('rollback').catch(() => undefined);
@@ -300,8 +340,9 @@ export class DrainLane {
           this.log.info({ attempt, code: (error as { code?: string }).code }, 'step commit lost a deadlock; retrying');
           continue;
         }
-        if (planned.length > 1) {
-          for (const p of planned) await this.commit(client, [p], pickedUpAt);
+        // Alone and without its run: a command that cannot be committed is then its object's head.
+        if (planned.length > 1 || (runs && planned[0]!.held.following.length > 0)) {
+          for (const p of planned) await this.commit(client, [p], pickedUpAt, false);
           return;
         }
         await this.giveUp(client, planned[0]!, error as Error);
@@ -333,17 +374,22 @@ export class DrainLane {
     this.held.delete(keyOf(ref));
   }
 
-  private async decideAndCommit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number): Promise<void> {
+  private async decideAndCommit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number, runs: boolean): Promise<void> {
     const applying = planned.filter((p) => !p.handOff);
     const lock = lockVersionsStatement(applying.map((p) => ({ ...p.held.ref, version: p.held.object.version })));
-    const inTransaction = applying.some((p) => !p.outcome && p.handler?.readsInTransaction);
+    const inTransaction = applying.some(
+      (p) =>
+        (!p.outcome && p.handler?.readsInTransaction) ||
+        (runs && p.held.following.some((c) => handlerOf(p.held.ref.kind, c.kind)?.readsInTransaction)),
+    );
     if (inTransaction) await this.send(client, ['begin', lock], []);
     const trx = kyselyOnClient(client);
     const decided: Decided[] = [];
     for (const p of applying) {
       const { ref, object, head } = p.held;
       const outcome = p.outcome ?? (await p.handler!.decide(p.handler!.readsInTransaction ? trx : refusingQueries(ref, head.kind), p.ctx!, p.effect));
-      decided.push({ target: ref, object, command: head, outcome });
+      const first: Decided = { target: ref, object, command: head, outcome };
+      decided.push(first, ...(runs ? await this.decideRun(trx, p, first) : []));
     }
     const statements = stepStatements(trx, decided);
     const handOffs = planned.filter((p) => p.handOff).map((p) => this.handOffStatement(p));
@@ -360,7 +406,7 @@ export class DrainLane {
     const settledRefs = heldRefs.filter((ref) => !this.inFlight.has(keyOf(ref)));
     // The callback deliveries the commit made due get their jobs here, outside it (see dispatchCallbacks.ts).
     const dispatch = planned.length > 0 ? [DISPATCH_CALLBACKS] : [];
-    const after = asynchronously([...(notices.length > 0 ? [noticesStatement(notices)] : []), ...dispatch, claim, headsStatement(settledRefs)]);
+    const after = asynchronously([...(notices.length > 0 ? [noticesStatement(notices)] : []), ...dispatch, claim, runsStatement(settledRefs)]);
     const claimAt = durable.length + after.indexOf(claim);
     const results = await this.send(client, [...durable, ...after], [...updates.map((_, n) => opening.length + n), claimAt, claimAt + 1]);
     recordBatchCommitted(decided, pickedUpAt);
@@ -377,12 +423,20 @@ export class DrainLane {
       if (h.ref.kind === 'blueprint') h.blueprint = row as BlueprintRow;
     });
     const claimed = results[n]!.rows as CommandRow[];
-    const next = new Map((results[n + 1]!.rows as CommandRow[]).map((c) => [keyOf({ kind: c.target_kind, id: c.target_id }), c]));
+    const next = new Map<string, CommandRow[]>();
+    for (const c of results[n + 1]!.rows as CommandRow[]) {
+      const key = keyOf({ kind: c.target_kind, id: c.target_id });
+      next.set(key, [...(next.get(key) ?? []), c]);
+    }
     for (const [key, h] of this.held) {
       if (this.inFlight.has(key)) continue;
-      const head = next.get(key);
-      if (head) h.head = head;
-      else this.held.delete(key);
+      const [head, ...following] = next.get(key) ?? [];
+      if (!head) {
+        this.held.delete(key);
+        continue;
+      }
+      h.head = head;
+      h.following = following;
     }
     await this.adopt(client, claimed);
   }

@@ -88,12 +88,22 @@ export interface BatchRead<R, C = HandlerContext<ObjectKind>> {
  * - `readsInTransaction`: the decision queries under the step's row locks
  *   (a capacity decision), so the step opens its transaction before the
  *   decisions run; without it `decide` is pure and costs no round trip;
+ * - `inRuns`: the command may be decided right after another command of
+ *   the same object in one step (a run, see DrainLane), on the row as that
+ *   one's outcome left it in memory. Only for a handler with no `read` and
+ *   no `effect`, whose kind supersedes nothing, whose decision reads its
+ *   object only from `ctx.object` and otherwise only rows that decisions
+ *   write directly in the step's transaction (not the commands, events or
+ *   object rows the commit writes after the decisions), and whose `set`
+ *   holds plain column values (test/unit/handlerRuns.test.ts checks what
+ *   can be checked);
  * - `decide`: returns the outcome to commit.
  */
 export interface CommandHandler<K extends ObjectKind, E = any, P = any, R = any> {
   readonly read?: BatchRead<R, HandlerContext<K, P, R>>;
   effect?(ctx: HandlerContext<K, P, R>): Promise<E>;
   readonly readsInTransaction?: true;
+  readonly inRuns?: true;
   decide(trx: Db, ctx: HandlerContext<K, P, R>, effect: E): Promise<Outcome<K>> | Outcome<K>;
 }
 

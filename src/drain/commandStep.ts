@@ -17,7 +17,7 @@ const HANDLERS = {
   blueprint: BLUEPRINT_HANDLERS,
 } as unknown as Record<ObjectKind, Readonly<Record<string, CommandHandler<ObjectKind> | undefined>>>;
 
-/** The command kinds that go ahead of older work in their object's queue, as "<object kind>.<command kind>" (see sql/heads.ts). */
+/** The command kinds that go ahead of older work in their object's queue, as "<object kind>.<command kind>" (see sql/runs.ts). */
 export const PREEMPTING: readonly string[] = (['lease', 'resource', 'blueprint'] as const).flatMap((kind) =>
   preemptingKinds(kind).map((command) => `${kind}.${command}`),
 );
@@ -46,11 +46,16 @@ export function commandStep(target: ObjectRef, state: string, command: CommandRo
   if (!payload.success) {
     return { step: 'settled', outcome: { status: 'failed', message: `invalid payload: ${describeZodIssues(payload.error.issues, 'payload')}` } };
   }
-  const handler = HANDLERS[target.kind][command.kind];
+  const handler = handlerOf(target.kind, command.kind);
   if (!accepts(target.kind, state, command.kind) || !handler) {
     return { step: 'settled', outcome: { status: 'done', message: `nothing to do: ${target.kind} ${target.id} is ${state}` } };
   }
   return { step: 'handle', handler, payload: upgradedPayload(spec, command.version, payload.data) };
+}
+
+/** The handler of a command kind on a kind of object, whatever the object's state. */
+export function handlerOf(target: ObjectKind, kind: string): CommandHandler<ObjectKind> | undefined {
+  return HANDLERS[target][kind];
 }
 
 /** Who a handler's driver calls are for: the blueprint, and the object and command ids as the idempotency key. */

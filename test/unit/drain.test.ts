@@ -242,6 +242,57 @@ describe('the drain', () => {
     expect(await releaseEffects(l.id)).toBe(1);
   });
 
+  test('slot returns queued together are decided as one run, each on the row the one before left; a command outside runs ends it', async () => {
+    const b = await createBlueprint(db(), { name: 'runs', driver: 'simulated', settings: {}, maxResources: 1, leasesPerResource: 4 }, alice);
+    const leases = [];
+    for (const holder of ['a', 'b', 'c', 'd']) leases.push((await createLease(db(), { blueprint: 'runs', holder }, alice)).lease);
+    await drainAll();
+    const resourceId = (await lease(leases[0]!.id)).resource_id!;
+    const before = await db().selectFrom('resources').selectAll().where('id', '=', resourceId).executeTakeFirstOrThrow();
+    expect(before).toMatchObject({ blueprint_id: b.id, used_slots: 4 });
+    const release = async (leaseId: number) => {
+      await appendCommand(db(), { target: { kind: 'lease', id: leaseId }, kind: 'release', actor: alice });
+      // The lease's release and destroy; its slot return waits in the resource's queue.
+      await drain.drain('lease', leaseId);
+    };
+    for (const l of leases.slice(0, 3)) await release(l.id);
+    await appendInTransaction(db(), { target: { kind: 'resource', id: resourceId }, kind: 'retire', actor: alice }, { fromOutside: false });
+    await release(leases[3]!.id);
+
+    // The first command is taken alone with the lock; the rest as runs.
+    expect(await drain.drain('resource', resourceId)).toBe(6);
+    const { rows: commands } = await sql<{ kind: string; status: string; committed_at: string }>`
+      select kind, status, finished_at::text as committed_at from commands
+      where target_kind = 'resource' and target_id = ${resourceId} and kind in ('release_slot', 'retire', 'destroy')
+      order by id
+    `.execute(db());
+    expect(commands.map((c) => [c.kind, c.status])).toEqual([
+      ['release_slot', 'done'],
+      ['release_slot', 'done'],
+      ['release_slot', 'done'],
+      ['retire', 'done'],
+      ['release_slot', 'done'],
+      ['destroy', 'done'],
+    ]);
+    // One step, one transaction, one now() (to the microsecond): the 2nd and 3rd returns share it; retire (not in runs) has its own step.
+    const committedAt = commands.map((c) => c.committed_at);
+    expect(committedAt[2]).toBe(committedAt[1]);
+    expect(new Set([committedAt[0], committedAt[1], committedAt[3], committedAt[4]]).size).toBe(4);
+    const freed = await db()
+      .selectFrom('events')
+      .select(['data'])
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', resourceId)
+      .where('type', '=', 'slot_freed')
+      .orderBy('id')
+      .execute();
+    expect(freed.map((e) => (e.data as { leaseId: number }).leaseId)).toEqual(leases.map((l) => l.id));
+    const after = await db().selectFrom('resources').selectAll().where('id', '=', resourceId).executeTakeFirstOrThrow();
+    // Each return and the retire changed the row once: the run carried each one's row to the next.
+    expect(after).toMatchObject({ state: 'destroyed', used_slots: 0, version: before.version + 6 });
+    expect(await db().selectFrom('resource_slots').select('lease_id').where('resource_id', '=', resourceId).execute()).toEqual([]);
+  });
+
   test('a command newer than this worker understands is left queued, untouched but for a note', async () => {
     await blueprint('future');
     const { lease: l } = await createLease(db(), { blueprint: 'future', holder: 'alice' }, alice);

@@ -117,8 +117,12 @@ export const RESOURCE_HANDLERS = {
     },
   },
 
+  // Acquires and slot returns come in bursts (a waiting line served, leases
+  // ending together) and each decides from the slots table and the row in
+  // memory alone: a run of them is one step (see commandRun.ts).
   acquire: {
     readsInTransaction: true,
+    inRuns: true,
     async decide(trx: Db, ctx: CtxOf<'acquire'>) {
       const resource = ctx.object;
       const { leaseId } = ctx.payload;
@@ -158,6 +162,7 @@ export const RESOURCE_HANDLERS = {
 
   release_slot: {
     readsInTransaction: true,
+    inRuns: true,
     async decide(trx: Db, ctx: CtxOf<'release_slot'>) {
       const resource = ctx.object;
       const { leaseId } = ctx.payload;

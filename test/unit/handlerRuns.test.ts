@@ -1,0 +1,25 @@
+import { expect, test } from 'vitest';
+import type { ObjectKind } from '../../migrations/schema.ts';
+import { commandKindSpec, COMMAND_KINDS } from '../../src/domain/commandKinds.ts';
+import { handlerOf } from '../../src/drain/commandStep.ts';
+
+/** Every handler marked `inRuns`, as "<object kind>.<command kind>". */
+const inRuns = (Object.keys(COMMAND_KINDS) as ObjectKind[]).flatMap((target) =>
+  Object.keys(COMMAND_KINDS[target])
+    .filter((kind) => handlerOf(target, kind)?.inRuns)
+    .map((kind) => ({ target, kind, handler: handlerOf(target, kind)! })),
+);
+
+test('the handlers that join runs are those of the bursts a resource gets', () => {
+  expect(inRuns.map(({ target, kind }) => `${target}.${kind}`)).toEqual(['resource.acquire', 'resource.release_slot']);
+});
+
+// What Handler.ts asks of an `inRuns` handler, as far as it can be checked
+// without running it: it is decided in the middle of a step, after the
+// effects and batched reads of that step were made, and a command done that
+// supersedes others would cancel commands further along its own run.
+test.each(inRuns)('$target.$kind joins runs: no batched read, no effect, and its kind supersedes nothing', ({ target, kind, handler }) => {
+  expect(handler.read).toBeUndefined();
+  expect(handler.effect).toBeUndefined();
+  expect(commandKindSpec(target, kind)?.supersedes ?? []).toEqual([]);
+});
