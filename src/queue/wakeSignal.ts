@@ -15,8 +15,48 @@ export const WAKE_CHANNEL = 'slipway_wake';
  * only delays the drain to the workers' next poll: the wake-up row is
  * already durable.
  */
-export async function signalWorkers(db: Db): Promise<void> {
-  await selectAsynchronously(db, sql`pg_notify(${WAKE_CHANNEL}, '')`);
+export function signalWorkers(db: Db): Promise<void> {
+  let signal = signals.get(db);
+  if (!signal) signals.set(db, (signal = new CoalescedSignal(() => selectAsynchronously(db, sql`pg_notify(${WAKE_CHANNEL}, '')`).then(() => undefined))));
+  return signal.send();
+}
+
+/** One per database handle (a process's pool): the signals its appends share. */
+const signals = new WeakMap<Db, CoalescedSignal>();
+
+/**
+ * A process's signals, at most one in flight: a caller that comes while one
+ * is being sent waits for the next, which starts once that one is done (it
+ * may have gone out before the caller's commit) and tells of every commit
+ * made meanwhile. A caller's answer is thus always a NOTIFY that started
+ * after its commit, as with a signal of its own, while many concurrent
+ * appends (the collector's, a script's) send one each round trip, not one
+ * each append, and each NOTIFY is another commit through the queue's lock.
+ */
+class CoalescedSignal {
+  private inFlight: Promise<void> | undefined;
+  private next: Promise<void> | undefined;
+
+  constructor(private readonly notify: () => Promise<void>) {}
+
+  send(): Promise<void> {
+    if (!this.inFlight) return this.start();
+    this.next ??= this.inFlight
+      .catch(() => undefined)
+      .then(() => {
+        this.next = undefined;
+        return this.start();
+      });
+    return this.next;
+  }
+
+  private start(): Promise<void> {
+    const sending = this.notify().finally(() => {
+      if (this.inFlight === sending) this.inFlight = undefined;
+    });
+    this.inFlight = sending;
+    return sending;
+  }
 }
 
 /**
