@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LIST_ORDERS } from '../read/page.ts';
 import type { ObjectKind } from '../../migrations/schema.ts';
 
 /**
@@ -38,6 +39,7 @@ export const BlueprintParams = z.object({ ref: BlueprintRef }).strict();
 export const PageQuery = {
   limit: digits('a page size').pipe(z.number().int().min(1).max(1000)).default(50),
   after: Id.optional(),
+  order: z.enum(LIST_ORDERS).default('oldest'),
 };
 
 /** The longest `?wait=`, in seconds. */

@@ -1,4 +1,7 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
+import { z } from 'zod';
+import { LIST_ORDERS, type ListOrder } from '../read/page.ts';
+import { LIVE } from '../read/stateFilter.ts';
 import { countBetween, parseWith, PositiveId, Seconds, textUpTo } from './parsers.ts';
 
 /** How long a synchronous command waits by default for its command tree, in seconds. */
@@ -24,10 +27,34 @@ export function addWaitOptions(command: Command): Command {
 export interface PageOptions {
   readonly limit: number;
   readonly after?: number;
+  readonly order: ListOrder;
 }
 
+/** Lists show the newest rows first: what just happened is what an operator looks for. */
 export function addPageOptions(command: Command): Command {
   return command
     .option('--limit <n>', 'at most this many rows', parseWith(countBetween(1, 1000)), DEFAULT_LIMIT)
-    .option('--after <id>', 'only rows after this id (the next page)', parseWith(PositiveId));
+    .option('--after <id>', 'only rows after this id in the list\'s order (the next page)', parseWith(PositiveId))
+    .option('--order <newest|oldest>', 'which end of the list comes first', parseWith(z.enum(LIST_ORDERS)), 'newest');
+}
+
+/** Options of a list of objects that end (leases, resources). */
+export interface StateListOptions extends PageOptions {
+  readonly state?: string;
+  readonly all?: boolean;
+}
+
+/**
+ * `--state` and `--all` on a list of `noun`: without either it shows only the
+ * live ones (not yet destroyed), as an operator at a busy system wants.
+ */
+export function addStateOptions(command: Command, noun: string, states: z.ZodType<string>): Command {
+  return command
+    .option('--state <state>', `only ${noun} in this state, or "${LIVE}" (the default: all but destroyed ones)`, parseWith(states))
+    .addOption(new Option('--all', `${noun} in every state, destroyed ones too`).conflicts('state'));
+}
+
+/** The state filter `--state` and `--all` ask for (see addStateOptions). */
+export function stateFilter(options: StateListOptions): string | undefined {
+  return options.all ? undefined : (options.state ?? LIVE);
 }

@@ -4,7 +4,7 @@ import type { CommandStatus } from '../../migrations/schema.ts';
 import { COMMAND_KINDS } from '../domain/commandKinds.ts';
 import { describeZodIssues } from '../domain/errors.ts';
 import { findUnstorable } from '../domain/storableValue.ts';
-import { LIFECYCLES } from '../domain/lifecycle.ts';
+import { stateFilterOf } from '../read/stateFilter.ts';
 import { DRIVERS } from '../drivers/registry.ts';
 
 /**
@@ -52,8 +52,8 @@ export const textUpTo = (max: number) =>
 
 export const DriverName = z.enum(Object.keys(DRIVERS) as [string, ...string[]]);
 
-export const LeaseStateArg = z.enum(Object.keys(LIFECYCLES.lease) as [string, ...string[]]);
-export const ResourceStateArg = z.enum(Object.keys(LIFECYCLES.resource) as [string, ...string[]]);
+export const LeaseStateArg = stateFilterOf('lease');
+export const ResourceStateArg = stateFilterOf('resource');
 export const CommandStatusArg = z.enum([
   'queued',
   'running',

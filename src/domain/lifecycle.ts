@@ -132,6 +132,13 @@ export function canTransition(kind: ObjectKind, from: string, to: string): boole
   return spec(kind, from).next.includes(to);
 }
 
+/** The states an object of `kind` may still leave: all but the final ones (no next state), which lists leave out unless asked. */
+export function liveStates(kind: ObjectKind): string[] {
+  return Object.entries(LIFECYCLES[kind] as Record<string, StateSpec>)
+    .filter(([, s]) => s.next.length > 0)
+    .map(([name]) => name);
+}
+
 /** The states of one kind that accept a command kind (for error messages and UIs). */
 export function statesAccepting(kind: ObjectKind, commandKind: string): string[] {
   return Object.entries(LIFECYCLES[kind] as Record<string, StateSpec>)

@@ -3,6 +3,7 @@ import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import { isSettingUp } from '../domain/lifecycle.ts';
 import { fetchPage, type Page, type ListPage } from './page.ts';
+import { statesMatching } from './stateFilter.ts';
 
 /**
  * True once a new lease is past setting up (the state table's isSettingUp):
@@ -36,7 +37,7 @@ export async function findLease(db: Db, id: number): Promise<LeaseView> {
 
 export function listLeases(db: Db, filter: LeaseFilter, page: ListPage): Promise<Page<LeaseView>> {
   const query = leasesWithBlueprint(db)
-    .$if(filter.state !== undefined, (q) => q.where('leases.state', '=', filter.state!))
+    .$if(filter.state !== undefined, (q) => q.where('leases.state', 'in', statesMatching('lease', filter.state!)))
     .$if(filter.blueprintId !== undefined, (q) => q.where('leases.blueprint_id', '=', filter.blueprintId!))
     .$if(filter.holder !== undefined, (q) => q.where('leases.holder', '=', filter.holder!));
   return fetchPage(query, 'leases.id', page);

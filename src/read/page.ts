@@ -6,9 +6,18 @@ export interface PageRequest {
   readonly limit: number;
 }
 
-/** A page in either order: the web UI's lists show the highest ids first; the API and the CLI list oldest first. */
+/** Which end of a list comes first: its newest rows (highest ids) or its oldest. */
+export const LIST_ORDERS = ['newest', 'oldest'] as const;
+export type ListOrder = (typeof LIST_ORDERS)[number];
+
+/**
+ * A page in either order. The web UI and the CLI show the newest first (what
+ * just happened is what an operator looks for); the API lists oldest first
+ * unless asked, so a script that pages through everything sees rows added
+ * meanwhile at the end.
+ */
 export interface ListPage extends PageRequest {
-  readonly newestFirst?: boolean;
+  readonly order?: ListOrder;
 }
 
 export interface Page<T> {
@@ -27,10 +36,11 @@ export async function fetchPage<DB, TB extends keyof DB, O extends { id: number 
   idColumn: string,
   page: ListPage,
 ): Promise<Page<O>> {
-  const past = page.newestFirst ? sql`<` : sql`>`;
+  const newestFirst = page.order === 'newest';
+  const past = newestFirst ? sql`<` : sql`>`;
   const rows = await query
     .$if(page.after !== undefined, (q) => q.where(sql<boolean>`${sql.ref(idColumn)} ${past} ${page.after}`))
-    .orderBy(sql.ref(idColumn), page.newestFirst ? 'desc' : 'asc')
+    .orderBy(sql.ref(idColumn), newestFirst ? 'desc' : 'asc')
     .limit(page.limit + 1)
     .execute();
   const items = rows.slice(0, page.limit) as O[];

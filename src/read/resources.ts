@@ -2,6 +2,7 @@ import type { ResourceRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import { fetchPage, type Page, type ListPage } from './page.ts';
+import { statesMatching } from './stateFilter.ts';
 
 export type ResourceView = ResourceRow & { readonly blueprint_name: string };
 
@@ -38,7 +39,7 @@ export async function readResourceDetail(db: Db, id: number): Promise<ResourceDe
 
 export function listResources(db: Db, filter: ResourceFilter, page: ListPage): Promise<Page<ResourceView>> {
   const query = resourcesWithBlueprint(db)
-    .$if(filter.state !== undefined, (q) => q.where('resources.state', '=', filter.state!))
+    .$if(filter.state !== undefined, (q) => q.where('resources.state', 'in', statesMatching('resource', filter.state!)))
     .$if(filter.blueprintId !== undefined, (q) => q.where('resources.blueprint_id', '=', filter.blueprintId!));
   return fetchPage(query, 'resources.id', page);
 }

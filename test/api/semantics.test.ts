@@ -175,6 +175,15 @@ test('GET answers are the read models the CLI prints with --json', async () => {
   const commands = await env.as.viewer.get(`/v1/commands?target=lease:${lease.id}&limit=1`);
   expect(commands.body.items).toHaveLength(1);
   expect(commands.body.next).toBe(commands.body.items[0].id);
+  // Oldest first unless asked; live means not destroyed.
+  const kinds = async (order: string) => (await env.as.viewer.get(`/v1/commands?target=lease:${lease.id}${order}`)).body.items.map((c: { kind: string }) => c.kind);
+  expect(await kinds('')).toEqual(['allocate', 'grant', 'activate']);
+  expect(await kinds('&order=newest')).toEqual(['activate', 'grant', 'allocate']);
+  const live = await env.as.viewer.get(`/v1/leases?blueprint=${name}&state=live`);
+  expect(live.body.items.map((l: { id: number }) => l.id)).toEqual([lease.id]);
+  const badOrder = await env.as.viewer.get(`/v1/leases?order=sideways`);
+  expect(badOrder.status).toBe(400);
+  expect(badOrder.body.message).toMatch(/order/);
 });
 
 test('cancel: a queued command is cancelled and never applied; a running one is refused', async () => {

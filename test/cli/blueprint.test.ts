@@ -24,16 +24,18 @@ test('blueprint create --json prints the created row', async () => {
   expect(parseJson(run)).toMatchObject({ name: 'dirs', driver: 'directory', max_resources: 3, leases_per_resource: 4, settings: { root: '/tmp/slipway-cli-test' }, state: 'enabled' });
 });
 
-test('blueprint list pages on id', async () => {
+test('blueprint list shows the newest first and pages on id', async () => {
   const first = await env.cli('blueprint', 'list', '--limit', '1');
   expect(first.code).toBe(0);
   expect(first.stdout).toMatch(/^ID\s+NAME\s+DRIVER/);
-  expect(first.stdout).toContain('sim');
-  expect(first.stdout).not.toContain('dirs');
+  expect(first.stdout).toContain('dirs');
+  expect(first.stdout).not.toContain('sim');
   const page = parseJson(await env.cli('blueprint', 'list', '--limit', '1', '--json'));
-  expect(page.items.map((b: { name: string }) => b.name)).toEqual(['sim']);
+  expect(page.items.map((b: { name: string }) => b.name)).toEqual(['dirs']);
   const next = parseJson(await env.cli('blueprint', 'list', '--after', String(page.next), '--json'));
-  expect(next).toMatchObject({ items: [{ name: 'dirs' }], next: null });
+  expect(next).toMatchObject({ items: [{ name: 'sim' }], next: null });
+  const oldestFirst = parseJson(await env.cli('blueprint', 'list', '--order', 'oldest', '--json'));
+  expect(oldestFirst.items.map((b: { name: string }) => b.name)).toEqual(['sim', 'dirs']);
 });
 
 test('blueprint show, by name or id, prints its fields, usage and timeline', async () => {

@@ -40,7 +40,9 @@ test('command show --json gives the command and its tree', async () => {
 
 test('command list filters by target, kind and status, and pages on id', async () => {
   const onLease = parseJson(await env.cli('--json', 'command', 'list', '--target', `lease:${leaseId}`));
-  expect(onLease.items.map((c: { kind: string }) => c.kind)).toEqual(['allocate', 'grant', 'activate', 'release', 'destroy']);
+  expect(onLease.items.map((c: { kind: string }) => c.kind)).toEqual(['destroy', 'release', 'activate', 'grant', 'allocate']);
+  const oldestFirst = parseJson(await env.cli('--json', 'command', 'list', '--target', `lease:${leaseId}`, '--order', 'oldest'));
+  expect(oldestFirst.items.map((c: { kind: string }) => c.kind)).toEqual(['allocate', 'grant', 'activate', 'release', 'destroy']);
 
   const releases = await env.cli('command', 'list', '--kind', 'release', '--status', 'done');
   expect(releases.code).toBe(0);

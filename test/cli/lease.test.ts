@@ -147,17 +147,30 @@ test('releasing a destroyed lease is refused in one line naming its state', asyn
   expect(await rowCounts(env.database.db)).toEqual(before);
 });
 
-test('lease list filters by state, blueprint and holder, and pages on id', async () => {
-  const all = parseJson(await env.cli('--json', 'lease', 'list', '--blueprint', 'sim'));
+test('lease list shows live leases newest first (--all: destroyed ones too), filters by state, blueprint and holder, and pages on id', async () => {
+  type Listed = { id: number; state: string; blueprint_name: string };
+  const ids = (page: { items: Listed[] }) => page.items.map((l) => l.id);
+  const all = parseJson(await env.cli('--json', 'lease', 'list', '--blueprint', 'sim', '--all'));
   expect(all.items.length).toBeGreaterThanOrEqual(4);
-  expect(all.items.every((l: { blueprint_name: string }) => l.blueprint_name === 'sim')).toBe(true);
+  expect(all.items.every((l: Listed) => l.blueprint_name === 'sim')).toBe(true);
+  expect(ids(all)).toEqual([...ids(all)].sort((a, b) => b - a));
+  expect(all.items.some((l: Listed) => l.state === 'destroyed')).toBe(true);
+  const live = parseJson(await env.cli('--json', 'lease', 'list', '--blueprint', 'sim'));
+  expect(live.items.length).toBeGreaterThan(0);
+  expect(live.items).toEqual(all.items.filter((l: Listed) => l.state !== 'destroyed'));
+  const oldestFirst = parseJson(await env.cli('--json', 'lease', 'list', '--blueprint', 'sim', '--all', '--order', 'oldest'));
+  expect(ids(oldestFirst)).toEqual([...ids(all)].reverse());
 
   const alice = await env.cli('lease', 'list', '--holder', 'alice', '--state', 'active');
   expect(alice.code).toBe(0);
   expect(alice.stdout.trim().split('\n')).toHaveLength(2);
   expect(alice.stdout).toMatch(/^\d+\s+active\s+sim\s+alice\s/m);
 
-  const page = parseJson(await env.cli('--json', 'lease', 'list', '--blueprint', 'sim', '--limit', '2', '--after', String(all.items[0].id)));
+  const page = parseJson(await env.cli('--json', 'lease', 'list', '--blueprint', 'sim', '--all', '--limit', '2', '--after', String(all.items[0].id)));
   expect(page.items.map((l: { id: number }) => l.id)).toEqual([all.items[1].id, all.items[2].id]);
   expect(page.next).toBe(all.items[2].id);
+
+  const both = await env.cli('lease', 'list', '--all', '--state', 'active');
+  expect(both.code).toBe(2);
+  expect(both.stderr).toMatch(/^error: option '--all' cannot be used with option '--state <state>'\n$/);
 });

@@ -34,7 +34,7 @@ export async function blueprintRoutes(app: FastifyInstance, context: ApiContext)
   addRoute(app, {
     method: 'GET',
     url: '/v1/blueprints',
-    summary: 'blueprints, oldest first',
+    summary: 'blueprints, oldest first unless order=newest',
     action: 'read',
     query: z.object(PageQuery).strict(),
     handler: async ({ query }) => listBlueprints(db, query),

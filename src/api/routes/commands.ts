@@ -85,12 +85,12 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
   addRoute(app, {
     method: 'GET',
     url: '/v1/commands',
-    summary: 'commands, oldest first, filtered by status, kind and target',
+    summary: 'commands, oldest first unless order=newest, filtered by status, kind and target',
     action: 'read',
     query: ListQuery,
     handler: async ({ query }) => {
-      const { status, kind, target, limit, after } = query;
-      return listCommands(db, { status, kind, target }, { limit, after });
+      const { status, kind, target, ...page } = query;
+      return listCommands(db, { status, kind, target }, page);
     },
   });
 

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { LIFECYCLES } from '../../domain/lifecycle.ts';
 import { createLeaseInTransaction, leaseBodySchema } from '../../objects/createLease.ts';
 import { blueprintIdFilter } from '../../read/blueprints.ts';
 import { findLease, listLeases } from '../../read/leases.ts';
 import { readHistory } from '../../read/objectHistory.ts';
+import { stateFilterOf } from '../../read/stateFilter.ts';
 import type { ApiContext } from '../ApiContext.ts';
 import { actorOf, callerOf } from '../auth/authenticate.ts';
 import { leaseAccepted, leaseSettled } from '../commandAnswers.ts';
@@ -30,7 +30,7 @@ const CreateBody = leaseBodySchema({
 
 const ListQuery = z
   .object({
-    state: z.enum(Object.keys(LIFECYCLES.lease) as [string, ...string[]]).optional(),
+    state: stateFilterOf('lease').optional(),
     blueprint: BlueprintRef.optional(),
     holder: z.string().min(1).max(200).optional(),
     ...PageQuery,
@@ -64,7 +64,7 @@ export async function leaseRoutes(app: FastifyInstance, context: ApiContext): Pr
   addRoute(app, {
     method: 'GET',
     url: '/v1/leases',
-    summary: 'leases, oldest first, filtered by state, blueprint and holder',
+    summary: 'leases, oldest first unless order=newest, filtered by state (or live: all but destroyed), blueprint and holder',
     action: 'read',
     query: ListQuery,
     handler: async ({ query }) => {

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { LIFECYCLES } from '../../domain/lifecycle.ts';
 import { blueprintIdFilter } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
+import { stateFilterOf } from '../../read/stateFilter.ts';
 import { listResources, readResourceDetail } from '../../read/resources.ts';
 import type { ApiContext } from '../ApiContext.ts';
 import { addRoute } from '../route.ts';
@@ -10,7 +10,7 @@ import { BlueprintRef, IdParams, PageQuery } from '../schemas.ts';
 
 const ListQuery = z
   .object({
-    state: z.enum(Object.keys(LIFECYCLES.resource) as [string, ...string[]]).optional(),
+    state: stateFilterOf('resource').optional(),
     blueprint: BlueprintRef.optional(),
     ...PageQuery,
   })
@@ -22,7 +22,7 @@ export async function resourceRoutes(app: FastifyInstance, context: ApiContext):
   addRoute(app, {
     method: 'GET',
     url: '/v1/resources',
-    summary: 'resources, oldest first, filtered by state and blueprint',
+    summary: 'resources, oldest first unless order=newest, filtered by state (or live: all but destroyed) and blueprint',
     action: 'read',
     query: ListQuery,
     handler: async ({ query }) => {

@@ -130,7 +130,7 @@ export function addBlueprintCommands(program: Command): void {
       }),
     );
 
-  addPageOptions(blueprint.command('list').description('blueprints, oldest first')).action(
+  addPageOptions(blueprint.command('list').description('blueprints, newest first')).action(
     (options: PageOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const page = await listBlueprints(db, options);

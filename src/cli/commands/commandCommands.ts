@@ -28,14 +28,14 @@ export function addCommandCommands(program: Command): void {
   addPageOptions(
     commands
       .command('list')
-      .description('commands, oldest first')
+      .description('commands, newest first')
       .option('--status <status>', 'only commands with this status', parseWith(CommandStatusArg))
       .option('--kind <kind>', 'only commands of this kind', parseWith(CommandKindArg))
       .option('--target <kind:id>', 'only commands for this object, e.g. lease:12', parseWith(TargetRef)),
   ).action((options: ListOptions, command: Command) =>
     withTransport(command, async (transport, out) => {
-      const { status, kind, target, limit, after } = options;
-      const page = await transport.listCommands({ status, kind, target }, { limit, after });
+      const { status, kind, target, limit, after, order } = options;
+      const page = await transport.listCommands({ status, kind, target }, { limit, after, order });
       out.result(page, (p) => pageTable(p, COMMAND_COLUMNS));
     }),
   );

@@ -5,7 +5,7 @@ import { leaseSetUp } from '../../read/leases.ts';
 import { assertTreeSucceeded, carriesOn } from '../awaitTree.ts';
 import { CliFailure, EXIT } from '../exitStatus.ts';
 import { pageTable } from '../format.ts';
-import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } from '../options.ts';
+import { addPageOptions, addStateOptions, addWaitOptions, stateFilter, type StateListOptions, type WaitOptions } from '../options.ts';
 import type { Output } from '../output.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
 import { Duration, LeaseStateArg, parseWith, PositiveId, textUpTo } from '../parsers.ts';
@@ -30,8 +30,7 @@ interface RenewOptions extends WaitOptions {
   readonly heartbeat?: number;
 }
 
-interface ListOptions extends PageOptions {
-  readonly state?: string;
+interface ListOptions extends StateListOptions {
   readonly blueprint?: BlueprintRef;
   readonly holder?: string;
 }
@@ -88,16 +87,13 @@ export function addLeaseCommands(program: Command): void {
     );
 
   addPageOptions(
-    lease
-      .command('list')
-      .description('leases, oldest first')
-      .option('--state <state>', 'only leases in this state', parseWith(LeaseStateArg))
+    addStateOptions(lease.command('list').description('leases, newest first; live ones unless --all or --state'), 'leases', LeaseStateArg)
       .option('--blueprint <name|id>', 'only leases on this blueprint', parseWith(BlueprintRefArg))
       .option('--holder <name>', 'only leases of this holder', parseWith(textUpTo(200))),
   ).action((options: ListOptions, command: Command) =>
     withTransport(command, async (transport, out) => {
-      const { state, blueprint, holder, limit, after } = options;
-      const page = await transport.listLeases({ state, blueprint, holder }, { limit, after });
+      const { blueprint, holder, limit, after, order } = options;
+      const page = await transport.listLeases({ state: stateFilter(options), blueprint, holder }, { limit, after, order });
       out.result(page, (p) => pageTable(p, LEASE_COLUMNS));
     }),
   );

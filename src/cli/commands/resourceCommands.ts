@@ -3,7 +3,7 @@ import { blueprintIdFilter, type BlueprintRef } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { listResources, readResourceDetail } from '../../read/resources.ts';
 import { pageTable } from '../format.ts';
-import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } from '../options.ts';
+import { addPageOptions, addStateOptions, addWaitOptions, stateFilter, type StateListOptions, type WaitOptions } from '../options.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
 import { parseWith, PositiveId, ResourceStateArg } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
@@ -11,8 +11,7 @@ import { withSession } from '../session.ts';
 import { LocalTransport } from '../transport/LocalTransport.ts';
 import { RESOURCE_COLUMNS, renderResourceDetail } from '../views/resourceViews.ts';
 
-interface ListOptions extends PageOptions {
-  readonly state?: string;
+interface ListOptions extends StateListOptions {
   readonly blueprint?: BlueprintRef;
 }
 
@@ -46,15 +45,17 @@ export function addResourceCommands(program: Command): void {
     );
 
   addPageOptions(
-    resource
-      .command('list')
-      .description('resources, oldest first')
-      .option('--state <state>', 'only resources in this state', parseWith(ResourceStateArg))
-      .option('--blueprint <name|id>', 'only resources of this blueprint', parseWith(BlueprintRefArg)),
+    addStateOptions(
+      resource
+        .command('list')
+      .description('resources, newest first; live ones unless --all or --state'),
+      'resources',
+      ResourceStateArg,
+    ).option('--blueprint <name|id>', 'only resources of this blueprint', parseWith(BlueprintRefArg)),
   ).action((options: ListOptions, command: Command) =>
     withSession(command, async ({ db, out }) => {
       const blueprintId = await blueprintIdFilter(db, options.blueprint);
-      const page = await listResources(db, { state: options.state, blueprintId }, options);
+      const page = await listResources(db, { state: stateFilter(options), blueprintId }, options);
       out.result(page, (p) => pageTable(p, RESOURCE_COLUMNS));
     }),
   );

@@ -8,7 +8,7 @@ import { findCommand, listCommands, type CommandFilter } from '../../read/comman
 import { findLease, leaseSetUp, listLeases } from '../../read/leases.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { readObjectState } from '../../read/objectState.ts';
-import type { PageRequest } from '../../read/page.ts';
+import type { ListPage } from '../../read/page.ts';
 import { awaitTree } from '../awaitTree.ts';
 import type { Session } from '../session.ts';
 import type { CommandRequest, LeaseCreated, LeaseListFilter, LeaseRequest, Transport, Waiting } from './Transport.ts';
@@ -57,7 +57,7 @@ export class LocalTransport implements Transport {
     return { lease: await findLease(db, id), ...(await readHistory(db, { kind: 'lease', id })) };
   }
 
-  async listLeases(filter: LeaseListFilter, page: PageRequest) {
+  async listLeases(filter: LeaseListFilter, page: ListPage) {
     const { db } = this.session;
     const blueprintId = await blueprintIdFilter(db, filter.blueprint);
     return listLeases(db, { state: filter.state, blueprintId, holder: filter.holder }, page);
@@ -68,7 +68,7 @@ export class LocalTransport implements Transport {
     return { command: await findCommand(db, id), tree: await readCommandTree(db, id), callbacks: await readCallbacks(db, id) };
   }
 
-  listCommands(filter: CommandFilter, page: PageRequest) {
+  listCommands(filter: CommandFilter, page: ListPage) {
     return listCommands(this.session.db, filter, page);
   }
 }

@@ -5,7 +5,7 @@ import type { ObjectRef } from '../../queue/objectTables.ts';
 import type { CommandFilter } from '../../read/commands.ts';
 import { treeSettled, type CommandTreeNode } from '../../read/commandTree.ts';
 import { leaseSetUp, type LeaseView } from '../../read/leases.ts';
-import type { Page, PageRequest } from '../../read/page.ts';
+import type { Page, ListPage } from '../../read/page.ts';
 import { carriesOn } from '../awaitTree.ts';
 import { CliFailure, EXIT } from '../exitStatus.ts';
 import type { Output } from '../output.ts';
@@ -92,7 +92,7 @@ export class RemoteTransport implements Transport {
     return this.api.get<LeaseDetail>(`/v1/leases/${id}`);
   }
 
-  listLeases(filter: LeaseListFilter, page: PageRequest) {
+  listLeases(filter: LeaseListFilter, page: ListPage) {
     return this.api.get<Page<LeaseView>>(`/v1/leases${query({ ...filter, ...page })}`);
   }
 
@@ -100,7 +100,7 @@ export class RemoteTransport implements Transport {
     return this.api.get<CommandDetail>(`/v1/commands/${id}`);
   }
 
-  listCommands(filter: CommandFilter, page: PageRequest) {
+  listCommands(filter: CommandFilter, page: ListPage) {
     const target = filter.target && `${filter.target.kind}:${filter.target.id}`;
     return this.api.get<Page<CommandRow>>(`/v1/commands${query({ ...filter, target, ...page })}`);
   }

@@ -7,7 +7,7 @@ import type { CommandFilter } from '../../read/commands.ts';
 import type { CommandTreeNode } from '../../read/commandTree.ts';
 import type { LeaseView } from '../../read/leases.ts';
 import type { ObjectHistory } from '../../read/objectHistory.ts';
-import type { Page, PageRequest } from '../../read/page.ts';
+import type { Page, ListPage } from '../../read/page.ts';
 
 /**
  * How the lease and command subcommands reach Slipway: the database itself
@@ -24,9 +24,9 @@ export interface Transport {
   /** Queues a command and waits for it and everything it causes, or until the time is up. */
   requestCommandAndWait(request: CommandRequest, wait: Waiting<AppendResult>): Promise<CommandWaited>;
   showLease(id: number): Promise<LeaseDetail>;
-  listLeases(filter: LeaseListFilter, page: PageRequest): Promise<Page<LeaseView>>;
+  listLeases(filter: LeaseListFilter, page: ListPage): Promise<Page<LeaseView>>;
   showCommand(id: number): Promise<CommandDetail>;
-  listCommands(filter: CommandFilter, page: PageRequest): Promise<Page<CommandRow>>;
+  listCommands(filter: CommandFilter, page: ListPage): Promise<Page<CommandRow>>;
 }
 
 export interface LeaseRequest {

@@ -34,7 +34,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
     webAction: 'read',
     query: z.object(ListPaging).strict(),
     handler: async ({ query }, request, reply) => {
-      const page = await listBlueprints(db, { ...query, newestFirst: true });
+      const page = await listBlueprints(db, { ...query, order: 'newest' });
       const main = renderList<BlueprintRow>(request, {
         title: 'Blueprints',
         path: '/blueprints',
@@ -64,7 +64,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
     query: z.object({ state: stateFilter(RESOURCE_STATES), blueprint: blueprintFilter, ...ListPaging }).strict(),
     handler: async ({ query }, request, reply) => {
       const { state, blueprint, ...paging } = query;
-      const page = await listResources(db, { state, blueprintId: await blueprintIdFilter(db, blueprint) }, { ...paging, newestFirst: true });
+      const page = await listResources(db, { state, blueprintId: await blueprintIdFilter(db, blueprint) }, { ...paging, order: 'newest' });
       const main = renderList<ResourceView>(request, {
         title: 'Resources',
         path: '/resources',
@@ -92,7 +92,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
     handler: async ({ query }, request, reply) => {
       const { state, blueprint, holder, ...paging } = query;
       const filter = { state, holder, blueprintId: await blueprintIdFilter(db, blueprint) };
-      const page = await listLeases(db, filter, { ...paging, newestFirst: true });
+      const page = await listLeases(db, filter, { ...paging, order: 'newest' });
       const main = renderList<LeaseView>(request, {
         title: 'Leases',
         path: '/leases',
@@ -132,7 +132,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
       .strict(),
     handler: async ({ query }, request, reply) => {
       const { status, source, issuer, target, ...paging } = query;
-      const page = await listCommands(db, { status, source, issuedBy: issuer, target }, { ...paging, newestFirst: true });
+      const page = await listCommands(db, { status, source, issuedBy: issuer, target }, { ...paging, order: 'newest' });
       const main = renderList<CommandRow>(request, {
         title: 'Commands',
         path: '/commands',
