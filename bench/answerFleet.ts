@@ -4,7 +4,7 @@ import type { FromWorker, Message } from './workerProtocol.ts';
 /**
  * The worker side of WorkerFleet's IPC, for a forked worker process: each
  * message gets `handle`'s reply; the 'stopped' reply is the last, and the
- * process lets go of the benchmark after it. A failure ends the process,
+ * process exits once it is sent. A failure ends the process,
  * which the fleet reports. Call once the process has loaded and connected:
  * this announces it ready.
  */
@@ -13,11 +13,16 @@ export function answerFleet<To extends Message, From extends Message>(handle: (m
   process.on('message', (message: To) => {
     handle(message).then(
       (reply) => {
-        process.send!(reply);
-        if (reply.type === 'stopped') {
-          stopped = true;
-          process.disconnect();
+        if (reply.type !== 'stopped') {
+          process.send!(reply);
+          return;
         }
+        stopped = true;
+        // Exit once the reply is out, rather than when the event loop
+        // empties: a peer runner replaced after a fatal error may be stuck
+        // in a graceful shutdown that never ends (peerWorkerProcess.ts),
+        // and the fleet waits for this process's exit.
+        process.send!(reply, () => process.exit(0));
       },
       (error) => {
         log.error({ err: error }, `benchmark worker failed on ${message.type}`);
