@@ -16,17 +16,33 @@ import { csrfField } from './layout.ts';
  * button reads `busyLabel` and is disabled, the way Drydock said
  * "releasing…" until the object was gone. Where it is enabled is the state
  * table's: the states that accept its command.
+ *
+ * Every button here ends something, so each looks dangerous (`danger`). One
+ * that ends other people's work too asks first (`confirm`, shown by the
+ * browser before the form is sent): a resource's release releases every
+ * lease on it.
  */
 export interface ButtonSpec {
   readonly target: ObjectKind;
   readonly kind: string;
   readonly label: string;
   readonly busyLabel: string;
+  /** What to ask before the press is sent, if anything. */
+  readonly confirm?: (target: ButtonTarget) => string | undefined;
 }
 
 export const BUTTONS: readonly ButtonSpec[] = [
   { target: 'lease', kind: 'release', label: 'Release', busyLabel: 'releasing…' },
-  { target: 'resource', kind: 'release', label: 'Release', busyLabel: 'releasing…' },
+  {
+    target: 'resource',
+    kind: 'release',
+    label: 'Release',
+    busyLabel: 'releasing…',
+    confirm: ({ id, leases = 0 }) =>
+      leases === 0
+        ? undefined
+        : `Release resource ${id}? ${leases === 1 ? 'Its lease is released first, whoever holds it' : `Its ${leases} leases are released first, whoever holds them`}.`,
+  },
   { target: 'resource', kind: 'reclaim', label: 'Reclaim', busyLabel: 'reclaiming…' },
 ];
 
@@ -57,6 +73,8 @@ export interface ButtonTarget {
   /** The object's queued and running commands. */
   readonly queue: readonly Pick<CommandRow, 'kind'>[];
   readonly owner?: string;
+  /** The leases it holds slots for (a resource), whom a release would end too. */
+  readonly leases?: number;
 }
 
 /**
@@ -73,9 +91,10 @@ export function commandButtons(request: FastifyRequest, target: ButtonTarget): S
     const busy = underWayWhile(target.kind, spec.kind).some((kind) => inFlight.has(kind));
     const allowed = accepts(target.kind, target.state, spec.kind);
     const why = allowed ? '' : `a ${target.state} ${target.kind} takes no ${spec.kind} (only ${statesAccepting(target.kind, spec.kind).join(', ')})`;
+    const confirm = allowed ? spec.confirm?.(target) : undefined;
     return busy
       ? html`<button type="button" disabled class="busy" data-kind="${spec.kind}">${spec.busyLabel}</button>`
-      : html`<button type="submit" name="kind" value="${spec.kind}" data-kind="${spec.kind}"${allowed ? '' : html` disabled title="${why}"`}>${spec.label}</button>`;
+      : html`<button type="submit" name="kind" value="${spec.kind}" data-kind="${spec.kind}" class="danger"${confirm ? html` data-confirm="${confirm}"` : ''}${allowed ? '' : html` disabled title="${why}"`}>${spec.label}</button>`;
   });
   return html`<form class="actions" method="post" action="${objectHref(target.kind, target.id)}/commands" data-once>
   ${csrfField(request)}
@@ -90,6 +109,6 @@ export function cancelButton(request: FastifyRequest, command: CommandRow): Safe
   if (!mayAct(request, 'command.cancel', command.issued_by)) return html``;
   return html`<form class="actions inline" method="post" action="/commands/${command.id}/cancel" data-once>
   ${csrfField(request)}
-  <button type="submit" data-kind="cancel">Cancel command ${command.id}</button>
+  <button type="submit" data-kind="cancel" class="danger">Cancel command ${command.id}</button>
 </form>`;
 }

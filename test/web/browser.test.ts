@@ -106,6 +106,34 @@ describe('in a browser', () => {
     await context.close();
   });
 
+  test("releasing a resource that holds someone's lease asks first; declining sends nothing", async () => {
+    const lease = await operatorLease(env);
+    const { resource_id: resourceId } = await env.database.db.selectFrom('leases').select('resource_id').where('id', '=', lease.id).executeTakeFirstOrThrow();
+    const resourceReleases = () =>
+      env.database.db.selectFrom('commands').select('id').where('target_kind', '=', 'resource').where('target_id', '=', resourceId!).where('kind', '=', 'release').execute();
+    const context = await signedInContext(browser, env.server.url, env.as.operator.token!);
+    const page = await context.newPage();
+    await page.goto(`/resources/${resourceId}`);
+    const asked: string[] = [];
+    let answer = false;
+    page.on('dialog', (dialog) => {
+      asked.push(dialog.message());
+      void (answer ? dialog.accept() : dialog.dismiss());
+    });
+    await page.click('button[data-kind=release]');
+    expect(asked).toEqual([`Release resource ${resourceId}? Its lease is released first, whoever holds it.`]);
+    // Declined: still on the page, the form not spent, nothing queued.
+    expect(page.url()).not.toMatch(/outcome=/);
+    expect(await page.locator('button[data-kind=release]').isDisabled()).toBe(false);
+    expect(await resourceReleases()).toEqual([]);
+
+    answer = true;
+    await Promise.all([page.waitForURL(/outcome=queued/), page.click('button[data-kind=release]')]);
+    expect(asked).toHaveLength(2);
+    expect(await resourceReleases()).toHaveLength(1);
+    await context.close();
+  });
+
   test('a viewer sees no buttons, and its forged posts are refused and write nothing', async () => {
     const lease = await operatorLease(env);
     const context = await signedInContext(browser, env.server.url, env.as.viewer.token!, { width: 390, height: 844 });

@@ -199,7 +199,10 @@ describe('resource buttons', () => {
       expect((await client.post(`/resources/${resourceId}/commands`, { kind: 'reclaim' })).status).toBe(303);
       const resourcePage = await client.get(`/resources/${resourceId}`);
       expect(resourcePage.text).toMatch(/<button type="button" disabled class="busy" data-kind="reclaim">reclaiming…<\/button>/);
-      expect(resourcePage.text).toMatch(/name="kind" value="release" data-kind="release">Release</);
+      // Releasing the resource would end the lease on it too: the button says so before it is sent.
+      expect(resourcePage.text).toMatch(
+        /name="kind" value="release" data-kind="release" class="danger" data-confirm="Release resource \d+\? Its lease is released first, whoever holds it.">Release</,
+      );
       expect(resourcePage.text).toMatch(/<span class="goal">→ <span class="badge badge-destroyed[ "]/);
       await client.get(`/leases/${lease.id}`);
       expect((await client.post(`/leases/${lease.id}/commands`, { kind: 'release' })).status).toBe(303);
@@ -218,8 +221,9 @@ describe('resource buttons', () => {
     await env.as.operator.post(`/v1/leases/${lease.id}/commands?wait=30`, { kind: 'release' });
     const client = await signedIn('operator');
     const page = await client.get(`/resources/${resourceId}`);
-    expect(page.text).toMatch(/name="kind" value="release" data-kind="release">Release</);
-    expect(page.text).toMatch(/name="kind" value="reclaim" data-kind="reclaim">Reclaim</);
+    // No lease on it: nobody else's work ends, so nothing to confirm.
+    expect(page.text).toMatch(/name="kind" value="release" data-kind="release" class="danger">Release</);
+    expect(page.text).toMatch(/name="kind" value="reclaim" data-kind="reclaim" class="danger">Reclaim</);
     const answer = await client.post(`/resources/${resourceId}/commands`, { kind: 'reclaim', reason: 'idle' });
     expect(answer.headers.get('location')).toMatch(new RegExp(`^/resources/${resourceId}\\?command=\\d+&outcome=queued$`));
     await waitFor('the resource destroyed', async () => (await env.database.db.selectFrom('resources').select('state').where('id', '=', resourceId!).executeTakeFirstOrThrow()).state === 'destroyed');

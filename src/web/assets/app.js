@@ -4,10 +4,17 @@
 
 // A form marked data-once is sent once: its buttons are disabled right after
 // the browser has taken the pressed one's value (disabling it during the
-// submit event would drop that value).
+// submit event would drop that value). A button with data-confirm (one that
+// ends other people's work) asks first; without this script, the press is
+// sent as it is.
 document.addEventListener('submit', (event) => {
   const form = event.target;
   if (!(form instanceof HTMLFormElement) || !form.hasAttribute('data-once')) return;
+  const question = event.submitter?.dataset.confirm;
+  if (question && !form.dataset.sent && !window.confirm(question)) {
+    event.preventDefault();
+    return;
+  }
   if (form.dataset.sent) {
     event.preventDefault();
     return;

@@ -38,7 +38,7 @@ ${renderNotice(query)}
   <dt>Created</dt><dd>${when(resource.created_at)}</dd>
   <dt>Updated</dt><dd>${when(resource.updated_at)}</dd>
 </dl>
-${commandButtons(request, { kind: 'resource', id: resource.id, state: resource.state, queue })}
+${commandButtons(request, { kind: 'resource', id: resource.id, state: resource.state, queue, leases: resource.slots.length })}
 </section>
 <h2>Slots</h2>
 ${resource.slots.length === 0
