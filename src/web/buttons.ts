@@ -81,24 +81,30 @@ export interface ButtonTarget {
  * The object's buttons, in one form (one optional reason shared by them):
  * none for a role that may not act on it; each disabled, saying why, when
  * the state table does not accept its command in the object's state; and
- * "releasing…" while its command is in flight.
+ * "releasing…" while its command is in flight. The reason box shows only
+ * while some button can be pressed.
  */
 export function commandButtons(request: FastifyRequest, target: ButtonTarget): SafeHtml {
-  const specs = BUTTONS.filter((b) => b.target === target.kind);
   if (!mayAct(request, commandAction(target.kind), target.owner)) return html``;
   const inFlight = new Set(target.queue.map((c) => c.kind));
-  const buttons = specs.map((spec) => {
-    const busy = underWayWhile(target.kind, spec.kind).some((kind) => inFlight.has(kind));
-    const allowed = accepts(target.kind, target.state, spec.kind);
+  const specs = BUTTONS.filter((b) => b.target === target.kind).map((spec) => ({
+    spec,
+    busy: underWayWhile(target.kind, spec.kind).some((kind) => inFlight.has(kind)),
+    allowed: accepts(target.kind, target.state, spec.kind),
+  }));
+  const buttons = specs.map(({ spec, busy, allowed }) => {
+    if (busy) return html`<button type="button" disabled class="busy" data-kind="${spec.kind}">${spec.busyLabel}</button>`;
     const why = allowed ? '' : `a ${target.state} ${target.kind} takes no ${spec.kind} (only ${statesAccepting(target.kind, spec.kind).join(', ')})`;
     const confirm = allowed ? spec.confirm?.(target) : undefined;
-    return busy
-      ? html`<button type="button" disabled class="busy" data-kind="${spec.kind}">${spec.busyLabel}</button>`
-      : html`<button type="submit" name="kind" value="${spec.kind}" data-kind="${spec.kind}" class="danger"${confirm ? html` data-confirm="${confirm}"` : ''}${allowed ? '' : html` disabled title="${why}"`}>${spec.label}</button>`;
+    return html`<button type="submit" name="kind" value="${spec.kind}" data-kind="${spec.kind}" class="danger"${confirm ? html` data-confirm="${confirm}"` : ''}${allowed ? '' : html` disabled title="${why}"`}>${spec.label}</button>`;
   });
+  // A reason box only while a press is possible: nothing is left to explain on a destroyed object.
+  const reason = specs.some(({ busy, allowed }) => allowed && !busy)
+    ? html`<label>Reason <span class="muted">(optional)</span> <input type="text" name="reason" maxlength="1000" autocomplete="off"></label>`
+    : '';
   return html`<form class="actions" method="post" action="${objectHref(target.kind, target.id)}/commands" data-once>
   ${csrfField(request)}
-  <label>Reason <span class="muted">(optional)</span> <input type="text" name="reason" maxlength="1000" autocomplete="off"></label>
+  ${reason}
   ${buttons}
 </form>`;
 }

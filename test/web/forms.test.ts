@@ -160,7 +160,7 @@ describe('buttons and forms', () => {
     await client.post(`/leases/${lease.id}/commands`, { kind: 'release' });
     await waitFor('the lease destroyed', async () => (await env.database.db.selectFrom('leases').select('state').where('id', '=', lease.id).executeTakeFirstOrThrow()).state === 'destroyed');
     const page = await client.get(`/leases/${lease.id}`);
-    expect(page.text).toMatch(/value="release" data-kind="release" disabled title="a destroyed lease takes no release/);
+    expect(page.text).toMatch(/value="release" data-kind="release" class="danger" disabled title="a destroyed lease takes no release/);
     const late = await client.post(`/leases/${lease.id}/commands`, { kind: 'release' });
     const [release] = await releaseCommands(env, lease.id);
     expect(late.headers.get('location')).toBe(`/leases/${lease.id}?command=${release!.id}&outcome=done`);
@@ -228,8 +228,15 @@ describe('resource buttons', () => {
     expect(answer.headers.get('location')).toMatch(new RegExp(`^/resources/${resourceId}\\?command=\\d+&outcome=queued$`));
     await waitFor('the resource destroyed', async () => (await env.database.db.selectFrom('resources').select('state').where('id', '=', resourceId!).executeTakeFirstOrThrow()).state === 'destroyed');
     const after = await client.get(`/resources/${resourceId}`);
-    expect(after.text).toMatch(/value="release" data-kind="release" disabled title="a destroyed resource takes no release/);
-    expect(after.text).toMatch(/value="reclaim" data-kind="reclaim" disabled title="a destroyed resource takes no reclaim/);
+    expect(after.text).toMatch(/value="release" data-kind="release" class="danger" disabled title="a destroyed resource takes no release/);
+    expect(after.text).toMatch(/value="reclaim" data-kind="reclaim" class="danger" disabled title="a destroyed resource takes no reclaim/);
+    // What no longer applies is gone: no reason box with no button to press, no deadlines on a destroyed lease.
+    expect(page.text).toContain('name="reason"');
+    expect(after.text).not.toContain('name="reason"');
+    const leasePage = await client.get(`/leases/${lease.id}`);
+    expect(leasePage.text).toContain('badge-destroyed');
+    expect(leasePage.text).not.toContain('Heartbeat due');
+    expect(leasePage.text).not.toContain('name="reason"');
     const user = await signedIn('user');
     expect((await user.get(`/resources/${resourceId}`)).text).not.toContain('data-kind="reclaim"');
     expect((await user.post(`/resources/${resourceId}/commands`, { kind: 'release' })).status).toBe(403);

@@ -11,6 +11,7 @@ import { objectLink, orDash, stateFields, stateHeading, when } from '../format.t
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
+import { accepts } from '../../domain/lifecycle.ts';
 import { renderQueue, renderTimeline } from '../timeline.ts';
 
 /** `/leases/:id`: a lease's fields, its release button, its queue and its timeline. */
@@ -34,8 +35,13 @@ ${renderNotice(query)}
   <dt>Holder</dt><dd>${lease.holder}</dd>
   <dt>Blueprint</dt><dd><a href="/blueprints#blueprint-${lease.blueprint_id}">${lease.blueprint_name}</a></dd>
   <dt>Resource</dt><dd>${lease.resource_id === null ? orDash(null) : html`${objectLink('resource', lease.resource_id)} <span class="muted">slot ${lease.slot}</span>`}</dd>
-  <dt>Expires</dt><dd>${when(lease.expires_at)}</dd>
-  <dt>Heartbeat due</dt><dd>${when(lease.heartbeat_deadline)}</dd>
+  ${
+    // Deadlines matter only while a renewal could move them: a released or destroyed lease has none left.
+    accepts('lease', lease.state, 'renew')
+      ? html`<dt>Expires</dt><dd>${when(lease.expires_at)}</dd>
+  <dt>Heartbeat due</dt><dd>${when(lease.heartbeat_deadline)}</dd>`
+      : ''
+  }
   <dt>Message</dt><dd>${orDash(lease.message)}</dd>
   <dt>Created</dt><dd>${when(lease.created_at)}</dd>
   <dt>Updated</dt><dd>${when(lease.updated_at)}</dd>
