@@ -30,10 +30,16 @@ export function statusBadge(status: CommandStatus): SafeHtml {
   return badge(status, STATUS_TONES[status]);
 }
 
-/** An instant, in UTC to the second, with the exact value for machines. */
+/**
+ * An instant, in UTC to the second, with the exact value for machines and,
+ * on hover, to the millisecond (events of one second, in order). The page's
+ * script shows it relative to now ("3 min ago") and keeps it current
+ * (assets/app.js); without the script it stays as written here.
+ */
 export function when(at: Date | null | undefined): SafeHtml {
   if (!at) return html`<span class="muted">—</span>`;
-  return html`<time datetime="${at.toISOString()}">${at.toISOString().replace('T', ' ').slice(0, 19)}Z</time>`;
+  const exact = at.toISOString().replace('T', ' ');
+  return html`<time datetime="${at.toISOString()}" title="${exact}">${exact.slice(0, 19)}Z</time>`;
 }
 
 /** How long from one instant to another, for people ("1.2 s", "3 min"). */

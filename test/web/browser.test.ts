@@ -30,6 +30,10 @@ describe('in a browser', () => {
 
     await page.goto(`/leases/${lease.id}`);
     expect(await heading(page)).toContain('active');
+    // Times read relative to now, the exact UTC time to the millisecond on hover.
+    const created = page.locator('dt:has-text("Created") + dd time');
+    expect(await created.innerText()).toMatch(/^\d+(\.\d)? (s|min) ago$/);
+    expect(await created.getAttribute('title')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z$/);
     await screenshot(page, 'lease-active');
     await page.fill('input[name=reason]', 'finished the build');
     await Promise.all([page.waitForURL(/outcome=queued/), page.click('button[data-kind=release]')]);

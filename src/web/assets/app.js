@@ -71,8 +71,33 @@ async function refresh() {
   document.body.dataset.watch = page.body.dataset.watch || '';
   document.title = page.title;
   const line = status();
-  if (line) line.textContent = `live · updated ${new Date().toLocaleTimeString()}`;
+  if (line) line.textContent = `live · updated ${new Date().toISOString().slice(11, 19)}Z`;
+  showRelativeTimes();
 }
+
+// Times as people read them ("3 min ago", "in 2 h"), from each <time>'s
+// exact value; the exact UTC time stays on hover. Below ten seconds they
+// keep a tenth, so the events of one second still read in order.
+function relative(ms) {
+  const abs = Math.abs(ms);
+  const amount =
+    abs < 10_000 ? `${(abs / 1000).toFixed(1)} s`
+    : abs < 60_000 ? `${Math.round(abs / 1000)} s`
+    : abs < 3_600_000 ? `${Math.round(abs / 60_000)} min`
+    : abs < 172_800_000 ? `${Math.round(abs / 3_600_000)} h`
+    : `${Math.round(abs / 86_400_000)} d`;
+  return ms <= 0 ? `${amount} ago` : `in ${amount}`;
+}
+
+function showRelativeTimes() {
+  const now = Date.now();
+  for (const time of document.querySelectorAll('time[datetime]')) {
+    time.textContent = relative(Date.parse(time.getAttribute('datetime')) - now);
+  }
+}
+
+showRelativeTimes();
+setInterval(showRelativeTimes, 5000);
 
 function listen() {
   if (watched().length === 0) return;
