@@ -19,9 +19,11 @@ import type { ObjectKind } from '../../migrations/schema.ts';
  *                driver gave it one, and releasing it gives it back
  *   takesLeases  a blueprint in this state takes new leases
  *   tone         how the state reads to a person (the web UI colours its
- *                badge by it): good, waiting, quiet (off, or over), gone, bad
+ *                badge by it): good, waiting, busy (under way: a lease that
+ *                has its slot and is being activated), quiet (off, or
+ *                over), gone, bad
  */
-export type StateTone = 'good' | 'waiting' | 'quiet' | 'gone' | 'bad';
+export type StateTone = 'good' | 'waiting' | 'busy' | 'quiet' | 'gone' | 'bad';
 
 export interface StateSpec {
   readonly next: readonly string[];
@@ -47,7 +49,7 @@ const lease = {
     accepts: ['activate', 'grant', 'deny', 'release', 'renew'],
     isSettingUp: true,
     holdsSlot: true,
-    tone: 'waiting',
+    tone: 'busy',
   },
   active: { next: ['released', 'broken'], accepts: ['grant', 'deny', 'release', 'renew'], holdsSlot: true, tone: 'good' },
   released: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny'], tone: 'quiet' },

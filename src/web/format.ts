@@ -2,11 +2,8 @@ import type { CommandStatus, ObjectKind } from '../../migrations/schema.ts';
 import { type StateTone, toneOf } from '../domain/lifecycle.ts';
 import { html, type SafeHtml } from './html.ts';
 
-/** A badge's colour (app.css, `tone-*`): a state's tone from the state table, or `busy` for a running command. */
-type Tone = StateTone | 'busy';
-
 /** How each command status reads, in the tones of the state table. */
-const STATUS_TONES: Readonly<Record<CommandStatus, Tone>> = {
+const STATUS_TONES: Readonly<Record<CommandStatus, StateTone>> = {
   queued: 'waiting',
   running: 'busy',
   done: 'good',
@@ -16,7 +13,7 @@ const STATUS_TONES: Readonly<Record<CommandStatus, Tone>> = {
 };
 
 /** A value as text in a badge: the text says it, the colour (by its tone) only repeats it. */
-function badge(value: string, tone: Tone): SafeHtml {
+function badge(value: string, tone: StateTone): SafeHtml {
   return html`<span class="badge badge-${value} tone-${tone}">${value}</span>`;
 }
 

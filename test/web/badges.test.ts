@@ -17,7 +17,9 @@ test('every state of every kind, and every command status, has a badge colour in
 });
 
 test('a badge says its value, keeps its value as a class, and is coloured as the state table says', () => {
-  expect(String(stateBadge('lease', 'acquired'))).toBe('<span class="badge badge-acquired tone-waiting">acquired</span>');
+  expect(String(stateBadge('lease', 'acquired'))).toBe('<span class="badge badge-acquired tone-busy">acquired</span>');
+  // Acquired and pending are both on their way, told apart by colour too.
+  expect(toneOfBadge(stateBadge('lease', 'pending'))).toBe('waiting');
   expect(toneOfBadge(stateBadge('resource', 'active'))).toBe('good');
   expect(toneOfBadge(stateBadge('blueprint', 'disabled'))).toBe('quiet');
   expect(toneOfBadge(stateBadge('lease', 'broken'))).toBe(toneOfBadge(statusBadge('failed')));
