@@ -3,13 +3,14 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 
 /**
- * The UI's only two assets, hand-written and served from memory: no build
+ * The UI's only assets, hand-written and served from memory: no build
  * step, nothing fetched from elsewhere. Their URLs carry no version, so
  * browsers revalidate them (ETag) instead of caching them for good.
  */
 const ASSETS = [
   { url: '/assets/app.css', file: 'app.css', type: 'text/css; charset=utf-8' },
   { url: '/assets/app.js', file: 'app.js', type: 'text/javascript; charset=utf-8' },
+  { url: '/assets/favicon.svg', file: 'favicon.svg', type: 'image/svg+xml' },
 ] as const;
 
 export async function assetRoutes(app: FastifyInstance): Promise<void> {

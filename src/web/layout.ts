@@ -49,6 +49,7 @@ export function renderPage(request: FastifyRequest, { title, watch = [], main }:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Slipway</title>
 <link rel="stylesheet" href="/assets/app.css">
+<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">
 <script src="/assets/app.js" defer></script>
 </head>
 <body data-watch="${watch.join(' ')}">

@@ -242,3 +242,12 @@ describe('resource buttons', () => {
     expect((await user.post(`/resources/${resourceId}/commands`, { kind: 'release' })).status).toBe(403);
   });
 });
+
+test('every page names its icon, served from memory like the other assets', async () => {
+  const page = await (await signedIn('viewer')).get('/');
+  expect(page.text).toContain('<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">');
+  const icon = await fetch(`${env.server.url}/assets/favicon.svg`);
+  expect(icon.status).toBe(200);
+  expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+  expect(await icon.text()).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+});
