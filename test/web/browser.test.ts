@@ -138,6 +138,24 @@ describe('in a browser', () => {
     await context.close();
   });
 
+  test('on a phone, a lease page has its Release button above the fold and its timeline within the screen', async () => {
+    const lease = await operatorLease(env);
+    await env.as.operator.post(`/v1/leases/${lease.id}/commands`, { kind: 'renew', reason: 'a timeline entry with a reason' });
+    const context = await signedInContext(browser, env.server.url, env.as.operator.token!, { width: 390, height: 844 });
+    const page = await context.newPage();
+    await page.goto(`/leases/${lease.id}`);
+    const release = await page.locator('button[data-kind=release]').boundingBox();
+    expect(release!.y + release!.height).toBeLessThanOrEqual(844);
+    const timeline = await page.evaluate(() => {
+      const table = document.querySelector('table.timeline')!;
+      return { width: table.getBoundingClientRect().width, scrolls: table.parentElement!.scrollWidth > table.parentElement!.clientWidth };
+    });
+    expect(timeline.width).toBeLessThanOrEqual(390);
+    expect(timeline.scrolls).toBe(false);
+    await screenshot(page, 'lease-phone');
+    await context.close();
+  });
+
   test('a viewer sees no buttons, and its forged posts are refused and write nothing', async () => {
     const lease = await operatorLease(env);
     const context = await signedInContext(browser, env.server.url, env.as.viewer.token!, { width: 390, height: 844 });
