@@ -39,6 +39,16 @@ export function when(at: Date | null | undefined): SafeHtml {
   return html`<time datetime="${at.toISOString()}" title="${exact}">${exact.slice(0, 19)}Z</time>`;
 }
 
+/**
+ * An object's attributes (what a holder needs: a directory, a host name),
+ * one `key = value` line each, values as JSON; a dash for none.
+ */
+export function attributeList(attributes: unknown): SafeHtml {
+  const entries = Object.entries((attributes as Record<string, unknown> | null) ?? {});
+  if (entries.length === 0) return html`<span class="muted">—</span>`;
+  return html`<ul class="attributes">${entries.map(([key, value]) => html`<li><code>${key}</code> = <code>${JSON.stringify(value)}</code></li>`)}</ul>`;
+}
+
 /** How long from one instant to another, for people ("1.2 s", "3 min"). */
 export function took(from: Date | null | undefined, to: Date | null | undefined): string {
   if (!from || !to) return '—';

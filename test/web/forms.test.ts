@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';
+import { simulatedBlueprint } from '../api/support/fixtures.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { operatorLease, releaseCommands } from './support/webFixtures.ts';
 import { WebClient } from './support/WebClient.ts';
@@ -250,4 +251,13 @@ test('every page names its icon, served from memory like the other assets', asyn
   expect(icon.status).toBe(200);
   expect(icon.headers.get('content-type')).toBe('image/svg+xml');
   expect(await icon.text()).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+});
+
+test('a lease page shows its attributes, each value escaped', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const created = await env.as.operator.post('/v1/leases?wait=30', { blueprint: name, attributes: { team: 'ci', note: '<b>x</b>' } });
+  expect(created.status, JSON.stringify(created.body)).toBe(200);
+  const page = await (await signedIn('operator')).get(`/leases/${created.body.lease.id}`);
+  expect(page.text).toContain('<li><code>team</code> = <code>&quot;ci&quot;</code></li>');
+  expect(page.text).toContain('<li><code>note</code> = <code>&quot;&lt;b&gt;x&lt;/b&gt;&quot;</code></li>');
 });

@@ -7,7 +7,7 @@ import { findLease } from '../../read/leases.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { targetState } from '../../read/targetState.ts';
 import { cancelButton, commandButtons } from '../buttons.ts';
-import { objectLink, orDash, stateFields, stateHeading, when } from '../format.ts';
+import { attributeList, objectLink, orDash, stateFields, stateHeading, when } from '../format.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
@@ -42,6 +42,7 @@ ${renderNotice(query)}
   <dt>Heartbeat due</dt><dd>${when(lease.heartbeat_deadline)}</dd>`
       : ''
   }
+  <dt>Attributes</dt><dd>${attributeList(lease.attributes)}</dd>
   <dt>Message</dt><dd>${orDash(lease.message)}</dd>
   <dt>Created</dt><dd>${when(lease.created_at)}</dd>
   <dt>Updated</dt><dd>${when(lease.updated_at)}</dd>
