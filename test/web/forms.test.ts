@@ -261,3 +261,17 @@ test('a lease page shows its attributes, each value escaped', async () => {
   expect(page.text).toContain('<li><code>team</code> = <code>&quot;ci&quot;</code></li>');
   expect(page.text).toContain('<li><code>note</code> = <code>&quot;&lt;b&gt;x&lt;/b&gt;&quot;</code></li>');
 });
+
+test('a lease waiting for capacity says so on its page, with how many wait ahead of it', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin, {}, { maxResources: 1, leasesPerResource: 1 });
+  const holder = await env.as.operator.post('/v1/leases?wait=30', { blueprint: name });
+  expect(holder.status, JSON.stringify(holder.body)).toBe(200);
+  const first = (await env.as.operator.post('/v1/leases', { blueprint: name })).body.lease.id;
+  const second = (await env.as.operator.post('/v1/leases', { blueprint: name })).body.lease.id;
+  const client = await signedIn('operator');
+  const waiting = (id: number, place: string) =>
+    waitFor(`lease ${id} shown ${place}`, async () => new RegExp(`<dt>Waiting</dt><dd>for a free slot at ${name}: ${place}, since <time`).test((await client.get(`/leases/${id}`)).text));
+  await waiting(first, 'next in line');
+  await waiting(second, '1 ahead');
+  expect((await client.get(`/leases/${holder.body.lease.id}`)).text).not.toContain('<dt>Waiting</dt>');
+});

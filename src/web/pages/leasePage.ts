@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { addRoute } from '../../api/route.ts';
 import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
-import { findLease } from '../../read/leases.ts';
+import { findLease, placeInLine } from '../../read/leases.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { targetState } from '../../read/targetState.ts';
 import { cancelButton, commandButtons } from '../buttons.ts';
@@ -27,11 +27,15 @@ export async function leasePage(app: FastifyInstance, db: Db): Promise<void> {
       const lease = await findLease(db, params.id);
       const { queue, timeline } = await readHistory(db, { kind: 'lease', id: lease.id });
       const goal = targetState('lease', lease.state, queue);
+      const line = await placeInLine(db, lease.id);
       const main = html`${stateHeading(`Lease ${lease.id}`, 'lease', lease.state, goal)}
 ${renderNotice(query)}
 <section class="card">
 <dl class="fields">
   ${stateFields(lease.state, goal)}
+  ${line
+    ? html`<dt>Waiting</dt><dd>for a free slot at ${lease.blueprint_name}: ${line.ahead === 0 ? 'next in line' : `${line.ahead} ahead`}, since ${when(line.since)}</dd>`
+    : ''}
   <dt>Holder</dt><dd>${lease.holder}</dd>
   <dt>Blueprint</dt><dd><a href="/blueprints#blueprint-${lease.blueprint_id}">${lease.blueprint_name}</a></dd>
   <dt>Resource</dt><dd>${lease.resource_id === null ? orDash(null) : html`${objectLink('resource', lease.resource_id)} <span class="muted">slot ${lease.slot}</span>`}</dd>
