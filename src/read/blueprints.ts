@@ -55,6 +55,17 @@ export async function readBlueprintDetail(db: Db, ref: BlueprintRef): Promise<Bl
   };
 }
 
+/** A blueprint's waiting line, in the order it is served (oldest first): the first `limit` leases. */
+export function readWaitingLine(db: Db, blueprintId: number, limit: number) {
+  return waitingLeases(db)
+    .select(['w.lease_id', 'w.since', 'l.holder'])
+    .where('w.blueprint_id', '=', blueprintId)
+    .orderBy('w.since')
+    .orderBy('w.lease_id')
+    .limit(limit)
+    .execute();
+}
+
 export function listBlueprints(db: Db, page: ListPage): Promise<Page<BlueprintRow>> {
   return fetchPage(db.selectFrom('blueprints').selectAll(), 'blueprints.id', page);
 }

@@ -1,5 +1,5 @@
 import type { CommandStatus, ObjectKind } from '../../migrations/schema.ts';
-import { type StateTone, toneOf } from '../domain/lifecycle.ts';
+import { LIFECYCLES, type StateTone, toneOf } from '../domain/lifecycle.ts';
 import { html, type SafeHtml } from './html.ts';
 
 /** How each command status reads, in the tones of the state table. */
@@ -58,11 +58,11 @@ export function took(from: Date | null | undefined, to: Date | null | undefined)
   return `${Math.round(ms / 60_000)} min`;
 }
 
-/** Where each kind of object is shown: leases and resources have pages; a blueprint is a row of the blueprints list. */
+/** Where each kind of object is shown: each has a page of its own. */
 const OBJECT_HREF: Record<ObjectKind, (id: number) => string> = {
   lease: (id) => `/leases/${id}`,
   resource: (id) => `/resources/${id}`,
-  blueprint: (id) => `/blueprints#blueprint-${id}`,
+  blueprint: (id) => `/blueprints/${id}`,
 };
 
 export function objectHref(kind: ObjectKind, id: number): string {
@@ -71,6 +71,18 @@ export function objectHref(kind: ObjectKind, id: number): string {
 
 export function objectLink(kind: ObjectKind, id: number): SafeHtml {
   return html`<a href="${objectHref(kind, id)}">${kind} ${id}</a>`;
+}
+
+/** A link to an object's page that reads as its name (a blueprint's). */
+export function namedLink(kind: ObjectKind, id: number, name: string): SafeHtml {
+  return html`<a href="${objectHref(kind, id)}">${name}</a>`;
+}
+
+/** How many of a blueprint's leases or resources are in each state, each count a badge linking to that list. */
+export function stateCounts(kind: 'lease' | 'resource', byState: Record<string, number>, href: (state: string) => string): SafeHtml {
+  const shown = Object.keys(LIFECYCLES[kind]).filter((state) => (byState[state] ?? 0) > 0);
+  if (shown.length === 0) return html`<span class="muted">none</span>`;
+  return html`<span class="counts">${shown.map((state) => html`<a href="${href(state)}">${stateBadge(kind, state)} ${byState[state]}</a>`)}</span>`;
 }
 
 export function commandLink(id: number, kind?: string): SafeHtml {

@@ -6,6 +6,7 @@ import { eventStreamRoutes } from './eventStream.ts';
 import { installFormParsing } from './forms.ts';
 import { commandForms } from './pages/commandForms.ts';
 import { commandPage } from './pages/commandPage.ts';
+import { blueprintPage } from './pages/blueprintPage.ts';
 import { leasePage } from './pages/leasePage.ts';
 import { listPages } from './pages/lists.ts';
 import { overviewPage } from './pages/overview.ts';
@@ -32,6 +33,7 @@ export async function webRoutes(app: FastifyInstance, context: ApiContext): Prom
   await signInPages(app, context);
   await overviewPage(app, db);
   await listPages(app, db);
+  await blueprintPage(app, db);
   await leasePage(app, db);
   await resourcePage(app, db);
   await commandPage(app, db);

@@ -262,8 +262,8 @@ test('a lease page shows its attributes, each value escaped', async () => {
   expect(page.text).toContain('<li><code>note</code> = <code>&quot;&lt;b&gt;x&lt;/b&gt;&quot;</code></li>');
 });
 
-test('a lease waiting for capacity says so on its page, with how many wait ahead of it', async () => {
-  const { name } = await simulatedBlueprint(env.as.admin, {}, { maxResources: 1, leasesPerResource: 1 });
+test('a lease waiting for capacity says so on its page, with how many wait ahead of it; the blueprint page shows the line', async () => {
+  const { id: blueprintId, name } = await simulatedBlueprint(env.as.admin, {}, { maxResources: 1, leasesPerResource: 1 });
   const holder = await env.as.operator.post('/v1/leases?wait=30', { blueprint: name });
   expect(holder.status, JSON.stringify(holder.body)).toBe(200);
   const first = (await env.as.operator.post('/v1/leases', { blueprint: name })).body.lease.id;
@@ -273,5 +273,18 @@ test('a lease waiting for capacity says so on its page, with how many wait ahead
     waitFor(`lease ${id} shown ${place}`, async () => new RegExp(`<dt>Waiting</dt><dd>for a free slot at ${name}: ${place}, since <time`).test((await client.get(`/leases/${id}`)).text));
   await waiting(first, 'next in line');
   await waiting(second, '1 ahead');
-  expect((await client.get(`/leases/${holder.body.lease.id}`)).text).not.toContain('<dt>Waiting</dt>');
+  const holderPage = (await client.get(`/leases/${holder.body.lease.id}`)).text;
+  expect(holderPage).not.toContain('<dt>Waiting</dt>');
+  expect(holderPage).toContain(`<a href="/blueprints/${blueprintId}">${name}</a>`);
+
+  const page = await client.get(`/blueprints/${blueprintId}`);
+  expect(page.status).toBe(200);
+  expect(page.text).toContain(`<h1>Blueprint ${name} `);
+  expect(page.text).toMatch(/<dt>Limits<\/dt><dd>0–1 resources, 1 lease\(s\) each/);
+  // The line in the order it is served, then the resource the holder's lease is on.
+  const line = [...page.text.matchAll(/<tr><td>(\d+)<\/td><td><a href="\/leases\/(\d+)">/g)].map((m) => [Number(m[1]), Number(m[2])]);
+  expect(line).toEqual([[1, first], [2, second]]);
+  expect(page.text).toContain(`<a href="/resources/${holder.body.lease.resource_id}">resource ${holder.body.lease.resource_id}</a>`);
+  expect(page.text).toContain('<h2>Timeline</h2>');
+  expect((await client.get('/blueprints/999999')).status).toBe(404);
 });

@@ -7,7 +7,7 @@ import { findLease, placeInLine } from '../../read/leases.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { targetState } from '../../read/targetState.ts';
 import { cancelButton, commandButtons } from '../buttons.ts';
-import { attributeList, objectLink, orDash, stateFields, stateHeading, when } from '../format.ts';
+import { attributeList, namedLink, objectLink, orDash, stateFields, stateHeading, when } from '../format.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
@@ -37,7 +37,7 @@ ${renderNotice(query)}
     ? html`<dt>Waiting</dt><dd>for a free slot at ${lease.blueprint_name}: ${line.ahead === 0 ? 'next in line' : `${line.ahead} ahead`}, since ${when(line.since)}</dd>`
     : ''}
   <dt>Holder</dt><dd>${lease.holder}</dd>
-  <dt>Blueprint</dt><dd><a href="/blueprints#blueprint-${lease.blueprint_id}">${lease.blueprint_name}</a></dd>
+  <dt>Blueprint</dt><dd>${namedLink('blueprint', lease.blueprint_id, lease.blueprint_name)}</dd>
   <dt>Resource</dt><dd>${lease.resource_id === null ? orDash(null) : html`${objectLink('resource', lease.resource_id)} <span class="muted">slot ${lease.slot}</span>`}</dd>
   ${
     // Deadlines matter only while a renewal could move them: a released or destroyed lease has none left.

@@ -9,7 +9,7 @@ import { blueprintIdFilter, listBlueprints } from '../../read/blueprints.ts';
 import { listCommands } from '../../read/commands.ts';
 import { listLeases, type LeaseView } from '../../read/leases.ts';
 import { listResources, type ResourceView } from '../../read/resources.ts';
-import { commandLink, objectLink, orDash, stateBadge, statusBadge, when } from '../format.ts';
+import { commandLink, namedLink, objectLink, orDash, stateBadge, statusBadge, when } from '../format.ts';
 import { blank } from '../forms.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
@@ -43,7 +43,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
         rowId: (b) => `blueprint-${b.id}`,
         columns: [
           { header: 'Id', cell: (b) => b.id },
-          { header: 'Name', cell: (b) => b.name },
+          { header: 'Name', cell: (b) => namedLink('blueprint', b.id, b.name) },
           { header: 'State', cell: (b) => stateBadge('blueprint', b.state) },
           { header: 'Driver', cell: (b) => b.driver },
           { header: 'Resources', cell: (b) => html`<a href="/resources?blueprint=${b.id}">${b.live_resources} live</a> <span class="muted">(${b.min_resources}–${b.max_resources})</span>` },

@@ -1,19 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { addRoute } from '../../api/route.ts';
 import type { Db } from '../../db/Database.ts';
-import { LIFECYCLES } from '../../domain/lifecycle.ts';
 import { readOverview } from '../../read/overview.ts';
-import { commandLink, objectLink, stateBadge, statusBadge, took } from '../format.ts';
+import { commandLink, namedLink, objectLink, stateBadge, stateCounts, statusBadge, took } from '../format.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 
 /** Counts per state of one kind of object, in the state table's order, each linking to the list it counts. */
-function counts(kind: 'lease' | 'resource', byState: Record<string, number>, href: (state: string) => string) {
-  const shown = Object.keys(LIFECYCLES[kind]).filter((state) => (byState[state] ?? 0) > 0);
-  if (shown.length === 0) return html`<span class="muted">none</span>`;
-  return html`<span class="counts">${shown.map((state) => html`<a href="${href(state)}">${stateBadge(kind, state)} ${byState[state]}</a>`)}</span>`;
-}
-
 /** `/`: every blueprint with its resources and leases by state and its waiting leases, and the commands in flight. */
 export async function overviewPage(app: FastifyInstance, db: Db): Promise<void> {
   addRoute(app, {
@@ -30,12 +23,12 @@ ${overview.blueprints.length === 0 ? html`<p class="muted">No blueprints yet (<c
 <div class="cards">
 ${overview.blueprints.map(
   (b) => html`<section class="card" aria-label="blueprint ${b.name}">
-  <h3><a href="/blueprints#blueprint-${b.id}">${b.name}</a> ${stateBadge('blueprint', b.state)}</h3>
+  <h3>${namedLink('blueprint', b.id, b.name)} ${stateBadge('blueprint', b.state)}</h3>
   <dl class="fields">
     <dt>Driver</dt><dd>${b.driver}</dd>
-    <dt>Resources</dt><dd>${counts('resource', b.resourcesByState, (s) => `/resources?blueprint=${b.id}&state=${s}`)}
+    <dt>Resources</dt><dd>${stateCounts('resource', b.resourcesByState, (s) => `/resources?blueprint=${b.id}&state=${s}`)}
       <span class="muted">(${b.live_resources} of at most ${b.max_resources} live)</span></dd>
-    <dt>Leases</dt><dd>${counts('lease', b.leasesByState, (s) => `/leases?blueprint=${b.id}&state=${s}`)}</dd>
+    <dt>Leases</dt><dd>${stateCounts('lease', b.leasesByState, (s) => `/leases?blueprint=${b.id}&state=${s}`)}</dd>
     <dt>Waiting leases</dt><dd>${b.waitingLeases}</dd>
   </dl>
 </section>`,

@@ -7,7 +7,7 @@ import { readHistory } from '../../read/objectHistory.ts';
 import { readResourceDetail } from '../../read/resources.ts';
 import { targetState } from '../../read/targetState.ts';
 import { cancelButton, commandButtons } from '../buttons.ts';
-import { attributeList, objectLink, orDash, stateFields, stateHeading, when } from '../format.ts';
+import { attributeList, namedLink, objectLink, orDash, stateFields, stateHeading, when } from '../format.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
@@ -31,7 +31,7 @@ ${renderNotice(query)}
 <section class="card">
 <dl class="fields">
   ${stateFields(resource.state, goal)}
-  <dt>Blueprint</dt><dd><a href="/blueprints#blueprint-${resource.blueprint_id}">${resource.blueprint_name}</a></dd>
+  <dt>Blueprint</dt><dd>${namedLink('blueprint', resource.blueprint_id, resource.blueprint_name)}</dd>
   <dt>Slots used</dt><dd>${resource.used_slots} of ${resource.capacity}</dd>
   <dt>Idle since</dt><dd>${when(resource.idle_since)}</dd>
   <dt>Attributes</dt><dd>${attributeList(resource.attributes)}</dd>

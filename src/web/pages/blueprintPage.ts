@@ -1,0 +1,71 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { addRoute } from '../../api/route.ts';
+import { IdParams } from '../../api/schemas.ts';
+import type { Db } from '../../db/Database.ts';
+import { readBlueprintDetail, readWaitingLine } from '../../read/blueprints.ts';
+import { readHistory } from '../../read/objectHistory.ts';
+import { listResources } from '../../read/resources.ts';
+import { LIVE } from '../../read/stateFilter.ts';
+import { cancelButton } from '../buttons.ts';
+import { attributeList, objectLink, orDash, stateBadge, stateCounts, when } from '../format.ts';
+import { html } from '../html.ts';
+import { sendPage } from '../layout.ts';
+import { NoticeQuery, renderNotice } from '../notice.ts';
+import { renderQueue, renderTimeline } from '../timeline.ts';
+
+/** How many waiting leases and live resources the page lists; the rest are a link away. */
+const SHOWN = 20;
+
+/** `/blueprints/:id`: a blueprint's settings and limits, its usage, its waiting line, its live resources, its queue and its timeline. */
+export async function blueprintPage(app: FastifyInstance, db: Db): Promise<void> {
+  addRoute(app, {
+    method: 'GET',
+    url: '/blueprints/:id',
+    summary: 'a blueprint',
+    webAction: 'read',
+    params: IdParams,
+    query: z.object(NoticeQuery).strict(),
+    handler: async ({ params, query }, request, reply) => {
+      const blueprint = await readBlueprintDetail(db, params.id);
+      const { queue, timeline } = await readHistory(db, { kind: 'blueprint', id: blueprint.id });
+      const line = await readWaitingLine(db, blueprint.id, SHOWN);
+      const resources = await listResources(db, { state: LIVE, blueprintId: blueprint.id }, { limit: SHOWN, order: 'newest' });
+      const idle = blueprint.idle_timeout_ms === null ? 'kept while the warm minimum needs it' : `reclaimed after ${blueprint.idle_timeout_ms / 1000} s idle`;
+      const main = html`<h1>Blueprint ${blueprint.name} ${stateBadge('blueprint', blueprint.state)}</h1>
+${renderNotice(query)}
+<section class="card">
+<dl class="fields">
+  <dt>Id</dt><dd>${blueprint.id}</dd>
+  <dt>Driver</dt><dd>${blueprint.driver}</dd>
+  <dt>Settings</dt><dd>${attributeList(blueprint.settings)}</dd>
+  <dt>Limits</dt><dd>${blueprint.min_resources}–${blueprint.max_resources} resources, ${blueprint.leases_per_resource} lease(s) each; an idle resource is ${idle}</dd>
+  <dt>Resources</dt><dd>${stateCounts('resource', blueprint.resourcesByState, (s) => `/resources?blueprint=${blueprint.id}&state=${s}`)}
+    <span class="muted">(${blueprint.live_resources} of at most ${blueprint.max_resources} live)</span></dd>
+  <dt>Leases</dt><dd>${stateCounts('lease', blueprint.leasesByState, (s) => `/leases?blueprint=${blueprint.id}&state=${s}`)}</dd>
+  <dt>Waiting leases</dt><dd>${blueprint.waitingLeases}</dd>
+  <dt>Created</dt><dd>${when(blueprint.created_at)}</dd>
+  <dt>Updated</dt><dd>${when(blueprint.updated_at)}</dd>
+</dl>
+</section>
+<h2>Waiting line</h2>
+${line.length === 0
+  ? html`<p class="muted">No lease waits for capacity.</p>`
+  : html`<div class="table-wrap"><table><thead><tr><th>Place</th><th>Lease</th><th>Holder</th><th>Waiting since</th></tr></thead>
+<tbody>${line.map((w, n) => html`<tr><td>${n + 1}</td><td>${objectLink('lease', w.lease_id)}</td><td>${w.holder}</td><td>${when(w.since)}</td></tr>`)}</tbody></table></div>
+${blueprint.waitingLeases > line.length ? html`<p class="muted">and ${blueprint.waitingLeases - line.length} more.</p>` : ''}`}
+<h2>Live resources</h2>
+${resources.items.length === 0
+  ? html`<p class="muted">None.</p>`
+  : html`<div class="table-wrap"><table><thead><tr><th>Resource</th><th>State</th><th>Slots used</th><th>Idle since</th><th>Message</th></tr></thead>
+<tbody>${resources.items.map(
+      (r) => html`<tr><td>${objectLink('resource', r.id)}</td><td>${stateBadge('resource', r.state)}</td><td>${r.used_slots} of ${r.capacity}</td><td>${when(r.idle_since)}</td><td>${orDash(r.message)}</td></tr>`,
+    )}</tbody></table></div>
+${resources.next === null ? '' : html`<p><a href="/resources?blueprint=${blueprint.id}">All of its resources</a></p>`}`}
+${renderQueue(queue, (c) => cancelButton(request, c))}
+${await renderTimeline(db, 'blueprint', timeline)}`;
+      // Its leases and resources change it without a command of its own: refreshed as lists are.
+      return sendPage(request, reply, { title: `Blueprint ${blueprint.name}`, watch: [`blueprint:${blueprint.id}`, '*'], main });
+    },
+  });
+}
