@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
@@ -55,15 +55,31 @@ export async function readBlueprintDetail(db: Db, ref: BlueprintRef): Promise<Bl
   };
 }
 
-/** A blueprint's waiting line, in the order it is served (oldest first): the first `limit` leases. */
-export function readWaitingLine(db: Db, blueprintId: number, limit: number) {
+/**
+ * The waiting leases of the blueprints `blueprintIds` selects, each with how
+ * many wait ahead of it: the line in the order the blueprint serves it
+ * (oldest first, as waitingLine.ts reads it).
+ */
+function waitingLine(db: Db, blueprintIds: number | RawBuilder<number>) {
   return waitingLeases(db)
-    .select(['w.lease_id', 'w.since', 'l.holder'])
-    .where('w.blueprint_id', '=', blueprintId)
-    .orderBy('w.since')
-    .orderBy('w.lease_id')
-    .limit(limit)
-    .execute();
+    .select([
+      'w.lease_id',
+      'w.since',
+      'l.holder',
+      sql<number>`(row_number() over (partition by w.blueprint_id order by w.since, w.lease_id) - 1)::int`.as('ahead'),
+    ])
+    .where('w.blueprint_id', '=', blueprintIds);
+}
+
+/** A blueprint's waiting line, in the order it is served: the first `limit` leases. */
+export function readWaitingLine(db: Db, blueprintId: number, limit: number) {
+  return waitingLine(db, blueprintId).orderBy('ahead').limit(limit).execute();
+}
+
+/** Where a lease stands in its blueprint's waiting line, and since when it waits; undefined when it is not waiting. */
+export function placeInLine(db: Db, leaseId: number): Promise<{ ahead: number; since: Date } | undefined> {
+  const itsBlueprint = sql<number>`(select blueprint_id from blueprint_waiters where lease_id = ${leaseId})`;
+  return db.selectFrom(waitingLine(db, itsBlueprint).as('line')).select(['line.ahead', 'line.since']).where('line.lease_id', '=', leaseId).executeTakeFirst();
 }
 
 export function listBlueprints(db: Db, page: ListPage): Promise<Page<BlueprintRow>> {

@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { LeaseRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
@@ -34,22 +33,6 @@ export async function findLease(db: Db, id: number): Promise<LeaseView> {
   const row = await leasesWithBlueprint(db).where('leases.id', '=', id).executeTakeFirst();
   if (!row) throw new NotFoundError('lease', id);
   return row;
-}
-
-/**
- * Where a lease stands in its blueprint's waiting line: how many pending
- * leases wait ahead of it (the line is served oldest first), and since when
- * it waits; undefined when it is not waiting.
- */
-export async function placeInLine(db: Db, leaseId: number): Promise<{ ahead: number; since: Date } | undefined> {
-  const { rows } = await sql<{ ahead: number; since: Date }>`
-    select w.since,
-           (select count(*)::int from blueprint_waiters o join leases l on l.id = o.lease_id
-            where o.blueprint_id = w.blueprint_id and l.state = 'pending' and (o.since, o.lease_id) < (w.since, w.lease_id)) as ahead
-    from blueprint_waiters w join leases me on me.id = w.lease_id
-    where w.lease_id = ${leaseId} and me.state = 'pending'
-  `.execute(db);
-  return rows[0];
 }
 
 export function listLeases(db: Db, filter: LeaseFilter, page: ListPage): Promise<Page<LeaseView>> {

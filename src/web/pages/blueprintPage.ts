@@ -31,7 +31,8 @@ export async function blueprintPage(app: FastifyInstance, db: Db): Promise<void>
       const { queue, timeline } = await readHistory(db, { kind: 'blueprint', id: blueprint.id });
       const line = await readWaitingLine(db, blueprint.id, SHOWN);
       const resources = await listResources(db, { state: LIVE, blueprintId: blueprint.id }, { limit: SHOWN, order: 'newest' });
-      const idle = blueprint.idle_timeout_ms === null ? 'kept while the warm minimum needs it' : `reclaimed after ${blueprint.idle_timeout_ms / 1000} s idle`;
+      const idle =
+        blueprint.idle_timeout_ms === null ? 'an idle resource is kept' : `an idle resource beyond the minimum is reclaimed after ${blueprint.idle_timeout_ms / 1000} s`;
       const main = html`<h1>Blueprint ${blueprint.name} ${stateBadge('blueprint', blueprint.state)}</h1>
 ${renderNotice(query)}
 <section class="card">
@@ -39,7 +40,7 @@ ${renderNotice(query)}
   <dt>Id</dt><dd>${blueprint.id}</dd>
   <dt>Driver</dt><dd>${blueprint.driver}</dd>
   <dt>Settings</dt><dd>${attributeList(blueprint.settings)}</dd>
-  <dt>Limits</dt><dd>${blueprint.min_resources}–${blueprint.max_resources} resources, ${blueprint.leases_per_resource} lease(s) each; an idle resource is ${idle}</dd>
+  <dt>Limits</dt><dd>${blueprint.min_resources}–${blueprint.max_resources} resources, ${blueprint.leases_per_resource} lease(s) each; ${idle}</dd>
   <dt>Resources</dt><dd>${stateCounts('resource', blueprint.resourcesByState, (s) => `/resources?blueprint=${blueprint.id}&state=${s}`)}
     <span class="muted">(${blueprint.live_resources} of at most ${blueprint.max_resources} live)</span></dd>
   <dt>Leases</dt><dd>${stateCounts('lease', blueprint.leasesByState, (s) => `/leases?blueprint=${blueprint.id}&state=${s}`)}</dd>
@@ -52,7 +53,7 @@ ${renderNotice(query)}
 ${line.length === 0
   ? html`<p class="muted">No lease waits for capacity.</p>`
   : html`<div class="table-wrap"><table><thead><tr><th>Place</th><th>Lease</th><th>Holder</th><th>Waiting since</th></tr></thead>
-<tbody>${line.map((w, n) => html`<tr><td>${n + 1}</td><td>${objectLink('lease', w.lease_id)}</td><td>${w.holder}</td><td>${when(w.since)}</td></tr>`)}</tbody></table></div>
+<tbody>${line.map((w) => html`<tr><td>${w.ahead + 1}</td><td>${objectLink('lease', w.lease_id)}</td><td>${w.holder}</td><td>${when(w.since)}</td></tr>`)}</tbody></table></div>
 ${blueprint.waitingLeases > line.length ? html`<p class="muted">and ${blueprint.waitingLeases - line.length} more.</p>` : ''}`}
 <h2>Live resources</h2>
 ${resources.items.length === 0
