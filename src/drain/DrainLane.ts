@@ -288,6 +288,8 @@ export class DrainLane {
     const run: Decided[] = [];
     let last = head;
     let handler = p.handler;
+    // Handlers in runs call no driver; their contexts still carry one, as every context does.
+    const marks = new RunningMarks(this.pool);
     for (const command of p.held.following) {
       if (!runGoesOnAfter(ref.kind, last.command.kind, handler, last.outcome)) break;
       const object = rowAfter(last.object as ObjectRow, last.outcome);
@@ -297,11 +299,7 @@ export class DrainLane {
       const outcome =
         step.step === 'settled'
           ? step.outcome
-          : await step.handler.decide(
-              step.handler.readsInTransaction ? trx : refusingQueries(ref, command.kind),
-              this.context(p.held, object, command, step.payload, new RunningMarks(this.pool)),
-              undefined,
-            );
+          : await step.handler.decide(decisionDb(trx, step.handler, ref, command.kind), this.context(p.held, object, command, step.payload, marks), undefined);
       last = { target: ref, object, command, outcome };
       run.push(last);
     }
@@ -387,7 +385,7 @@ export class DrainLane {
     const decided: Decided[] = [];
     for (const p of applying) {
       const { ref, object, head } = p.held;
-      const outcome = p.outcome ?? (await p.handler!.decide(p.handler!.readsInTransaction ? trx : refusingQueries(ref, head.kind), p.ctx!, p.effect));
+      const outcome = p.outcome ?? (await p.handler!.decide(decisionDb(trx, p.handler!, ref, head.kind), p.ctx!, p.effect));
       const first: Decided = { target: ref, object, command: head, outcome };
       decided.push(first, ...(runs ? await this.decideRun(trx, p, first) : []));
     }
@@ -543,6 +541,11 @@ class RunningMarks {
 
 /** Compiles the statements the lane sends itself. */
 const COMPILER = compileOnly('the drain lane compiles statements with this; it runs none');
+
+/** What a decision queries through: the step's transaction if its handler reads in it, else a Db that refuses every query. */
+function decisionDb(trx: Db, handler: CommandHandler<ObjectKind>, ref: ObjectRef, kind: string): Db {
+  return handler.readsInTransaction ? trx : refusingQueries(ref, kind);
+}
 
 const refusals = new Map<string, Db>();
 /** A Db for decisions that declared no reads: any query is a bug in the handler, named here. */
