@@ -17,7 +17,7 @@ import { rowAfter, runGoesOnAfter } from './commandRun.ts';
 import { commandStep, driverCall, handlerOf } from './commandStep.ts';
 import { asVersionConflict, type Decided, stepStatements, VersionConflictError } from './commitOutcome.ts';
 import { backoffMs, driverFailure } from './driverFailure.ts';
-import type { BatchRead, CommandHandler, HandlerContext, ObjectTypes, Outcome } from './Handler.ts';
+import { type BatchRead, type CommandHandler, type HandlerContext, type ObjectTypes, type Outcome, readsInTransaction } from './Handler.ts';
 import { commandNotice, noticesStatement } from './sql/announcements.ts';
 import { claimStatement } from './sql/claim.ts';
 import { lockVersionsStatement } from './sql/lockVersions.ts';
@@ -296,10 +296,12 @@ export class DrainLane {
       const step = commandStep(ref, object.state, command);
       if (step.step === 'unknown' || (step.step === 'handle' && !step.handler.inRuns)) break;
       handler = step.step === 'handle' ? step.handler : undefined;
-      const outcome =
-        step.step === 'settled'
-          ? step.outcome
-          : await step.handler.decide(decisionDb(trx, step.handler, ref, command.kind), this.context(p.held, object, command, step.payload, marks), undefined);
+      let outcome: Outcome;
+      if (step.step === 'settled') outcome = step.outcome;
+      else {
+        const ctx = this.context(p.held, object, command, step.payload, marks);
+        outcome = await step.handler.decide(decisionDb(trx, step.handler, ctx, ref, command.kind), ctx, undefined);
+      }
       last = { target: ref, object, command, outcome };
       run.push(last);
     }
@@ -377,15 +379,15 @@ export class DrainLane {
     const lock = lockVersionsStatement(applying.map((p) => ({ ...p.held.ref, version: p.held.object.version })));
     const inTransaction = applying.some(
       (p) =>
-        (!p.outcome && p.handler?.readsInTransaction) ||
-        (runs && p.held.following.some((c) => handlerOf(p.held.ref.kind, c.kind)?.readsInTransaction)),
+        (!p.outcome && readsInTransaction(p.handler, p.ctx)) ||
+        (runs && p.held.following.some((c) => readsInTransaction(handlerOf(p.held.ref.kind, c.kind)))),
     );
     if (inTransaction) await this.send(client, ['begin', lock], []);
     const trx = kyselyOnClient(client);
     const decided: Decided[] = [];
     for (const p of applying) {
       const { ref, object, head } = p.held;
-      const outcome = p.outcome ?? (await p.handler!.decide(decisionDb(trx, p.handler!, ref, head.kind), p.ctx!, p.effect));
+      const outcome = p.outcome ?? (await p.handler!.decide(decisionDb(trx, p.handler!, p.ctx!, ref, head.kind), p.ctx!, p.effect));
       const first: Decided = { target: ref, object, command: head, outcome };
       decided.push(first, ...(runs ? await this.decideRun(trx, p, first) : []));
     }
@@ -543,8 +545,8 @@ class RunningMarks {
 const COMPILER = compileOnly('the drain lane compiles statements with this; it runs none');
 
 /** What a decision queries through: the step's transaction if its handler reads in it, else a Db that refuses every query. */
-function decisionDb(trx: Db, handler: CommandHandler<ObjectKind>, ref: ObjectRef, kind: string): Db {
-  return handler.readsInTransaction ? trx : refusingQueries(ref, kind);
+function decisionDb(trx: Db, handler: CommandHandler<ObjectKind>, ctx: HandlerContext<ObjectKind>, ref: ObjectRef, kind: string): Db {
+  return readsInTransaction(handler, ctx) ? trx : refusingQueries(ref, kind);
 }
 
 const refusals = new Map<string, Db>();

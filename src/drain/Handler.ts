@@ -87,7 +87,10 @@ export interface BatchRead<R, C = HandlerContext<ObjectKind>> {
  *   the effects of a step's objects run concurrently;
  * - `readsInTransaction`: the decision queries under the step's row locks
  *   (a capacity decision), so the step opens its transaction before the
- *   decisions run; without it `decide` is pure and costs no round trip;
+ *   decisions run; without it `decide` is pure and costs no round trip. A
+ *   handler that queries only in some cases says which (a predicate of its
+ *   context, asked before the decision): the common case then costs the
+ *   step nothing;
  * - `inRuns`: the command may be decided right after another command of
  *   the same object in one step (a run, see DrainLane), on the row as that
  *   one's outcome left it in memory. Only for a handler with no `read` and
@@ -102,9 +105,20 @@ export interface BatchRead<R, C = HandlerContext<ObjectKind>> {
 export interface CommandHandler<K extends ObjectKind, E = any, P = any, R = any> {
   readonly read?: BatchRead<R, HandlerContext<K, P, R>>;
   effect?(ctx: HandlerContext<K, P, R>): Promise<E>;
-  readonly readsInTransaction?: true;
+  readonly readsInTransaction?: true | ((ctx: HandlerContext<K, P, R>) => boolean);
   readonly inRuns?: true;
   decide(trx: Db, ctx: HandlerContext<K, P, R>, effect: E): Promise<Outcome<K>> | Outcome<K>;
+}
+
+/**
+ * Whether the handler's decision queries under the step's row locks. Without
+ * a context (a command that may join a run, not yet decided), a predicate
+ * counts as yes.
+ */
+export function readsInTransaction<K extends ObjectKind>(handler: CommandHandler<K> | undefined, ctx?: HandlerContext<K>): boolean {
+  const reads = handler?.readsInTransaction;
+  if (typeof reads === 'function') return ctx === undefined || reads(ctx);
+  return reads === true;
 }
 
 /**

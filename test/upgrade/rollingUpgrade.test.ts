@@ -126,7 +126,7 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
 }
 
 /** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = '2f0cac81617b9cf65c751a05f375e90ee015a23b';
+const PREVIOUS_RELEASE = 'c4f3a9fb6dc0d96592fb7d0b4bbcea1bb7933257';
 const hasPreviousRelease = (() => {
   try {
     execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });

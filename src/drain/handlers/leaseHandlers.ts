@@ -165,7 +165,7 @@ export const LEASE_HANDLERS = {
   activate: {
     read: heldResource,
     // The heartbeat deadline is counted on the database's clock.
-    readsInTransaction: true,
+    readsInTransaction: (ctx) => ctx.object.heartbeat_ms !== null,
     effect: (ctx: Ctx<ResourceIdentity>) => ctx.driver().activateLease(heldCall(ctx)),
     async decide(trx: Db, ctx: Ctx, result: DriverResult) {
       // The heartbeat clock starts now: the holder has something to beat for.
@@ -203,8 +203,9 @@ export const LEASE_HANDLERS = {
   release: {
     read: heldResource,
     // A skipped expiry release looks again under the lease's row lock: a
-    // plain release may have joined it since the effect looked.
-    readsInTransaction: true,
+    // plain release may have joined it since the effect looked. Only an
+    // expiry release can be skipped; a plain one decides from its effect.
+    readsInTransaction: (ctx) => ctx.payload.ifExpired === true,
     async effect(ctx: CtxOf<'release', ResourceIdentity>) {
       if (!(await releaseWanted(ctx.db, ctx))) return { skipped: true };
       if (holdsSlot('lease', ctx.object.state)) await ctx.driver().releaseLease(heldCall(ctx));
