@@ -153,6 +153,8 @@ const BAD_PAGES: readonly BadPage[] = [
   { what: 'a NUL in a button reason', path: (f) => `/leases/${f.lease}/commands`, form: { kind: 'release', reason: 'a\u0000b' }, status: 400, says: /body\.reason: must not contain the NUL/ },
   { what: 'a button for a command id far too large', path: () => '/commands/99999999999999999999/cancel', form: {}, status: 400, says: /params\.id/ },
   { what: 'a malformed session cookie (treated as none)', path: () => '/leases', cookie: 'slipway_session=%zz', status: 303, says: /^\/sign-in\?next=/ },
+  { what: 'a Cookie header of no cookie at all (treated as none)', path: () => '/leases', cookie: '=;;=; slipway_session', status: 303, says: /^\/sign-in\?next=/ },
+  { what: 'a malformed sign-in form cookie (a CSRF refusal)', path: () => '/sign-in', cookie: 'slipway_sign_in="%E0%A4%A', form: { _csrf: 'not-the-cookie', token: 'x' }, status: 403, says: /CSRF token does not match/ },
 ];
 
 test(`${BAD_PAGES.length} kinds of bad web request: each a 4xx page naming the problem (or no session), with nothing written`, async () => {

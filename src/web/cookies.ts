@@ -1,24 +1,22 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import fastifyCookie from '@fastify/cookie';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** The web UI's cookies: the session, and the sign-in form's CSRF token (before there is a session). */
 export const SESSION_COOKIE = 'slipway_session';
 export const SIGN_IN_COOKIE = 'slipway_sign_in';
 
-/** The cookie's value; undefined when it is absent or not valid percent-encoding (no cookie we set is: it is treated as none). */
-export function readCookie(request: FastifyRequest, name: string): string | undefined {
-  for (const part of (request.headers.cookie ?? '').split(';')) {
-    const at = part.indexOf('=');
-    if (at > 0 && part.slice(0, at).trim() === name) return decoded(part.slice(at + 1).trim());
-  }
-  return undefined;
+/**
+ * Parses the Cookie header of the web UI's requests (@fastify/cookie). A
+ * malformed header or value is no error: a cookie that cannot be read is
+ * treated as absent, so the request is answered as one without a session.
+ */
+export async function installCookies(app: FastifyInstance): Promise<void> {
+  await app.register(fastifyCookie);
 }
 
-function decoded(value: string): string | undefined {
-  try {
-    return decodeURIComponent(value);
-  } catch {
-    return undefined;
-  }
+/** The cookie's value, or undefined when the request has none by that name. */
+export function readCookie(request: FastifyRequest, name: string): string | undefined {
+  return request.cookies[name];
 }
 
 /**
@@ -28,11 +26,7 @@ function decoded(value: string): string | undefined {
  * with fastify's trustProxy, through a proxy saying so).
  */
 export function setCookie(request: FastifyRequest, reply: FastifyReply, name: string, value: string, maxAgeS: number): void {
-  const attributes = [`${name}=${encodeURIComponent(value)}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', `Max-Age=${maxAgeS}`];
-  if (request.protocol === 'https') attributes.push('Secure');
-  const previous = reply.getHeader('set-cookie');
-  const cookies = previous === undefined ? [] : Array.isArray(previous) ? previous : [String(previous)];
-  reply.header('set-cookie', [...cookies, attributes.join('; ')]);
+  reply.setCookie(name, value, { path: '/', httpOnly: true, sameSite: 'strict', maxAge: maxAgeS, secure: request.protocol === 'https' });
 }
 
 export function clearCookie(request: FastifyRequest, reply: FastifyReply, name: string): void {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiContext } from '../api/ApiContext.ts';
 import { assetRoutes } from './assets.ts';
 import { ChangeFeed } from './changeFeed.ts';
+import { installCookies } from './cookies.ts';
 import { eventStreamRoutes } from './eventStream.ts';
 import { installFormParsing } from './forms.ts';
 import { commandForms } from './pages/commandForms.ts';
@@ -24,6 +25,7 @@ import { installWebErrors } from './webErrors.ts';
 export async function webRoutes(app: FastifyInstance, context: ApiContext): Promise<void> {
   const { db } = context.database;
   installWebErrors(app);
+  await installCookies(app);
   installWebAuthentication(app, db);
   installFormParsing(app, context.config.SLIPWAY_API_BODY_LIMIT_BYTES);
   const feed = new ChangeFeed(context.notices);
