@@ -1,7 +1,8 @@
 import { loadConfig } from '../src/config.ts';
 import { Database } from '../src/db/Database.ts';
 import { createLogger } from '../src/log.ts';
-import { SlipwayWorker, workerPoolSize } from '../src/worker/SlipwayWorker.ts';
+import { SlipwayWorker } from '../src/worker/SlipwayWorker.ts';
+import { workerPoolSize } from '../src/worker/workerPoolSize.ts';
 import { answerFleet } from './answerFleet.ts';
 import { PeakRss } from './peakRss.ts';
 import type { FromWorker, ToWorker } from './workerProtocol.ts';

@@ -82,9 +82,17 @@ export function exitStatusOf(error: unknown): ExitStatus {
     const body = { code: error.error.code ?? CODE_BY_EXIT[error.exitCode] ?? 'failed', message: error.message, details: error.error.details ?? {} };
     return { exitCode: error.exitCode, message: error.message, body, unexpected: false };
   }
+  if ((error as { code?: unknown }).code === UNDEFINED_TABLE) {
+    // A database Slipway never migrated (a new embedded server, or the wrong DATABASE_URL).
+    const message = `the database has no Slipway schema (${(error as Error).message}): run \`slipway db migrate\`, or \`npm start\`, which migrates`;
+    return { exitCode: EXIT.failed, message, body: { code: 'schema_missing', message, details: {} }, unexpected: false };
+  }
   const message = oneLine(error instanceof Error ? error.message : String(error));
   return { exitCode: EXIT.failed, message, body: { code: 'internal', message, details: {} }, unexpected: true };
 }
+
+/** PostgreSQL's SQLSTATE for a table that does not exist. */
+const UNDEFINED_TABLE = '42P01';
 
 function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ').trim();

@@ -18,7 +18,8 @@ import type { ObjectKind } from '../../migrations/schema.ts';
 import { loadConfig } from '../../src/config.ts';
 import { Database } from '../../src/db/Database.ts';
 import { createLogger } from '../../src/log.ts';
-import { SlipwayWorker, workerPoolSize } from '../../src/worker/SlipwayWorker.ts';
+import { SlipwayWorker } from '../../src/worker/SlipwayWorker.ts';
+import { workerPoolSize } from '../../src/worker/workerPoolSize.ts';
 
 forgetVersions(process.env.SLIPWAY_TEST_FORGET_VERSIONS ?? '');
 const config = loadConfig();

@@ -2,10 +2,9 @@ import type { Command } from 'commander';
 import type { Config } from '../../config.ts';
 import { migrate } from '../../db/migrate.ts';
 import { pendingMigrations } from '../../read/pendingMigrations.ts';
-import { workerPoolSize } from '../../worker/SlipwayWorker.ts';
+import { workerPoolSize } from '../../worker/workerPoolSize.ts';
 import { describeDatabase, describeMigrations } from '../databaseStatus.ts';
 import { CliFailure, EXIT } from '../exitStatus.ts';
-import { runService } from '../runService.ts';
 import { withSession, type Session } from '../session.ts';
 
 /**
@@ -16,6 +15,13 @@ import { withSession, type Session } from '../session.ts';
  */
 const SERVICE_SESSION = { logLevel: 'info', poolSize: (config: Config) => workerPoolSize(config) + API_CONNECTIONS } as const;
 const API_CONNECTIONS = 10;
+
+/**
+ * The service itself (the API server, the worker, graphile-worker, fastify)
+ * is loaded only by the commands that run it: every other CLI call would
+ * otherwise pay for loading it before doing anything (see docs/cli.md).
+ */
+const runService: typeof import('../runService.ts').runService = async (...args) => (await import('../runService.ts')).runService(...args);
 
 /** `start`, `worker`, `api` and `db migrate`: running Slipway and keeping its schema. */
 export function addServiceCommands(program: Command): void {
