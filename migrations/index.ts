@@ -18,6 +18,7 @@ import * as callbackDispatch from './0016_callback_dispatch.ts';
 import * as stepsIndependentOfBacklog from './0017_steps_independent_of_backlog.ts';
 import * as fewerCommandIndexEntries from './0018_fewer_command_index_entries.ts';
 import * as runsOfCommands from './0019_runs_of_commands.ts';
+import * as usageSamples from './0020_usage_samples.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '0017_steps_independent_of_backlog': stepsIndependentOfBacklog,
   '0018_fewer_command_index_entries': fewerCommandIndexEntries,
   '0019_runs_of_commands': runsOfCommands,
+  '0020_usage_samples': usageSamples,
 };

@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0019_runs_of_commands.
+-- Slipway's schema (`public`) after migration 0020_usage_samples.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -17,6 +17,21 @@ create table public.api_tokens (
   constraint api_tokens_role_check CHECK ((role = ANY (ARRAY['viewer'::text, 'user'::text, 'operator'::text, 'admin'::text]))),
   constraint api_tokens_secret_sha256_key UNIQUE (secret_sha256)
 );
+
+create table public.blueprint_usage_samples (
+  pass_id bigint not null,
+  blueprint_id bigint not null,
+  leases jsonb not null,
+  leases_waiting integer not null,
+  resources jsonb not null,
+  leases_activated integer,
+  wait_p50_ms integer,
+  wait_p95_ms integer,
+  constraint blueprint_usage_samples_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id) ON DELETE CASCADE,
+  constraint blueprint_usage_samples_pass_id_fkey FOREIGN KEY (pass_id) REFERENCES public.usage_samples(pass_id) ON DELETE CASCADE,
+  constraint blueprint_usage_samples_pkey PRIMARY KEY (pass_id, blueprint_id)
+);
+CREATE INDEX blueprint_usage_samples_by_blueprint ON public.blueprint_usage_samples USING btree (blueprint_id, pass_id);
 
 create table public.blueprint_waiters (
   lease_id bigint not null,
@@ -277,6 +292,21 @@ create table public.static_pool_claims (
   constraint static_pool_claims_pkey PRIMARY KEY (blueprint_id, entry),
   constraint static_pool_claims_resource_id_key UNIQUE (resource_id)
 );
+
+create table public.usage_samples (
+  pass_id bigint not null,
+  sampled_at timestamp with time zone not null default now(),
+  last_command_id bigint not null,
+  last_event_id bigint not null,
+  commands_appended integer,
+  commands_failed integer,
+  leases_activated integer,
+  wait_p50_ms integer,
+  wait_p95_ms integer,
+  constraint usage_samples_pass_id_fkey FOREIGN KEY (pass_id) REFERENCES public.gc_passes(id) ON DELETE CASCADE,
+  constraint usage_samples_pkey PRIMARY KEY (pass_id)
+);
+CREATE INDEX usage_samples_recent ON public.usage_samples USING btree (sampled_at);
 
 create table public.web_sessions (
   id_sha256 text not null,

@@ -188,6 +188,34 @@ export interface GcPassesTable {
   message: string | null;
 }
 
+/** One collector pass's sample of the whole system (migration 0020): the marks the next sample counts from, and the commands since the previous one. */
+export interface UsageSamplesTable {
+  pass_id: number;
+  sampled_at: TimestampDefault;
+  last_command_id: number;
+  last_event_id: number;
+  /** Commands appended since the previous sample (null in a first sample). */
+  commands_appended: number | null;
+  /** Commands that failed since the previous sample (null in a first sample). */
+  commands_failed: number | null;
+  /** Leases made active since the previous sample, and how long they waited (null: none, or a first sample). */
+  leases_activated: number | null;
+  wait_p50_ms: number | null;
+  wait_p95_ms: number | null;
+}
+
+/** One blueprint's use in a sample: live leases and resources by state, its waiting line, and the waits of the leases made active since the previous sample. */
+export interface BlueprintUsageSamplesTable {
+  pass_id: number;
+  blueprint_id: number;
+  leases: Json;
+  leases_waiting: number;
+  resources: Json;
+  leases_activated: number | null;
+  wait_p50_ms: number | null;
+  wait_p95_ms: number | null;
+}
+
 export type TokenRole = 'viewer' | 'user' | 'operator' | 'admin';
 
 export interface ApiTokensTable {
@@ -242,6 +270,8 @@ export interface DB {
   command_callbacks: CommandCallbacksTable;
   callback_attempts: CallbackAttemptsTable;
   gc_passes: GcPassesTable;
+  usage_samples: UsageSamplesTable;
+  blueprint_usage_samples: BlueprintUsageSamplesTable;
   api_tokens: ApiTokensTable;
   idempotency_keys: IdempotencyKeysTable;
   web_sessions: WebSessionsTable;

@@ -48,6 +48,8 @@ export class GcPass {
   constructor(
     readonly db: Db,
     readonly settings: GcSettings,
+    /** Its gc_passes row, which what it records belongs to. */
+    readonly passId: number,
   ) {
     this.deadline = Date.now() + settings.budgetMs;
   }

@@ -9,14 +9,15 @@ import { expireLeases } from './expireLeases.ts';
 import { GcPass, type GcSettings, type StepReport } from './GcPass.ts';
 import { PRUNED, pruneHistory } from './pruneHistory.ts';
 import { reclaimIdleResources } from './reclaimIdleResources.ts';
+import { sampleUsage } from './sampleUsage.ts';
 import { topUpWarmMinimum } from './topUpWarmMinimum.ts';
 
 /**
  * The steps of a pass, in order: leases that ran out first (their releases
  * free capacity), then reclaims for leases still waiting, then the warm
- * minimum, then history.
+ * minimum, then history, and last a sample of use for the web UI's charts.
  */
-const STEPS = { expireLeases, reclaimIdleResources, topUpWarmMinimum, pruneHistory } as const;
+const STEPS = { expireLeases, reclaimIdleResources, topUpWarmMinimum, pruneHistory, sampleUsage } as const;
 export type StepName = keyof typeof STEPS;
 
 export type GcTrigger = GcPassRow['trigger'];
@@ -77,7 +78,7 @@ export async function runCollectorPass(
       message = 'another collector pass was running';
     } else {
       try {
-        const pass = new GcPass(db, settings);
+        const pass = new GcPass(db, settings, record.id);
         for (const [name, step] of Object.entries(STEPS) as Array<[StepName, (p: GcPass) => Promise<StepReport>]>) {
           steps[name] = await step(pass);
         }

@@ -8,6 +8,9 @@ import { waitFor } from '../helpers/waitFor.ts';
 import { commandsOf } from '../helpers/objectHistory.ts';
 import { handDrainSuite, TEST_GC } from './support/handDrain.ts';
 
+/** A pass made only to call request(), which records nothing of a pass: no gc_passes row is needed. */
+const NO_PASS_ROW = 0;
+
 // Reclaim and the warm minimum with the drain and the collector run by hand.
 const alice = { issuedBy: 'alice@host', source: 'cli' } as const;
 const { db, hand } = handDrainSuite();
@@ -107,7 +110,7 @@ describe('reclaim races', () => {
     const [second] = await leases('taken', 1);
     await hand.all();
     expect((await lease(second!)).resource_id).toBe(resource!.id);
-    const action = await new GcPass(db(), TEST_GC).request({ kind: 'resource', id: resource!.id }, 'reclaim', 'idle (as the collector saw it)');
+    const action = await new GcPass(db(), TEST_GC, NO_PASS_ROW).request({ kind: 'resource', id: resource!.id }, 'reclaim', 'idle (as the collector saw it)');
     await hand.all();
     const reclaim = (await commandsOf(db(), 'resource', resource!.id)).find((c) => c.id === action.commandId)!;
     expect(reclaim).toMatchObject({ status: 'failed', message: 'not reclaimed: 1 lease(s) hold it' });
@@ -126,7 +129,7 @@ describe('reclaim races', () => {
     const [next] = await leases('behind', 1);
     await hand.one('lease', next!);
     // ...and the collector's reclaim is queued behind it (preempting it).
-    await new GcPass(db(), TEST_GC).request({ kind: 'resource', id: resource!.id }, 'reclaim', 'idle');
+    await new GcPass(db(), TEST_GC, NO_PASS_ROW).request({ kind: 'resource', id: resource!.id }, 'reclaim', 'idle');
     // Refused, the lease asks again a moment later (a yielded retry).
     await waitFor('the lease to be served elsewhere', async () => {
       await hand.all();

@@ -1,6 +1,9 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { runCollectorPass } from '../../src/gc/runCollector.ts';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';
+import { TEST_GC } from '../gc/support/handDrain.ts';
+import { testLog } from '../helpers/testDatabase.ts';
 import { launchBrowser, screenshot, signedInContext } from './support/browser.ts';
 import { operatorLease, releaseCommands } from './support/webFixtures.ts';
 
@@ -172,6 +175,39 @@ describe('in a browser', () => {
     }, lease.id);
     expect(statuses).toEqual([403, 403]);
     expect(await releaseCommands(env, lease.id)).toEqual([]);
+    await context.close();
+  });
+
+  test("the overview and a blueprint's page chart the collector's samples, and a release shows in the next one", async () => {
+    const pass = () => runCollectorPass(env.database, TEST_GC, 'cli', testLog);
+    await pass();
+    const lease = await operatorLease(env);
+    const { id: blueprintId } = await env.database.db.selectFrom('blueprints').select('id').where('name', '=', lease.blueprint).executeTakeFirstOrThrow();
+    await pass();
+    const context = await signedInContext(browser, env.server.url, env.as.operator.token!);
+    const page = await context.newPage();
+    await page.goto(`/leases/${lease.id}`);
+    await Promise.all([page.waitForURL(/outcome=queued/), page.click('button[data-kind=release]')]);
+    await page.waitForFunction(() => document.querySelector('h1')?.textContent?.includes('destroyed'), null, { timeout: 30_000 });
+    await pass();
+
+    const values = async (chart: string, series: string) =>
+      (await page.locator(`[data-chart="${chart}"] [data-series="${series}"]`).getAttribute('data-values'))!.split(',');
+    await page.goto(`/blueprints/${blueprintId}`);
+    // Active in the sample before the release, gone in the one after it.
+    const active = await values('leases', 'active');
+    expect(active.at(-1)).toBe('0');
+    expect(active).toContain('1');
+    // Its wait (created → active) was sampled once it was active.
+    expect((await values('waits', 'p50')).some((v) => v !== '' && Number(v) >= 0)).toBe(true);
+    const drawn = await page.locator('[data-chart="leases"] svg').boundingBox();
+    expect(drawn!.width).toBeGreaterThan(100);
+    expect(await page.locator('[data-chart="leases"] [data-series="active"] polyline').count()).toBeGreaterThan(0);
+    await screenshot(page, 'blueprint-charts');
+
+    await page.goto('/');
+    expect(Number((await values('commands', 'appended')).at(-1))).toBeGreaterThan(0);
+    expect(await page.locator('[data-chart]').count()).toBe(4);
     await context.close();
   });
 

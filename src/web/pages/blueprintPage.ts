@@ -6,6 +6,7 @@ import type { Db } from '../../db/Database.ts';
 import { readBlueprintDetail, readWaitingLine } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { listResources } from '../../read/resources.ts';
+import { readUsage } from '../../read/usage.ts';
 import { LIVE } from '../../read/stateFilter.ts';
 import { cancelButton } from '../buttons.ts';
 import { attributeList, objectLink, orDash, stateBadge, stateCounts, when } from '../format.ts';
@@ -13,11 +14,12 @@ import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
 import { renderQueue, renderTimeline } from '../timeline.ts';
+import { usageCharts } from '../usageCharts.ts';
 
 /** How many waiting leases and live resources the page lists; the rest are a link away. */
 const SHOWN = 20;
 
-/** `/blueprints/:id`: a blueprint's settings and limits, its usage, its waiting line, its live resources, its queue and its timeline. */
+/** `/blueprints/:id`: a blueprint's settings and limits, its usage now and over the last hour, its waiting line, its live resources, its queue and its timeline. */
 export async function blueprintPage(app: FastifyInstance, db: Db): Promise<void> {
   addRoute(app, {
     method: 'GET',
@@ -30,6 +32,7 @@ export async function blueprintPage(app: FastifyInstance, db: Db): Promise<void>
       const blueprint = await readBlueprintDetail(db, params.id);
       const { queue, timeline } = await readHistory(db, { kind: 'blueprint', id: blueprint.id });
       const line = await readWaitingLine(db, blueprint.id, SHOWN);
+      const usage = await readUsage(db, blueprint.id);
       const resources = await listResources(db, { state: LIVE, blueprintId: blueprint.id }, { limit: SHOWN, order: 'newest' });
       const idle =
         blueprint.idle_timeout_ms === null ? 'an idle resource is kept' : `an idle resource beyond the minimum is reclaimed after ${blueprint.idle_timeout_ms / 1000} s`;
@@ -49,6 +52,8 @@ ${renderNotice(query)}
   <dt>Updated</dt><dd>${when(blueprint.updated_at)}</dd>
 </dl>
 </section>
+<h2>The last hour</h2>
+${usageCharts(usage, { commands: false })}
 <h2>Waiting line</h2>
 ${line.length === 0
   ? html`<p class="muted">No lease waits for capacity.</p>`

@@ -2,12 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import { addRoute } from '../../api/route.ts';
 import type { Db } from '../../db/Database.ts';
 import { readOverview } from '../../read/overview.ts';
+import { readUsage } from '../../read/usage.ts';
 import { commandLink, namedLink, objectLink, stateBadge, stateCounts, statusBadge, took } from '../format.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
+import { usageCharts } from '../usageCharts.ts';
 
-/** Counts per state of one kind of object, in the state table's order, each linking to the list it counts. */
-/** `/`: every blueprint with its resources and leases by state and its waiting leases, and the commands in flight. */
+/** `/`: every blueprint with its resources and leases by state and its waiting leases, the last hour's use in charts, and the commands in flight. */
 export async function overviewPage(app: FastifyInstance, db: Db): Promise<void> {
   addRoute(app, {
     method: 'GET',
@@ -16,6 +17,7 @@ export async function overviewPage(app: FastifyInstance, db: Db): Promise<void> 
     webAction: 'read',
     handler: async (_input, request, reply) => {
       const overview = await readOverview(db);
+      const usage = await readUsage(db);
       const now = new Date();
       const main = html`<h1>Overview</h1>
 <h2>Blueprints</h2>
@@ -34,6 +36,8 @@ ${overview.blueprints.map(
 </section>`,
 )}
 </div>
+<h2>The last hour</h2>
+${usageCharts(usage, { commands: true })}
 <h2>Commands in flight</h2>
 <p><a href="/commands?status=queued">${statusBadge('queued')} ${overview.inFlight.queued}</a>
    <a href="/commands?status=running">${statusBadge('running')} ${overview.inFlight.running}</a></p>
