@@ -86,6 +86,8 @@ interface Planned {
   effect?: unknown;
   /** The driver call in flight (see EFFECT_JOIN_MS); resolves, never rejects, once `outcome` or `effect` is known. */
   running?: Promise<void>;
+  /** Its command's `running` mark, for a call that outlived its step's join window (see RunningMarks). */
+  marked?: Promise<void>;
   effectDone?: boolean;
   /** A kind or version this worker does not know: handed on untouched. */
   readonly handOff?: string;
@@ -105,11 +107,11 @@ const keyOf = (ref: ObjectRef) => `${ref.kind}:${ref.id}`;
  * A step, in round trips:
  * 1. the declared reads of the step's handlers, one statement per read for
  *    all of them (BatchRead), if any handler declares one;
- * 2. the commands that call a driver marked running (asynchronously
- *    committed), and then every effect at once, with no transaction open,
- *    on other connections of the pool; the step waits EFFECT_JOIN_MS for
- *    them, and a call still running then is left in flight: its object
- *    joins a later step, the one after its call returns;
+ * 2. every effect at once, with no transaction open, on other connections
+ *    of the pool; the step waits EFFECT_JOIN_MS for them, and a call still
+ *    running then is left in flight, its command marked running
+ *    (RunningMarks): its object joins a later step, the one after its call
+ *    returns;
  * 3. if a decision reads under row locks (`readsInTransaction`): `begin`
  *    and the rows locked and version-checked, then those decisions' queries;
  * 4. ONE round trip that commits every outcome (sql/lockVersions.ts first,
@@ -230,7 +232,7 @@ export class DrainLane {
   private async step(client: pg.PoolClient, finishing = false): Promise<void> {
     if (this.options.chaosDelayMs > 0) await sleep(Math.random() * this.options.chaosDelayMs);
     const pickedUpAt = Date.now();
-    const marks = new RunningMarks(this.pool);
+    const marks = new RunningMarks(this.pool, this.log);
     const fresh = finishing ? [] : [...this.held.values()].filter((h) => !this.inFlight.has(keyOf(h.ref))).map((h) => this.plan(h, marks));
     await readAll(kyselyOnClient(client), fresh);
     for (const p of fresh) {
@@ -248,11 +250,14 @@ export class DrainLane {
       // Every held object waits on a call: wait for the first to return, looking for new work meanwhile.
       await Promise.race([...[...this.inFlight.values()].map((p) => p.running), sleep(IN_FLIGHT_CLAIM_MS)]);
     }
+    marks.markOutlived(started.filter((p) => !p.effectDone));
     for (const [key, p] of this.inFlight) {
       if (!p.effectDone) continue;
       this.inFlight.delete(key);
       ready.push(p);
     }
+    // A mark still on its way must land before the outcome that replaces it.
+    await Promise.all(ready.map((p) => p.marked));
     await this.commit(client, ready, pickedUpAt);
   }
 
@@ -274,7 +279,7 @@ export class DrainLane {
       blueprint,
       read: undefined,
       db: this.database.db,
-      driver: () => validatingDriver(drivers.forBlueprint(blueprint), () => marks.mark(command.id), blueprint.driver),
+      driver: () => validatingDriver(drivers.forBlueprint(blueprint), async () => marks.called(command.id), blueprint.driver),
       call: driverCall(ref, command, blueprint),
     };
   }
@@ -289,7 +294,7 @@ export class DrainLane {
     let last = head;
     let handler = p.handler;
     // Handlers in runs call no driver; their contexts still carry one, as every context does.
-    const marks = new RunningMarks(this.pool);
+    const marks = new RunningMarks(this.pool, this.log);
     for (const command of p.held.following) {
       if (!runGoesOnAfter(ref.kind, last.command.kind, handler, last.outcome)) break;
       const object = rowAfter(last.object as ObjectRow, last.outcome);
@@ -393,7 +398,7 @@ export class DrainLane {
     }
     const statements = stepStatements(trx, decided);
     const handOffs = planned.filter((p) => p.handOff).map((p) => this.handOffStatement(p));
-    const updates = statements.objectUpdates.filter((u): u is CompiledQuery => u !== undefined);
+    const updates = statements.objectUpdates.map((u) => u.query);
     const heldRefs = [...this.held.values()].map((h) => h.ref);
     const want = statements.woken.filter((w) => !this.held.has(keyOf(w)));
     const room = this.options.only ? 0 : Math.max(0, this.options.maxHeld - this.held.size);
@@ -414,14 +419,13 @@ export class DrainLane {
 
     // The rows the outcomes changed, as they now are.
     let n = 0;
-    statements.objectUpdates.forEach((update, i) => {
-      if (!update) return;
+    for (const { target } of statements.objectUpdates) {
       const row = results[n++]!.rows[0] as ObjectRow;
-      const h = this.held.get(keyOf(decided[i]!.target))!;
+      const h = this.held.get(keyOf(target))!;
       recordRowCommitted(h.ref.kind, h.object, row, new Map([[h.blueprint.id, h.blueprint]]));
       h.object = row;
       if (h.ref.kind === 'blueprint') h.blueprint = row as BlueprintRow;
-    });
+    }
     const claimed = results[n]!.rows as CommandRow[];
     const next = new Map<string, CommandRow[]>();
     for (const c of results[n + 1]!.rows as CommandRow[]) {
@@ -507,37 +511,53 @@ async function committedAlready(client: pg.PoolClient, planned: readonly Planned
 }
 
 /**
- * Marks commands running as their driver calls go out: the calls of one
- * step that start together share one asynchronously committed update.
+ * Marks commands `running` whose driver calls outlive their step's join
+ * window (EFFECT_JOIN_MS): a VM booting shows as running within 50 ms of
+ * its call going out. A call that returns within the window is committed
+ * with its outcome in the same step, queued to done, with no mark: a mark
+ * would cost a transaction and a row version (with an entry in most of the
+ * commands' indexes, as status is in their predicates) only to be
+ * overwritten a moment later, and the calls were made to wait for it. The
+ * marks of one step share one asynchronously committed update, on the pool:
+ * the lane's connection goes on with the step. They are hints (a crash loses
+ * at most a mark; the command is applied again either way), so a failed one
+ * is logged, never fatal; the lane waits for a mark before it commits the
+ * outcome that replaces it, and the update touches only commands still
+ * queued.
  */
 class RunningMarks {
-  private pending: number[] = [];
-  private flushing: Promise<void> | undefined;
-  private readonly marked = new Set<number>();
+  private readonly calledIds = new Set<number>();
 
-  /** On the pool: a call in flight may mark its command while the lane's connection is in its next step. */
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly log: Logger,
+  ) {}
 
-  mark(commandId: number): Promise<void> {
-    if (this.marked.has(commandId)) return this.flushing ?? Promise.resolve();
-    this.marked.add(commandId);
-    this.pending.push(commandId);
-    this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-      const ids = this.pending;
-      this.pending = [];
-      this.flushing = undefined;
-      const client = await this.pool.connect();
-      let failure: Error | undefined;
-      try {
-        await client.query(await simpleQueryText(client, asynchronously([markRunningStatement(ids)])));
-      } catch (error) {
-        failure = error as Error;
-        throw error;
-      } finally {
-        client.release(failure);
-      }
-    });
-    return this.flushing;
+  /** A driver call goes out for this command. */
+  called(commandId: number): void {
+    this.calledIds.add(commandId);
+  }
+
+  /** Marks running the commands of `planned` whose driver was called, and records the mark on each. */
+  markOutlived(planned: readonly Planned[]): void {
+    const marking = planned.filter((p) => this.calledIds.has(p.held.head.id));
+    if (marking.length === 0) return;
+    const marked = this.update(marking.map((p) => p.held.head.id));
+    for (const p of marking) p.marked = marked;
+  }
+
+  private async update(ids: number[]): Promise<void> {
+    let client: pg.PoolClient | undefined;
+    let failure: Error | undefined;
+    try {
+      client = await this.pool.connect();
+      await client.query(await simpleQueryText(client, asynchronously([markRunningStatement(ids)])));
+    } catch (error) {
+      failure = error as Error;
+      this.log.warn({ err: error, commands: ids }, 'marking commands running failed (a hint only: their calls go on)');
+    } finally {
+      client?.release(failure);
+    }
   }
 }
 

@@ -1,13 +1,14 @@
-import { type CompiledQuery, sql } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import type { CommandRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { commandKindSpec } from '../domain/commandKinds.ts';
 import { canTransition } from '../domain/lifecycle.ts';
 import type { EventInput } from '../objects/recordEvent.ts';
-import { appendCall } from '../queue/appendCommand.ts';
+import { validatedAppend } from '../queue/appendCommand.ts';
 import { describeObject, OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
 import { type WakeTarget, wakeObjectsQuery } from '../queue/wakeObjects.ts';
 import type { Outcome } from './Handler.ts';
+import { appendFollowUpsStatement, type FollowUpAppend } from './sql/appendFollowUps.ts';
 import { type Settlement, settleCommands } from './sql/settleCommand.ts';
 
 /** Another writer changed the object under us: the single-writer rule was broken. */
@@ -49,45 +50,57 @@ export interface Decided {
  * whole query, commit included.
  */
 export interface StepStatements {
-  /** Per decided outcome, in order: its object's update, if it makes one. */
-  readonly objectUpdates: ReadonlyArray<CompiledQuery | undefined>;
+  /** Per object whose outcomes change its row, in the order first decided: one update with what they all set. */
+  readonly objectUpdates: ReadonlyArray<{ readonly target: ObjectRef; readonly query: CompiledQuery }>;
   readonly rest: readonly CompiledQuery[];
   /** The other objects the follow-ups woke (for the drain to take, if it has room). */
   readonly woken: readonly ObjectRef[];
 }
 
 export function stepStatements(db: Db, decided: readonly Decided[]): StepStatements {
-  const appends: CompiledQuery[] = [];
+  const appends: FollowUpAppend[] = [];
   const wakes: WakeTarget[] = [];
   for (const d of decided) {
-    const followUps = followUpStatements(db, d.target, d.command, d.outcome);
+    const followUps = followUpsOf(d.target, d.command, d.outcome);
     appends.push(...followUps.appends);
     wakes.push(...followUps.wakes);
   }
   return {
-    objectUpdates: decided.map((d) => objectUpdate(db, d)),
+    objectUpdates: objectUpdates(decided),
     rest: [
       ...(decided.length > 0 ? [settleCommands(decided.map((d) => settlement(d.target, d.object, d.command, d.outcome))).compile(db)] : []),
-      ...appends,
+      ...(appends.length > 0 ? [appendFollowUpsStatement(appends, FOLLOW_UP_TARGET_MISSING_SQLSTATE)] : []),
       ...(wakes.length > 0 ? [wakeObjectsQuery(wakes).compile(db)] : []),
     ],
     woken: wakes.filter((w) => !w.runAt || w.runAt.getTime() <= Date.now()).map(({ kind, id }) => ({ kind, id })),
   };
 }
 
-function objectUpdate(db: Db, { target, object, outcome }: Decided): CompiledQuery | undefined {
-  if (outcome.to === undefined && outcome.set === undefined) return undefined;
-  return db
-    .updateTable(OBJECT_TABLE[target.kind] as 'leases')
-    .set({
-      ...(outcome.set as object),
-      ...(outcome.to !== undefined ? { state: outcome.to } : {}),
-      version: object.version + 1,
-      updated_at: sql<Date>`now()`,
-    })
-    .where('id', '=', target.id)
-    .returningAll()
-    .compile() as CompiledQuery;
+/**
+ * Each object's row as its outcomes in the step leave it, as one update per
+ * object: a run's commands change their object one after another, and
+ * writing each change as a row version of its own would make as many dead
+ * tuples. The version rises by one per outcome that changes the row, as
+ * each was decided on the one before (commandRun.ts, rowAfter).
+ */
+function objectUpdates(decided: readonly Decided[]): StepStatements['objectUpdates'] {
+  const byObject = new Map<string, { target: ObjectRef; version: number; changes: number; values: Record<string, unknown> }>();
+  for (const { target, object, outcome } of decided) {
+    if (outcome.to === undefined && outcome.set === undefined) continue;
+    const key = `${target.kind}:${target.id}`;
+    const update = byObject.get(key) ?? { target, version: object.version, changes: 0, values: {} };
+    Object.assign(update.values, outcome.set, outcome.to !== undefined ? { state: outcome.to } : {});
+    update.changes += 1;
+    byObject.set(key, update);
+  }
+  return [...byObject.values()].map(({ target, version, changes, values }) => {
+    const columns = Object.keys(values);
+    for (const column of columns) if (!/^[a-z_]+$/.test(column)) throw new Error(`${target.kind} outcome sets a column named ${JSON.stringify(column)}`);
+    const assignments = columns.map((column, i) => `"${column}" = $${i + 1}`);
+    const n = columns.length;
+    const text = `update ${OBJECT_TABLE[target.kind]} set ${assignments.join(', ')}${n > 0 ? ', ' : ''}version = $${n + 1}, updated_at = now() where id = $${n + 2} returning *`;
+    return { target, query: CompiledQuery.raw(text, [...columns.map((c) => values[c]), version + changes, target.id]) };
+  });
 }
 
 /**
@@ -113,38 +126,32 @@ function settlement(target: ObjectRef, object: { state: string }, command: Comma
 }
 
 /**
- * The outcome's follow-up commands as one checked append each (failing with
- * SW002 when the target does not exist), and the objects they must wake:
- * the caller wakes those in one call at the end of its transaction, so
- * every commit writes wake-up rows in the same (key) order. A follow-up to
- * the object itself wakes nothing: its drain sees it before it lets go.
+ * The outcome's follow-up commands, validated, for the step's one checked
+ * append of them all (sql/appendFollowUps.ts, failing with SW002 when a
+ * target does not exist), and the objects they must wake: the caller wakes
+ * those in one call at the end of its transaction, so every commit writes
+ * wake-up rows in the same (key) order. A follow-up to the object itself
+ * wakes nothing: its drain sees it before it lets go.
  */
-function followUpStatements(
-  db: Db,
-  target: ObjectRef,
-  command: CommandRow,
-  outcome: Outcome,
-): { appends: CompiledQuery[]; wakes: WakeTarget[] } {
-  const appends: CompiledQuery[] = [];
+function followUpsOf(target: ObjectRef, command: CommandRow, outcome: Outcome): { appends: FollowUpAppend[]; wakes: WakeTarget[] } {
+  const appends: FollowUpAppend[] = [];
   const wakes: WakeTarget[] = [];
   for (const followUp of outcome.followUps ?? []) {
-    const notBefore = followUp.notBeforeMs ? new Date(Date.now() + followUp.notBeforeMs) : undefined;
-    const append = appendCall(
-      {
-        target: followUp.target,
-        kind: followUp.kind,
-        payload: followUp.payload,
-        causedBy: command.id,
-        actor: { issuedBy: command.issued_by, source: 'system', reason: followUp.reason, requestId: command.request_id },
-        ...(notBefore ? { notBefore } : {}),
-      },
-      { fromOutside: false, wake: false },
-    );
-    const missing = `${followUp.kind} from command ${command.id}: ${describeObject(followUp.target)} does not exist`;
-    appends.push(sql`select slipway_expect(f.part <> 'missing', ${FOLLOW_UP_TARGET_MISSING_SQLSTATE}, ${missing}) from ${append} as f`.compile(db));
+    const notBefore = followUp.notBeforeMs ? new Date(Date.now() + followUp.notBeforeMs) : null;
+    const request = { target: followUp.target, kind: followUp.kind, payload: followUp.payload, actor: { issuedBy: command.issued_by, source: 'system' as const } };
+    appends.push({
+      ...validatedAppend(request, { fromOutside: false }),
+      target: followUp.target,
+      kind: followUp.kind,
+      causedBy: command.id,
+      issuedBy: command.issued_by,
+      reason: followUp.reason,
+      requestId: command.request_id,
+      notBefore,
+      missing: `${followUp.kind} from command ${command.id}: ${describeObject(followUp.target)} does not exist`,
+    });
     const toSelf = followUp.target.kind === target.kind && followUp.target.id === target.id;
-    if (!toSelf) wakes.push({ ...followUp.target, runAt: notBefore });
+    if (!toSelf) wakes.push({ ...followUp.target, runAt: notBefore ?? undefined });
   }
   return { appends, wakes };
 }
-

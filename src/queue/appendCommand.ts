@@ -115,12 +115,20 @@ export async function appendResult(
   throw new Error(`slipway_append_command returned no outcome for ${describeObject(target)}: ${JSON.stringify([...parts.keys()])}`);
 }
 
+/** A request's kind, version and payload as validated for the append: its dedup key, and the payload as its schema parsed it. */
+export interface ValidatedAppend {
+  readonly version: number;
+  readonly payload: unknown;
+  readonly dedupKey: string | null;
+}
+
 /**
- * The append as a call of slipway_append_command (a set-returning function:
- * use it in a FROM), after validating the kind, version and payload. The
- * drain uses it directly to send its follow-ups together with its commit.
+ * The request's kind, version and payload checked against the command
+ * kinds' schemas (InvalidInputError naming what is wrong); for every append,
+ * one at a time (appendCall) or a drain's follow-ups together
+ * (drain/sql/appendFollowUps.ts).
  */
-export function appendCall(request: AppendRequest, options: AppendOptions): RawBuilder<AppendedRow> {
+export function validatedAppend(request: AppendRequest, options: Pick<AppendOptions, 'fromOutside'>): ValidatedAppend {
   const { target, kind } = request;
   const spec = commandKindSpec(target.kind, kind);
   if (!spec) {
@@ -150,16 +158,25 @@ export function appendCall(request: AppendRequest, options: AppendOptions): RawB
       field: 'payload',
     });
   }
+  return { version, payload: parsed.data, dedupKey: spec.dedupKey ?? null };
+}
 
+/**
+ * The append as a call of slipway_append_command (a set-returning function:
+ * use it in a FROM), after validating the kind, version and payload.
+ */
+export function appendCall(request: AppendRequest, options: AppendOptions): RawBuilder<AppendedRow> {
+  const { target, kind } = request;
+  const { version, payload, dedupKey } = validatedAppend(request, options);
   // Behind a queue limit, slipway_append_within (migrations/0011) checks the
   // depth first, in the same statement.
   const fn = options.queueLimit === undefined ? sql`slipway_append_command(` : sql`slipway_append_within(${options.queueLimit}::int,`;
   return sql<AppendedRow>`${fn}
       ${target.kind}, ${target.id}, ${options.fromOutside ? statesAccepting(target.kind, kind) : null}::text[],
-      ${kind}, ${version}, ${JSON.stringify(parsed.data)}::jsonb,
+      ${kind}, ${version}, ${JSON.stringify(payload)}::jsonb,
       ${request.actor.issuedBy}, ${request.actor.source}, ${request.actor.reason ?? null}, ${request.actor.requestId ?? null},
       ${request.actor.clientAddress ?? null}, ${request.actor.userAgent ?? null},
-      ${request.causedBy ?? null}::bigint, ${spec.dedupKey ?? null}, ${request.notBefore?.toISOString() ?? null}::timestamptz,
+      ${request.causedBy ?? null}::bigint, ${dedupKey}, ${request.notBefore?.toISOString() ?? null}::timestamptz,
       ${options.wake === false ? null : WAKE}
     )`;
 }

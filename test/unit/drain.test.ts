@@ -95,6 +95,15 @@ describe('the drain', () => {
     await lane;
     expect((await lease(slow.id)).state).toBe('destroyed');
     expect(await releaseEffects(slow.id)).toBe(1);
+    // Only the call that outlived its step was marked running while it was
+    // out; the fast one went from queued to done in one commit.
+    const releases = await db()
+      .selectFrom('commands')
+      .select(['target_id', sql<boolean>`started_at < finished_at`.as('marked')])
+      .where('kind', '=', 'release')
+      .where('target_id', 'in', [slow.id, fast.id])
+      .execute();
+    expect(Object.fromEntries(releases.map((r) => [r.target_id, r.marked]))).toEqual({ [slow.id]: true, [fast.id]: false });
   }, 30_000);
 
   test('a transient driver error yields with backoff and keeps the command queued', async () => {
