@@ -39,7 +39,7 @@ export async function commandSettled(
   const waited = await waitTree(context, { rootId: result.command.id, timeoutMs: waitS * 1000, signal });
   const state = await readObjectState(context.database.db, target);
   const tree = treeOf(waited.tree);
-  const body: CommandAnswer = { command: tree[0]!, coalesced, record: commandOf(record), outcome: waited.outcome, state, tree };
+  const body: CommandAnswer = { command: commandOf(waited.tree[0]!), coalesced, record: commandOf(record), outcome: waited.outcome, state, tree };
   return { status: coalesced || waited.outcome === 'settled' ? 200 : 202, headers: commandLocation(result.command.id), body };
 }
 
@@ -64,7 +64,7 @@ export async function leaseSettled(
   });
   const lease = await findLease(context.database.db, ref.id);
   const tree = treeOf(waited.tree);
-  const body: LeaseAnswer = { lease: leaseOf(lease), command: tree[0]!, outcome: waited.outcome, tree };
+  const body: LeaseAnswer = { lease: leaseOf(lease), command: commandOf(waited.tree[0]!), outcome: waited.outcome, tree };
   return { status: waited.outcome === 'settled' ? 200 : 202, headers: commandLocation(created.command.id), body };
 }
 

@@ -60,15 +60,22 @@ export function routeOf<O extends Operation>(op: O) {
     url: op.url,
     config: { action: op.action, operation: op },
     schema: {
-      params: op.params as Part<O, 'params'>,
-      querystring: op.query as Part<O, 'query'>,
-      body: op.body as Part<O, 'body'>,
+      ...definedOnly({
+        params: op.params as Part<O, 'params'>,
+        querystring: op.query as Part<O, 'query'>,
+        body: op.body as Part<O, 'body'>,
+      }),
       response: { ...successes, ...errors } as { [C in keyof O['responses']]: O['responses'][C] extends Answer<infer S> ? S : never } & Record<
         ErrorCodesOf<O>,
         typeof ErrorBodySchema
       >,
     },
   };
+}
+
+/** The parts an operation has: fastify warns of a part given as undefined. Typed as given, for the type provider. */
+function definedOnly<T extends Record<string, unknown>>(parts: T): T {
+  return Object.fromEntries(Object.entries(parts).filter(([, schema]) => schema !== undefined)) as T;
 }
 
 declare module 'fastify' {
@@ -104,7 +111,7 @@ function validatorCompiler({ schema, httpPart }: { schema: unknown; httpPart?: s
 const idempotencyKeyHeader = {
   type: 'object',
   properties: {
-    'idempotency-key': {
+    'Idempotency-Key': {
       type: 'string',
       maxLength: 200,
       description: 'repeat a POST safely: the same key with the same request returns the first answer (kept at least 24 h)',

@@ -72,8 +72,8 @@ test('a release with a callback is delivered once, signed, after the release and
     event: 'command.settled',
     delivery: callback.id,
     outcome: 'succeeded',
-    command: { id: command.id, kind: 'release', target_kind: 'lease', target_id: leaseId, status: 'done', issued_by: 'tester' },
-    tree_truncated: false,
+    command: { id: command.id, kind: 'release', targetKind: 'lease', targetId: leaseId, status: 'done', issuedBy: 'tester' },
+    treeTruncated: false,
   });
   const finalTree = await readCommandTree(db, command.id);
   expect(body.tree.map((n: { id: number; status: string }) => [n.id, n.status])).toEqual(finalTree.map((n) => [n.id, n.status]));
