@@ -7,6 +7,7 @@ import type { CommandTreeNode } from '../read/commandTree.ts';
 import type { LeaseView } from '../read/leases.ts';
 import type { ObjectHistory, TimelineEntry } from '../read/objectHistory.ts';
 import type { Page } from '../read/page.ts';
+import type { TokenView } from './auth/tokens.ts';
 import type { ResourceDetail, ResourceView } from '../read/resources.ts';
 
 /**
@@ -365,10 +366,38 @@ export const HistoryShape = {
   }),
 };
 
-export function historyOf(history: ObjectHistory) {
+export type HistoryShapeOf = z.infer<z.ZodObject<typeof HistoryShape>>;
+
+export function historyOf(history: ObjectHistory): HistoryShapeOf {
   return {
     queue: history.queue.map(commandOf),
     timeline: { entries: history.timeline.entries.map(timelineEntryOf), truncated: history.timeline.truncated },
+  };
+}
+
+// --- tokens -------------------------------------------------------------------
+
+/** An API token, never its secret: what `slipway token list --json` prints. */
+export const TokenSchema = z.object({
+  id: Id,
+  name: z.string(),
+  role: z.enum(['viewer', 'user', 'operator', 'admin']),
+  createdBy: z.string(),
+  createdAt: Timestamp,
+  lastUsedAt: OptionalTimestamp,
+  revokedAt: OptionalTimestamp,
+});
+export type Token = z.infer<typeof TokenSchema>;
+
+export function tokenOf(row: TokenView): Token {
+  return {
+    id: row.id,
+    name: row.name,
+    role: row.role,
+    createdBy: row.created_by,
+    createdAt: iso(row.created_at),
+    lastUsedAt: isoOrNull(row.last_used_at),
+    revokedAt: isoOrNull(row.revoked_at),
   };
 }
 
