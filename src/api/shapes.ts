@@ -320,31 +320,36 @@ export function callbackOf(view: CallbackView): Callback {
 
 // --- history ------------------------------------------------------------------
 
-const EntryBase = {
-  at: Timestamp,
-  id: Id,
-  who: z.string().meta({ description: "who asked (a command's issuedBy, an event's actor)" }),
-  where: z.string().meta({ description: 'from where: web, cli, api, gc or system' }),
-  reason: z.string().nullable(),
-};
+const Who = z.string().meta({ description: "who asked (a command's issuedBy, an event's actor)" });
+const Where = z.string().meta({ description: 'from where: web, cli, api, gc or system' });
 
+// Fields in the read model's order (src/read/objectHistory.ts): zod writes them in the schema's order,
+// and the CLI's local and remote --json must be the same bytes.
 export const TimelineEntrySchema = z
   .discriminatedUnion('type', [
     z.object({
       type: z.literal('command'),
-      ...EntryBase,
+      at: Timestamp,
+      id: Id,
       kind: z.string(),
       status: CommandStatusSchema,
+      who: Who,
+      where: Where,
+      reason: z.string().nullable(),
       message: z.string().nullable(),
       finishedAt: OptionalTimestamp,
     }),
     z.object({
       type: z.literal('event'),
-      ...EntryBase,
+      at: Timestamp,
+      id: Id,
       event: z.string(),
       commandId: Id.nullable(),
       fromState: z.string().nullable(),
       toState: z.string().nullable(),
+      who: Who,
+      where: Where,
+      reason: z.string().nullable(),
       message: z.string(),
     }),
   ])

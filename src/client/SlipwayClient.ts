@@ -59,6 +59,17 @@ export class UnexpectedAnswer extends Error {
   }
 }
 
+/** The server could not be asked: refused, unresolvable, reset. `reason` is the system's code (ECONNREFUSED...) when there is one. */
+export class Unreachable extends Error {
+  constructor(
+    readonly origin: string,
+    readonly reason: string,
+  ) {
+    super(`cannot reach the Slipway API at ${origin}: ${reason}`);
+    this.name = 'Unreachable';
+  }
+}
+
 export interface ClientOptions {
   /** Where the API is, e.g. http://127.0.0.1:7480. */
   readonly baseUrl: string;
@@ -78,8 +89,8 @@ export class SlipwayClient {
   /**
    * Calls one operation. Resolves with its answer for a status the operation
    * declares; rejects with ApiRefusal for an error answer, UnexpectedAnswer
-   * for anything else, and fetch's own error when the server cannot be
-   * reached or the signal aborts.
+   * for anything else, Unreachable when the server cannot be reached, and
+   * the signal's abort error when it aborts.
    */
   async call<N extends OperationName>(name: N, input: CallInput<N>): Promise<CallAnswer<N>> {
     const op = OPERATIONS[name];
@@ -91,18 +102,27 @@ export class SlipwayClient {
     };
     const url = new URL(pathOf(op.url, params) + queryOf(query), this.options.baseUrl);
     const request = `${op.method} ${url.pathname}`;
-    const response = await fetch(url, {
-      method: op.method,
-      signal: this.options.signal,
-      headers: {
-        accept: 'application/json',
-        authorization: `Bearer ${this.options.token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json = parseJson(await response.text());
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(url, {
+        method: op.method,
+        signal: this.options.signal,
+        headers: {
+          accept: 'application/json',
+          authorization: `Bearer ${this.options.token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      text = await response.text();
+    } catch (error) {
+      if (this.options.signal?.aborted) throw error;
+      const cause = (error as Error & { cause?: { code?: string; message?: string } }).cause;
+      throw new Unreachable(url.origin, cause?.code ?? cause?.message ?? (error as Error).message);
+    }
+    const json = parseJson(text);
     const answer = (op.responses as Record<number, { schema: z.ZodType } | undefined>)[response.status];
     if (answer) {
       const parsed = answer.schema.safeParse(json);

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommandAnswer, LeaseAnswer } from '../../api/contract.ts';
 import type { CommandTreeNodeShape } from '../../api/shapes.ts';
-import { ApiRefusal, UnexpectedAnswer, type CallAnswer, type CallInput, type OperationName, type SlipwayClient } from '../../client/SlipwayClient.ts';
+import { ApiRefusal, UnexpectedAnswer, Unreachable, type CallAnswer, type CallInput, type OperationName, type SlipwayClient } from '../../client/SlipwayClient.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
 import type { CommandFilter } from '../../read/commands.ts';
 import { treeSettled } from '../../read/commandTree.ts';
@@ -175,9 +175,9 @@ function failureOf(error: unknown, signal: AbortSignal | undefined): CliFailure 
     return new CliFailure(error.body.message, EXIT_BY_STATUS[error.status] ?? EXIT.failed, { code: error.body.code, details });
   }
   if (error instanceof UnexpectedAnswer) return new CliFailure(`${error.message} (SLIPWAY_URL)`, EXIT.failed);
+  if (error instanceof Unreachable) return new CliFailure(`cannot reach the Slipway API at ${error.origin} (SLIPWAY_URL): ${error.reason}`, EXIT.failed);
   if (signal?.aborted) return new CliFailure('stopped waiting for the Slipway API', EXIT.interrupted);
-  const cause = (error as Error & { cause?: { code?: string; message?: string } }).cause;
-  return new CliFailure(`cannot reach the Slipway API (SLIPWAY_URL): ${cause?.code ?? cause?.message ?? (error as Error).message}`, EXIT.failed);
+  return error instanceof CliFailure ? error : new CliFailure(`the Slipway API call failed: ${(error as Error).message}`, EXIT.failed);
 }
 
 /** POST /v1/leases's body; refuses the options it does not take rather than dropping them. */
