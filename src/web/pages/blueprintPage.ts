@@ -21,7 +21,8 @@ const SHOWN = 20;
 
 /** `/blueprints/:id`: a blueprint's settings and limits, its usage now and over the last hour, its waiting line, its live resources, its queue and its timeline. */
 export async function blueprintPage(app: FastifyInstance, db: Db): Promise<void> {
-  app.withTypeProvider<ZodTypeProvider>().route({
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.route({
     method: 'GET',
     url: '/blueprints/:id',
     config: { webAction: 'read' },

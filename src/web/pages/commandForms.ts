@@ -20,10 +20,11 @@ import { noticeQuery, type Outcome } from '../notice.ts';
  * back to the page, which says what became of the press.
  */
 export async function commandForms(app: FastifyInstance, context: ApiContext): Promise<void> {
+  const typed = app.withTypeProvider<ZodTypeProvider>();
   const { db } = context.database;
 
   for (const { path, kind: targetKind, action } of COMMAND_TARGETS) {
-    app.withTypeProvider<ZodTypeProvider>().route({
+    typed.route({
       method: 'POST',
       url: `/${path}/:id/commands`,
       config: { webAction: action },
@@ -45,7 +46,7 @@ export async function commandForms(app: FastifyInstance, context: ApiContext): P
     });
   }
 
-  app.withTypeProvider<ZodTypeProvider>().route({
+  typed.route({
     method: 'POST',
     url: '/commands/:id/cancel',
     config: { webAction: 'command.cancel' },

@@ -13,7 +13,8 @@ import { NoticeQuery, renderNotice } from '../notice.ts';
 
 /** `/commands/:id`: a command's status and outcome, who asked and why, and the tree of commands it caused. */
 export async function commandPage(app: FastifyInstance, db: Db): Promise<void> {
-  app.withTypeProvider<ZodTypeProvider>().route({
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.route({
     method: 'GET',
     url: '/commands/:id',
     config: { webAction: 'read' },

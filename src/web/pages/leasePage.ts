@@ -17,7 +17,8 @@ import { renderQueue, renderTimeline } from '../timeline.ts';
 
 /** `/leases/:id`: a lease's fields, its release button, its queue and its timeline. */
 export async function leasePage(app: FastifyInstance, db: Db): Promise<void> {
-  app.withTypeProvider<ZodTypeProvider>().route({
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.route({
     method: 'GET',
     url: '/leases/:id',
     config: { webAction: 'read' },

@@ -27,7 +27,8 @@ const BLUEPRINT_FIELD: FilterField = { name: 'blueprint', label: 'Blueprint', pl
 
 /** The four lists: blueprints, resources, leases and commands, newest first, each with its filters. */
 export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
-  app.withTypeProvider<ZodTypeProvider>().route({
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.route({
     method: 'GET',
     url: '/blueprints',
     config: { webAction: 'read' },
@@ -56,7 +57,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
     },
   });
 
-  app.withTypeProvider<ZodTypeProvider>().route({
+  typed.route({
     method: 'GET',
     url: '/resources',
     config: { webAction: 'read' },
@@ -83,7 +84,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
     },
   });
 
-  app.withTypeProvider<ZodTypeProvider>().route({
+  typed.route({
     method: 'GET',
     url: '/leases',
     config: { webAction: 'read' },
@@ -116,7 +117,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
     },
   });
 
-  app.withTypeProvider<ZodTypeProvider>().route({
+  typed.route({
     method: 'GET',
     url: '/commands',
     config: { webAction: 'read' },

@@ -10,7 +10,8 @@ import { usageCharts } from '../usageCharts.ts';
 
 /** `/`: every blueprint with its resources and leases by state and its waiting leases, the last hour's use in charts, and the commands in flight. */
 export async function overviewPage(app: FastifyInstance, db: Db): Promise<void> {
-  app.withTypeProvider<ZodTypeProvider>().route({
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.route({
     method: 'GET',
     url: '/',
     config: { webAction: 'read' },

@@ -15,7 +15,8 @@ import { renderQueue, renderTimeline } from '../timeline.ts';
 
 /** `/resources/:id`: a resource's fields and slots, its release and reclaim buttons, its queue and its timeline. */
 export async function resourcePage(app: FastifyInstance, db: Db): Promise<void> {
-  app.withTypeProvider<ZodTypeProvider>().route({
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.route({
     method: 'GET',
     url: '/resources/:id',
     config: { webAction: 'read' },

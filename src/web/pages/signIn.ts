@@ -30,6 +30,7 @@ const SIGN_IN_FORM_S = 3600;
  * (csrf.ts), and failures are rate-limited per address like the API's.
  */
 export async function signInPages(app: FastifyInstance, context: ApiContext): Promise<void> {
+  const typed = app.withTypeProvider<ZodTypeProvider>();
   const { db } = context.database;
   const limiter = new FailureLimiter(context.config.SLIPWAY_API_AUTH_FAILURES_PER_MINUTE);
   const pruning = setInterval(() => limiter.prune(), 60_000);
@@ -58,14 +59,14 @@ Your role decides which buttons you get.</p>
     return sendPage(request, reply, { title: 'Sign in', main: form(formToken, next, problem) }, status);
   };
 
-  app.withTypeProvider<ZodTypeProvider>().route({
+  typed.route({
     method: 'GET',
     url: '/sign-in',
     schema: { querystring: z.object({ next: NextPath }).strict() },
     handler: async (request, reply) => sendForm(request, reply, request.query.next),
   });
 
-  app.withTypeProvider<ZodTypeProvider>().route({
+  typed.route({
     method: 'POST',
     url: '/sign-in',
     schema: { body: z.object({ [CSRF_FIELD]: z.string(), token: z.string().max(300), next: NextPath }).strict() },
@@ -86,7 +87,7 @@ Your role decides which buttons you get.</p>
     },
   });
 
-  app.withTypeProvider<ZodTypeProvider>().route({
+  typed.route({
     method: 'POST',
     url: '/sign-out',
     config: { webAction: 'read' },
