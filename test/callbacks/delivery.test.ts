@@ -110,7 +110,7 @@ test('a receiver that fails twice gets the callback a third time, after a backof
   // `slipway command show` shows the attempts, as text and as JSON.
   const json = parseJson(await runCli(['--json', 'command', 'show', String(command.id)], database.url));
   expect(json.callbacks).toMatchObject([
-    { url: receiver.url('/flaky'), status: 'delivered', attempts: 3, attempt_log: [{ status_code: 500 }, { status_code: 503 }, { status_code: 204 }] },
+    { url: receiver.url('/flaky'), status: 'delivered', attempts: 3, attemptLog: [{ statusCode: 500 }, { statusCode: 503 }, { statusCode: 204 }] },
   ]);
   const text = await runCli(['command', 'show', String(command.id)], database.url);
   expect(text.code).toBe(0);
