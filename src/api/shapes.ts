@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { BlueprintRow, CallbackAttemptRow, CallbackRow, CommandRow, LeaseRow, ResourceRow } from '../../migrations/schema.ts';
+import type { BlueprintRow, CallbackAttemptRow, CallbackRow, CommandRow } from '../../migrations/schema.ts';
 import { LIFECYCLES } from '../domain/lifecycle.ts';
 import type { BlueprintDetail } from '../read/blueprints.ts';
 import type { CallbackView } from '../read/callbacks.ts';
