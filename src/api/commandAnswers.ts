@@ -1,11 +1,13 @@
-import type { CommandRow, LeaseRow } from '../../migrations/schema.ts';
+import type { CommandRow } from '../../migrations/schema.ts';
 import type { AppendResult } from '../queue/appendCommand.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
-import { findLease, leaseSetUp } from '../read/leases.ts';
+import { findLease, leaseSetUp, type LeaseView } from '../read/leases.ts';
 import { readObjectState } from '../read/objectState.ts';
 import { waitForSettled, type WaitRequest } from '../read/waitForSettled.ts';
 import type { ApiContext } from './ApiContext.ts';
 import type { StoredResponse } from './idempotency.ts';
+import type { CommandAnswer, LeaseAnswer } from './contract.ts';
+import { commandOf, leaseOf, treeOf } from './shapes.ts';
 
 /**
  * The answers of the POSTs that queue work. Their bodies are what the CLI
@@ -22,7 +24,8 @@ export function commandLocation(commandId: number): Record<string, string> {
 
 export function commandAccepted(result: AppendResult): StoredResponse {
   const { command, coalesced, record } = result;
-  return { status: coalesced ? 200 : 202, headers: commandLocation(command.id), body: { command, coalesced, record } };
+  const body: CommandAnswer = { command: commandOf(command), coalesced, record: commandOf(record) };
+  return { status: coalesced ? 200 : 202, headers: commandLocation(command.id), body };
 }
 
 export async function commandSettled(
@@ -35,21 +38,20 @@ export async function commandSettled(
   const { coalesced, record } = result;
   const waited = await waitTree(context, { rootId: result.command.id, timeoutMs: waitS * 1000, signal });
   const state = await readObjectState(context.database.db, target);
-  return {
-    status: coalesced || waited.outcome === 'settled' ? 200 : 202,
-    headers: commandLocation(result.command.id),
-    body: { command: waited.tree[0], coalesced, record, outcome: waited.outcome, state, tree: waited.tree },
-  };
+  const tree = treeOf(waited.tree);
+  const body: CommandAnswer = { command: commandOf(waited.tree[0]!), coalesced, record: commandOf(record), outcome: waited.outcome, state, tree };
+  return { status: coalesced || waited.outcome === 'settled' ? 200 : 202, headers: commandLocation(result.command.id), body };
 }
 
-export function leaseAccepted(created: { lease: LeaseRow; command: CommandRow }): StoredResponse {
-  return { status: 202, headers: commandLocation(created.command.id), body: created };
+export function leaseAccepted(created: { lease: LeaseView; command: CommandRow }): StoredResponse {
+  const body: LeaseAnswer = { lease: leaseOf(created.lease), command: commandOf(created.command) };
+  return { status: 202, headers: commandLocation(created.command.id), body };
 }
 
 /** A new lease is settled when its tree has, and it is past setting up (it may first wait for capacity). */
 export async function leaseSettled(
   context: ApiContext,
-  created: { lease: LeaseRow; command: CommandRow },
+  created: { lease: LeaseView; command: CommandRow },
   waitS: number,
   signal: AbortSignal,
 ): Promise<StoredResponse> {
@@ -61,11 +63,9 @@ export async function leaseSettled(
     signal,
   });
   const lease = await findLease(context.database.db, ref.id);
-  return {
-    status: waited.outcome === 'settled' ? 200 : 202,
-    headers: commandLocation(created.command.id),
-    body: { lease, command: waited.tree[0], outcome: waited.outcome, tree: waited.tree },
-  };
+  const tree = treeOf(waited.tree);
+  const body: LeaseAnswer = { lease: leaseOf(lease), command: commandOf(waited.tree[0]!), outcome: waited.outcome, tree };
+  return { status: waited.outcome === 'settled' ? 200 : 202, headers: commandLocation(created.command.id), body };
 }
 
 function waitTree(context: ApiContext, request: Omit<WaitRequest, 'listener'>) {

@@ -8,11 +8,13 @@ import { SlipwayError } from '../domain/errors.ts';
  * machines to branch on), `message` (one line for people), `details` (for
  * machines: the field, the state, the command that already did it...).
  */
-export const ErrorBodySchema = z.object({
-  code: z.string(),
-  message: z.string(),
-  details: z.record(z.string(), z.unknown()),
-});
+export const ErrorBodySchema = z
+  .object({
+    code: z.string().meta({ description: 'stable, for machines to branch on, e.g. conflict, invalid_input' }),
+    message: z.string().meta({ description: 'one line for people: what was wrong, and what would be right' }),
+    details: z.record(z.string(), z.unknown()).meta({ description: 'for machines: the field, the state, the command that already did it, the request id...' }),
+  })
+  .meta({ id: 'Error' });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
 /** The API's own refusals (authentication, authorization, limits, idempotency), by code. */

@@ -42,7 +42,8 @@ export async function runPost(
         return { accepted };
       })
     : { accepted: await work(db) };
-  if (done.replay) return send(reply.header('idempotent-replayed', 'true'), done.replay);
+  // A replay is the first answer as it was recorded: sent as stored, not serialized again through the route's schema.
+  if (done.replay) return send(reply.header('idempotent-replayed', 'true').serializer(JSON.stringify), done.replay);
 
   const accepted = done.accepted!;
   if (!accepted.settle) return send(reply, accepted.response);

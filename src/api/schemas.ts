@@ -11,7 +11,7 @@ const digits = (what: string) => z.string().regex(/^\d{1,15}$/, `expected ${what
 
 export const Id = digits('an id').pipe(z.number().int().min(1, 'expected an id of 1 or more'));
 
-export const IdParams = z.object({ id: Id }).strict();
+export const IdParams = z.object({ id: Id.meta({ description: "the object's id" }) }).strict();
 
 /** A blueprint's id (digits) or its name: the API's, the web UI's and the CLI's. */
 export const BlueprintRef = z
@@ -33,13 +33,13 @@ export const TargetRef = z
     return { kind, id: Number(id) };
   });
 
-export const BlueprintParams = z.object({ ref: BlueprintRef }).strict();
+export const BlueprintParams = z.object({ ref: BlueprintRef.meta({ description: "the blueprint's id or name" }) }).strict();
 
 /** `?limit=&after=`: keyset pages; `after` is the `next` of the previous page. */
 export const PageQuery = {
-  limit: digits('a page size').pipe(z.number().int().min(1).max(1000)).default(50),
-  after: Id.optional(),
-  order: z.enum(LIST_ORDERS).default('oldest'),
+  limit: digits('a page size').pipe(z.number().int().min(1).max(1000)).default(50).meta({ description: 'rows per page (1-1000)' }),
+  after: Id.optional().meta({ description: 'the `next` of the previous page' }),
+  order: z.enum(LIST_ORDERS).default('oldest').meta({ description: 'oldest first (the default) or newest first' }),
 };
 
 /** The longest `?wait=`, in seconds. */
@@ -53,7 +53,8 @@ export const WaitQuery = z
       .regex(/^\d+(\.\d+)?$/, 'expected a number of seconds')
       .transform(Number)
       .pipe(z.number().max(MAX_WAIT_S, `expected at most ${MAX_WAIT_S} seconds`))
-      .optional(),
+      .optional()
+      .meta({ description: `hold the answer until the work has settled, or this many seconds (at most ${MAX_WAIT_S})` }),
   })
   .strict();
 

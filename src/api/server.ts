@@ -14,14 +14,13 @@ import { installBodyParsing } from './bodyParsing.ts';
 import { installErrorHandling, sendError } from './errors.ts';
 import { pruneKeys } from './idempotency.ts';
 import { requestForLog } from './requestLog.ts';
-import { installOpenApi } from './openapi.ts';
 import { blueprintRoutes } from './routes/blueprints.ts';
 import { commandRoutes } from './routes/commands.ts';
 import { healthRoutes } from './routes/health.ts';
 import { leaseRoutes } from './routes/leases.ts';
 import { installRequestMetrics, metricsRoutes } from './routes/metrics.ts';
 import { resourceRoutes } from './routes/resources.ts';
-import { installZodValidation } from './validation.ts';
+import { installTypedRoutes } from './typedRoutes.ts';
 import { webRoutes } from '../web/webRoutes.ts';
 
 /** Route plugins, in registration order: the API's, then the web UI's (pages under `/`, see src/web/). */
@@ -52,9 +51,8 @@ export async function buildApp(context: ApiContext, log: Logger): Promise<Fastif
   installRequestMetrics(app);
   installErrorHandling(app);
   installBodyParsing(app);
-  installZodValidation(app);
+  await installTypedRoutes(app);
   installAuthentication(app, context.database.db, context.config.SLIPWAY_API_AUTH_FAILURES_PER_MINUTE);
-  installOpenApi(app);
   for (const routes of ROUTES) await app.register(async (scope) => routes(scope, context));
   return app;
 }

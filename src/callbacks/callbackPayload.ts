@@ -1,38 +1,56 @@
-import type { CommandRow } from '../../migrations/schema.ts';
+import { z } from 'zod';
+import { CommandSchema, CommandTreeNodeSchema, commandOf, treeNodeOf } from '../api/shapes.ts';
 import type { Db } from '../db/Database.ts';
-import { failedCommands, readCommandTree, type CommandTreeNode } from '../read/commandTree.ts';
+import { failedCommands, readCommandTree } from '../read/commandTree.ts';
 
 /** How many commands of the tree a callback body lists: a resource release can cause hundreds. */
 const TREE_LIMIT = 200;
 
-/** What a callback POSTs: the command's final status and what its tree came to. */
-export interface CallbackPayload {
-  readonly event: 'command.settled';
+/** The command's fields a callback carries: what settled, who asked and why (GET /v1/commands/{id} has the rest). */
+const CallbackCommand = CommandSchema.pick({
+  id: true,
+  targetKind: true,
+  targetId: true,
+  kind: true,
+  status: true,
+  message: true,
+  issuedBy: true,
+  source: true,
+  reason: true,
+  requestId: true,
+  createdAt: true,
+  finishedAt: true,
+});
+
+/** Each tree node's: enough to see what failed where; a tree can hold hundreds. */
+const CallbackTreeNode = CommandTreeNodeSchema.pick({
+  id: true,
+  depth: true,
+  kind: true,
+  targetKind: true,
+  targetId: true,
+  status: true,
+  message: true,
+  finishedAt: true,
+});
+
+/**
+ * What a callback POSTs: the command's final status and what its tree came
+ * to, in the API's shapes (src/api/shapes.ts), so a receiver reads the same
+ * fields as GET /v1/commands/{id} gives.
+ */
+export const CallbackPayloadSchema = z.object({
+  event: z.literal('command.settled'),
   /** The callback's id (also in the Slipway-Delivery header): the same on every attempt. */
-  readonly delivery: number;
+  delivery: z.number().int(),
   /** failed if any command in the tree failed; cancelled if the command itself was. */
-  readonly outcome: 'succeeded' | 'failed' | 'cancelled';
-  readonly command: Pick<
-    CommandRow,
-    | 'id'
-    | 'target_kind'
-    | 'target_id'
-    | 'kind'
-    | 'status'
-    | 'message'
-    | 'issued_by'
-    | 'source'
-    | 'reason'
-    | 'request_id'
-    | 'created_at'
-    | 'finished_at'
-  >;
-  /** The command and what it caused, depth-first (as `slipway command show` lists it). */
-  readonly tree: ReadonlyArray<
-    Pick<CommandTreeNode, 'id' | 'depth' | 'kind' | 'target_kind' | 'target_id' | 'status' | 'message' | 'finished_at'>
-  >;
-  readonly tree_truncated: boolean;
-}
+  outcome: z.enum(['succeeded', 'failed', 'cancelled']),
+  command: CallbackCommand,
+  /** The command and what it caused, depth-first (as `slipway command show` lists it), at most TREE_LIMIT of them. */
+  tree: z.array(CallbackTreeNode),
+  treeTruncated: z.boolean(),
+});
+export type CallbackPayload = z.infer<typeof CallbackPayloadSchema>;
 
 /** The body of a callback on a command whose tree has settled. */
 export async function buildCallbackPayload(db: Db, delivery: number, commandId: number): Promise<CallbackPayload> {
@@ -40,23 +58,13 @@ export async function buildCallbackPayload(db: Db, delivery: number, commandId: 
   const root = tree[0];
   if (!root) throw new Error(`callback ${delivery}: command ${commandId} is gone`);
   const outcome = root.status === 'cancelled' ? 'cancelled' : failedCommands(tree).length > 0 ? 'failed' : 'succeeded';
-  const { id, target_kind, target_id, kind, status, message, issued_by, source, reason, request_id, created_at, finished_at } =
-    root;
   return {
     event: 'command.settled',
     delivery,
     outcome,
-    command: { id, target_kind, target_id, kind, status, message, issued_by, source, reason, request_id, created_at, finished_at },
-    tree: tree.slice(0, TREE_LIMIT).map((n) => ({
-      id: n.id,
-      depth: n.depth,
-      kind: n.kind,
-      target_kind: n.target_kind,
-      target_id: n.target_id,
-      status: n.status,
-      message: n.message,
-      finished_at: n.finished_at,
-    })),
-    tree_truncated: tree.length > TREE_LIMIT,
+    // Parsed (zod strips what the pick leaves out), so the body has exactly the fields above.
+    command: CallbackCommand.parse(commandOf(root)),
+    tree: tree.slice(0, TREE_LIMIT).map((node) => CallbackTreeNode.parse(treeNodeOf(node))),
+    treeTruncated: tree.length > TREE_LIMIT,
   };
 }

@@ -1,3 +1,4 @@
+import { treeOf } from '../api/shapes.ts';
 import { failedCommands } from '../read/commandTree.ts';
 import { countLiveWorkers } from '../read/liveWorkers.ts';
 import { waitForSettled, type WaitRequest, type WaitResult } from '../read/waitForSettled.ts';
@@ -19,17 +20,18 @@ export interface AwaitRequest {
  * and the wait can only time out. An interrupted wait fails at once, before
  * the caller reads anything more.
  */
-export async function awaitTree(session: Session, request: AwaitRequest): Promise<WaitResult & Waited> {
+export async function awaitTree(session: Session, request: AwaitRequest): Promise<WaitResult & { outcome: Waited['outcome'] }> {
   const { db, config, out } = session;
   if ((await countLiveWorkers(db, config.SLIPWAY_HEARTBEAT_MS)) === 0) {
     out.warn(`no live worker: command ${request.rootId} waits until \`slipway start\` or \`slipway worker\` runs`);
   }
+  const printProgress = progressPrinter(out, request.object?.ref);
   const result = await waitForSettled(session.database, {
     rootId: request.rootId,
     object: request.object,
     timeoutMs: request.timeoutSeconds * 1000,
     signal: session.interrupted,
-    onSnapshot: progressPrinter(out, request.object?.ref),
+    onSnapshot: (snapshot) => printProgress({ ...snapshot, tree: treeOf(snapshot.tree) }),
   });
   if (result.outcome === 'aborted') throw new CliFailure(`stopped waiting; ${carriesOn(request.rootId)}`, EXIT.interrupted);
   return { ...result, outcome: result.outcome };

@@ -43,9 +43,13 @@ export function printableJson(value: unknown): string {
   return JSON.stringify(value, null, 2).replace(UNPRINTABLE_IN_LINES, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-/** "2025-01-31 12:00:00.123Z": UTC, to the millisecond, so entries of one instant line up. */
-export function formatTime(at: Date | null | undefined): string {
-  return at ? at.toISOString().replace('T', ' ') : NONE;
+/**
+ * "2025-01-31 12:00:00.123Z": UTC, to the millisecond, so entries of one
+ * instant line up. Takes a Date, or the API's ISO text of one.
+ */
+export function formatTime(at: Date | string | null | undefined): string {
+  if (!at) return NONE;
+  return (typeof at === 'string' ? at : at.toISOString()).replace('T', ' ');
 }
 
 /** Milliseconds as "0.042s". */

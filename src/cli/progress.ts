@@ -1,5 +1,6 @@
 import type { ObjectRef } from '../queue/objectTables.ts';
-import type { WaitSnapshot } from '../read/waitForSettled.ts';
+import type { CommandTreeNodeShape } from '../api/shapes.ts';
+import type { Transition } from '../read/objectState.ts';
 import type { Output } from './output.ts';
 import { progressLine } from './views/commandViews.ts';
 
@@ -10,7 +11,10 @@ import { progressLine } from './views/commandViews.ts';
  * a driver retry), and one per transition of the watched object, read from
  * its event log so that none is missed between two reads.
  */
-export function progressPrinter(out: Output, object?: ObjectRef): (snapshot: WaitSnapshot) => void {
+export function progressPrinter(
+  out: Output,
+  object?: ObjectRef,
+): (snapshot: { tree: readonly CommandTreeNodeShape[]; transitions: readonly Transition[] }) => void {
   const seen = new Map<number, string>();
   const shownTransitions = new Set<number>();
   return ({ tree, transitions }) => {

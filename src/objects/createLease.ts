@@ -1,10 +1,11 @@
 import { z } from 'zod';
-import type { CommandRow, LeaseRow } from '../../migrations/schema.ts';
+import type { CommandRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { withTransaction } from '../db/withTransaction.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError } from '../domain/errors.ts';
 import { takesLeases } from '../domain/lifecycle.ts';
+import type { LeaseView } from '../read/leases.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
 import { deadlinesFromNow } from './leaseDeadlines.ts';
 import { recordEvent } from './recordEvent.ts';
@@ -59,7 +60,7 @@ export async function createLease(
   db: Db,
   input: LeaseInput,
   actor: Actor,
-): Promise<{ lease: LeaseRow; command: CommandRow }> {
+): Promise<{ lease: LeaseView; command: CommandRow }> {
   return withTransaction(db, (trx) => createLeaseInTransaction(trx, input, actor));
 }
 
@@ -68,7 +69,7 @@ export async function createLeaseInTransaction(
   trx: Db,
   input: LeaseInput,
   actor: Actor,
-): Promise<{ lease: LeaseRow; command: CommandRow }> {
+): Promise<{ lease: LeaseView; command: CommandRow }> {
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
   const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, attributes } = parsed.data;
@@ -110,5 +111,5 @@ export async function createLeaseInTransaction(
     actor,
     commandId: command.id,
   });
-  return { lease, command };
+  return { lease: { ...lease, blueprint_name: blueprint.name }, command };
 }

@@ -29,10 +29,11 @@ export async function readCommandTree(db: Db, rootId: number): Promise<CommandTr
   return rows;
 }
 
-export function treeSettled(tree: readonly CommandTreeNode[]): boolean {
+/** Every command of the tree has settled (a tree of rows, or of the API's shapes). */
+export function treeSettled(tree: ReadonlyArray<{ readonly status: CommandStatus }>): boolean {
   return tree.every((node) => isSettled(node.status));
 }
 
-export function failedCommands(tree: readonly CommandTreeNode[]): CommandTreeNode[] {
+export function failedCommands<Node extends { readonly status: CommandStatus }>(tree: readonly Node[]): Node[] {
   return tree.filter((node) => node.status === 'failed');
 }

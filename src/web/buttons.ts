@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import { reachOf, type Action } from '../api/auth/roles.ts';
 import { tokenActorName } from '../api/auth/tokens.ts';
-import { COMMAND_TARGETS } from '../api/routes/commands.ts';
+import { COMMAND_TARGETS } from '../api/contract.ts';
 import { commandKindSpec, underWayWhile } from '../domain/commandKinds.ts';
 import { accepts, statesAccepting } from '../domain/lifecycle.ts';
 import { objectHref } from './format.ts';

@@ -84,7 +84,7 @@ const CASES: readonly Case[] = [
       const own = await simulatedBlueprint(env.as.admin);
       const lease = await activeLease(env.as.operator, own.name);
       const shown = await env.as.viewer.get(`/v1/leases/${lease.id}`);
-      return { method: 'POST', path: `/v1/resources/${shown.body.lease.resource_id}/commands?wait=60`, body: { kind: 'reclaim' } };
+      return { method: 'POST', path: `/v1/resources/${shown.body.lease.resourceId}/commands?wait=60`, body: { kind: 'reclaim' } };
     },
   },
   {

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { verifyCallbackSignature } from '../../src/callbacks/signCallback.ts';
+import { callbackOf } from '../../src/api/shapes.ts';
 import { readCallbacks } from '../../src/read/callbacks.ts';
 import { CallbackReceiver, type ReceivedCallback } from '../callbacks/support/CallbackReceiver.ts';
 import { TEST_SECRET } from '../callbacks/support/callbackFixtures.ts';
@@ -49,7 +50,7 @@ async function rowCounts(): Promise<Record<string, number>> {
   return rows[0]!;
 }
 
-const resourceOf = async (leaseId: number): Promise<number> => (await env.as.viewer.get(`/v1/leases/${leaseId}`)).body.lease.resource_id;
+const resourceOf = async (leaseId: number): Promise<number> => (await env.as.viewer.get(`/v1/leases/${leaseId}`)).body.lease.resourceId;
 
 test('a release with a callback is delivered signed, retried after the receiver fails, and every attempt shows on GET /v1/commands/{id}', async () => {
   receiver.script('/flaky', [{ status: 500 }]);
@@ -61,10 +62,10 @@ test('a release with a callback is delivered signed, retried after the receiver 
 
   const shown = await commandOnceCallback(commandId, 'delivered');
   expect(shown.callbacks).toMatchObject([
-    { url, status: 'delivered', attempts: 2, attempt_log: [{ attempt: 1, status_code: 500 }, { attempt: 2, status_code: 204, error: null }] },
+    { url, status: 'delivered', attempts: 2, attemptLog: [{ attempt: 1, statusCode: 500 }, { attempt: 2, statusCode: 204, error: null }] },
   ]);
   // The same document `slipway command show --json` prints for the callbacks.
-  expect(shown.callbacks).toEqual(JSON.parse(JSON.stringify(await readCallbacks(env.database.db, commandId))));
+  expect(shown.callbacks).toEqual((await readCallbacks(env.database.db, commandId)).map(callbackOf));
 
   const requests = receiver.received('/flaky');
   expect(requests.map((r) => r.headers['slipway-attempt'])).toEqual(['1', '2']);
@@ -72,7 +73,7 @@ test('a release with a callback is delivered signed, retried after the receiver 
   const body = JSON.parse(requests[1]!.body);
   expect(body).toMatchObject({
     outcome: 'succeeded',
-    command: { id: commandId, kind: 'release', status: 'done', issued_by: 'token:user', source: 'api', reason: 'done' },
+    command: { id: commandId, kind: 'release', status: 'done', issuedBy: 'token:user', source: 'api', reason: 'done' },
   });
   expect(body.tree.map((node: { kind: string }) => node.kind)).toEqual(['release', 'destroy', 'release_slot']);
 });
@@ -86,7 +87,7 @@ test('a resource command takes a callback too', async () => {
   const [request, ...more] = receiver.received('/resource');
   expect(more).toEqual([]);
   expect(verified(request!)).toBe(true);
-  expect(JSON.parse(request!.body)).toMatchObject({ outcome: 'succeeded', command: { id: release.body.command.id, target_kind: 'resource' } });
+  expect(JSON.parse(request!.body)).toMatchObject({ outcome: 'succeeded', command: { id: release.body.command.id, targetKind: 'resource' } });
 });
 
 test('a duplicate that joins the release in flight has its callback follow that release', async () => {
@@ -109,7 +110,7 @@ test('a duplicate that joins the release in flight has its callback follow that 
     return received.length > 0 ? received : undefined;
   });
   expect(more).toEqual([]);
-  expect(JSON.parse(request!.body)).toMatchObject({ outcome: 'succeeded', command: { kind: 'release', target_id: lease.id, status: 'done' } });
+  expect(JSON.parse(request!.body)).toMatchObject({ outcome: 'succeeded', command: { kind: 'release', targetId: lease.id, status: 'done' } });
 });
 
 test('a callback to a host not on the allow-list is a 400 naming the field, and nothing is written, key included', async () => {

@@ -77,11 +77,11 @@ test('a blueprint disabled through the API takes no new lease (409); enabled aga
     ['disabled', 'enabled', 'enabled'],
   ]);
   const paths = (await env.anonymous.get('/v1/openapi.json')).body.paths;
-  expect(paths['/v1/blueprints/{ref}/disable'].post.summary).toBe('disable a blueprint (it takes no new leases; leases it has carry on)');
-  expect(paths['/v1/blueprints/{ref}/enable'].post.summary).toBe('enable a blueprint');
+  expect(paths['/v1/blueprints/{ref}/disable'].post).toMatchObject({ summary: 'Disable a blueprint', description: expect.stringMatching(/takes no new leases; the leases it has carry on/) });
+  expect(paths['/v1/blueprints/{ref}/enable'].post.summary).toBe('Enable a blueprint');
   const changed = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { maxResources: 3 } });
   expect(changed.status).toBe(200);
-  expect(changed.body).toMatchObject({ max_resources: 3, leases_per_resource: 4 });
+  expect(changed.body).toMatchObject({ maxResources: 3, leasesPerResource: 4 });
   await activeLease(env.as.user, name);
 });
 
@@ -91,7 +91,7 @@ test('driver settings change only through the blueprint queue, where its resourc
   expect(direct.status).toBe(400);
   expect(direct.body.message).toMatch(/update_settings command \(POST \/v1\/blueprints\/\{id\}\/commands/);
   const untouched = (await env.as.admin.get(`/v1/blueprints/${name}`)).body.blueprint;
-  expect(untouched.max_resources).toBe(10);
+  expect(untouched.maxResources).toBe(10);
   // Created with no settings, it stores none: the driver's defaults are the code's (docs/upgrades.md).
   expect(untouched.settings).toEqual({});
 
@@ -99,7 +99,7 @@ test('driver settings change only through the blueprint queue, where its resourc
   expect((await env.as.operator.post(`/v1/blueprints/${id}/commands`, body)).status).toBe(403);
   const queued = await env.as.admin.post(`/v1/blueprints/${id}/commands?wait=60`, body);
   expect(queued.status, JSON.stringify(queued.body)).toBe(200);
-  expect(queued.body.command).toMatchObject({ kind: 'update_settings', status: 'done', issued_by: 'token:admin', source: 'api', reason: 'slower' });
+  expect(queued.body.command).toMatchObject({ kind: 'update_settings', status: 'done', issuedBy: 'token:admin', source: 'api', reason: 'slower' });
   expect((await env.as.admin.get(`/v1/blueprints/${name}`)).body.blueprint.settings).toEqual({ latencyMs: { min: 1, max: 2 } });
 
   // Settings the driver refuses are refused before anything is queued, and the blueprint keeps the ones it had.

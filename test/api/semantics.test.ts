@@ -22,11 +22,17 @@ test('healthz, readyz and the OpenAPI document answer without a token', async ()
   const create = doc.body.paths['/v1/leases'].post;
   expect(create.requestBody.content['application/json'].schema.required).toEqual(['blueprint']);
   expect(create.requestBody.content['application/json'].schema.additionalProperties).toBe(false);
-  expect(doc.body.paths['/v1/leases/{id}/commands'].post.parameters.map((p: { name: string }) => p.name)).toEqual([
+  expect(doc.body.paths['/v1/leases/{id}/commands'].post.parameters.map((p: { name: string }) => p.name).sort()).toEqual([
+    'Idempotency-Key',
     'id',
     'wait',
-    'Idempotency-Key',
   ]);
+  // Every answer is described: a lease's GET by the Lease schema, which is camelCase like the requests.
+  const shown = doc.body.paths['/v1/leases/{id}'].get.responses;
+  expect(shown['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/LeaseDetail' });
+  expect(shown['404'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+  expect(doc.body.components.schemas.LeaseDetail.properties.lease).toEqual({ $ref: '#/components/schemas/Lease' });
+  expect(doc.body.components.schemas.Lease.properties.expiresAt).toMatchObject({ anyOf: [{ type: 'string', format: 'date-time' }, { type: 'null' }] });
   // The expiry fields and the callback are in the document, as the server validates them.
   const createFields = create.requestBody.content['application/json'].schema.properties;
   expect(createFields.expiresAt).toMatchObject({ type: 'string', format: 'date-time' });
@@ -48,10 +54,10 @@ test('a release is accepted with 202 and Location; its status is readable there'
   expect(release.headers.get('location')).toBe(`/v1/commands/${release.body.command.id}`);
   expect(release.body.coalesced).toBe(false);
   const command = release.body.command;
-  expect(command).toMatchObject({ kind: 'release', issued_by: 'token:user', source: 'api', reason: 'done with it' });
-  expect(command.client_address).toMatch(/127\.0\.0\.1/);
-  expect(command.user_agent).toBeTruthy();
-  expect(command.request_id).toBe(release.headers.get('x-request-id'));
+  expect(command).toMatchObject({ kind: 'release', issuedBy: 'token:user', source: 'api', reason: 'done with it' });
+  expect(command.clientAddress).toMatch(/127\.0\.0\.1/);
+  expect(command.userAgent).toBeTruthy();
+  expect(command.requestId).toBe(release.headers.get('x-request-id'));
 
   const shown = await env.as.viewer.get(release.headers.get('location')!);
   expect(shown.status).toBe(200);
@@ -68,7 +74,7 @@ test('a duplicate release answers 200 with the command already in flight', async
   expect(second.status).toBe(200);
   expect(second.body.coalesced).toBe(true);
   expect(second.body.command.id).toBe(first.body.command.id);
-  expect(second.body.record).toMatchObject({ status: 'coalesced', coalesced_into: first.body.command.id });
+  expect(second.body.record).toMatchObject({ status: 'coalesced', coalescedInto: first.body.command.id });
   expect(second.headers.get('location')).toBe(`/v1/commands/${first.body.command.id}`);
 });
 
@@ -106,7 +112,7 @@ test('lease create with wait answers once the lease is active', async () => {
   const created = await env.as.user.post('/v1/leases?wait=60', { blueprint: name, attributes: { team: 'ci' } });
   expect(created.status).toBe(200);
   expect(created.body.outcome).toBe('settled');
-  expect(created.body.lease).toMatchObject({ state: 'active', holder: 'token:user', blueprint_name: name });
+  expect(created.body.lease).toMatchObject({ state: 'active', holder: 'token:user', blueprintName: name });
   expect(created.body.lease.attributes).toMatchObject({ team: 'ci', simulated: true });
 });
 
@@ -115,16 +121,16 @@ test('lease create takes an expiry time or a term and a heartbeat; renew through
   const HOUR = 3_600_000;
   const expiring = await env.as.user.post('/v1/leases?wait=60', { blueprint: name, expiresInMs: HOUR, heartbeatMs: 60_000 });
   expect(expiring.status, JSON.stringify(expiring.body)).toBe(200);
-  expect(expiring.body.lease).toMatchObject({ state: 'active', term_ms: HOUR, heartbeat_ms: 60_000 });
-  const firstExpiry = Date.parse(expiring.body.lease.expires_at);
+  expect(expiring.body.lease).toMatchObject({ state: 'active', termMs: HOUR, heartbeatMs: 60_000 });
+  const firstExpiry = Date.parse(expiring.body.lease.expiresAt);
   expect(firstExpiry).toBeGreaterThan(Date.now() + HOUR / 2);
-  expect(expiring.body.lease.heartbeat_deadline).not.toBeNull();
+  expect(expiring.body.lease.heartbeatDeadline).not.toBeNull();
 
   const at = new Date(Date.now() + 2 * HOUR);
   const absolute = await env.as.user.post('/v1/leases', { blueprint: name, expiresAt: at.toISOString() });
   expect(absolute.status).toBe(202);
-  expect(Date.parse(absolute.body.lease.expires_at)).toBe(at.getTime());
-  expect(absolute.body.lease.heartbeat_ms).toBeNull();
+  expect(Date.parse(absolute.body.lease.expiresAt)).toBe(at.getTime());
+  expect(absolute.body.lease.heartbeatMs).toBeNull();
 
   // The holder renews its own lease: a `renew` command like any other, 202 or (waiting) 200 once applied.
   const renewed = await env.as.user.post(`/v1/leases/${expiring.body.lease.id}/commands?wait=60`, {
@@ -133,10 +139,10 @@ test('lease create takes an expiry time or a term and a heartbeat; renew through
     payload: { expiresInMs: 4 * HOUR },
   });
   expect(renewed.status, JSON.stringify(renewed.body)).toBe(200);
-  expect(renewed.body.command).toMatchObject({ kind: 'renew', status: 'done', issued_by: 'token:user', source: 'api', reason: 'still building' });
+  expect(renewed.body.command).toMatchObject({ kind: 'renew', status: 'done', issuedBy: 'token:user', source: 'api', reason: 'still building' });
   const shown = await env.as.viewer.get(`/v1/leases/${expiring.body.lease.id}`);
-  expect(shown.body.lease).toMatchObject({ state: 'active', term_ms: 4 * HOUR });
-  expect(Date.parse(shown.body.lease.expires_at)).toBeGreaterThan(firstExpiry + 2 * HOUR);
+  expect(shown.body.lease).toMatchObject({ state: 'active', termMs: 4 * HOUR });
+  expect(Date.parse(shown.body.lease.expiresAt)).toBeGreaterThan(firstExpiry + 2 * HOUR);
 
   // A lease that is gone cannot be renewed: 409, before anything is queued.
   await env.as.user.post(`/v1/leases/${expiring.body.lease.id}/commands?wait=60`, { kind: 'release' });

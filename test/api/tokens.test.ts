@@ -27,7 +27,7 @@ test('token create prints the secret once; only its hash is stored; it works unt
   expect((await client.get('/v1/leases')).status).toBe(200);
 
   const listed = parseJson(await runCli(['--json', 'token', 'list'], env.database.url));
-  expect(listed.find((t: { name: string }) => t.name === 'ci-bot')).toMatchObject({ role: 'user', revoked_at: null });
+  expect(listed.find((t: { name: string }) => t.name === 'ci-bot')).toMatchObject({ role: 'user', revokedAt: null });
   expect(JSON.stringify(listed)).not.toMatch(/slw_|secret_sha256/);
 
   expect((await runCli(['token', 'revoke', 'ci-bot'], env.database.url)).stdout).toMatch(/^revoked token ci-bot at /);

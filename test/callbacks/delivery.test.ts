@@ -72,8 +72,8 @@ test('a release with a callback is delivered once, signed, after the release and
     event: 'command.settled',
     delivery: callback.id,
     outcome: 'succeeded',
-    command: { id: command.id, kind: 'release', target_kind: 'lease', target_id: leaseId, status: 'done', issued_by: 'tester' },
-    tree_truncated: false,
+    command: { id: command.id, kind: 'release', targetKind: 'lease', targetId: leaseId, status: 'done', issuedBy: 'tester' },
+    treeTruncated: false,
   });
   const finalTree = await readCommandTree(db, command.id);
   expect(body.tree.map((n: { id: number; status: string }) => [n.id, n.status])).toEqual(finalTree.map((n) => [n.id, n.status]));
@@ -110,7 +110,7 @@ test('a receiver that fails twice gets the callback a third time, after a backof
   // `slipway command show` shows the attempts, as text and as JSON.
   const json = parseJson(await runCli(['--json', 'command', 'show', String(command.id)], database.url));
   expect(json.callbacks).toMatchObject([
-    { url: receiver.url('/flaky'), status: 'delivered', attempts: 3, attempt_log: [{ status_code: 500 }, { status_code: 503 }, { status_code: 204 }] },
+    { url: receiver.url('/flaky'), status: 'delivered', attempts: 3, attemptLog: [{ statusCode: 500 }, { statusCode: 503 }, { statusCode: 204 }] },
   ]);
   const text = await runCli(['command', 'show', String(command.id)], database.url);
   expect(text.code).toBe(0);

@@ -21,7 +21,7 @@ test('blueprint create prints the blueprint and stores its driver settings as gi
 test('blueprint create --json prints the created row', async () => {
   const run = await env.cli('--json', 'blueprint', 'create', '--name', 'dirs', '--driver', 'directory', '--max-resources', '3', '--leases-per-resource', '4', '--setting', 'root=/tmp/slipway-cli-test');
   expect(run.code).toBe(0);
-  expect(parseJson(run)).toMatchObject({ name: 'dirs', driver: 'directory', max_resources: 3, leases_per_resource: 4, settings: { root: '/tmp/slipway-cli-test' }, state: 'enabled' });
+  expect(parseJson(run)).toMatchObject({ name: 'dirs', driver: 'directory', maxResources: 3, leasesPerResource: 4, settings: { root: '/tmp/slipway-cli-test' }, state: 'enabled' });
 });
 
 test('blueprint list shows the newest first and pages on id', async () => {
@@ -60,7 +60,7 @@ test('exit codes say what went wrong: usage 2, not found 3, conflict 4', async (
 
 test('blueprint limits, disable and enable change the blueprint as the API does, recording who asked', async () => {
   const limits = parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--max-resources', '5', '--leases-per-resource', '2'));
-  expect(limits).toMatchObject({ name: 'dirs', max_resources: 5, leases_per_resource: 2 });
+  expect(limits).toMatchObject({ name: 'dirs', maxResources: 5, leasesPerResource: 2 });
   const none = await env.cli('blueprint', 'limits', 'dirs');
   expect(none.code).toBe(2);
   expect(none.stderr).toBe('error: give --max-resources <n>, --leases-per-resource <n> or both\n');

@@ -66,8 +66,8 @@ test('lease create --json ends with the active lease and its settled command tre
   const run = await env.cli('--json', 'lease', 'create', '--blueprint', 'sim', '--expires-in', '1h30m');
   expect(run.code).toBe(0);
   const result = parseJson(run);
-  expect(result).toMatchObject({ outcome: 'settled', lease: { state: 'active', holder: cliActor().issuedBy, blueprint_name: 'sim' } });
-  const expiresInMs = Date.parse(result.lease.expires_at) - Date.parse(result.lease.created_at);
+  expect(result).toMatchObject({ outcome: 'settled', lease: { state: 'active', holder: cliActor().issuedBy, blueprintName: 'sim' } });
+  const expiresInMs = Date.parse(result.lease.expiresAt) - Date.parse(result.lease.createdAt);
   expect(Math.abs(expiresInMs - 90 * 60_000)).toBeLessThan(60_000);
   expect(result.tree[0]).toMatchObject({ kind: 'allocate', status: 'done', depth: 0, source: 'cli' });
   expect(result.tree.every((c: { status: string }) => ['done', 'cancelled', 'coalesced'].includes(c.status))).toBe(true);
@@ -78,7 +78,7 @@ test('lease create --no-wait returns while the lease is still being set up', asy
   expect(run.code).toBe(0);
   const { lease, command } = parseJson(run);
   expect(lease.state).toBe('pending');
-  expect(command).toMatchObject({ kind: 'allocate', target_id: lease.id });
+  expect(command).toMatchObject({ kind: 'allocate', targetId: lease.id });
 });
 
 test('lease release waits until the lease is destroyed, and show gives its timeline', async () => {
@@ -130,7 +130,7 @@ test('a duplicate release joins the release already queued and waits for it', as
     expect(run.code).toBe(0);
     const result = parseJson(run);
     expect(result).toMatchObject({ coalesced: true, state: 'destroyed', command: { id: first.command.id, status: 'done' } });
-    expect(result.record).toMatchObject({ status: 'coalesced', coalesced_into: first.command.id, source: 'cli' });
+    expect(result.record).toMatchObject({ status: 'coalesced', coalescedInto: first.command.id, source: 'cli' });
   } finally {
     lock.release();
   }
@@ -148,11 +148,11 @@ test('releasing a destroyed lease is refused in one line naming its state', asyn
 });
 
 test('lease list shows live leases newest first (--all: destroyed ones too), filters by state, blueprint and holder, and pages on id', async () => {
-  type Listed = { id: number; state: string; blueprint_name: string };
+  type Listed = { id: number; state: string; blueprintName: string };
   const ids = (page: { items: Listed[] }) => page.items.map((l) => l.id);
   const all = parseJson(await env.cli('--json', 'lease', 'list', '--blueprint', 'sim', '--all'));
   expect(all.items.length).toBeGreaterThanOrEqual(4);
-  expect(all.items.every((l: Listed) => l.blueprint_name === 'sim')).toBe(true);
+  expect(all.items.every((l: Listed) => l.blueprintName === 'sim')).toBe(true);
   expect(ids(all)).toEqual([...ids(all)].sort((a, b) => b - a));
   expect(all.items.some((l: Listed) => l.state === 'destroyed')).toBe(true);
   const live = parseJson(await env.cli('--json', 'lease', 'list', '--blueprint', 'sim'));

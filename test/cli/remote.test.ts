@@ -81,7 +81,7 @@ test('lease release waits until the lease is destroyed; --no-wait answers at onc
   const queued = await remote('user', '--json', 'lease', 'release', String(other), '--no-wait');
   expect(queued.code, queued.stderr).toBe(0);
   const body = parseJson(queued);
-  expect(body).toMatchObject({ coalesced: false, command: { kind: 'release', target_id: other, issued_by: 'token:user' } });
+  expect(body).toMatchObject({ coalesced: false, command: { kind: 'release', targetId: other, issuedBy: 'token:user' } });
   expect(body.outcome).toBeUndefined();
 });
 
@@ -91,7 +91,7 @@ test('lease renew goes through the API as a renew command', async () => {
   const run = await remote('operator', '--json', 'lease', 'renew', String(id));
   expect(run.code, run.stderr).toBe(0);
   const body = parseJson(run);
-  expect(body).toMatchObject({ outcome: 'settled', state: 'active', command: { kind: 'renew', status: 'done', issued_by: 'token:operator' } });
+  expect(body).toMatchObject({ outcome: 'settled', state: 'active', command: { kind: 'renew', status: 'done', issuedBy: 'token:operator' } });
 });
 
 test('show and list print the same text and JSON remotely as locally', async () => {
@@ -186,8 +186,8 @@ test('lease create passes its expiry and heartbeat to the API', async () => {
   const run = await remote('user', '--json', 'lease', 'create', '--blueprint', name, '--expires-in', '1h', '--heartbeat', '30s');
   expect(run.code, run.stderr).toBe(0);
   const { lease } = parseJson(run);
-  expect(lease).toMatchObject({ state: 'active', term_ms: 3_600_000, heartbeat_ms: 30_000 });
-  expect(new Date(lease.expires_at).getTime()).toBeGreaterThan(Date.now() + 3_500_000);
+  expect(lease).toMatchObject({ state: 'active', termMs: 3_600_000, heartbeatMs: 30_000 });
+  expect(new Date(lease.expiresAt).getTime()).toBeGreaterThan(Date.now() + 3_500_000);
 });
 
 test('a wait that outlasts the API\'s 60 s goes on until the CLI\'s --timeout; a shorter one times out like locally', async () => {

@@ -284,7 +284,7 @@ test('a lease waiting for capacity says so on its page, with how many wait ahead
   // The line in the order it is served, then the resource the holder's lease is on.
   const line = [...page.text.matchAll(/<tr><td>(\d+)<\/td><td><a href="\/leases\/(\d+)">/g)].map((m) => [Number(m[1]), Number(m[2])]);
   expect(line).toEqual([[1, first], [2, second]]);
-  expect(page.text).toContain(`<a href="/resources/${holder.body.lease.resource_id}">resource ${holder.body.lease.resource_id}</a>`);
+  expect(page.text).toContain(`<a href="/resources/${holder.body.lease.resourceId}">resource ${holder.body.lease.resourceId}</a>`);
   expect(page.text).toContain('<h2>Timeline</h2>');
   expect((await client.get('/blueprints/999999')).status).toBe(404);
 });

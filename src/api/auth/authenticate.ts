@@ -24,8 +24,6 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** What the route does, for authorization; a route without one is public. */
     action?: Action;
-    /** One line for the OpenAPI document. */
-    summary?: string;
   }
   interface FastifyRequest {
     caller?: Caller;

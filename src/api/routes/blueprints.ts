@@ -1,81 +1,66 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
-import { takesLeases, type BlueprintState } from '../../domain/lifecycle.ts';
-import { BlueprintInputSchema, createBlueprintInTransaction } from '../../objects/createBlueprint.ts';
-import { BlueprintChangesSchema, setBlueprintState, updateBlueprint } from '../../objects/updateBlueprint.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { BlueprintState } from '../../domain/lifecycle.ts';
+import { createBlueprintInTransaction } from '../../objects/createBlueprint.ts';
+import { setBlueprintState, updateBlueprint } from '../../objects/updateBlueprint.ts';
 import { listBlueprints, readBlueprintDetail } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import type { ApiContext } from '../ApiContext.ts';
 import { actorOf } from '../auth/authenticate.ts';
+import { OPERATIONS } from '../contract.ts';
 import { runPost } from '../respond.ts';
 import { withTransaction } from '../../db/withTransaction.ts';
-import { addRoute } from '../route.ts';
-import { BlueprintParams, PageQuery } from '../schemas.ts';
+import { blueprintDetailOf, blueprintOf, historyOf, pageOf } from '../shapes.ts';
+import { routeOf } from '../typedRoutes.ts';
 
-/** The state changes a blueprint takes over the API, as data: path segment → state. */
-const STATE_CHANGES: Readonly<Record<string, BlueprintState>> = { disable: 'disabled', enable: 'enabled' };
+/** The state changes a blueprint takes over the API, as data: operation → state. */
+const STATE_CHANGES = [
+  [OPERATIONS.disableBlueprint, 'disabled'],
+  [OPERATIONS.enableBlueprint, 'enabled'],
+] as const satisfies ReadonlyArray<readonly [unknown, BlueprintState]>;
 
 export async function blueprintRoutes(app: FastifyInstance, context: ApiContext): Promise<void> {
   const { db } = context.database;
+  const typed = app.withTypeProvider<ZodTypeProvider>();
 
-  addRoute(app, {
-    method: 'POST',
-    url: '/v1/blueprints',
-    summary: 'create a blueprint (201 + Location)',
-    action: 'blueprint.write',
-    body: BlueprintInputSchema,
-    handler: ({ body }, request, reply) =>
-      runPost(context, request, reply, async (db) => {
-        const blueprint = await withTransaction(db, (trx) => createBlueprintInTransaction(trx, body, actorOf(request)));
-        return { response: { status: 201, headers: { location: `/v1/blueprints/${blueprint.id}` }, body: blueprint } };
-      }),
-  });
-
-  addRoute(app, {
-    method: 'GET',
-    url: '/v1/blueprints',
-    summary: 'blueprints, oldest first unless order=newest',
-    action: 'read',
-    query: z.object(PageQuery).strict(),
-    handler: async ({ query }) => listBlueprints(db, query),
-  });
-
-  addRoute(app, {
-    method: 'GET',
-    url: '/v1/blueprints/:ref',
-    summary: "a blueprint (by id or name) with its usage, queue and timeline",
-    action: 'read',
-    params: BlueprintParams,
-    handler: async ({ params }) => {
-      const blueprint = await readBlueprintDetail(db, params.ref);
-      return { blueprint, ...(await readHistory(db, { kind: 'blueprint', id: blueprint.id })) };
+  typed.route({
+    ...routeOf(OPERATIONS.createBlueprint),
+    handler: async (request, reply) => {
+      await runPost(context, request, reply, async (db) => {
+        const blueprint = await withTransaction(db, (trx) => createBlueprintInTransaction(trx, request.body, actorOf(request)));
+        return { response: { status: 201, headers: { location: `/v1/blueprints/${blueprint.id}` }, body: blueprintOf(blueprint) } };
+      });
     },
   });
 
-  addRoute(app, {
-    method: 'PATCH',
-    url: '/v1/blueprints/:ref',
-    summary: "change a blueprint's limits (its driver settings change through the update_settings command)",
-    action: 'blueprint.write',
-    params: BlueprintParams,
-    body: BlueprintChangesSchema,
-    handler: ({ params, body }, request) =>
-      withTransaction(db, (trx) => updateBlueprint(trx, params.ref, body, actorOf(request))),
+  typed.route({
+    ...routeOf(OPERATIONS.listBlueprints),
+    handler: async (request) => pageOf(await listBlueprints(db, request.query), blueprintOf),
   });
 
-  for (const [verb, state] of Object.entries(STATE_CHANGES)) {
-    addRoute(app, {
-      method: 'POST',
-      url: `/v1/blueprints/:ref/${verb}`,
-      summary: `${verb} a blueprint${takesLeases('blueprint', state) ? '' : ' (it takes no new leases; leases it has carry on)'}`,
-      action: 'blueprint.write',
-      params: BlueprintParams,
-      body: z.object({}).strict(),
-      handler: ({ params }, request, reply) =>
-        runPost(context, request, reply, async (db) => {
-          const blueprint = await withTransaction(db, (trx) => setBlueprintState(trx, params.ref, state, actorOf(request)));
-          return { response: { status: 200, headers: {}, body: blueprint } };
-        }),
+  typed.route({
+    ...routeOf(OPERATIONS.getBlueprint),
+    handler: async (request) => {
+      const blueprint = await readBlueprintDetail(db, request.params.ref);
+      return { blueprint: blueprintDetailOf(blueprint), ...historyOf(await readHistory(db, { kind: 'blueprint', id: blueprint.id })) };
+    },
+  });
+
+  typed.route({
+    ...routeOf(OPERATIONS.updateBlueprint),
+    handler: async (request) =>
+      blueprintOf(await withTransaction(db, (trx) => updateBlueprint(trx, request.params.ref, request.body, actorOf(request)))),
+  });
+
+  for (const [operation, state] of STATE_CHANGES) {
+    typed.route({
+      ...routeOf(operation),
+      handler: async (request, reply) => {
+        await runPost(context, request, reply, async (db) => {
+          const blueprint = await withTransaction(db, (trx) => setBlueprintState(trx, request.params.ref, state, actorOf(request)));
+          return { response: { status: 200, headers: {}, body: blueprintOf(blueprint) } };
+        });
+      },
     });
   }
 }

@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import { recordHttpRequest } from '../../metrics/metrics.ts';
 import { answerScrape, scrapeSettings } from '../../metrics/scrape.ts';
 import type { ApiContext } from '../ApiContext.ts';
-import { addRoute } from '../route.ts';
 
 /**
  * GET /metrics: this process's Prometheus metrics (docs/metrics.md). Public
@@ -11,14 +10,9 @@ import { addRoute } from '../route.ts';
  */
 export async function metricsRoutes(app: FastifyInstance, context: ApiContext): Promise<void> {
   const settings = scrapeSettings(context.config);
-  addRoute(app, {
-    method: 'GET',
-    url: '/metrics',
-    summary: "this process's Prometheus metrics, in Prometheus's text format (needs a bearer SLIPWAY_METRICS_TOKEN when one is set)",
-    handler: async (_input, request, reply) => {
-      const scrape = await answerScrape(context.database, settings, request.headers.authorization);
-      return reply.code(scrape.status).type(scrape.contentType).send(scrape.body);
-    },
+  app.get('/metrics', async (request, reply) => {
+    const scrape = await answerScrape(context.database, settings, request.headers.authorization);
+    return reply.code(scrape.status).type(scrape.contentType).send(scrape.body);
   });
 }
 

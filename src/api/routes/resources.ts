@@ -1,45 +1,30 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { blueprintIdFilter } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
-import { stateFilterOf } from '../../read/stateFilter.ts';
 import { listResources, readResourceDetail } from '../../read/resources.ts';
 import type { ApiContext } from '../ApiContext.ts';
-import { addRoute } from '../route.ts';
-import { BlueprintRef, IdParams, PageQuery } from '../schemas.ts';
-
-const ListQuery = z
-  .object({
-    state: stateFilterOf('resource').optional(),
-    blueprint: BlueprintRef.optional(),
-    ...PageQuery,
-  })
-  .strict();
+import { OPERATIONS } from '../contract.ts';
+import { historyOf, pageOf, resourceDetailOf, resourceOf } from '../shapes.ts';
+import { routeOf } from '../typedRoutes.ts';
 
 export async function resourceRoutes(app: FastifyInstance, context: ApiContext): Promise<void> {
   const { db } = context.database;
+  const typed = app.withTypeProvider<ZodTypeProvider>();
 
-  addRoute(app, {
-    method: 'GET',
-    url: '/v1/resources',
-    summary: 'resources, oldest first unless order=newest, filtered by state (or live: all but destroyed) and blueprint',
-    action: 'read',
-    query: ListQuery,
+  typed.route({
+    ...routeOf(OPERATIONS.listResources),
     handler: async ({ query }) => {
       const blueprintId = await blueprintIdFilter(db, query.blueprint);
-      return listResources(db, { state: query.state, blueprintId }, query);
+      return pageOf(await listResources(db, { state: query.state, blueprintId }, query), resourceOf);
     },
   });
 
-  addRoute(app, {
-    method: 'GET',
-    url: '/v1/resources/:id',
-    summary: "a resource's fields, slots, queue and timeline",
-    action: 'read',
-    params: IdParams,
+  typed.route({
+    ...routeOf(OPERATIONS.getResource),
     handler: async ({ params }) => ({
-      resource: await readResourceDetail(db, params.id),
-      ...(await readHistory(db, { kind: 'resource', id: params.id })),
+      resource: resourceDetailOf(await readResourceDetail(db, params.id)),
+      ...historyOf(await readHistory(db, { kind: 'resource', id: params.id })),
     }),
   });
 }

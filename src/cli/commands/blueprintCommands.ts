@@ -6,6 +6,7 @@ import { createBlueprint } from '../../objects/createBlueprint.ts';
 import { BlueprintChangesSchema, setBlueprintState, updateBlueprint } from '../../objects/updateBlueprint.ts';
 import { findBlueprint, listBlueprints, readBlueprintDetail, type BlueprintRef } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
+import { blueprintDetailOf, blueprintOf, historyOf, pageOf } from '../../api/shapes.ts';
 import { pageTable } from '../format.ts';
 import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } from '../options.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
@@ -65,7 +66,7 @@ export function addBlueprintCommands(program: Command): void {
         const settings = { ...options.settings, ...options.setting };
         const { name, driver, maxResources, leasesPerResource, minResources, idleTimeout } = options;
         const input = { name, driver, maxResources, leasesPerResource, settings, minResources, idleTimeoutMs: idleTimeout };
-        const created = await createBlueprint(db, input, cliActor());
+        const created = blueprintOf(await createBlueprint(db, input, cliActor()));
         out.result(created, (b) => `created ${renderBlueprint(b)}`);
       }),
     );
@@ -97,7 +98,7 @@ export function addBlueprintCommands(program: Command): void {
       withSession(command, async ({ db, out }) => {
         const changes = BlueprintChangesSchema.safeParse(options);
         if (!changes.success) throw new InvalidInputError('give --max-resources <n>, --leases-per-resource <n> or both');
-        const changed = await withTransaction(db, (trx) => updateBlueprint(trx, ref, changes.data, cliActor()));
+        const changed = blueprintOf(await withTransaction(db, (trx) => updateBlueprint(trx, ref, changes.data, cliActor())));
         out.result(changed, (b) => `changed ${renderBlueprint(b)}`);
       }),
     );
@@ -112,7 +113,7 @@ export function addBlueprintCommands(program: Command): void {
       .argument('<name|id>', 'blueprint name or id', parseWith(BlueprintRefArg))
       .action((ref: BlueprintRef, _options: unknown, command: Command) =>
         withSession(command, async ({ db, out }) => {
-          const changed = await withTransaction(db, (trx) => setBlueprintState(trx, ref, state, cliActor()));
+          const changed = blueprintOf(await withTransaction(db, (trx) => setBlueprintState(trx, ref, state, cliActor())));
           out.result(changed, (b) => `${state} ${renderBlueprint(b)}`);
         }),
       );
@@ -125,7 +126,7 @@ export function addBlueprintCommands(program: Command): void {
     .action((ref: BlueprintRef, _options: unknown, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const found = await readBlueprintDetail(db, ref);
-        const detail = { blueprint: found, ...(await readHistory(db, { kind: 'blueprint', id: found.id })) };
+        const detail = { blueprint: blueprintDetailOf(found), ...historyOf(await readHistory(db, { kind: 'blueprint', id: found.id })) };
         out.result(detail, renderBlueprintDetail);
       }),
     );
@@ -133,7 +134,7 @@ export function addBlueprintCommands(program: Command): void {
   addPageOptions(blueprint.command('list').description('blueprints, newest first')).action(
     (options: PageOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
-        const page = await listBlueprints(db, options);
+        const page = pageOf(await listBlueprints(db, options), blueprintOf);
         out.result(page, (p) => pageTable(p, BLUEPRINT_COLUMNS));
       }),
   );

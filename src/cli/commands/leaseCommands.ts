@@ -10,7 +10,8 @@ import type { Output } from '../output.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
 import { Duration, LeaseStateArg, parseWith, PositiveId, textUpTo } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
-import type { LeaseCreated, LeaseWaited, Transport } from '../transport/Transport.ts';
+import type { LeaseAnswer } from '../../api/contract.ts';
+import type { LeaseWaited, Transport } from '../transport/Transport.ts';
 import { withTransport } from '../transport/withTransport.ts';
 import { LEASE_COLUMNS, renderLease, renderLeaseDetail } from '../views/leaseViews.ts';
 
@@ -107,14 +108,14 @@ export function addLeaseCommands(program: Command): void {
 async function requestLease(transport: Transport, out: Output, options: CreateOptions): Promise<void> {
   const { blueprint, holder, expiresIn, heartbeat, reason } = options;
   const input = { blueprint, holder, expiresInMs: expiresIn, heartbeatMs: heartbeat, reason };
-  const requested = ({ lease, command }: LeaseCreated) => `lease ${lease.id} requested for ${lease.holder} (command ${command.id})`;
+  const requested = ({ lease, command }: LeaseAnswer) => `lease ${lease.id} requested for ${lease.holder} (command ${command.id})`;
   if (!options.wait) {
     out.result(await transport.createLease(input), requested);
     return;
   }
   const timeoutSeconds = options.timeout;
-  let created: LeaseCreated | undefined;
-  const accepted = (answer: LeaseCreated) => {
+  let created: LeaseAnswer | undefined;
+  const accepted = (answer: LeaseAnswer) => {
     created = answer;
     out.progress(requested(answer));
   };

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { blueprintIdFilter, type BlueprintRef } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
+import { historyOf, pageOf, resourceDetailOf, resourceOf } from '../../api/shapes.ts';
 import { listResources, readResourceDetail } from '../../read/resources.ts';
 import { pageTable } from '../format.ts';
 import { addPageOptions, addStateOptions, addWaitOptions, stateFilter, type StateListOptions, type WaitOptions } from '../options.ts';
@@ -39,7 +40,7 @@ export function addResourceCommands(program: Command): void {
     .argument('<id>', 'resource id', parseWith(PositiveId))
     .action((id: number, _options: unknown, command: Command) =>
       withSession(command, async ({ db, out }) => {
-        const detail = { resource: await readResourceDetail(db, id), ...(await readHistory(db, { kind: 'resource', id })) };
+        const detail = { resource: resourceDetailOf(await readResourceDetail(db, id)), ...historyOf(await readHistory(db, { kind: 'resource', id })) };
         out.result(detail, renderResourceDetail);
       }),
     );
@@ -55,7 +56,7 @@ export function addResourceCommands(program: Command): void {
   ).action((options: ListOptions, command: Command) =>
     withSession(command, async ({ db, out }) => {
       const blueprintId = await blueprintIdFilter(db, options.blueprint);
-      const page = await listResources(db, { state: stateFilter(options), blueprintId }, options);
+      const page = pageOf(await listResources(db, { state: stateFilter(options), blueprintId }, options), resourceOf);
       out.result(page, (p) => pageTable(p, RESOURCE_COLUMNS));
     }),
   );

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { ROLES } from '../../api/auth/roles.ts';
-import { createToken, listTokens, revokeToken, type TokenView } from '../../api/auth/tokens.ts';
+import { createToken, listTokens, revokeToken } from '../../api/auth/tokens.ts';
+import { tokenOf, type Token } from '../../api/shapes.ts';
 import { cliActor } from '../../domain/Actor.ts';
 import { formatTime, NONE, table, type Column } from '../format.ts';
 import { parseWith } from '../parsers.ts';
@@ -10,13 +11,13 @@ import { withSession } from '../session.ts';
 const TokenName = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'use 1-63 lower-case letters, digits, ".", "_" or "-"');
 const Role = z.enum(ROLES);
 
-const TOKEN_COLUMNS: readonly Column<TokenView>[] = [
+const TOKEN_COLUMNS: readonly Column<Token>[] = [
   { header: 'NAME', value: (t) => t.name },
   { header: 'ROLE', value: (t) => t.role },
-  { header: 'CREATED', value: (t) => formatTime(t.created_at) },
-  { header: 'BY', value: (t) => t.created_by },
-  { header: 'LAST USED', value: (t) => formatTime(t.last_used_at) },
-  { header: 'REVOKED', value: (t) => (t.revoked_at ? formatTime(t.revoked_at) : NONE) },
+  { header: 'CREATED', value: (t) => formatTime(t.createdAt) },
+  { header: 'BY', value: (t) => t.createdBy },
+  { header: 'LAST USED', value: (t) => formatTime(t.lastUsedAt) },
+  { header: 'REVOKED', value: (t) => (t.revokedAt ? formatTime(t.revokedAt) : NONE) },
 ];
 
 /** `token create|list|revoke`: the HTTP API's bearer tokens. */
@@ -30,8 +31,8 @@ export function addTokenCommands(program: Command): void {
     .requiredOption('--role <role>', `one of: ${ROLES.join(', ')}`, parseWith(Role))
     .action((options: { name: string; role: (typeof ROLES)[number] }, command: Command) =>
       withSession(command, async ({ db, out }) => {
-        const created = await createToken(db, options, cliActor().issuedBy);
-        out.result(created, ({ token: t, secret }) =>
+        const { token: made, secret } = await createToken(db, options, cliActor().issuedBy);
+        out.result({ token: tokenOf(made), secret }, ({ token: t, secret }) =>
           [
             `created token ${t.name} (role ${t.role}). Its secret, shown only now:`,
             secret,
@@ -46,7 +47,7 @@ export function addTokenCommands(program: Command): void {
     .description('every token (never their secrets)')
     .action((_options: unknown, command: Command) =>
       withSession(command, async ({ db, out }) => {
-        const tokens = await listTokens(db);
+        const tokens = (await listTokens(db)).map(tokenOf);
         out.result(tokens, (rows) => table(rows, TOKEN_COLUMNS));
       }),
     );
@@ -57,8 +58,8 @@ export function addTokenCommands(program: Command): void {
     .argument('<name>', 'the token\'s name', parseWith(TokenName))
     .action((name: string, _options: unknown, command: Command) =>
       withSession(command, async ({ db, out }) => {
-        const revoked = await revokeToken(db, name);
-        out.result(revoked, (t) => `revoked token ${t.name} at ${formatTime(t.revoked_at)}`);
+        const revoked = tokenOf(await revokeToken(db, name));
+        out.result(revoked, (t) => `revoked token ${t.name} at ${formatTime(t.revokedAt)}`);
       }),
     );
 }

@@ -1,3 +1,4 @@
+import { commandOf, callbackOf, historyOf, leaseOf, pageOf, treeOf } from '../../api/shapes.ts';
 import { cliActor } from '../../domain/Actor.ts';
 import { createLease } from '../../objects/createLease.ts';
 import { appendCommand, type AppendResult } from '../../queue/appendCommand.ts';
@@ -11,18 +12,23 @@ import { readObjectState } from '../../read/objectState.ts';
 import type { ListPage } from '../../read/page.ts';
 import { awaitTree } from '../awaitTree.ts';
 import type { Session } from '../session.ts';
-import type { CommandRequest, LeaseCreated, LeaseListFilter, LeaseRequest, Transport, Waiting } from './Transport.ts';
+import type { CommandRequest, LeaseListFilter, LeaseRequest, Transport, Waiting } from './Transport.ts';
+import type { CommandAnswer, LeaseAnswer } from '../../api/contract.ts';
 
-/** The lease and command subcommands working on the database directly, as the CLI user. */
+/**
+ * The lease and command subcommands working on the database directly, as the
+ * CLI user. Answers in the API's shapes, made by the API's own mappers.
+ */
 export class LocalTransport implements Transport {
   constructor(private readonly session: Session) {}
 
-  createLease(request: LeaseRequest) {
+  async createLease(request: LeaseRequest) {
     const { reason, holder = cliActor().issuedBy, ...rest } = request;
-    return createLease(this.session.db, { ...rest, holder }, cliActor(reason));
+    const { lease, command } = await createLease(this.session.db, { ...rest, holder }, cliActor(reason));
+    return { lease: leaseOf(lease), command: commandOf(command) };
   }
 
-  async createLeaseAndWait(request: LeaseRequest, wait: Waiting<LeaseCreated>) {
+  async createLeaseAndWait(request: LeaseRequest, wait: Waiting<LeaseAnswer>) {
     const { db } = this.session;
     const created = await this.createLease(request);
     wait.accepted(created);
@@ -32,43 +38,55 @@ export class LocalTransport implements Transport {
       object: { ref, until: leaseSetUp },
       timeoutSeconds: wait.timeoutSeconds,
     });
-    const lease = await findLease(db, ref.id);
-    return { lease, command: waited.tree[0]!, outcome: waited.outcome, tree: waited.tree };
+    const lease = leaseOf(await findLease(db, ref.id));
+    return { lease, command: commandOf(waited.tree[0]!), outcome: waited.outcome, tree: treeOf(waited.tree) };
   }
 
-  requestCommand(request: CommandRequest) {
-    const { target, kind, payload, reason } = request;
-    return appendCommand(this.session.db, { target, kind, payload, actor: cliActor(reason) });
+  async requestCommand(request: CommandRequest) {
+    return answerOf(await this.append(request));
   }
 
-  async requestCommandAndWait(request: CommandRequest, wait: Waiting<AppendResult>) {
+  async requestCommandAndWait(request: CommandRequest, wait: Waiting<CommandAnswer>) {
     const { db } = this.session;
     const { target } = request;
-    const appended = await this.requestCommand(request);
-    wait.accepted(appended);
+    const appended = await this.append(request);
+    wait.accepted(answerOf(appended));
     const waited = await awaitTree(this.session, { rootId: appended.command.id, timeoutSeconds: wait.timeoutSeconds });
     const state = await readObjectState(db, target);
     const { coalesced, record } = appended;
-    return { command: waited.tree[0]!, coalesced, record, outcome: waited.outcome, state, tree: waited.tree };
+    return { command: commandOf(waited.tree[0]!), coalesced, record: commandOf(record), outcome: waited.outcome, state, tree: treeOf(waited.tree) };
   }
 
   async showLease(id: number) {
     const { db } = this.session;
-    return { lease: await findLease(db, id), ...(await readHistory(db, { kind: 'lease', id })) };
+    return { lease: leaseOf(await findLease(db, id)), ...historyOf(await readHistory(db, { kind: 'lease', id })) };
   }
 
   async listLeases(filter: LeaseListFilter, page: ListPage) {
     const { db } = this.session;
     const blueprintId = await blueprintIdFilter(db, filter.blueprint);
-    return listLeases(db, { state: filter.state, blueprintId, holder: filter.holder }, page);
+    return pageOf(await listLeases(db, { state: filter.state, blueprintId, holder: filter.holder }, page), leaseOf);
   }
 
   async showCommand(id: number) {
     const { db } = this.session;
-    return { command: await findCommand(db, id), tree: await readCommandTree(db, id), callbacks: await readCallbacks(db, id) };
+    return {
+      command: commandOf(await findCommand(db, id)),
+      tree: treeOf(await readCommandTree(db, id)),
+      callbacks: (await readCallbacks(db, id)).map(callbackOf),
+    };
   }
 
-  listCommands(filter: CommandFilter, page: ListPage) {
-    return listCommands(this.session.db, filter, page);
+  async listCommands(filter: CommandFilter, page: ListPage) {
+    return pageOf(await listCommands(this.session.db, filter, page), commandOf);
   }
+
+  private append(request: CommandRequest): Promise<AppendResult> {
+    const { target, kind, payload, reason } = request;
+    return appendCommand(this.session.db, { target, kind, payload, actor: cliActor(reason) });
+  }
+}
+
+function answerOf({ command, coalesced, record }: AppendResult): CommandAnswer {
+  return { command: commandOf(command), coalesced, record: commandOf(record) };
 }

@@ -1,28 +1,17 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CommandRow } from '../../../migrations/schema.ts';
-import type { AppendResult } from '../../queue/appendCommand.ts';
+import type { CommandAnswer, LeaseAnswer } from '../../api/contract.ts';
+import type { CommandTreeNodeShape } from '../../api/shapes.ts';
+import { ApiRefusal, UnexpectedAnswer, Unreachable, type CallAnswer, type CallInput, type OperationName, type SlipwayClient } from '../../client/SlipwayClient.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
 import type { CommandFilter } from '../../read/commands.ts';
-import { treeSettled, type CommandTreeNode } from '../../read/commandTree.ts';
-import { leaseSetUp, type LeaseView } from '../../read/leases.ts';
-import type { Page, ListPage } from '../../read/page.ts';
+import { treeSettled } from '../../read/commandTree.ts';
+import { leaseSetUp } from '../../read/leases.ts';
+import type { ListPage } from '../../read/page.ts';
 import { carriesOn } from '../awaitTree.ts';
 import { CliFailure, EXIT } from '../exitStatus.ts';
 import type { Output } from '../output.ts';
 import { progressPrinter } from '../progress.ts';
-import type { ApiCaller } from './ApiCaller.ts';
-import type {
-  CommandDetail,
-  CommandRequest,
-  CommandWaited,
-  LeaseCreated,
-  LeaseDetail,
-  LeaseListFilter,
-  LeaseRequest,
-  LeaseWaited,
-  Transport,
-  Waiting,
-} from './Transport.ts';
+import type { CommandRequest, CommandWaited, LeaseListFilter, LeaseRequest, LeaseWaited, Transport, Waiting } from './Transport.ts';
 
 /** The longest `?wait=` the API holds a request for (src/api/schemas.ts MAX_WAIT_S). */
 const API_MAX_WAIT_S = 60;
@@ -34,75 +23,96 @@ const LOCAL_ONLY_LEASE_OPTIONS: ReadonlyArray<readonly [keyof LeaseRequest, stri
   ['holder', '--holder (the API makes the token the holder)'],
 ];
 
-/** Each object kind's API collection, and the key of its document in a GET. */
-const COLLECTIONS: Record<ObjectRef['kind'], string> = { lease: 'leases', resource: 'resources', blueprint: 'blueprints' };
+/** The operation that queues a command on each kind of object. */
+const QUEUE_COMMAND = { lease: 'queueLeaseCommand', resource: 'queueResourceCommand', blueprint: 'queueBlueprintCommand' } as const;
+
+/** API refusals as the CLI's exit codes: the same codes a local run exits with for the same refusal. */
+const EXIT_BY_STATUS: Readonly<Record<number, CliFailure['exitCode']>> = {
+  400: EXIT.usage,
+  401: EXIT.denied,
+  403: EXIT.denied,
+  404: EXIT.notFound,
+  409: EXIT.conflict,
+};
 
 /**
  * The lease and command subcommands through the HTTP API (SLIPWAY_URL), as
- * the token's actor. A wait is the API's `?wait=` (at most 60 s); a longer
- * --timeout goes on by reading the command (and the lease) once a second
- * until it settles or the time is up. Progress is printed from those
- * answers, so it has fewer lines than a local wait's.
+ * the token's actor, with the typed client (src/client/). A wait is the API's
+ * `?wait=` (at most 60 s); a longer --timeout goes on by reading the command
+ * (and the lease) once a second until it settles or the time is up.
+ * Progress is printed from those answers, so it has fewer lines than a local
+ * wait's.
  */
 export class RemoteTransport implements Transport {
   constructor(
-    private readonly api: ApiCaller,
+    private readonly api: SlipwayClient,
     private readonly out: Output,
   ) {}
 
-  async createLease(request: LeaseRequest) {
-    return (await this.api.post<LeaseCreated>('/v1/leases', leaseBody(request))).body;
+  async createLease(request: LeaseRequest): Promise<LeaseAnswer> {
+    return (await this.call('createLease', { body: leaseBody(request) })).body;
   }
 
-  async createLeaseAndWait(request: LeaseRequest, wait: Waiting<LeaseCreated>) {
-    const body = leaseBody(request);
+  async createLeaseAndWait(request: LeaseRequest, wait: Waiting<LeaseAnswer>): Promise<LeaseWaited> {
     const deadline = Date.now() + wait.timeoutSeconds * 1000;
-    const { body: first } = await this.api.post<LeaseWaited>(`/v1/leases?wait=${apiWait(wait.timeoutSeconds)}`, body);
+    const { body: first } = await this.call('createLease', { query: { wait: apiWait(wait.timeoutSeconds) }, body: leaseBody(request) });
     wait.accepted(first);
-    const leasePath = `/v1/leases/${first.lease.id}`;
-    const waited = await this.untilSettled(first, deadline, async () => {
-      const { tree } = await this.api.get<CommandDetail>(`/v1/commands/${first.command.id}`);
-      const { lease } = await this.api.get<LeaseDetail>(leasePath);
+    const waited = await this.untilSettled({ ...first, tree: first.tree ?? [] }, first.outcome, deadline, async () => {
+      const { tree } = (await this.call('getCommand', { params: { id: first.command.id } })).body;
+      const { lease } = (await this.call('getLease', { params: { id: first.lease.id } })).body;
       return { tree, lease, settled: treeSettled(tree) && leaseSetUp(lease.state) };
     });
-    return { lease: waited.lease, command: waited.tree[0]!, outcome: waited.outcome, tree: waited.tree } satisfies LeaseWaited;
+    return { lease: waited.lease, command: rootOf(waited.tree), outcome: waited.outcome, tree: waited.tree };
   }
 
-  async requestCommand(request: CommandRequest) {
-    return (await this.api.post<AppendResult>(commandsPath(request.target), commandBody(request))).body;
+  async requestCommand(request: CommandRequest): Promise<CommandAnswer> {
+    return (await this.call(QUEUE_COMMAND[request.target.kind], { params: { id: request.target.id }, body: commandBody(request) })).body;
   }
 
-  async requestCommandAndWait(request: CommandRequest, wait: Waiting<AppendResult>) {
+  async requestCommandAndWait(request: CommandRequest, wait: Waiting<CommandAnswer>): Promise<CommandWaited> {
     const { target } = request;
-    const path = commandsPath(target);
-    const body = commandBody(request);
     const deadline = Date.now() + wait.timeoutSeconds * 1000;
-    const { body: first } = await this.api.post<CommandWaited>(`${path}?wait=${apiWait(wait.timeoutSeconds)}`, body);
+    const query = { wait: apiWait(wait.timeoutSeconds) };
+    const { body: first } = await this.call(QUEUE_COMMAND[target.kind], { params: { id: target.id }, query, body: commandBody(request) });
     wait.accepted(first);
-    const waited = await this.untilSettled(first, deadline, async () => {
-      const { tree } = await this.api.get<CommandDetail>(`/v1/commands/${first.command.id}`);
-      const object = await this.api.get<Record<string, { state: string }>>(`/v1/${COLLECTIONS[target.kind]}/${target.id}`);
-      return { tree, state: object[target.kind]!.state, settled: treeSettled(tree) };
+    const start = { ...first, tree: first.tree ?? [], state: first.state ?? '' };
+    const waited = await this.untilSettled(start, first.outcome, deadline, async () => {
+      const { tree } = (await this.call('getCommand', { params: { id: first.command.id } })).body;
+      return { tree, state: await this.stateOf(target), settled: treeSettled(tree) };
     });
     const { coalesced, record } = first;
-    return { command: waited.tree[0]!, coalesced, record, outcome: waited.outcome, state: waited.state, tree: waited.tree } satisfies CommandWaited;
+    return { command: rootOf(waited.tree), coalesced, record, outcome: waited.outcome, state: waited.state, tree: waited.tree };
   }
 
-  showLease(id: number) {
-    return this.api.get<LeaseDetail>(`/v1/leases/${id}`);
+  async showLease(id: number) {
+    return (await this.call('getLease', { params: { id } })).body;
   }
 
-  listLeases(filter: LeaseListFilter, page: ListPage) {
-    return this.api.get<Page<LeaseView>>(`/v1/leases${query({ ...filter, ...page })}`);
+  async listLeases(filter: LeaseListFilter, page: ListPage) {
+    return (await this.call('listLeases', { query: { ...filter, ...page } })).body;
   }
 
-  showCommand(id: number) {
-    return this.api.get<CommandDetail>(`/v1/commands/${id}`);
+  async showCommand(id: number) {
+    return (await this.call('getCommand', { params: { id } })).body;
   }
 
-  listCommands(filter: CommandFilter, page: ListPage) {
-    const target = filter.target && `${filter.target.kind}:${filter.target.id}`;
-    return this.api.get<Page<CommandRow>>(`/v1/commands${query({ ...filter, target, ...page })}`);
+  async listCommands(filter: CommandFilter, page: ListPage) {
+    const { status, kind, target } = filter;
+    const query = { status, kind, target: target && `${target.kind}:${target.id}`, ...page };
+    return (await this.call('listCommands', { query })).body;
+  }
+
+  /** An object's state, read through its operation. */
+  private async stateOf(target: ObjectRef): Promise<string> {
+    const params = { id: target.id };
+    switch (target.kind) {
+      case 'lease':
+        return (await this.call('getLease', { params })).body.lease.state;
+      case 'resource':
+        return (await this.call('getResource', { params })).body.resource.state;
+      case 'blueprint':
+        return (await this.call('getBlueprint', { params: { ref: target.id } })).body.blueprint.state;
+    }
   }
 
   /**
@@ -110,18 +120,19 @@ export class RemoteTransport implements Transport {
    * before ours, reads again once a second until `read` says settled or our
    * deadline passes. Prints the tree's progress from every answer.
    */
-  private async untilSettled<T extends { outcome: string; tree: readonly CommandTreeNode[] }>(
+  private async untilSettled<T extends { tree: readonly CommandTreeNodeShape[] }>(
     first: T,
+    outcome: string | undefined,
     deadline: number,
-    read: () => Promise<Partial<T> & { tree: readonly CommandTreeNode[]; settled: boolean }>,
+    read: () => Promise<Partial<T> & { tree: readonly CommandTreeNodeShape[]; settled: boolean }>,
   ): Promise<T & { outcome: 'settled' | 'timed_out' }> {
     const printProgress = progressPrinter(this.out);
-    const show = (tree: readonly CommandTreeNode[]) => printProgress({ tree, objectState: null, transitions: [] });
+    const show = (tree: readonly CommandTreeNodeShape[]) => printProgress({ tree, transitions: [] });
     show(first.tree);
     let latest = first;
-    let settled = first.outcome === 'settled';
+    let settled = outcome === 'settled';
     while (!settled && Date.now() < deadline) {
-      await this.pause(Math.min(POLL_MS, deadline - Date.now()), first.tree[0]!.id);
+      await this.pause(Math.min(POLL_MS, deadline - Date.now()), rootOf(first.tree).id);
       const { settled: now, ...fresh } = await read();
       latest = { ...latest, ...fresh };
       settled = now;
@@ -137,32 +148,57 @@ export class RemoteTransport implements Transport {
       throw new CliFailure(`stopped waiting; ${carriesOn(commandId)}`, EXIT.interrupted);
     }
   }
+
+  /** One call of the typed client, every failure turned into the CLI's one-line error with its exit code. */
+  private async call<N extends OperationName>(name: N, input: CallInput<N>): Promise<CallAnswer<N>> {
+    try {
+      return await this.api.call(name, input);
+    } catch (error) {
+      throw failureOf(error, this.api.signal);
+    }
+  }
+}
+
+/** The root of a command tree: the command itself. */
+function rootOf(tree: readonly CommandTreeNodeShape[]): CommandTreeNodeShape {
+  const root = tree[0];
+  if (!root) throw new CliFailure('the API answered with an empty command tree', EXIT.failed);
+  return root;
+}
+
+/** A failed call as the CLI's error: the API's own refusal (code, details, exit code of its status), or why it could not be asked. */
+function failureOf(error: unknown, signal: AbortSignal | undefined): CliFailure {
+  if (error instanceof ApiRefusal) {
+    // The request id is the server's business; the rest is the refusal.
+    const { requestId: _requestId, ...details } = error.body.details;
+    // The API's messages already say when to retry (429, 503).
+    return new CliFailure(error.body.message, EXIT_BY_STATUS[error.status] ?? EXIT.failed, { code: error.body.code, details });
+  }
+  if (error instanceof UnexpectedAnswer) return new CliFailure(`${error.message} (SLIPWAY_URL)`, EXIT.failed);
+  if (error instanceof Unreachable) return new CliFailure(`cannot reach the Slipway API at ${error.origin} (SLIPWAY_URL): ${error.reason}`, EXIT.failed);
+  if (signal?.aborted) return new CliFailure('stopped waiting for the Slipway API', EXIT.interrupted);
+  return error instanceof CliFailure ? error : new CliFailure(`the Slipway API call failed: ${(error as Error).message}`, EXIT.failed);
 }
 
 /** POST /v1/leases's body; refuses the options it does not take rather than dropping them. */
-function leaseBody(request: LeaseRequest): Record<string, unknown> {
+function leaseBody(request: LeaseRequest) {
   for (const [option, flag] of LOCAL_ONLY_LEASE_OPTIONS) {
     if (request[option] !== undefined) throw new CliFailure(`${flag} is not available in remote mode (SLIPWAY_URL)`, EXIT.usage);
   }
   const { blueprint, expiresInMs, heartbeatMs, reason } = request;
-  return Object.fromEntries(Object.entries({ blueprint, expiresInMs, heartbeatMs, reason }).filter(([, value]) => value !== undefined));
+  return { blueprint, ...defined({ expiresInMs, heartbeatMs, reason }) };
 }
 
-function commandsPath(target: ObjectRef): string {
-  return `/v1/${COLLECTIONS[target.kind]}/${target.id}/commands`;
+function commandBody({ kind, payload, reason }: CommandRequest) {
+  return { kind, ...defined({ payload, reason }) };
 }
 
-function commandBody({ kind, payload, reason }: CommandRequest): Record<string, unknown> {
-  return { kind, ...(payload === undefined ? {} : { payload }), ...(reason === undefined ? {} : { reason }) };
+/** The entries whose value is given: JSON would drop the others anyway, but the request reads plainer without them. */
+function defined<T extends Record<string, unknown>>(values: T): Partial<T> {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
 }
 
 /** The API's wait for a CLI --timeout: all of it, up to the API's maximum. */
-function apiWait(timeoutSeconds: number): string {
-  return String(Math.min(timeoutSeconds, API_MAX_WAIT_S));
-}
-
-/** `?a=1&b=x` from the defined values. */
-function query(values: Record<string, string | number | undefined>): string {
-  const defined = Object.entries(values).filter((entry): entry is [string, string | number] => entry[1] !== undefined);
-  return defined.length === 0 ? '' : `?${new URLSearchParams(defined.map(([key, value]) => [key, String(value)]))}`;
+function apiWait(timeoutSeconds: number): number {
+  return Math.min(timeoutSeconds, API_MAX_WAIT_S);
 }

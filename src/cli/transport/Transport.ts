@@ -1,32 +1,30 @@
-import type { CommandRow, LeaseRow } from '../../../migrations/schema.ts';
-import type { AppendResult } from '../../queue/appendCommand.ts';
+import type { z } from 'zod';
+import type { CommandAnswer, CommandDetailShape, LeaseAnswer, LeaseDetailSchema } from '../../api/contract.ts';
+import type { Command, CommandTreeNodeShape, Lease } from '../../api/shapes.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
 import type { BlueprintRef } from '../../read/blueprints.ts';
-import type { CallbackView } from '../../read/callbacks.ts';
 import type { CommandFilter } from '../../read/commands.ts';
-import type { CommandTreeNode } from '../../read/commandTree.ts';
-import type { LeaseView } from '../../read/leases.ts';
-import type { ObjectHistory } from '../../read/objectHistory.ts';
-import type { Page, ListPage } from '../../read/page.ts';
+import type { ListPage, Page } from '../../read/page.ts';
 
 /**
  * How the lease and command subcommands reach Slipway: the database itself
  * (LocalTransport) or the HTTP API (RemoteTransport, when SLIPWAY_URL is
  * set). Each subcommand has one code path over this interface; the answers
- * are the documents the CLI prints with --json, the same either way.
+ * are the API's shapes (src/api/shapes.ts), which the CLI prints with
+ * --json, the same either way.
  */
 export interface Transport {
-  createLease(request: LeaseRequest): Promise<LeaseCreated>;
+  createLease(request: LeaseRequest): Promise<LeaseAnswer>;
   /** Requests a lease and waits until it is set up or has failed, or the time is up. */
-  createLeaseAndWait(request: LeaseRequest, wait: Waiting<LeaseCreated>): Promise<LeaseWaited>;
+  createLeaseAndWait(request: LeaseRequest, wait: Waiting<LeaseAnswer>): Promise<LeaseWaited>;
   /** Queues a command on an object. */
-  requestCommand(request: CommandRequest): Promise<AppendResult>;
+  requestCommand(request: CommandRequest): Promise<CommandAnswer>;
   /** Queues a command and waits for it and everything it causes, or until the time is up. */
-  requestCommandAndWait(request: CommandRequest, wait: Waiting<AppendResult>): Promise<CommandWaited>;
+  requestCommandAndWait(request: CommandRequest, wait: Waiting<CommandAnswer>): Promise<CommandWaited>;
   showLease(id: number): Promise<LeaseDetail>;
-  listLeases(filter: LeaseListFilter, page: ListPage): Promise<Page<LeaseView>>;
-  showCommand(id: number): Promise<CommandDetail>;
-  listCommands(filter: CommandFilter, page: ListPage): Promise<Page<CommandRow>>;
+  listLeases(filter: LeaseListFilter, page: ListPage): Promise<Page<Lease>>;
+  showCommand(id: number): Promise<CommandDetailShape>;
+  listCommands(filter: CommandFilter, page: ListPage): Promise<Page<Command>>;
 }
 
 export interface LeaseRequest {
@@ -55,23 +53,12 @@ export interface Waiting<Accepted> {
 /** How a wait ended: its tree has settled, or the time ran out (interruptions throw). */
 export interface Waited {
   readonly outcome: 'settled' | 'timed_out';
-  readonly tree: readonly CommandTreeNode[];
+  readonly tree: readonly CommandTreeNodeShape[];
 }
 
-export interface LeaseCreated {
-  readonly lease: LeaseRow | LeaseView;
-  readonly command: CommandRow;
-}
+export type LeaseWaited = Omit<LeaseAnswer, 'outcome' | 'tree'> & Waited;
 
-export interface LeaseWaited extends Waited {
-  readonly lease: LeaseView;
-  readonly command: CommandTreeNode;
-}
-
-export interface CommandWaited extends Waited, Omit<AppendResult, 'command'> {
-  readonly command: CommandTreeNode;
-  readonly state: string;
-}
+export type CommandWaited = Omit<CommandAnswer, 'outcome' | 'tree' | 'state'> & Waited & { readonly state: string };
 
 export interface LeaseListFilter {
   readonly state?: string;
@@ -79,11 +66,4 @@ export interface LeaseListFilter {
   readonly holder?: string;
 }
 
-export type LeaseDetail = { readonly lease: LeaseView } & ObjectHistory;
-
-export interface CommandDetail {
-  readonly command: CommandRow;
-  readonly tree: readonly CommandTreeNode[];
-  /** Absent in remote mode: the API's GET /v1/commands/{id} does not carry them. */
-  readonly callbacks?: readonly CallbackView[];
-}
+export type LeaseDetail = z.infer<typeof LeaseDetailSchema>;

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
+import { SlipwayClient } from '../../client/SlipwayClient.ts';
 import { loadConfig } from '../../config.ts';
 import type { Output } from '../output.ts';
 import { outputOf, withSession } from '../session.ts';
 import { interrupted } from '../shutdown.ts';
-import { ApiCaller } from './ApiCaller.ts';
 import { LocalTransport } from './LocalTransport.ts';
 import { RemoteTransport } from './RemoteTransport.ts';
 import type { Transport } from './Transport.ts';
@@ -19,6 +19,6 @@ export async function withTransport(command: Command, work: (transport: Transpor
   }
   const out = outputOf(command);
   // loadConfig refuses a SLIPWAY_URL without SLIPWAY_TOKEN.
-  const api = new ApiCaller(config.SLIPWAY_URL, config.SLIPWAY_TOKEN!, interrupted);
+  const api = new SlipwayClient({ baseUrl: config.SLIPWAY_URL, token: config.SLIPWAY_TOKEN!, signal: interrupted });
   return work(new RemoteTransport(api, out), out);
 }

@@ -1,17 +1,15 @@
-import type { BlueprintRow } from '../../../migrations/schema.ts';
-import type { BlueprintDetail } from '../../read/blueprints.ts';
-import type { ObjectHistory } from '../../read/objectHistory.ts';
+import type { Blueprint, BlueprintDetailShape, HistoryShapeOf } from '../../api/shapes.ts';
 import { type Column, fields, formatJson, formatTime, NONE } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
 
-export const BLUEPRINT_COLUMNS: readonly Column<BlueprintRow>[] = [
+export const BLUEPRINT_COLUMNS: readonly Column<Blueprint>[] = [
   { header: 'ID', value: (b) => String(b.id) },
   { header: 'NAME', value: (b) => b.name },
   { header: 'DRIVER', value: (b) => b.driver },
   { header: 'STATE', value: (b) => b.state },
-  { header: 'RESOURCES', value: (b) => `${b.live_resources}/${b.max_resources}` },
-  { header: 'LEASES/RESOURCE', value: (b) => String(b.leases_per_resource) },
-  { header: 'CREATED', value: (b) => formatTime(b.created_at) },
+  { header: 'RESOURCES', value: (b) => `${b.liveResources}/${b.maxResources}` },
+  { header: 'LEASES/RESOURCE', value: (b) => String(b.leasesPerResource) },
+  { header: 'CREATED', value: (b) => formatTime(b.createdAt) },
 ];
 
 /** "active 2, pending 1" */
@@ -20,19 +18,19 @@ function counts(byState: Record<string, number>): string {
   return entries.length === 0 ? NONE : entries.map(([state, n]) => `${state} ${n}`).join(', ');
 }
 
-export function renderBlueprint(blueprint: BlueprintRow): string {
+export function renderBlueprint(blueprint: Blueprint): string {
   return fields(`blueprint ${blueprint.name} (${blueprint.id}): ${blueprint.state}`, [
     ['driver', blueprint.driver],
     ['settings', formatJson(blueprint.settings)],
-    ['resources', `${blueprint.live_resources} live, at most ${blueprint.max_resources}`],
-    ['warm minimum', String(blueprint.min_resources)],
-    ['idle timeout', blueprint.idle_timeout_ms === null ? 'none (idle resources are kept)' : `${blueprint.idle_timeout_ms / 1000} s`],
-    ['leases/resource', String(blueprint.leases_per_resource)],
-    ['created', formatTime(blueprint.created_at)],
+    ['resources', `${blueprint.liveResources} live, at most ${blueprint.maxResources}`],
+    ['warm minimum', String(blueprint.minResources)],
+    ['idle timeout', blueprint.idleTimeoutMs === null ? 'none (idle resources are kept)' : `${blueprint.idleTimeoutMs / 1000} s`],
+    ['leases/resource', String(blueprint.leasesPerResource)],
+    ['created', formatTime(blueprint.createdAt)],
   ]);
 }
 
-export function renderBlueprintDetail({ blueprint, ...history }: { blueprint: BlueprintDetail } & ObjectHistory): string {
+export function renderBlueprintDetail({ blueprint, ...history }: { blueprint: BlueprintDetailShape } & HistoryShapeOf): string {
   const usage = fields('usage', [
     ['resources', counts(blueprint.resourcesByState)],
     ['leases', counts(blueprint.leasesByState)],

@@ -1,44 +1,42 @@
-import type { CommandRow } from '../../../migrations/schema.ts';
-import type { CallbackView } from '../../read/callbacks.ts';
-import type { CommandTreeNode } from '../../read/commandTree.ts';
+import type { Callback, Command, CommandTreeNodeShape } from '../../api/shapes.ts';
 import { type Column, fields, formatJson, formatSeconds, formatTime, NONE, section, table, targetLabel } from '../format.ts';
 import { renderCallbacks } from './callbackViews.ts';
 
 /** "#13 acquire resource:3": how every view names a command. */
-export function commandName(command: Pick<CommandRow, 'id' | 'kind' | 'target_kind' | 'target_id'>): string {
-  return `#${command.id} ${command.kind} ${targetLabel(command.target_kind, command.target_id)}`;
+export function commandName(command: Pick<Command, 'id' | 'kind' | 'targetKind' | 'targetId'>): string {
+  return `#${command.id} ${command.kind} ${targetLabel(command.targetKind, command.targetId)}`;
 }
 
 /** One line per status change while waiting, indented by the command's depth in its tree. */
-export function progressLine(node: CommandTreeNode): string {
+export function progressLine(node: CommandTreeNodeShape): string {
   return `${'  '.repeat(node.depth)}${commandName(node)} → ${node.status}${node.message ? `: ${node.message}` : ''}`;
 }
 
-export const COMMAND_COLUMNS: readonly Column<CommandRow>[] = [
+export const COMMAND_COLUMNS: readonly Column<Command>[] = [
   { header: 'ID', value: (c) => String(c.id) },
-  { header: 'TARGET', value: (c) => targetLabel(c.target_kind, c.target_id) },
+  { header: 'TARGET', value: (c) => targetLabel(c.targetKind, c.targetId) },
   { header: 'KIND', value: (c) => c.kind },
   { header: 'STATUS', value: (c) => c.status },
-  { header: 'BY', value: (c) => `${c.issued_by} (${c.source})` },
-  { header: 'CREATED', value: (c) => formatTime(c.created_at) },
+  { header: 'BY', value: (c) => `${c.issuedBy} (${c.source})` },
+  { header: 'CREATED', value: (c) => formatTime(c.createdAt) },
   { header: 'MESSAGE', value: (c) => c.message ?? '' },
 ];
 
 /** A tree node's timing: when it was appended after the root, and how long until it settled. */
-function treeColumns(root: CommandTreeNode): readonly Column<CommandTreeNode>[] {
-  const since = (at: Date) => `+${formatSeconds(at.getTime() - root.created_at.getTime())}`;
+function treeColumns(root: CommandTreeNodeShape): readonly Column<CommandTreeNodeShape>[] {
+  const since = (at: string) => `+${formatSeconds(Date.parse(at) - Date.parse(root.createdAt))}`;
   return [
     { header: 'COMMAND', value: (n) => `${'  '.repeat(n.depth)}#${n.id}` },
     { header: 'KIND', value: (n) => n.kind },
-    { header: 'TARGET', value: (n) => targetLabel(n.target_kind, n.target_id) },
+    { header: 'TARGET', value: (n) => targetLabel(n.targetKind, n.targetId) },
     { header: 'STATUS', value: (n) => n.status },
-    { header: 'QUEUED', value: (n) => since(n.created_at) },
-    { header: 'TOOK', value: (n) => (n.finished_at ? formatSeconds(n.finished_at.getTime() - n.created_at.getTime()) : NONE) },
+    { header: 'QUEUED', value: (n) => since(n.createdAt) },
+    { header: 'TOOK', value: (n) => (n.finishedAt ? formatSeconds(Date.parse(n.finishedAt) - Date.parse(n.createdAt)) : NONE) },
     { header: 'MESSAGE', value: (n) => n.message ?? '' },
   ];
 }
 
-function renderCommandTree(tree: readonly CommandTreeNode[]): string {
+function renderCommandTree(tree: readonly CommandTreeNodeShape[]): string {
   return tree.length === 0 ? '(none)' : table(tree, treeColumns(tree[0]!));
 }
 
@@ -47,24 +45,24 @@ export function renderCommandDetail({
   tree,
   callbacks = [],
 }: {
-  command: CommandRow;
-  tree: readonly CommandTreeNode[];
-  callbacks?: readonly CallbackView[];
+  command: Command;
+  tree: readonly CommandTreeNodeShape[];
+  callbacks?: readonly Callback[];
 }): string {
   const detail = fields(`command ${commandName(command)}: ${command.status}`, [
     ['message', command.message ?? NONE],
-    ['issued by', `${command.issued_by} via ${command.source}`],
+    ['issued by', `${command.issuedBy} via ${command.source}`],
     ['reason', command.reason ?? NONE],
-    ['request id', command.request_id ?? NONE],
+    ['request id', command.requestId ?? NONE],
     ['version', String(command.version)],
     ['payload', formatJson(command.payload)],
-    ['caused by', command.caused_by ? `#${command.caused_by}` : NONE],
-    ['coalesced into', command.coalesced_into ? `#${command.coalesced_into}` : NONE],
+    ['caused by', command.causedBy ? `#${command.causedBy}` : NONE],
+    ['coalesced into', command.coalescedInto ? `#${command.coalescedInto}` : NONE],
     ['attempts', String(command.attempts)],
-    ['not before', formatTime(command.not_before)],
-    ['created', formatTime(command.created_at)],
-    ['started', formatTime(command.started_at)],
-    ['finished', formatTime(command.finished_at)],
+    ['not before', formatTime(command.notBefore)],
+    ['created', formatTime(command.createdAt)],
+    ['started', formatTime(command.startedAt)],
+    ['finished', formatTime(command.finishedAt)],
   ]);
   const caused = section('what it caused', renderCommandTree(tree).split('\n'));
   return callbacks.length === 0 ? `${detail}\n\n${caused}` : `${detail}\n\n${caused}\n\n${renderCallbacks(callbacks)}`;

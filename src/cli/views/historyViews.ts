@@ -1,8 +1,8 @@
-import type { EventEntry, ObjectHistory, TimelineEntry } from '../../read/objectHistory.ts';
+import type { HistoryShapeOf, TimelineEntryShape } from '../../api/shapes.ts';
 import { formatTime, section } from '../format.ts';
 import { commandName } from './commandViews.ts';
 
-function timelineLine(entry: TimelineEntry): string {
+function timelineLine(entry: TimelineEntryShape): string {
   const what = entry.type === 'command' ? `command #${entry.id} ${entry.kind}: ${entry.status}` : eventTitle(entry);
   const why = entry.reason ? `, reason: ${entry.reason}` : '';
   const message = entry.message ? ` — ${entry.message}` : '';
@@ -10,13 +10,13 @@ function timelineLine(entry: TimelineEntry): string {
 }
 
 /** "state active → released (command #12)", "created pending". */
-function eventTitle(entry: EventEntry): string {
+function eventTitle(entry: Extract<TimelineEntryShape, { type: 'event' }>): string {
   const transition = entry.toState ? ` ${entry.fromState ? `${entry.fromState} → ` : ''}${entry.toState}` : '';
   return `${entry.event}${transition}${entry.commandId ? ` (command #${entry.commandId})` : ''}`;
 }
 
 /** What `show` prints under an object's fields: its queue, then its timeline. */
-export function renderHistory({ queue, timeline }: ObjectHistory): string {
+export function renderHistory({ queue, timeline }: HistoryShapeOf): string {
   const queued = queue.map((c) => `${commandName(c)}: ${c.status}${c.message ? ` — ${c.message}` : ''}`);
   const title = timeline.truncated ? 'timeline (latest entries; older ones left out)' : 'timeline';
   return `${section('queue', queued)}\n\n${section(title, timeline.entries.map(timelineLine))}`;

@@ -1,32 +1,31 @@
-import type { ObjectHistory } from '../../read/objectHistory.ts';
-import type { LeaseView } from '../../read/leases.ts';
+import type { HistoryShapeOf, Lease } from '../../api/shapes.ts';
 import { type Column, fields, formatJson, formatTime, NONE } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
 
-export const LEASE_COLUMNS: readonly Column<LeaseView>[] = [
+export const LEASE_COLUMNS: readonly Column<Lease>[] = [
   { header: 'ID', value: (l) => String(l.id) },
   { header: 'STATE', value: (l) => l.state },
-  { header: 'BLUEPRINT', value: (l) => l.blueprint_name },
+  { header: 'BLUEPRINT', value: (l) => l.blueprintName },
   { header: 'HOLDER', value: (l) => l.holder },
-  { header: 'RESOURCE', value: (l) => (l.resource_id === null ? NONE : `${l.resource_id}/${l.slot}`) },
-  { header: 'EXPIRES', value: (l) => formatTime(l.expires_at) },
-  { header: 'CREATED', value: (l) => formatTime(l.created_at) },
+  { header: 'RESOURCE', value: (l) => (l.resourceId === null ? NONE : `${l.resourceId}/${l.slot}`) },
+  { header: 'EXPIRES', value: (l) => formatTime(l.expiresAt) },
+  { header: 'CREATED', value: (l) => formatTime(l.createdAt) },
 ];
 
-export function renderLease(lease: LeaseView): string {
+export function renderLease(lease: Lease): string {
   return fields(`lease ${lease.id}: ${lease.state}`, [
-    ['blueprint', `${lease.blueprint_name} (${lease.blueprint_id})`],
+    ['blueprint', `${lease.blueprintName} (${lease.blueprintId})`],
     ['holder', lease.holder],
-    ['resource', lease.resource_id === null ? NONE : `${lease.resource_id}, slot ${lease.slot}`],
+    ['resource', lease.resourceId === null ? NONE : `${lease.resourceId}, slot ${lease.slot}`],
     ['attributes', formatJson(lease.attributes)],
-    ['expires', formatTime(lease.expires_at)],
-    ['heartbeat', lease.heartbeat_ms === null ? NONE : `every ${lease.heartbeat_ms / 1000} s; next renewal due by ${formatTime(lease.heartbeat_deadline)}`],
+    ['expires', formatTime(lease.expiresAt)],
+    ['heartbeat', lease.heartbeatMs === null ? NONE : `every ${lease.heartbeatMs / 1000} s; next renewal due by ${formatTime(lease.heartbeatDeadline)}`],
     ['message', lease.message ?? NONE],
-    ['created', formatTime(lease.created_at)],
-    ['updated', formatTime(lease.updated_at)],
+    ['created', formatTime(lease.createdAt)],
+    ['updated', formatTime(lease.updatedAt)],
   ]);
 }
 
-export function renderLeaseDetail({ lease, ...history }: { lease: LeaseView } & ObjectHistory): string {
+export function renderLeaseDetail({ lease, ...history }: { lease: Lease } & HistoryShapeOf): string {
   return `${renderLease(lease)}\n\n${renderHistory(history)}`;
 }

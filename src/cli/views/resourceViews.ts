@@ -1,27 +1,26 @@
-import type { ObjectHistory } from '../../read/objectHistory.ts';
-import type { ResourceDetail, ResourceView } from '../../read/resources.ts';
+import type { HistoryShapeOf, Resource, ResourceDetailShape } from '../../api/shapes.ts';
 import { type Column, fields, formatJson, formatTime, NONE, section } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
 
-export const RESOURCE_COLUMNS: readonly Column<ResourceView>[] = [
+export const RESOURCE_COLUMNS: readonly Column<Resource>[] = [
   { header: 'ID', value: (r) => String(r.id) },
   { header: 'STATE', value: (r) => r.state },
-  { header: 'BLUEPRINT', value: (r) => r.blueprint_name },
-  { header: 'SLOTS', value: (r) => `${r.used_slots}/${r.capacity}` },
-  { header: 'CREATED', value: (r) => formatTime(r.created_at) },
+  { header: 'BLUEPRINT', value: (r) => r.blueprintName },
+  { header: 'SLOTS', value: (r) => `${r.usedSlots}/${r.capacity}` },
+  { header: 'CREATED', value: (r) => formatTime(r.createdAt) },
   { header: 'MESSAGE', value: (r) => r.message ?? '' },
 ];
 
-export function renderResourceDetail({ resource, ...history }: { resource: ResourceDetail } & ObjectHistory): string {
+export function renderResourceDetail({ resource, ...history }: { resource: ResourceDetailShape } & HistoryShapeOf): string {
   const summary = fields(`resource ${resource.id}: ${resource.state}`, [
-    ['blueprint', `${resource.blueprint_name} (${resource.blueprint_id})`],
-    ['slots used', `${resource.used_slots} of ${resource.capacity}`],
-    ['made for lease', resource.allocated_for_lease_id === null ? NONE : String(resource.allocated_for_lease_id)],
+    ['blueprint', `${resource.blueprintName} (${resource.blueprintId})`],
+    ['slots used', `${resource.usedSlots} of ${resource.capacity}`],
+    ['made for lease', resource.allocatedForLeaseId === null ? NONE : String(resource.allocatedForLeaseId)],
     ['attributes', formatJson(resource.attributes)],
     ['message', resource.message ?? NONE],
-    ['created', formatTime(resource.created_at)],
-    ['updated', formatTime(resource.updated_at)],
+    ['created', formatTime(resource.createdAt)],
+    ['updated', formatTime(resource.updatedAt)],
   ]);
-  const slots = resource.slots.map((s) => `slot ${s.slot}: lease ${s.lease_id} (${s.holder}) since ${formatTime(s.granted_at)}`);
+  const slots = resource.slots.map((s) => `slot ${s.slot}: lease ${s.leaseId} (${s.holder}) since ${formatTime(s.grantedAt)}`);
   return `${summary}\n\n${section('slots', slots)}\n\n${renderHistory(history)}`;
 }

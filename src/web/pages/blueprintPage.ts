@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { addRoute } from '../../api/route.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
 import { readBlueprintDetail, readWaitingLine } from '../../read/blueprints.ts';
@@ -21,14 +21,14 @@ const SHOWN = 20;
 
 /** `/blueprints/:id`: a blueprint's settings and limits, its usage now and over the last hour, its waiting line, its live resources, its queue and its timeline. */
 export async function blueprintPage(app: FastifyInstance, db: Db): Promise<void> {
-  addRoute(app, {
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.route({
     method: 'GET',
     url: '/blueprints/:id',
-    summary: 'a blueprint',
-    webAction: 'read',
-    params: IdParams,
-    query: z.object(NoticeQuery).strict(),
-    handler: async ({ params, query }, request, reply) => {
+    config: { webAction: 'read' },
+    schema: { params: IdParams, querystring: z.object(NoticeQuery).strict() },
+    handler: async (request, reply) => {
+      const { params, query } = request;
       const blueprint = await readBlueprintDetail(db, params.id);
       const { queue, timeline } = await readHistory(db, { kind: 'blueprint', id: blueprint.id });
       const line = await readWaitingLine(db, blueprint.id, SHOWN);

@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiContext } from '../../api/ApiContext.ts';
 import { requestCancel, requestCommand } from '../../api/requestCommand.ts';
-import { COMMAND_TARGETS } from '../../api/routes/commands.ts';
-import { addRoute } from '../../api/route.ts';
+import { COMMAND_TARGETS } from '../../api/contract.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { IdParams } from '../../api/schemas.ts';
 import { CommandRejectedError } from '../../domain/errors.ts';
 import { buttonKinds } from '../buttons.ts';
@@ -20,17 +20,17 @@ import { noticeQuery, type Outcome } from '../notice.ts';
  * back to the page, which says what became of the press.
  */
 export async function commandForms(app: FastifyInstance, context: ApiContext): Promise<void> {
+  const typed = app.withTypeProvider<ZodTypeProvider>();
   const { db } = context.database;
 
   for (const { path, kind: targetKind, action } of COMMAND_TARGETS) {
-    addRoute(app, {
+    typed.route({
       method: 'POST',
       url: `/${path}/:id/commands`,
-      summary: `a ${targetKind}'s button`,
-      webAction: action,
-      params: IdParams,
-      body: z.object({ ...FormBase, kind: z.enum(buttonKinds(targetKind)) }).strict(),
-      handler: async ({ params, body }, request, reply) => {
+      config: { webAction: action },
+      schema: { params: IdParams, body: z.object({ ...FormBase, kind: z.enum(buttonKinds(targetKind)) }).strict() },
+      handler: async (request, reply) => {
+        const { params, body } = request;
         const target = { kind: targetKind, id: params.id };
         let answer: { command: number; outcome: Outcome };
         try {
@@ -46,14 +46,13 @@ export async function commandForms(app: FastifyInstance, context: ApiContext): P
     });
   }
 
-  addRoute(app, {
+  typed.route({
     method: 'POST',
     url: '/commands/:id/cancel',
-    summary: "a queued command's cancel button",
-    webAction: 'command.cancel',
-    params: IdParams,
-    body: z.object(FormBase).strict(),
-    handler: async ({ params, body }, request, reply) => {
+    config: { webAction: 'command.cancel' },
+    schema: { params: IdParams, body: z.object(FormBase).strict() },
+    handler: async (request, reply) => {
+      const { params, body } = request;
       await requestCancel(db, request, params.id, body.reason);
       return reply.redirect(`/commands/${params.id}${noticeQuery(params.id, 'cancelled')}`, 303);
     },

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { addRoute } from '../../api/route.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
 import { readCommandTree } from '../../read/commandTree.ts';
@@ -13,14 +13,14 @@ import { NoticeQuery, renderNotice } from '../notice.ts';
 
 /** `/commands/:id`: a command's status and outcome, who asked and why, and the tree of commands it caused. */
 export async function commandPage(app: FastifyInstance, db: Db): Promise<void> {
-  addRoute(app, {
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.route({
     method: 'GET',
     url: '/commands/:id',
-    summary: 'a command',
-    webAction: 'read',
-    params: IdParams,
-    query: z.object(NoticeQuery).strict(),
-    handler: async ({ params, query }, request, reply) => {
+    config: { webAction: 'read' },
+    schema: { params: IdParams, querystring: z.object(NoticeQuery).strict() },
+    handler: async (request, reply) => {
+      const { params, query } = request;
       const command = await findCommand(db, params.id);
       const tree = await readCommandTree(db, command.id);
       const main = html`<h1>Command ${command.id}: ${command.kind} ${statusBadge(command.status)}</h1>

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { addRoute } from '../../api/route.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
 import { placeInLine } from '../../read/blueprints.ts';
@@ -17,14 +17,14 @@ import { renderQueue, renderTimeline } from '../timeline.ts';
 
 /** `/leases/:id`: a lease's fields, its release button, its queue and its timeline. */
 export async function leasePage(app: FastifyInstance, db: Db): Promise<void> {
-  addRoute(app, {
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.route({
     method: 'GET',
     url: '/leases/:id',
-    summary: 'a lease',
-    webAction: 'read',
-    params: IdParams,
-    query: z.object(NoticeQuery).strict(),
-    handler: async ({ params, query }, request, reply) => {
+    config: { webAction: 'read' },
+    schema: { params: IdParams, querystring: z.object(NoticeQuery).strict() },
+    handler: async (request, reply) => {
+      const { params, query } = request;
       const lease = await findLease(db, params.id);
       const { queue, timeline } = await readHistory(db, { kind: 'lease', id: lease.id });
       const goal = targetState('lease', lease.state, queue);

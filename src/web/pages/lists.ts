@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { BlueprintRow, CommandRow } from '../../../migrations/schema.ts';
-import { addRoute } from '../../api/route.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { BlueprintRef, TargetRef } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
 import { LIFECYCLES } from '../../domain/lifecycle.ts';
@@ -27,13 +27,14 @@ const BLUEPRINT_FIELD: FilterField = { name: 'blueprint', label: 'Blueprint', pl
 
 /** The four lists: blueprints, resources, leases and commands, newest first, each with its filters. */
 export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
-  addRoute(app, {
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.route({
     method: 'GET',
     url: '/blueprints',
-    summary: 'blueprints',
-    webAction: 'read',
-    query: z.object(ListPaging).strict(),
-    handler: async ({ query }, request, reply) => {
+    config: { webAction: 'read' },
+    schema: { querystring: z.object(ListPaging).strict() },
+    handler: async (request, reply) => {
+      const { query } = request;
       const page = await listBlueprints(db, { ...query, order: 'newest' });
       const main = renderList<BlueprintRow>(request, {
         title: 'Blueprints',
@@ -56,13 +57,13 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
     },
   });
 
-  addRoute(app, {
+  typed.route({
     method: 'GET',
     url: '/resources',
-    summary: 'resources',
-    webAction: 'read',
-    query: z.object({ state: stateFilter(RESOURCE_STATES), blueprint: blueprintFilter, ...ListPaging }).strict(),
-    handler: async ({ query }, request, reply) => {
+    config: { webAction: 'read' },
+    schema: { querystring: z.object({ state: stateFilter(RESOURCE_STATES), blueprint: blueprintFilter, ...ListPaging }).strict() },
+    handler: async (request, reply) => {
+      const { query } = request;
       const { state, blueprint, ...paging } = query;
       const page = await listResources(db, { state, blueprintId: await blueprintIdFilter(db, blueprint) }, { ...paging, order: 'newest' });
       const main = renderList<ResourceView>(request, {
@@ -83,13 +84,13 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
     },
   });
 
-  addRoute(app, {
+  typed.route({
     method: 'GET',
     url: '/leases',
-    summary: 'leases',
-    webAction: 'read',
-    query: z.object({ state: stateFilter(LEASE_STATES), blueprint: blueprintFilter, holder: textFilter(), ...ListPaging }).strict(),
-    handler: async ({ query }, request, reply) => {
+    config: { webAction: 'read' },
+    schema: { querystring: z.object({ state: stateFilter(LEASE_STATES), blueprint: blueprintFilter, holder: textFilter(), ...ListPaging }).strict() },
+    handler: async (request, reply) => {
+      const { query } = request;
       const { state, blueprint, holder, ...paging } = query;
       const filter = { state, holder, blueprintId: await blueprintIdFilter(db, blueprint) };
       const page = await listLeases(db, filter, { ...paging, order: 'newest' });
@@ -116,21 +117,23 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
     },
   });
 
-  addRoute(app, {
+  typed.route({
     method: 'GET',
     url: '/commands',
-    summary: 'commands',
-    webAction: 'read',
-    query: z
-      .object({
-        status: blank(z.enum(COMMAND_STATUSES).optional()),
-        source: blank(z.enum(SOURCES).optional()),
-        issuer: textFilter(),
-        target: blank(TargetRef.optional()),
-        ...ListPaging,
-      })
-      .strict(),
-    handler: async ({ query }, request, reply) => {
+    config: { webAction: 'read' },
+    schema: {
+      querystring: z
+        .object({
+          status: blank(z.enum(COMMAND_STATUSES).optional()),
+          source: blank(z.enum(SOURCES).optional()),
+          issuer: textFilter(),
+          target: blank(TargetRef.optional()),
+          ...ListPaging,
+        })
+        .strict(),
+    },
+    handler: async (request, reply) => {
+      const { query } = request;
       const { status, source, issuer, target, ...paging } = query;
       const page = await listCommands(db, { status, source, issuedBy: issuer, target }, { ...paging, order: 'newest' });
       const main = renderList<CommandRow>(request, {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { addRoute } from '../../api/route.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Db } from '../../db/Database.ts';
 import { readOverview } from '../../read/overview.ts';
 import { readUsage } from '../../read/usage.ts';
@@ -10,12 +10,12 @@ import { usageCharts } from '../usageCharts.ts';
 
 /** `/`: every blueprint with its resources and leases by state and its waiting leases, the last hour's use in charts, and the commands in flight. */
 export async function overviewPage(app: FastifyInstance, db: Db): Promise<void> {
-  addRoute(app, {
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.route({
     method: 'GET',
     url: '/',
-    summary: 'overview',
-    webAction: 'read',
-    handler: async (_input, request, reply) => {
+    config: { webAction: 'read' },
+    handler: async (request, reply) => {
       const overview = await readOverview(db);
       const usage = await readUsage(db);
       const now = new Date();

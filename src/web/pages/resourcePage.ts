@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { addRoute } from '../../api/route.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
 import { readHistory } from '../../read/objectHistory.ts';
@@ -15,14 +15,14 @@ import { renderQueue, renderTimeline } from '../timeline.ts';
 
 /** `/resources/:id`: a resource's fields and slots, its release and reclaim buttons, its queue and its timeline. */
 export async function resourcePage(app: FastifyInstance, db: Db): Promise<void> {
-  addRoute(app, {
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.route({
     method: 'GET',
     url: '/resources/:id',
-    summary: 'a resource',
-    webAction: 'read',
-    params: IdParams,
-    query: z.object(NoticeQuery).strict(),
-    handler: async ({ params, query }, request, reply) => {
+    config: { webAction: 'read' },
+    schema: { params: IdParams, querystring: z.object(NoticeQuery).strict() },
+    handler: async (request, reply) => {
+      const { params, query } = request;
       const resource = await readResourceDetail(db, params.id);
       const { queue, timeline } = await readHistory(db, { kind: 'resource', id: resource.id });
       const goal = targetState('resource', resource.state, queue);

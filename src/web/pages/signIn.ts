@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { FailureLimiter } from '../../api/auth/FailureLimiter.ts';
 import { findLiveToken } from '../../api/auth/tokens.ts';
 import { ApiError } from '../../api/errors.ts';
-import { addRoute } from '../../api/route.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ApiContext } from '../../api/ApiContext.ts';
 import { clearCookie, readCookie, SESSION_COOKIE, setCookie, SIGN_IN_COOKIE } from '../cookies.ts';
 import { assertCsrf, CSRF_FIELD } from '../csrf.ts';
@@ -30,6 +30,7 @@ const SIGN_IN_FORM_S = 3600;
  * (csrf.ts), and failures are rate-limited per address like the API's.
  */
 export async function signInPages(app: FastifyInstance, context: ApiContext): Promise<void> {
+  const typed = app.withTypeProvider<ZodTypeProvider>();
   const { db } = context.database;
   const limiter = new FailureLimiter(context.config.SLIPWAY_API_AUTH_FAILURES_PER_MINUTE);
   const pruning = setInterval(() => limiter.prune(), 60_000);
@@ -58,20 +59,19 @@ Your role decides which buttons you get.</p>
     return sendPage(request, reply, { title: 'Sign in', main: form(formToken, next, problem) }, status);
   };
 
-  addRoute(app, {
+  typed.route({
     method: 'GET',
     url: '/sign-in',
-    summary: 'the sign-in form',
-    query: z.object({ next: NextPath }).strict(),
-    handler: async ({ query }, request, reply) => sendForm(request, reply, query.next),
+    schema: { querystring: z.object({ next: NextPath }).strict() },
+    handler: async (request, reply) => sendForm(request, reply, request.query.next),
   });
 
-  addRoute(app, {
+  typed.route({
     method: 'POST',
     url: '/sign-in',
-    summary: 'sign in with an API token',
-    body: z.object({ [CSRF_FIELD]: z.string(), token: z.string().max(300), next: NextPath }).strict(),
-    handler: async ({ body }, request, reply) => {
+    schema: { body: z.object({ [CSRF_FIELD]: z.string(), token: z.string().max(300), next: NextPath }).strict() },
+    handler: async (request, reply) => {
+      const { body } = request;
       assertCsrf(request, readCookie(request, SIGN_IN_COOKIE));
       const wait = limiter.retryAfter(request.ip);
       if (wait > 0) throw new ApiError('too_many_requests', `too many failed sign-ins from ${request.ip}; try again in ${wait} s`, {}, wait);
@@ -87,13 +87,12 @@ Your role decides which buttons you get.</p>
     },
   });
 
-  addRoute(app, {
+  typed.route({
     method: 'POST',
     url: '/sign-out',
-    summary: 'end the session',
-    webAction: 'read',
-    body: z.object({ [CSRF_FIELD]: z.string() }).strict(),
-    handler: async (_input, request, reply) => {
+    config: { webAction: 'read' },
+    schema: { body: z.object({ [CSRF_FIELD]: z.string() }).strict() },
+    handler: async (request, reply) => {
       await closeSession(db, request.session!.id);
       clearCookie(request, reply, SESSION_COOKIE);
       return reply.redirect('/sign-in', 303);

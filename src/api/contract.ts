@@ -1,0 +1,364 @@
+import { z } from 'zod';
+import type { ObjectKind } from '../../migrations/schema.ts';
+import { CallbackRequestSchema } from '../callbacks/CallbackRequest.ts';
+import { COMMAND_KINDS, type CommandKindSpec } from '../domain/commandKinds.ts';
+import { BlueprintInputSchema } from '../objects/createBlueprint.ts';
+import { leaseBodySchema } from '../objects/createLease.ts';
+import { BlueprintChangesSchema } from '../objects/updateBlueprint.ts';
+import { stateFilterOf } from '../read/stateFilter.ts';
+import type { Action } from './auth/roles.ts';
+import {
+  BlueprintDetailSchema,
+  BlueprintSchema,
+  CallbackSchema,
+  CommandSchema,
+  CommandStatusSchema,
+  CommandTreeSchema,
+  HistoryShape,
+  LeaseSchema,
+  pageSchema,
+  ResourceDetailSchema,
+  ResourceSchema,
+} from './shapes.ts';
+import { BlueprintParams, BlueprintRef, IdParams, NumericId, PageQuery, Reason, TargetRef, WaitQuery } from './schemas.ts';
+
+/**
+ * THE API's operations, as data: each one's method and path, what the
+ * caller's role must allow, and the zod schemas of its request parts and of
+ * its answers per status code. The server's routes (src/api/routes/) are
+ * declared from these, so fastify validates and serializes with them and the
+ * OpenAPI document is generated from them; the typed client (src/client/)
+ * builds its requests and parses the answers with them. Nothing here touches
+ * fastify or the database, so the CLI loads it cheaply.
+ */
+export interface Operation {
+  readonly operationId: string;
+  readonly method: 'GET' | 'POST' | 'PATCH';
+  readonly url: string;
+  readonly summary: string;
+  readonly description?: string;
+  /** What the caller's role must allow; an operation without one is public. */
+  readonly action?: Action;
+  readonly params?: z.ZodType;
+  readonly query?: z.ZodType;
+  readonly body?: z.ZodType;
+  /** The successful answers: status → what it means and its body. */
+  readonly responses: Readonly<Record<number, Answer>>;
+}
+
+export interface Answer<S extends z.ZodType = z.ZodType> {
+  readonly description: string;
+  readonly schema: S;
+}
+
+const answer = <S extends z.ZodType>(description: string, schema: S): Answer<S> => ({ description, schema });
+
+// --- request parts --------------------------------------------------------------
+
+/**
+ * A lease request: the shared lease body (with its expiry fields and rules)
+ * without a holder, which is always the calling token's actor
+ * (`token:<name>`), so a `user` token can later release what it created.
+ * No `callback`: a lease's first command can settle while the lease still
+ * waits for capacity (see docs/api.md, "Asynchronous semantics"), so a callback could not say what a
+ * caller wants to know; `?wait` and polling the lease do.
+ */
+export const CreateLeaseBody = leaseBodySchema({
+  blueprint: z
+    .union([z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'expected a blueprint name'), NumericId])
+    .meta({ description: "the blueprint's name, or its id" }),
+  attributes: z.record(z.string().max(100), z.unknown()).optional().meta({ description: "the requester's own labels, kept on the lease" }),
+  reason: Reason.optional(),
+});
+
+export const LeaseListQuery = z
+  .object({
+    state: stateFilterOf('lease').optional().meta({ description: 'a state, or live: every state but destroyed' }),
+    blueprint: BlueprintRef.optional(),
+    holder: z.string().min(1).max(200).optional(),
+    ...PageQuery,
+  })
+  .strict();
+
+export const ResourceListQuery = z
+  .object({
+    state: stateFilterOf('resource').optional().meta({ description: 'a state, or live: every state but destroyed' }),
+    blueprint: BlueprintRef.optional(),
+    ...PageQuery,
+  })
+  .strict();
+
+export const BlueprintListQuery = z.object(PageQuery).strict();
+
+export const CommandListQuery = z
+  .object({
+    status: CommandStatusSchema.optional(),
+    kind: z.string().regex(/^[a-z_]{1,40}$/, 'expected a command kind, e.g. release').optional(),
+    target: TargetRef.optional(),
+    ...PageQuery,
+  })
+  .strict();
+
+export const CancelBody = z.object({ reason: Reason.optional() }).strict();
+
+/** The kinds a caller may request of each object (the others Slipway issues itself). */
+function requestableKinds(target: ObjectKind): [string, ...string[]] {
+  const kinds = Object.entries(COMMAND_KINDS[target] as Record<string, CommandKindSpec>)
+    .filter(([, spec]) => !spec.internal)
+    .map(([kind]) => kind);
+  return kinds as [string, ...string[]];
+}
+
+/**
+ * `{ kind, reason?, version?, payload?, callback? }`: the payload is checked
+ * against the kind's schema when appended, the callback's host against the
+ * allow-list when attached.
+ */
+function commandBody(target: ObjectKind) {
+  return z
+    .object({
+      kind: z.enum(requestableKinds(target)),
+      reason: Reason.optional(),
+      version: z.number().int().min(1).optional().meta({ description: "the payload's schema version; default: the newest" }),
+      payload: z.record(z.string(), z.unknown()).optional(),
+      callback: CallbackRequestSchema.optional(),
+    })
+    .strict();
+}
+
+// --- answers --------------------------------------------------------------------
+
+const LeasePage = pageSchema(LeaseSchema, 'LeasePage');
+const ResourcePage = pageSchema(ResourceSchema, 'ResourcePage');
+const BlueprintPage = pageSchema(BlueprintSchema, 'BlueprintPage');
+const CommandPage = pageSchema(CommandSchema, 'CommandPage');
+
+const WaitOutcome = z
+  .enum(['settled', 'timed_out', 'aborted'])
+  .meta({ description: 'how the wait ended: the tree settled, the time ran out, or the server stopped waiting (it is shutting down)' });
+
+/**
+ * A queued command. With `?wait`, also how the wait ended, the target's state
+ * and the tree; `command` is then the tree's root as it is now.
+ */
+export const CommandAnswerSchema = z
+  .object({
+    command: CommandSchema,
+    coalesced: z.boolean().meta({ description: 'true when this duplicate joined a command already in flight (then `command` is that one)' }),
+    // The row that records this request: the duplicate's own row when it joined one.
+    record: CommandSchema,
+    outcome: WaitOutcome.optional(),
+    state: z.string().optional().meta({ description: "with ?wait: the target's state afterwards" }),
+    tree: CommandTreeSchema.optional(),
+  })
+  .meta({ id: 'CommandAnswer' });
+export type CommandAnswer = z.infer<typeof CommandAnswerSchema>;
+
+/** A requested lease and its first command; with `?wait`, also how the wait ended and the tree. */
+export const LeaseAnswerSchema = z
+  .object({
+    lease: LeaseSchema,
+    command: CommandSchema,
+    outcome: WaitOutcome.optional(),
+    tree: CommandTreeSchema.optional(),
+  })
+  .meta({ id: 'LeaseAnswer' });
+export type LeaseAnswer = z.infer<typeof LeaseAnswerSchema>;
+
+export const LeaseDetailSchema = z.object({ lease: LeaseSchema, ...HistoryShape }).meta({ id: 'LeaseDetail' });
+export const ResourceDetailAnswerSchema = z.object({ resource: ResourceDetailSchema, ...HistoryShape }).meta({ id: 'ResourceWithHistory' });
+export const BlueprintDetailAnswerSchema = z.object({ blueprint: BlueprintDetailSchema, ...HistoryShape }).meta({ id: 'BlueprintWithHistory' });
+export const CommandDetailSchema = z
+  .object({
+    command: CommandSchema,
+    tree: CommandTreeSchema,
+    callbacks: z.array(CallbackSchema).meta({ description: 'its callbacks, oldest first, each with every delivery attempt' }),
+  })
+  .meta({ id: 'CommandDetail' });
+export type CommandDetailShape = z.infer<typeof CommandDetailSchema>;
+export const CancelAnswerSchema = z.object({ command: CommandSchema }).meta({ id: 'CancelAnswer' });
+
+const queuedAnswers = {
+  202: answer('queued (Location: the command); with ?wait, the wait ran out first', CommandAnswerSchema),
+  200: answer('a duplicate that joined the command already in flight, or with ?wait, settled (the tree says how)', CommandAnswerSchema),
+};
+
+// --- the operations -------------------------------------------------------------
+
+/** The objects that take commands over the API, as data: path, kind, what the caller's role must allow. */
+export const COMMAND_TARGETS = [
+  { path: 'leases', kind: 'lease', action: 'lease.command', operationId: 'queueLeaseCommand' },
+  { path: 'resources', kind: 'resource', action: 'resource.command', operationId: 'queueResourceCommand' },
+  { path: 'blueprints', kind: 'blueprint', action: 'blueprint.write', operationId: 'queueBlueprintCommand' },
+] as const satisfies ReadonlyArray<{ path: string; kind: ObjectKind; action: Action; operationId: string }>;
+
+const queueCommand = <K extends ObjectKind>(target: { path: string; kind: K; action: Action; operationId: string }) =>
+  ({
+    operationId: target.operationId,
+    method: 'POST',
+    url: `/v1/${target.path}/:id/commands`,
+    summary: `Queue a command on a ${target.kind}`,
+    description: `Appends a command to the ${target.kind}'s queue: 202 with its Location, or 200 for a duplicate that joined the one in flight. \`?wait=<s>\` holds the answer until the command and all it caused have settled (200), or the time runs out (202).`,
+    action: target.action,
+    params: IdParams,
+    query: WaitQuery,
+    body: commandBody(target.kind),
+    responses: queuedAnswers,
+  }) as const;
+
+export const OPERATIONS = {
+  createBlueprint: {
+    operationId: 'createBlueprint',
+    method: 'POST',
+    url: '/v1/blueprints',
+    summary: 'Create a blueprint',
+    description: 'A named pool on a driver, with its limits; nothing is allocated until a lease asks.',
+    action: 'blueprint.write',
+    body: BlueprintInputSchema,
+    responses: { 201: answer('created (Location: the blueprint)', BlueprintSchema) },
+  },
+  listBlueprints: {
+    operationId: 'listBlueprints',
+    method: 'GET',
+    url: '/v1/blueprints',
+    summary: 'List blueprints',
+    description: 'Oldest first unless order=newest; keyset pages.',
+    action: 'read',
+    query: BlueprintListQuery,
+    responses: { 200: answer('a page of blueprints', BlueprintPage) },
+  },
+  getBlueprint: {
+    operationId: 'getBlueprint',
+    method: 'GET',
+    url: '/v1/blueprints/:ref',
+    summary: 'Show a blueprint',
+    description: 'A blueprint (by id or name) with its usage by state, its queue and its timeline.',
+    action: 'read',
+    params: BlueprintParams,
+    responses: { 200: answer('the blueprint', BlueprintDetailAnswerSchema) },
+  },
+  updateBlueprint: {
+    operationId: 'updateBlueprint',
+    method: 'PATCH',
+    url: '/v1/blueprints/:ref',
+    summary: "Change a blueprint's limits",
+    description: 'Applied at once; room it makes goes to the waiting leases. Driver settings change through the update_settings command.',
+    action: 'blueprint.write',
+    params: BlueprintParams,
+    body: BlueprintChangesSchema,
+    responses: { 200: answer('the blueprint as changed', BlueprintSchema) },
+  },
+  disableBlueprint: {
+    operationId: 'disableBlueprint',
+    method: 'POST',
+    url: '/v1/blueprints/:ref/disable',
+    summary: 'Disable a blueprint',
+    description: 'It takes no new leases; the leases it has carry on, waiting ones keep waiting.',
+    action: 'blueprint.write',
+    params: BlueprintParams,
+    body: z.object({}).strict(),
+    responses: { 200: answer('the blueprint as changed', BlueprintSchema) },
+  },
+  enableBlueprint: {
+    operationId: 'enableBlueprint',
+    method: 'POST',
+    url: '/v1/blueprints/:ref/enable',
+    summary: 'Enable a blueprint',
+    description: 'It takes leases again; waiting ones are served from the room there is.',
+    action: 'blueprint.write',
+    params: BlueprintParams,
+    body: z.object({}).strict(),
+    responses: { 200: answer('the blueprint as changed', BlueprintSchema) },
+  },
+  createLease: {
+    operationId: 'createLease',
+    method: 'POST',
+    url: '/v1/leases',
+    summary: 'Request a lease',
+    description:
+      "The holder is the token's actor. 202 with the Location of its first command; `?wait=<s>` holds the answer until the lease is active or has failed (200), or the time runs out (202).",
+    action: 'lease.create',
+    query: WaitQuery,
+    body: CreateLeaseBody,
+    responses: {
+      202: answer('requested (Location: its first command); with ?wait, the wait ran out first', LeaseAnswerSchema),
+      200: answer('with ?wait: the lease is set up, or has failed (the tree says how)', LeaseAnswerSchema),
+    },
+  },
+  listLeases: {
+    operationId: 'listLeases',
+    method: 'GET',
+    url: '/v1/leases',
+    summary: 'List leases',
+    description: 'Oldest first unless order=newest, filtered by state (or live: all but destroyed), blueprint and holder.',
+    action: 'read',
+    query: LeaseListQuery,
+    responses: { 200: answer('a page of leases', LeasePage) },
+  },
+  getLease: {
+    operationId: 'getLease',
+    method: 'GET',
+    url: '/v1/leases/:id',
+    summary: 'Show a lease',
+    description: "A lease's fields, its queue and its timeline.",
+    action: 'read',
+    params: IdParams,
+    responses: { 200: answer('the lease', LeaseDetailSchema) },
+  },
+  listResources: {
+    operationId: 'listResources',
+    method: 'GET',
+    url: '/v1/resources',
+    summary: 'List resources',
+    description: 'Oldest first unless order=newest, filtered by state (or live: all but destroyed) and blueprint.',
+    action: 'read',
+    query: ResourceListQuery,
+    responses: { 200: answer('a page of resources', ResourcePage) },
+  },
+  getResource: {
+    operationId: 'getResource',
+    method: 'GET',
+    url: '/v1/resources/:id',
+    summary: 'Show a resource',
+    description: "A resource's fields, the leases holding its slots, its queue and its timeline.",
+    action: 'read',
+    params: IdParams,
+    responses: { 200: answer('the resource', ResourceDetailAnswerSchema) },
+  },
+  queueLeaseCommand: queueCommand(COMMAND_TARGETS[0]),
+  queueResourceCommand: queueCommand(COMMAND_TARGETS[1]),
+  queueBlueprintCommand: queueCommand(COMMAND_TARGETS[2]),
+  listCommands: {
+    operationId: 'listCommands',
+    method: 'GET',
+    url: '/v1/commands',
+    summary: 'List commands',
+    description: 'Oldest first unless order=newest, filtered by status, kind and target.',
+    action: 'read',
+    query: CommandListQuery,
+    responses: { 200: answer('a page of commands', CommandPage) },
+  },
+  getCommand: {
+    operationId: 'getCommand',
+    method: 'GET',
+    url: '/v1/commands/:id',
+    summary: 'Show a command',
+    description: 'A command, its status and outcome, the tree of commands it caused, and its callbacks with every delivery attempt.',
+    action: 'read',
+    params: IdParams,
+    responses: { 200: answer('the command', CommandDetailSchema) },
+  },
+  cancelCommand: {
+    operationId: 'cancelCommand',
+    method: 'POST',
+    url: '/v1/commands/:id/cancel',
+    summary: 'Cancel a queued command',
+    description: 'Only a command still queued can be cancelled: 409 once it is running or settled.',
+    action: 'command.cancel',
+    params: IdParams,
+    body: CancelBody,
+    responses: { 200: answer('cancelled', CancelAnswerSchema) },
+  },
+} as const satisfies Record<string, Operation>;
+
+export type Operations = typeof OPERATIONS;

@@ -1,0 +1,423 @@
+import { z } from 'zod';
+import type { BlueprintRow, CallbackAttemptRow, CallbackRow, CommandRow } from '../../migrations/schema.ts';
+import { LIFECYCLES } from '../domain/lifecycle.ts';
+import type { BlueprintDetail } from '../read/blueprints.ts';
+import type { CallbackView } from '../read/callbacks.ts';
+import type { CommandTreeNode } from '../read/commandTree.ts';
+import type { LeaseView } from '../read/leases.ts';
+import type { ObjectHistory, TimelineEntry } from '../read/objectHistory.ts';
+import type { Page } from '../read/page.ts';
+import type { TokenView } from './auth/tokens.ts';
+import type { ResourceDetail, ResourceView } from '../read/resources.ts';
+
+/**
+ * What the API says about each object: its public shape (camelCase, times as
+ * ISO 8601 text), the zod schema the API serializes it with and the typed
+ * client parses it with, and the one function that makes it from its
+ * database row. Rows stay snake_case inside Slipway; this file is the
+ * boundary, written out field by field rather than by a key transform so
+ * that what callers wrote (attributes, payloads, settings, event data)
+ * passes through untouched.
+ *
+ * The same shapes are the CLI's `--json` output (local and remote alike)
+ * and the callbacks' bodies.
+ */
+
+/** A moment, as `Date.prototype.toISOString` writes it. */
+export const Timestamp = z.iso.datetime().meta({ description: 'ISO 8601, UTC, to the millisecond' });
+const OptionalTimestamp = Timestamp.nullable();
+const Id = z.number().int().positive();
+/** JSON a caller or a driver wrote, passed through as it is. */
+const JsonObject = z.record(z.string(), z.unknown());
+
+/**
+ * A state, as text: the states listed are today's (src/domain/lifecycle.ts),
+ * but a newer worker of a rolling upgrade may write one this server does not
+ * know yet, and reading that object must not fail.
+ */
+const stateOf = (kind: keyof typeof LIFECYCLES) =>
+  z.string().meta({ description: `the ${kind}'s state: ${Object.keys(LIFECYCLES[kind]).join(', ')}` });
+
+export const ObjectKindSchema = z.enum(['lease', 'resource', 'blueprint']);
+export const CommandStatusSchema = z.enum(['queued', 'running', 'done', 'failed', 'cancelled', 'coalesced']);
+export const CommandSourceSchema = z.enum(['web', 'cli', 'api', 'gc', 'system']);
+
+const iso = (at: Date): string => at.toISOString();
+const isoOrNull = (at: Date | null): string | null => (at === null ? null : at.toISOString());
+
+// --- blueprints ---------------------------------------------------------------
+
+export const BlueprintSchema = z
+  .object({
+    id: Id,
+    name: z.string(),
+    driver: z.string(),
+    settings: JsonObject,
+    maxResources: z.number().int(),
+    leasesPerResource: z.number().int(),
+    state: stateOf('blueprint'),
+    liveResources: z.number().int().meta({ description: 'resources not yet destroyed' }),
+    minResources: z.number().int().meta({ description: 'the warm minimum the collector keeps ready' }),
+    idleTimeoutMs: z.number().int().nullable(),
+    version: z.number().int(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Blueprint', description: 'a named, configured pool of resources' });
+export type Blueprint = z.infer<typeof BlueprintSchema>;
+
+export function blueprintOf(row: BlueprintRow): Blueprint {
+  return {
+    id: row.id,
+    name: row.name,
+    driver: row.driver,
+    settings: row.settings as Record<string, unknown>,
+    maxResources: row.max_resources,
+    leasesPerResource: row.leases_per_resource,
+    state: row.state,
+    liveResources: row.live_resources,
+    minResources: row.min_resources,
+    idleTimeoutMs: row.idle_timeout_ms,
+    version: row.version,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+  };
+}
+
+const CountByState = z.record(z.string(), z.number().int());
+
+export const BlueprintDetailSchema = BlueprintSchema.extend({
+  resourcesByState: CountByState,
+  leasesByState: CountByState,
+  waitingLeases: z.number().int().meta({ description: 'leases queued at the blueprint for capacity' }),
+}).meta({ id: 'BlueprintDetail', description: 'a blueprint with how many of its resources and leases are in each state' });
+export type BlueprintDetailShape = z.infer<typeof BlueprintDetailSchema>;
+
+export function blueprintDetailOf(detail: BlueprintDetail): BlueprintDetailShape {
+  const { resourcesByState, leasesByState, waitingLeases } = detail;
+  return { ...blueprintOf(detail), resourcesByState, leasesByState, waitingLeases };
+}
+
+// --- resources ----------------------------------------------------------------
+
+export const ResourceSchema = z
+  .object({
+    id: Id,
+    blueprintId: Id,
+    blueprintName: z.string(),
+    state: stateOf('resource'),
+    capacity: z.number().int().meta({ description: 'lease slots' }),
+    usedSlots: z.number().int(),
+    allocatedForLeaseId: Id.nullable().meta({ description: 'the lease whose request made it' }),
+    attributes: JsonObject.meta({ description: 'what the driver reports: a path, a host name...' }),
+    message: z.string().nullable(),
+    idleSince: OptionalTimestamp,
+    version: z.number().int(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Resource', description: "one of a blueprint's resources" });
+export type Resource = z.infer<typeof ResourceSchema>;
+
+export function resourceOf(row: ResourceView): Resource {
+  return {
+    id: row.id,
+    blueprintId: row.blueprint_id,
+    blueprintName: row.blueprint_name,
+    state: row.state,
+    capacity: row.capacity,
+    usedSlots: row.used_slots,
+    allocatedForLeaseId: row.allocated_for_lease_id,
+    attributes: row.attributes as Record<string, unknown>,
+    message: row.message,
+    idleSince: isoOrNull(row.idle_since),
+    version: row.version,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+  };
+}
+
+export const ResourceDetailSchema = ResourceSchema.extend({
+  slots: z.array(z.object({ slot: z.number().int(), leaseId: Id, holder: z.string(), grantedAt: Timestamp })),
+}).meta({ id: 'ResourceDetail', description: 'a resource with the leases holding its slots' });
+export type ResourceDetailShape = z.infer<typeof ResourceDetailSchema>;
+
+export function resourceDetailOf(detail: ResourceDetail): ResourceDetailShape {
+  return {
+    ...resourceOf(detail),
+    slots: detail.slots.map((s) => ({ slot: s.slot, leaseId: s.lease_id, holder: s.holder, grantedAt: iso(s.granted_at) })),
+  };
+}
+
+// --- leases -------------------------------------------------------------------
+
+export const LeaseSchema = z
+  .object({
+    id: Id,
+    blueprintId: Id,
+    blueprintName: z.string(),
+    holder: z.string(),
+    state: stateOf('lease'),
+    resourceId: Id.nullable(),
+    slot: z.number().int().nullable(),
+    attributes: JsonObject.meta({ description: "the requester's labels and what the driver reports for its slot" }),
+    expiresAt: OptionalTimestamp,
+    termMs: z.number().int().nullable().meta({ description: 'what a renewal without its own term extends the lease by' }),
+    heartbeatMs: z.number().int().nullable(),
+    heartbeatDeadline: OptionalTimestamp,
+    message: z.string().nullable(),
+    version: z.number().int(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Lease', description: "a holder's claim on a slot of one of a blueprint's resources" });
+export type Lease = z.infer<typeof LeaseSchema>;
+
+export function leaseOf(row: LeaseView): Lease {
+  return {
+    id: row.id,
+    blueprintId: row.blueprint_id,
+    blueprintName: row.blueprint_name,
+    holder: row.holder,
+    state: row.state,
+    resourceId: row.resource_id,
+    slot: row.slot,
+    attributes: row.attributes as Record<string, unknown>,
+    expiresAt: isoOrNull(row.expires_at),
+    termMs: row.term_ms,
+    heartbeatMs: row.heartbeat_ms,
+    heartbeatDeadline: isoOrNull(row.heartbeat_deadline),
+    message: row.message,
+    version: row.version,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+  };
+}
+
+// --- commands -----------------------------------------------------------------
+
+export const CommandSchema = z
+  .object({
+    id: Id,
+    targetKind: ObjectKindSchema,
+    targetId: Id,
+    kind: z.string(),
+    version: z.number().int(),
+    payload: JsonObject,
+    issuedBy: z.string().meta({ description: 'the actor who asked: a token, a user, system:gc...' }),
+    source: CommandSourceSchema,
+    reason: z.string().nullable(),
+    requestId: z.string().nullable(),
+    causedBy: Id.nullable().meta({ description: 'the command this one follows from' }),
+    status: CommandStatusSchema,
+    message: z.string().nullable().meta({ description: 'the outcome, for people' }),
+    dedupKey: z.string().nullable(),
+    coalescedInto: Id.nullable().meta({ description: 'the command in flight this duplicate joined' }),
+    notBefore: Timestamp,
+    attempts: z.number().int(),
+    createdAt: Timestamp,
+    startedAt: OptionalTimestamp,
+    finishedAt: OptionalTimestamp,
+    clientAddress: z.string().nullable(),
+    userAgent: z.string().nullable(),
+  })
+  .meta({ id: 'Command', description: "a row of an object's command queue" });
+export type Command = z.infer<typeof CommandSchema>;
+
+export function commandOf(row: CommandRow): Command {
+  return {
+    id: row.id,
+    targetKind: row.target_kind,
+    targetId: row.target_id,
+    kind: row.kind,
+    version: row.version,
+    payload: row.payload as Record<string, unknown>,
+    issuedBy: row.issued_by,
+    source: row.source,
+    reason: row.reason,
+    requestId: row.request_id,
+    causedBy: row.caused_by,
+    status: row.status,
+    message: row.message,
+    dedupKey: row.dedup_key,
+    coalescedInto: row.coalesced_into,
+    notBefore: iso(row.not_before),
+    attempts: row.attempts,
+    createdAt: iso(row.created_at),
+    startedAt: isoOrNull(row.started_at),
+    finishedAt: isoOrNull(row.finished_at),
+    clientAddress: row.client_address,
+    userAgent: row.user_agent,
+  };
+}
+
+export const CommandTreeNodeSchema = CommandSchema.extend({
+  depth: z.number().int().min(0).meta({ description: 'steps below the root of the tree' }),
+}).meta({ id: 'CommandTreeNode', description: 'a command in the tree of commands one command caused' });
+export type CommandTreeNodeShape = z.infer<typeof CommandTreeNodeSchema>;
+
+export function treeNodeOf(node: CommandTreeNode): CommandTreeNodeShape {
+  return { ...commandOf(node), depth: node.depth };
+}
+
+export const CommandTreeSchema = z.array(CommandTreeNodeSchema).meta({ description: 'the command and everything it caused, depth-first' });
+
+export function treeOf(tree: readonly CommandTreeNode[]): CommandTreeNodeShape[] {
+  return tree.map(treeNodeOf);
+}
+
+// --- callbacks ----------------------------------------------------------------
+
+export const CallbackAttemptSchema = z.object({
+  attempt: z.number().int(),
+  startedAt: Timestamp,
+  finishedAt: Timestamp,
+  statusCode: z.number().int().nullable().meta({ description: "the receiver's HTTP status; null when it could not be reached" }),
+  error: z.string().nullable(),
+  nextRetryAt: OptionalTimestamp,
+});
+
+export const CallbackSchema = z
+  .object({
+    id: Id,
+    commandId: Id,
+    url: z.string(),
+    status: z.enum(['waiting', 'pending', 'delivered', 'failed']),
+    attempts: z.number().int(),
+    nextAttemptAt: OptionalTimestamp,
+    createdAt: Timestamp,
+    finishedAt: OptionalTimestamp,
+    attemptLog: z.array(CallbackAttemptSchema).meta({ description: 'every delivery attempt so far, oldest first' }),
+  })
+  .meta({ id: 'Callback', description: 'a callback on a command, with its delivery attempts' });
+export type Callback = z.infer<typeof CallbackSchema>;
+
+function attemptOf(row: CallbackAttemptRow): z.infer<typeof CallbackAttemptSchema> {
+  return {
+    attempt: row.attempt,
+    startedAt: iso(row.started_at),
+    finishedAt: iso(row.finished_at),
+    statusCode: row.status_code,
+    error: row.error,
+    nextRetryAt: isoOrNull(row.next_retry_at),
+  };
+}
+
+export function callbackOf(view: CallbackView): Callback {
+  const row: CallbackRow = view;
+  return {
+    id: row.id,
+    commandId: row.command_id,
+    url: row.url,
+    status: row.status,
+    attempts: row.attempts,
+    nextAttemptAt: isoOrNull(row.next_attempt_at),
+    createdAt: iso(row.created_at),
+    finishedAt: isoOrNull(row.finished_at),
+    attemptLog: view.attempt_log.map(attemptOf),
+  };
+}
+
+// --- history ------------------------------------------------------------------
+
+const Who = z.string().meta({ description: "who asked (a command's issuedBy, an event's actor)" });
+const Where = z.string().meta({ description: 'from where: web, cli, api, gc or system' });
+
+// Fields in the read model's order (src/read/objectHistory.ts): zod writes them in the schema's order,
+// and the CLI's local and remote --json must be the same bytes.
+export const TimelineEntrySchema = z
+  .discriminatedUnion('type', [
+    z.object({
+      type: z.literal('command'),
+      at: Timestamp,
+      id: Id,
+      kind: z.string(),
+      status: CommandStatusSchema,
+      who: Who,
+      where: Where,
+      reason: z.string().nullable(),
+      message: z.string().nullable(),
+      finishedAt: OptionalTimestamp,
+    }),
+    z.object({
+      type: z.literal('event'),
+      at: Timestamp,
+      id: Id,
+      event: z.string(),
+      commandId: Id.nullable(),
+      fromState: z.string().nullable(),
+      toState: z.string().nullable(),
+      who: Who,
+      where: Where,
+      reason: z.string().nullable(),
+      message: z.string(),
+    }),
+  ])
+  .meta({ id: 'TimelineEntry', description: "a command asked of the object, or an event of its life" });
+export type TimelineEntryShape = z.infer<typeof TimelineEntrySchema>;
+
+function timelineEntryOf(entry: TimelineEntry): TimelineEntryShape {
+  return entry.type === 'command'
+    ? { ...entry, at: iso(entry.at), finishedAt: isoOrNull(entry.finishedAt) }
+    : { ...entry, at: iso(entry.at) };
+}
+
+/** An object's queue and timeline: what each object's GET carries beside its fields. */
+export const HistoryShape = {
+  queue: z.array(CommandSchema).meta({ description: 'its commands not yet settled, in the order they run' }),
+  timeline: z.object({
+    entries: z.array(TimelineEntrySchema).meta({ description: 'oldest first' }),
+    truncated: z.boolean().meta({ description: 'true when older entries were left out' }),
+  }),
+};
+
+export type HistoryShapeOf = z.infer<z.ZodObject<typeof HistoryShape>>;
+
+export function historyOf(history: ObjectHistory): HistoryShapeOf {
+  return {
+    queue: history.queue.map(commandOf),
+    timeline: { entries: history.timeline.entries.map(timelineEntryOf), truncated: history.timeline.truncated },
+  };
+}
+
+// --- tokens -------------------------------------------------------------------
+
+/** An API token, never its secret: what `slipway token list --json` prints. */
+export const TokenSchema = z.object({
+  id: Id,
+  name: z.string(),
+  role: z.enum(['viewer', 'user', 'operator', 'admin']),
+  createdBy: z.string(),
+  createdAt: Timestamp,
+  lastUsedAt: OptionalTimestamp,
+  revokedAt: OptionalTimestamp,
+});
+export type Token = z.infer<typeof TokenSchema>;
+
+export function tokenOf(row: TokenView): Token {
+  return {
+    id: row.id,
+    name: row.name,
+    role: row.role,
+    createdBy: row.created_by,
+    createdAt: iso(row.created_at),
+    lastUsedAt: isoOrNull(row.last_used_at),
+    revokedAt: isoOrNull(row.revoked_at),
+  };
+}
+
+// --- pages --------------------------------------------------------------------
+
+/** A keyset page of `item`: `next` is the `after` of the following page, null on the last. */
+export function pageSchema<T extends z.ZodType>(item: T, id: string) {
+  return z
+    .object({
+      items: z.array(item),
+      next: Id.nullable().meta({ description: 'pass as `after` for the next page; null on the last page' }),
+    })
+    .meta({ id });
+}
+
+export function pageOf<Row extends { id: number }, T>(page: Page<Row>, itemOf: (row: Row) => T): { items: T[]; next: number | null } {
+  return { items: page.items.map(itemOf), next: page.next };
+}

@@ -1,0 +1,157 @@
+import type { z } from 'zod';
+import { OPERATIONS, type Operations } from '../api/contract.ts';
+import { ErrorBodySchema, type ErrorBody } from '../api/errors.ts';
+
+/**
+ * A typed client of the Slipway HTTP API, made from the same operation table
+ * the server's routes are declared from (src/api/contract.ts): each call's
+ * input is typed by the operation's request schemas, and each answer is
+ * parsed with the schema of its status code, so what a caller gets is what
+ * the OpenAPI document promises, or an error saying how the server strayed.
+ * The CLI's remote mode (SLIPWAY_URL) goes through it.
+ */
+
+export type OperationName = keyof Operations;
+type Op<N extends OperationName> = Operations[N];
+
+/** Path and query values go as text; numbers are written out. */
+type Textual<T> = { [K in keyof T]: T[K] extends string | undefined ? T[K] | number : T[K] };
+
+type PartInput<O, K extends string> = O extends { [P in K]: infer S extends z.ZodType } ? Textual<z.input<S>> : never;
+
+/** What a call sends: the operation's path parameters, query and body, each only where it has one. */
+export type CallInput<N extends OperationName> = ([PartInput<Op<N>, 'params'>] extends [never] ? unknown : { params: PartInput<Op<N>, 'params'> }) &
+  ([PartInput<Op<N>, 'query'>] extends [never] ? unknown : { query?: PartInput<Op<N>, 'query'> }) &
+  (Op<N> extends { body: infer S extends z.ZodType } ? { body: z.input<S> } : unknown) & {
+    /** An Idempotency-Key for a POST. */
+    idempotencyKey?: string;
+  };
+
+/** A successful answer: its status and its body, parsed with the operation's schema for that status. */
+export type CallAnswer<N extends OperationName> = {
+  [C in keyof Op<N>['responses']]: {
+    readonly status: C;
+    readonly body: Op<N>['responses'][C] extends { schema: infer S extends z.ZodType } ? z.output<S> : never;
+  };
+}[keyof Op<N>['responses']];
+
+/** The API refused the request: its status and its error body (code, message, details). */
+export class ApiRefusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: ErrorBody,
+    readonly request: string,
+  ) {
+    super(body.message);
+    this.name = 'ApiRefusal';
+  }
+}
+
+/** The server answered something the API does not: not the Slipway API, or a fault of it. */
+export class UnexpectedAnswer extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly request: string,
+  ) {
+    super(message);
+    this.name = 'UnexpectedAnswer';
+  }
+}
+
+/** The server could not be asked: refused, unresolvable, reset. `reason` is the system's code (ECONNREFUSED...) when there is one. */
+export class Unreachable extends Error {
+  constructor(
+    readonly origin: string,
+    readonly reason: string,
+  ) {
+    super(`cannot reach the Slipway API at ${origin}: ${reason}`);
+    this.name = 'Unreachable';
+  }
+}
+
+export interface ClientOptions {
+  /** Where the API is, e.g. http://127.0.0.1:7480. */
+  readonly baseUrl: string;
+  /** A bearer token (`slipway token create`). */
+  readonly token: string;
+  /** Stops a request in flight (and a `?wait` with it). */
+  readonly signal?: AbortSignal;
+}
+
+export class SlipwayClient {
+  constructor(private readonly options: ClientOptions) {}
+
+  get signal(): AbortSignal | undefined {
+    return this.options.signal;
+  }
+
+  /**
+   * Calls one operation. Resolves with its answer for a status the operation
+   * declares; rejects with ApiRefusal for an error answer, UnexpectedAnswer
+   * for anything else, Unreachable when the server cannot be reached, and
+   * the signal's abort error when it aborts.
+   */
+  async call<N extends OperationName>(name: N, input: CallInput<N>): Promise<CallAnswer<N>> {
+    const op = OPERATIONS[name];
+    const { params, query, body, idempotencyKey } = input as {
+      params?: Record<string, unknown>;
+      query?: Record<string, unknown>;
+      body?: unknown;
+      idempotencyKey?: string;
+    };
+    const url = new URL(pathOf(op.url, params) + queryOf(query), this.options.baseUrl);
+    const request = `${op.method} ${url.pathname}`;
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(url, {
+        method: op.method,
+        signal: this.options.signal,
+        headers: {
+          accept: 'application/json',
+          authorization: `Bearer ${this.options.token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      text = await response.text();
+    } catch (error) {
+      if (this.options.signal?.aborted) throw error;
+      const cause = (error as Error & { cause?: { code?: string; message?: string } }).cause;
+      throw new Unreachable(url.origin, cause?.code ?? cause?.message ?? (error as Error).message);
+    }
+    const json = parseJson(text);
+    const answer = (op.responses as Record<number, { schema: z.ZodType } | undefined>)[response.status];
+    if (answer) {
+      const parsed = answer.schema.safeParse(json);
+      if (!parsed.success) {
+        throw new UnexpectedAnswer(`${request}: the ${response.status} answer is not what the API describes: ${parsed.error.issues[0]?.message}`, response.status, request);
+      }
+      return { status: response.status, body: parsed.data } as CallAnswer<N>;
+    }
+    const refusal = ErrorBodySchema.safeParse(json);
+    if (!response.ok && refusal.success) throw new ApiRefusal(response.status, refusal.data, request);
+    throw new UnexpectedAnswer(`${request}: the server answered ${response.status} without a Slipway answer; is this the Slipway API?`, response.status, request);
+  }
+}
+
+/** `/v1/leases/:id` with its parameters filled in, each encoded. */
+function pathOf(template: string, params: Record<string, unknown> = {}): string {
+  return template.replace(/:(\w+)/g, (_match, name: string) => encodeURIComponent(String(params[name])));
+}
+
+/** `?a=1&b=x` from the values given. */
+function queryOf(values: Record<string, unknown> = {}): string {
+  const given = Object.entries(values).filter(([, value]) => value !== undefined);
+  return given.length === 0 ? '' : `?${new URLSearchParams(given.map(([key, value]) => [key, String(value)]))}`;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return text === '' ? undefined : (JSON.parse(text) as unknown);
+  } catch {
+    return undefined;
+  }
+}
