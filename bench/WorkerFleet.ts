@@ -91,11 +91,13 @@ export class WorkerFleet<Ask extends Message = never, Answer extends Message = n
   async stop(): Promise<void> {
     this.stopping = true;
     const running = this.children.filter((child) => child.exitCode === null && child.signalCode === null);
-    await Promise.all(running.map(async (child) => {
-      const exited = once(child, 'exit');
-      await ask<FromWorker, 'stopped'>(child, { type: 'stop' }, 'stopped');
-      await exited;
-    }));
+    await Promise.all(
+      running.map(async (child) => {
+        const exited = once(child, 'exit');
+        await ask<FromWorker, 'stopped'>(child, { type: 'stop' }, 'stopped');
+        await exited;
+      }),
+    );
   }
 
   /** Ends the workers at once: for a run that failed. */

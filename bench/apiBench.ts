@@ -130,7 +130,7 @@ async function withApi<T>(database: Database, clients: number, work: (api: Api) 
     };
     return await work({ caller });
   } finally {
-    callers.forEach((caller) => caller.close());
+    for (const caller of callers) caller.close();
     child.send('stop');
     if (child.exitCode === null) await once(child, 'exit');
   }

@@ -66,6 +66,9 @@ export async function readFigures(file: string): Promise<Figures> {
 /** The newest figures file, if any run wrote one (their names sort by start time). */
 export async function latestFiguresFile(): Promise<string | undefined> {
   const names = await readdir(FIGURES_DIR).catch(() => []);
-  const latest = names.filter((name) => name.startsWith(PREFIX) && name.endsWith('.json')).sort().at(-1);
+  const latest = names
+    .filter((name) => name.startsWith(PREFIX) && name.endsWith('.json'))
+    .sort()
+    .at(-1);
   return latest && path.join(FIGURES_DIR, latest);
 }

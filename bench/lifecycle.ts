@@ -31,7 +31,7 @@ export async function measureLifecycle(system: LeaseSystem, shape: PoolShape, le
   // The holders: every lease seen active is released, from `clients` connections.
   const releaseActive = async () => {
     const fresh = (await system.activeLeases(poolId)).filter((id) => !released.has(id));
-    fresh.forEach((id) => released.add(id));
+    for (const id of fresh) released.add(id);
     await runClients(clients, fresh.length, (n) => system.release(fresh[n]!));
     return released.size === leases && (await system.countIn(poolId, 'destroyed')) === leases && (await system.quiet());
   };

@@ -85,7 +85,13 @@ async function cpuOf(pids: readonly number[]): Promise<number> {
 /** The postmaster's CPU and that of every process it runs (backends, WAL writer, checkpointer…). */
 async function serverCpu(postmaster: number): Promise<number> {
   const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
-  const stats = await Promise.all(pids.map((pid) => procStat(pid).then((s) => ({ pid, ...s })).catch(() => undefined)));
+  const stats = await Promise.all(
+    pids.map((pid) =>
+      procStat(pid)
+        .then((s) => ({ pid, ...s }))
+        .catch(() => undefined),
+    ),
+  );
   return stats.filter((s) => s && (s.pid === postmaster || s.ppid === postmaster)).reduce((sum, s) => sum + s!.cpuSeconds, 0);
 }
 
@@ -144,7 +150,10 @@ async function busyShares(windowUs: readonly [number, number]): Promise<CpuShare
     });
   }
   const top = (counts: Map<string, number>) =>
-    [...counts].sort((a, b) => b[1] - a[1]).slice(0, TOP).map(([name, n]) => ({ name, share: (100 * n) / busy }));
+    [...counts]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, TOP)
+      .map(([name, n]) => ({ name, share: (100 * n) / busy }));
   return { functions: top(byFunction), areas: top(byArea) };
 }
 
@@ -227,19 +236,29 @@ async function main(): Promise<void> {
     const shares = await busyShares([before!.atUs, after.atUs]);
 
     const perRelease = (s: number) => `${((s * 1000) / count).toFixed(2)} ms`;
-    console.log(`${count} releases of active leases in ${releases.seconds.toFixed(1)} s, ${settings.BENCH_WORKERS} worker processes (instrumented: slower than the benchmark)\n`);
+    console.log(
+      `${count} releases of active leases in ${releases.seconds.toFixed(1)} s, ${settings.BENCH_WORKERS} worker processes (instrumented: slower than the benchmark)\n`,
+    );
     console.log('CPU per release');
-    for (const [who, s] of [['PostgreSQL', spent('server')], ['workers', spent('workers')], ['clients (this process)', spent('self')]] as const) {
+    for (const [who, s] of [
+      ['PostgreSQL', spent('server')],
+      ['workers', spent('workers')],
+      ['clients (this process)', spent('self')],
+    ] as const) {
       console.log(`  ${who.padEnd(24)} ${perRelease(s).padStart(10)}`);
     }
-    console.log(`\nTransactions committed per release: ${(spent('commits') / count).toFixed(2)}; WAL per release: ${(spent('walBytes') / count / 1024).toFixed(1)} KiB`);
+    console.log(
+      `\nTransactions committed per release: ${(spent('commits') / count).toFixed(2)}; WAL per release: ${(spent('walBytes') / count / 1024).toFixed(1)} KiB`,
+    );
     console.log('\nCommands per release');
     for (const c of commands) console.log(`  ${(c.n / count).toFixed(2).padStart(6)}  ${c.target_kind}.${c.kind} (${c.status})`);
     console.log(`\nStatements by server time (pg_stat_statements, top ${TOP})`);
     console.log('  ms/release  calls/release  ms/call  statement');
     for (const s of statements) {
       const text = s.query.replace(/\s+/g, ' ').slice(0, 110);
-      console.log(`  ${(s.total_ms / count).toFixed(3).padStart(10)}  ${(s.calls / count).toFixed(2).padStart(13)}  ${(s.total_ms / s.calls).toFixed(3).padStart(7)}  ${text}`);
+      console.log(
+        `  ${(s.total_ms / count).toFixed(3).padStart(10)}  ${(s.calls / count).toFixed(2).padStart(13)}  ${(s.total_ms / s.calls).toFixed(3).padStart(7)}  ${text}`,
+      );
     }
     console.log(`\nWorkers' busy CPU by area (V8 CPU profiles of the release window, idle left out)`);
     for (const a of shares.areas) console.log(`  ${a.share.toFixed(1).padStart(5)} %  ${a.name}`);

@@ -77,8 +77,15 @@ try {
   const failedBefore = (await commandsByStatus(database.db)).failed;
   const slipwaySystem = new SlipwaySystem(database, fleet);
   const slipwayFigures = await measureSystem(slipwaySystem, settings, progress);
-  progress(`(h) HTTP releases with ?wait at ${settings.BENCH_API_WAIT_RATE}/s for ${settings.BENCH_LATENCY_SECONDS} s (after making their leases active)`);
-  const apiWait = await measureApiWait(database, slipwaySystem, { rate: settings.BENCH_API_WAIT_RATE, seconds: settings.BENCH_LATENCY_SECONDS }, settings.BENCH_CLIENTS);
+  progress(
+    `(h) HTTP releases with ?wait at ${settings.BENCH_API_WAIT_RATE}/s for ${settings.BENCH_LATENCY_SECONDS} s (after making their leases active)`,
+  );
+  const apiWait = await measureApiWait(
+    database,
+    slipwaySystem,
+    { rate: settings.BENCH_API_WAIT_RATE, seconds: settings.BENCH_LATENCY_SECONDS },
+    settings.BENCH_CLIENTS,
+  );
   const failedCommands = (await commandsByStatus(database.db)).failed - failedBefore;
   const peakRssBytes = await fleet.takePeakRss();
   await fleet.stop();

@@ -6,7 +6,10 @@ const count = (fallback: number, min = 1) => z.coerce.number().int().min(min).ma
 const rates = (fallback: readonly number[]) =>
   z.preprocess(
     (value) => (typeof value === 'string' ? value.split(',').map((rate) => rate.trim()) : value),
-    z.array(z.coerce.number().int().min(1).max(100_000)).min(1).default([...fallback]),
+    z
+      .array(z.coerce.number().int().min(1).max(100_000))
+      .min(1)
+      .default([...fallback]),
   );
 
 /**
@@ -21,15 +24,18 @@ export const SettingsSchema = z.object({
   BENCH_WORKERS: count(2).describe('Slipway worker processes'),
   BENCH_PEER_WORKERS: count(2).describe('worker processes of the peer (graphile-worker alone)'),
   BENCH_PEER_CONCURRENCY: count(16).describe('jobs each tuned peer process runs at once'),
-  BENCH_LIFECYCLE_LEASES: count(5_000).describe('leases taken through the whole lifecycle in (c), and active leases released at once in (c), per system'),
+  BENCH_LIFECYCLE_LEASES: count(5_000).describe(
+    'leases taken through the whole lifecycle in (c), and active leases released at once in (c), per system',
+  ),
   BENCH_LIFECYCLE_RESOURCES: count(10).describe('resources of the lifecycle pool in (c)'),
   BENCH_LIFECYCLE_SLOTS: count(50).describe('slots per resource of the lifecycle pool; fewer slots than leases, so leases wait'),
   BENCH_LATENCY_RATES: rates([50, 200, 1_000]).describe('offered rates of (e), releases of active leases per second, each for BENCH_LATENCY_SECONDS'),
   BENCH_LATENCY_SECONDS: count(15).describe('how long each open-loop figure offers its load: (e), (h) and (i)'),
   BENCH_ACTIVATION_RATE: count(20).describe('leases created per second on a pool with free slots, in (i)'),
   BENCH_API_WAIT_RATE: count(200).describe('releases per second through POST …/commands?wait=30, in (h)'),
-  BENCH_PEER_DEFAULTS_LEASES: count(300, 0)
-    .describe('active leases released at once by the peer on graphile-worker defaults, in (d); 0 leaves that run out'),
+  BENCH_PEER_DEFAULTS_LEASES: count(300, 0).describe(
+    'active leases released at once by the peer on graphile-worker defaults, in (d); 0 leaves that run out',
+  ),
 });
 
 export type BenchSettings = z.infer<typeof SettingsSchema>;

@@ -1,8 +1,5 @@
 /** What the benchmark tells a worker process over IPC (bench/workerProcess.ts, bench/peer/peerWorkerProcess.ts). */
-export type ToWorker =
-  | { readonly type: 'start' }
-  | { readonly type: 'takePeakRss' }
-  | { readonly type: 'stop' };
+export type ToWorker = { readonly type: 'start' } | { readonly type: 'takePeakRss' } | { readonly type: 'stop' };
 
 /** What a worker process answers. */
 export type FromWorker =

@@ -8,7 +8,12 @@ import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from './callbacks/allowedHos
  * instead of surfacing later as odd behaviour.
  */
 const positiveMs = (fallback: number) =>
-  z.coerce.number().int().positive().max(24 * 3600 * 1000).default(fallback);
+  z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(24 * 3600 * 1000)
+    .default(fallback);
 
 /**
  * Each setting's `describe()` is its documentation: `npm run docs` writes the
@@ -20,22 +25,44 @@ export const ConfigSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// connection URL')
     .optional()
     .describe('the PostgreSQL server to use; without it, the embedded server under `SLIPWAY_HOME`'),
-  SLIPWAY_HOME: z.string().min(1).default('.slipway').describe("where the embedded PostgreSQL keeps its data and password, the first admin token's file and the generated callback secret"),
+  SLIPWAY_HOME: z
+    .string()
+    .min(1)
+    .default('.slipway')
+    .describe("where the embedded PostgreSQL keeps its data and password, the first admin token's file and the generated callback secret"),
   // Two: a lane's batch grows with the backlog and a slow driver call no
   // longer holds up its lane (see EFFECT_JOIN_MS in src/drain/DrainLane.ts),
   // so more lanes mostly split the same work into smaller batches, which
   // costs more CPU per command (bench:profile: about a sixth more at 4).
-  SLIPWAY_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(2).describe("drain lanes one worker process runs at once, each on a connection of its own and holding up to 64 objects of any kind, whose commands it applies in steps"),
-  SLIPWAY_DRAIN_POLL_MS: positiveMs(1000).describe('how often each worker looks for due wake-ups without being signalled (the backstop for a lost signal; a wake-up due later is looked for when it is due)'),
+  SLIPWAY_WORKER_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(256)
+    .default(2)
+    .describe(
+      'drain lanes one worker process runs at once, each on a connection of its own and holding up to 64 objects of any kind, whose commands it applies in steps',
+    ),
+  SLIPWAY_DRAIN_POLL_MS: positiveMs(1000).describe(
+    'how often each worker looks for due wake-ups without being signalled (the backstop for a lost signal; a wake-up due later is looked for when it is due)',
+  ),
   SLIPWAY_SWEEP_INTERVAL_MS: positiveMs(1000).describe("how often each worker's sweeper looks for objects nobody drains"),
   // A command queued (or left running by a dead worker) for longer than this,
   // on an object whose advisory lock is free, gets its object woken again.
   SLIPWAY_STALE_AFTER_MS: positiveMs(3000).describe('how overdue a command must be before the sweeper wakes its object again'),
-  SLIPWAY_SHUTDOWN_GRACE_MS: positiveMs(30_000).describe("how long a stopping worker lets its drains in flight (driver calls included) finish before it exits anyway, leaving their objects to other workers as after a crash"),
+  SLIPWAY_SHUTDOWN_GRACE_MS: positiveMs(30_000).describe(
+    'how long a stopping worker lets its drains in flight (driver calls included) finish before it exits anyway, leaving their objects to other workers as after a crash',
+  ),
   SLIPWAY_HEARTBEAT_MS: positiveMs(5000).describe('how often a worker renews its row in the worker registry'),
   // Test and chaos hook: each drained command waits a random 0..N ms before it
   // is applied, to widen race windows. 0 (the default) disables it.
-  SLIPWAY_CHAOS_DRAIN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0).describe('testing only: a random pause of up to this many ms before each drained command'),
+  SLIPWAY_CHAOS_DRAIN_DELAY_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(60_000)
+    .default(0)
+    .describe('testing only: a random pause of up to this many ms before each drained command'),
   // Callbacks (see src/callbacks/): the hosts they may go to (loopback only
   // unless told otherwise; empty disables callbacks), the HMAC secret that
   // signs them (else one generated under SLIPWAY_HOME), and their retries.
@@ -51,7 +78,11 @@ export const ConfigSchema = z.object({
       }
     })
     .describe('the hosts callbacks may be sent to (loopback only by default); empty disables callbacks'),
-  SLIPWAY_CALLBACK_SECRET: z.string().min(32, 'must be at least 32 characters').optional().describe('the HMAC key that signs callbacks; without it, one generated in `SLIPWAY_HOME/callback-secret`'),
+  SLIPWAY_CALLBACK_SECRET: z
+    .string()
+    .min(32, 'must be at least 32 characters')
+    .optional()
+    .describe('the HMAC key that signs callbacks; without it, one generated in `SLIPWAY_HOME/callback-secret`'),
   SLIPWAY_CALLBACK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8).describe('attempts before a callback is given up'),
   SLIPWAY_CALLBACK_BACKOFF_MS: positiveMs(5000).describe("the wait before a callback's 2nd attempt; doubled for each one after"),
   SLIPWAY_CALLBACK_MAX_BACKOFF_MS: positiveMs(3600 * 1000).describe('the longest wait between two attempts of a callback'),
@@ -60,26 +91,91 @@ export const ConfigSchema = z.object({
   // crontab; 0 turns the schedule off), how long an idle resource may be
   // kept while leases wait at its full blueprint, how long history of
   // destroyed objects is kept, and the bounds of one pass.
-  SLIPWAY_GC_INTERVAL_MINUTES: z.coerce.number().int().min(0).max(60).default(1).describe('how often the collector runs; 0: only when `slipway gc run` asks'),
-  SLIPWAY_GC_IDLE_GRACE_MS: z.coerce.number().int().min(0).max(7 * 24 * 3600 * 1000).default(60_000).describe('how long a resource must have been idle before the collector reclaims it for waiting leases'),
-  SLIPWAY_GC_RETENTION_DAYS: z.coerce.number().positive().max(3650).default(30).describe('how long destroyed objects, their history and collector pass records are kept'),
-  SLIPWAY_GC_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500).describe('rows one step of a collector pass looks at, or prunes per batch'),
+  SLIPWAY_GC_INTERVAL_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(60)
+    .default(1)
+    .describe('how often the collector runs; 0: only when `slipway gc run` asks'),
+  SLIPWAY_GC_IDLE_GRACE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(7 * 24 * 3600 * 1000)
+    .default(60_000)
+    .describe('how long a resource must have been idle before the collector reclaims it for waiting leases'),
+  SLIPWAY_GC_RETENTION_DAYS: z.coerce
+    .number()
+    .positive()
+    .max(3650)
+    .default(30)
+    .describe('how long destroyed objects, their history and collector pass records are kept'),
+  SLIPWAY_GC_BATCH_SIZE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .default(500)
+    .describe('rows one step of a collector pass looks at, or prunes per batch'),
   SLIPWAY_GC_PASS_BUDGET_MS: positiveMs(30_000).describe('a collector pass starts no new work after this long'),
   // The HTTP API (see docs/api.md).
   SLIPWAY_API_HOST: z.string().min(1).default('127.0.0.1').describe('the address the HTTP API and the web UI listen on'),
   SLIPWAY_API_PORT: z.coerce.number().int().min(0).max(65_535).default(7480).describe('their port; 0 picks a free one'),
-  SLIPWAY_API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024).describe('the largest request body (413 above it)'),
+  SLIPWAY_API_BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(10 * 1024 * 1024)
+    .default(64 * 1024)
+    .describe('the largest request body (413 above it)'),
   // Backpressure: an object with this many commands queued or running takes
   // no more (429), nor does Slipway with this many queued in all (503).
-  SLIPWAY_API_QUEUE_DEPTH_LIMIT: z.coerce.number().int().min(1).max(1_000_000).default(100).describe('commands queued or running on one object before the API answers 429'),
-  SLIPWAY_API_BACKLOG_LIMIT: z.coerce.number().int().min(1).max(100_000_000).default(50_000).describe('commands queued or running in all before the API answers 503'),
-  SLIPWAY_API_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(20).describe('failed authentications per client address and minute before that address is answered 429'),
+  SLIPWAY_API_QUEUE_DEPTH_LIMIT: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .default(100)
+    .describe('commands queued or running on one object before the API answers 429'),
+  SLIPWAY_API_BACKLOG_LIMIT: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100_000_000)
+    .default(50_000)
+    .describe('commands queued or running in all before the API answers 503'),
+  SLIPWAY_API_AUTH_FAILURES_PER_MINUTE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100_000)
+    .default(20)
+    .describe('failed authentications per client address and minute before that address is answered 429'),
   // Notices are the fast path; this is the backstop while the LISTEN
   // connection is being made again.
-  SLIPWAY_API_WAIT_REREAD_MS: z.coerce.number().int().min(100).max(300_000).default(1000).describe('how often a request waiting for commands (?wait) reads their state again when no notice has come'),
+  SLIPWAY_API_WAIT_REREAD_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(300_000)
+    .default(1000)
+    .describe('how often a request waiting for commands (?wait) reads their state again when no notice has come'),
   // Proxies close a stream that stays quiet for too long.
-  SLIPWAY_WEB_HEARTBEAT_MS: z.coerce.number().int().min(100).max(300_000).default(20_000).describe("how often the web UI's event stream sends a heartbeat comment"),
-  SLIPWAY_API_IDEMPOTENCY_HOURS: z.coerce.number().int().min(24).max(24 * 365).default(24).describe('how long Idempotency-Keys are kept'),
+  SLIPWAY_WEB_HEARTBEAT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(300_000)
+    .default(20_000)
+    .describe("how often the web UI's event stream sends a heartbeat comment"),
+  SLIPWAY_API_IDEMPOTENCY_HOURS: z.coerce
+    .number()
+    .int()
+    .min(24)
+    .max(24 * 365)
+    .default(24)
+    .describe('how long Idempotency-Keys are kept'),
   // Prometheus metrics (see docs/metrics.md).
   SLIPWAY_METRICS_TOKEN: z
     .string()
@@ -92,7 +188,9 @@ export const ConfigSchema = z.object({
     .min(0)
     .max(65_535)
     .optional()
-    .describe('a process running only a worker (`slipway worker`) serves `GET /metrics` on this port, on `SLIPWAY_API_HOST`; unset, it serves none (0 picks a free one). `slipway start` and `slipway api` serve metrics on the API port'),
+    .describe(
+      'a process running only a worker (`slipway worker`) serves `GET /metrics` on this port, on `SLIPWAY_API_HOST`; unset, it serves none (0 picks a free one). `slipway start` and `slipway api` serve metrics on the API port',
+    ),
   // The CLI's remote mode (see docs/cli.md, "Remote mode"): with SLIPWAY_URL set, its
   // lease and command subcommands call the HTTP API there with this token
   // instead of opening the database.
@@ -105,7 +203,10 @@ export const ConfigSchema = z.object({
     .regex(/^slw_[A-Za-z0-9_-]{20,200}$/, 'must be an API token as `slipway token create` prints it (slw_...)')
     .optional()
     .describe("the API token the CLI's remote mode sends; required with `SLIPWAY_URL`"),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('the pino log level; logs are JSON lines on stderr'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe('the pino log level; logs are JSON lines on stderr'),
 });
 
 export type Config = z.infer<typeof ConfigSchema> & { homeDir: string };

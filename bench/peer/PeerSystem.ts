@@ -62,10 +62,10 @@ export class PeerSystem implements LeaseSystem {
   }
 
   async countIn(poolId: number, state: Milestone): Promise<number> {
-    const { rows } = await this.pool.query<{ n: number }>(
-      `select count(*)::int as n from ${PEER_SCHEMA}.leases where pool_id = $1 and state = $2`,
-      [poolId, state],
-    );
+    const { rows } = await this.pool.query<{ n: number }>(`select count(*)::int as n from ${PEER_SCHEMA}.leases where pool_id = $1 and state = $2`, [
+      poolId,
+      state,
+    ]);
     return rows[0]!.n;
   }
 

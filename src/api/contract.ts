@@ -93,7 +93,10 @@ export const BlueprintListQuery = z.object(PageQuery).strict();
 export const CommandListQuery = z
   .object({
     status: CommandStatusSchema.optional(),
-    kind: z.string().regex(/^[a-z_]{1,40}$/, 'expected a command kind, e.g. release').optional(),
+    kind: z
+      .string()
+      .regex(/^[a-z_]{1,40}$/, 'expected a command kind, e.g. release')
+      .optional(),
     target: TargetRef.optional(),
     ...PageQuery,
   })

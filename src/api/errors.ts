@@ -12,7 +12,9 @@ export const ErrorBodySchema = z
   .object({
     code: z.string().meta({ description: 'stable, for machines to branch on, e.g. conflict, invalid_input' }),
     message: z.string().meta({ description: 'one line for people: what was wrong, and what would be right' }),
-    details: z.record(z.string(), z.unknown()).meta({ description: 'for machines: the field, the state, the command that already did it, the request id...' }),
+    details: z
+      .record(z.string(), z.unknown())
+      .meta({ description: 'for machines: the field, the state, the command that already did it, the request id...' }),
   })
   .meta({ id: 'Error' });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;
@@ -61,7 +63,10 @@ const SLIPWAY_ERROR_STATUS: Record<SlipwayError['code'], number> = {
  * read, a URL that cannot be decoded, and so on.
  */
 const FASTIFY_ERRORS: Record<string, { code: string; message: (error: FastifyError, request: FastifyRequest) => string }> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large', message: () => 'the request body is too large for this server (SLIPWAY_API_BODY_LIMIT_BYTES)' },
+  FST_ERR_CTP_BODY_TOO_LARGE: {
+    code: 'payload_too_large',
+    message: () => 'the request body is too large for this server (SLIPWAY_API_BODY_LIMIT_BYTES)',
+  },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: {
     code: 'unsupported_media_type',
     message: (_error, request) => `send the body as application/json, not ${request.headers['content-type'] ?? 'without a content type'}`,
@@ -135,13 +140,21 @@ export function answerFor(error: unknown, request: FastifyRequest): Answer {
     // Every connection failure outside a COMMIT (MayHaveCommittedError above) ended the request's transaction uncommitted.
     return {
       status: 503,
-      body: bodyOf('unavailable', 'the database is unavailable (its connection failed or was refused); nothing was written, send the request again shortly', { mayHaveCommitted: false }),
+      body: bodyOf(
+        'unavailable',
+        'the database is unavailable (its connection failed or was refused); nothing was written, send the request again shortly',
+        { mayHaveCommitted: false },
+      ),
       retryAfter: DATABASE_RETRY_AFTER_S,
     };
   }
   if (RETRYABLE_DATABASE_CODES.has(String((error as { code?: unknown }).code))) {
     // The request's transaction rolled back whole: nothing was written, and the same request will very likely go through.
-    return { status: 503, body: bodyOf('try_again', 'the request met a lock conflict with other work and was rolled back; nothing was written, send it again', {}), retryAfter: 1 };
+    return {
+      status: 503,
+      body: bodyOf('try_again', 'the request met a lock conflict with other work and was rolled back; nothing was written, send it again', {}),
+      retryAfter: 1,
+    };
   }
   const fastifyError = error as FastifyError;
   const status = fastifyError.statusCode;

@@ -76,12 +76,7 @@ function canonicalJson(value: unknown): string {
  * until the first transaction ends, then sees its outcome: a key is never
  * claimed twice.
  */
-export async function claimKey(
-  trx: Db,
-  claim: ClaimedKey,
-  fingerprint: string,
-  keepHours: number,
-): Promise<StoredResponse | undefined> {
+export async function claimKey(trx: Db, claim: ClaimedKey, fingerprint: string, keepHours: number): Promise<StoredResponse | undefined> {
   const claimed = await sql<{ claimed: boolean }>`
     insert into idempotency_keys (token_id, key, request_sha256, state)
     values (${claim.tokenId}, ${claim.key}, ${fingerprint}, 'in_progress')

@@ -58,9 +58,7 @@ export async function requestCommand(
     return result;
   };
   try {
-    return await (checksOwner || body.callback || db.isTransaction
-      ? withTransaction(db, append)
-      : context.appends.append(appendRequest, options));
+    return await (checksOwner || body.callback || db.isTransaction ? withTransaction(db, append) : context.appends.append(appendRequest, options));
   } catch (error) {
     throw error instanceof QueueFullError ? context.backpressure.queueFull(error) : error;
   }

@@ -7,7 +7,11 @@ import type { ObjectKind } from '../../migrations/schema.ts';
  * text, so numbers are parsed from digits here (and only digits: "1e3",
  * "0x10" or "-1" are refused, naming the field).
  */
-const digits = (what: string) => z.string().regex(/^\d{1,15}$/, `expected ${what} (a whole number)`).transform(Number);
+const digits = (what: string) =>
+  z
+    .string()
+    .regex(/^\d{1,15}$/, `expected ${what} (a whole number)`)
+    .transform(Number);
 
 export const Id = digits('an id').pipe(z.number().int().min(1, 'expected an id of 1 or more'));
 

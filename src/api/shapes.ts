@@ -353,13 +353,11 @@ export const TimelineEntrySchema = z
       message: z.string(),
     }),
   ])
-  .meta({ id: 'TimelineEntry', description: "a command asked of the object, or an event of its life" });
+  .meta({ id: 'TimelineEntry', description: 'a command asked of the object, or an event of its life' });
 export type TimelineEntryShape = z.infer<typeof TimelineEntrySchema>;
 
 function timelineEntryOf(entry: TimelineEntry): TimelineEntryShape {
-  return entry.type === 'command'
-    ? { ...entry, at: iso(entry.at), finishedAt: isoOrNull(entry.finishedAt) }
-    : { ...entry, at: iso(entry.at) };
+  return entry.type === 'command' ? { ...entry, at: iso(entry.at), finishedAt: isoOrNull(entry.finishedAt) } : { ...entry, at: iso(entry.at) };
 }
 
 /** An object's queue and timeline: what each object's GET carries beside its fields. */

@@ -2,7 +2,7 @@ import fastifySwagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler } from 'fastify-type-provider-zod';
 import type { OpenAPIV3_1 } from 'openapi-types';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { findUnstorable } from '../domain/storableValue.ts';
 import type { Answer, Operation } from './contract.ts';
 import { ErrorBodySchema, RequestValidationError } from './errors.ts';
@@ -99,7 +99,9 @@ function validatorCompiler({ schema, httpPart }: { schema: unknown; httpPart?: s
   return (data: unknown) => {
     const unstorable = findUnstorable(data);
     if (unstorable) {
-      return { error: new RequestValidationError(part, [{ code: 'custom', path: [...unstorable.path], message: unstorable.message, input: undefined }]) };
+      return {
+        error: new RequestValidationError(part, [{ code: 'custom', path: [...unstorable.path], message: unstorable.message, input: undefined }]),
+      };
     }
     // A POST without a body reaches us as null: read it as {} so the
     // schema can say which field is missing.
@@ -136,10 +138,7 @@ function transform(input: Parameters<typeof jsonSchemaTransform>[0]) {
     ...errorsOf(op),
   };
   const response = Object.fromEntries(
-    Object.entries(json.response).map(([code, body]) => [
-      code,
-      { description: meanings[code], content: { 'application/json': { schema: body } } },
-    ]),
+    Object.entries(json.response).map(([code, body]) => [code, { description: meanings[code], content: { 'application/json': { schema: body } } }]),
   );
   return {
     url,

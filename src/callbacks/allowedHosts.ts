@@ -39,9 +39,7 @@ export function parseAllowedHosts(text: string): AllowedHosts {
 
 /** Whether a URL's hostname (as `new URL().hostname` gives it) is on the list. */
 export function isHostAllowed(hostname: string, allowed: AllowedHosts): boolean {
-  return allowed.some((entry) =>
-    entry.startsWith(WILDCARD) ? hostname.endsWith(entry.slice(1)) : hostname === entry,
-  );
+  return allowed.some((entry) => (entry.startsWith(WILDCARD) ? hostname.endsWith(entry.slice(1)) : hostname === entry));
 }
 
 /** The list as people wrote it, for messages ("localhost, 127.0.0.1, ::1"). */

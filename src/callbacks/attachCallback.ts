@@ -25,11 +25,7 @@ import { lockUnsettledTree } from './lockUnsettledTree.ts';
  */
 export async function attachCallback(trx: Db, commandId: number, url: string, allowed: AllowedHosts): Promise<CallbackRow> {
   const checkedUrl = checkCallbackUrl(url, allowed);
-  const command = await trx
-    .selectFrom('commands')
-    .select(['id', 'coalesced_into'])
-    .where('id', '=', commandId)
-    .executeTakeFirst();
+  const command = await trx.selectFrom('commands').select(['id', 'coalesced_into']).where('id', '=', commandId).executeTakeFirst();
   if (!command) throw new NotFoundError('command', commandId);
   const rootId = command.coalesced_into ?? command.id;
 
@@ -40,12 +36,7 @@ export async function attachCallback(trx: Db, commandId: number, url: string, al
     .returningAll()
     .executeTakeFirst();
   if (!inserted) {
-    return trx
-      .selectFrom('command_callbacks')
-      .selectAll()
-      .where('command_id', '=', rootId)
-      .where('url', '=', checkedUrl)
-      .executeTakeFirstOrThrow();
+    return trx.selectFrom('command_callbacks').selectAll().where('command_id', '=', rootId).where('url', '=', checkedUrl).executeTakeFirstOrThrow();
   }
   if (await lockUnsettledTree(trx, rootId)) return inserted;
   await sql`select queue_callback_delivery(${inserted.id})`.execute(trx);

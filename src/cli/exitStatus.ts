@@ -76,7 +76,12 @@ export function exitStatusOf(error: unknown): ExitStatus {
     return { exitCode: BY_SLIPWAY_CODE[error.code], message: error.message, body, unexpected: false };
   }
   if (error instanceof ConfigError) {
-    return { exitCode: EXIT.usage, message: error.message, body: { code: 'invalid_configuration', message: error.message, details: {} }, unexpected: false };
+    return {
+      exitCode: EXIT.usage,
+      message: error.message,
+      body: { code: 'invalid_configuration', message: error.message, details: {} },
+      unexpected: false,
+    };
   }
   if (error instanceof CliFailure) {
     const body = { code: error.error.code ?? CODE_BY_EXIT[error.exitCode] ?? 'failed', message: error.message, details: error.error.details ?? {} };

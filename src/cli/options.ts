@@ -34,7 +34,7 @@ export interface PageOptions {
 export function addPageOptions(command: Command): Command {
   return command
     .option('--limit <n>', 'at most this many rows', parseWith(countBetween(1, 1000)), DEFAULT_LIMIT)
-    .option('--after <id>', 'only rows after this id in the list\'s order (the next page)', parseWith(PositiveId))
+    .option('--after <id>', "only rows after this id in the list's order (the next page)", parseWith(PositiveId))
     .option('--order <newest|oldest>', 'which end of the list comes first', parseWith(z.enum(LIST_ORDERS)), 'newest');
 }
 

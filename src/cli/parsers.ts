@@ -42,29 +42,22 @@ const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 export const Duration = z
   .string()
   .regex(/^(\d+[smhd])+$/, 'expected a duration like 90s, 30m, 2h, 1d or 1h30m')
-  .transform((text) =>
-    [...text.matchAll(/(\d+)([smhd])/g)].reduce((ms, [, n, unit]) => ms + Number(n) * UNIT_MS[unit as keyof typeof UNIT_MS], 0),
-  )
-  .pipe(z.number().positive('expected a duration longer than 0').max(366 * UNIT_MS.d, 'expected at most 366 days'));
+  .transform((text) => [...text.matchAll(/(\d+)([smhd])/g)].reduce((ms, [, n, unit]) => ms + Number(n) * UNIT_MS[unit as keyof typeof UNIT_MS], 0))
+  .pipe(
+    z
+      .number()
+      .positive('expected a duration longer than 0')
+      .max(366 * UNIT_MS.d, 'expected at most 366 days'),
+  );
 
-export const textUpTo = (max: number) =>
-  z.string().trim().min(1, 'expected some text').max(max, `expected at most ${max} characters`);
+export const textUpTo = (max: number) => z.string().trim().min(1, 'expected some text').max(max, `expected at most ${max} characters`);
 
 export const DriverName = z.enum(Object.keys(DRIVERS) as [string, ...string[]]);
 
 export const LeaseStateArg = stateFilterOf('lease');
 export const ResourceStateArg = stateFilterOf('resource');
-export const CommandStatusArg = z.enum([
-  'queued',
-  'running',
-  'done',
-  'failed',
-  'cancelled',
-  'coalesced',
-] satisfies CommandStatus[]);
-export const CommandKindArg = z.enum([
-  ...new Set(Object.values(COMMAND_KINDS).flatMap((kinds) => Object.keys(kinds))),
-] as [string, ...string[]]);
+export const CommandStatusArg = z.enum(['queued', 'running', 'done', 'failed', 'cancelled', 'coalesced'] satisfies CommandStatus[]);
+export const CommandKindArg = z.enum([...new Set(Object.values(COMMAND_KINDS).flatMap((kinds) => Object.keys(kinds)))] as [string, ...string[]]);
 
 /** A JSON object, e.g. driver settings. */
 export const JsonObject = z

@@ -54,9 +54,7 @@ export async function runService(session: Session, parts: ServiceParts): Promise
       ...(worker ? [`worker ${worker.id} running (concurrency ${config.SLIPWAY_WORKER_CONCURRENCY})`] : []),
       ...(api ? [`HTTP API on ${api.url} (see ${api.url}/v1/openapi.json)`] : []),
       ...(metrics ? [`metrics on ${metrics.url}`] : []),
-      ...(tokenFile
-        ? [`first admin token written to ${path.relative(process.cwd(), tokenFile)} (mode 0600; shown nowhere else)`]
-        : []),
+      ...(tokenFile ? [`first admin token written to ${path.relative(process.cwd(), tokenFile)} (mode 0600; shown nowhere else)`] : []),
       ...(api ? [signInHint(api.url, tokenFile ?? (config.DATABASE_URL ? undefined : path.join(config.homeDir, FIRST_ADMIN_TOKEN_FILE)))] : []),
       `slipway ${s.version}; Ctrl-C stops it`,
     ].join('\n'),

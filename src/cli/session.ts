@@ -29,17 +29,10 @@ export interface SessionOptions {
  * runs `work`, and always closes it again, which also stops an embedded
  * server this process started.
  */
-export async function withSession<T>(
-  command: Command,
-  work: (session: Session) => Promise<T>,
-  options: SessionOptions = {},
-): Promise<T> {
+export async function withSession<T>(command: Command, work: (session: Session) => Promise<T>, options: SessionOptions = {}): Promise<T> {
   const config = loadConfig({ LOG_LEVEL: options.logLevel ?? 'warn', ...process.env });
   // Logs go to stderr: stdout is for the command's output (and its JSON).
-  const log = pino(
-    { name: 'slipway', level: config.LOG_LEVEL, base: { pid: process.pid } },
-    pino.destination({ dest: 2, sync: true }),
-  );
+  const log = pino({ name: 'slipway', level: config.LOG_LEVEL, base: { pid: process.pid } }, pino.destination({ dest: 2, sync: true }));
   const out = outputOf(command);
   const database = await Database.open(config, log, { poolSize: options.poolSize?.(config) });
   try {

@@ -127,13 +127,21 @@ export class SlipwayClient {
     if (answer) {
       const parsed = answer.schema.safeParse(json);
       if (!parsed.success) {
-        throw new UnexpectedAnswer(`${request}: the ${response.status} answer is not what the API describes: ${parsed.error.issues[0]?.message}`, response.status, request);
+        throw new UnexpectedAnswer(
+          `${request}: the ${response.status} answer is not what the API describes: ${parsed.error.issues[0]?.message}`,
+          response.status,
+          request,
+        );
       }
       return { status: response.status, body: parsed.data } as CallAnswer<N>;
     }
     const refusal = ErrorBodySchema.safeParse(json);
     if (!response.ok && refusal.success) throw new ApiRefusal(response.status, refusal.data, request);
-    throw new UnexpectedAnswer(`${request}: the server answered ${response.status} without a Slipway answer; is this the Slipway API?`, response.status, request);
+    throw new UnexpectedAnswer(
+      `${request}: the server answered ${response.status} without a Slipway answer; is this the Slipway API?`,
+      response.status,
+      request,
+    );
   }
 }
 

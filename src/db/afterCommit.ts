@@ -13,7 +13,10 @@ const pending = new WeakMap<Db, Map<string, Hook>>();
 export function afterCommit(trx: Db, name: string, hook: Hook): void {
   if (!trx.isTransaction) return;
   let hooks = pending.get(trx);
-  if (!hooks) pending.set(trx, (hooks = new Map()));
+  if (!hooks) {
+    hooks = new Map();
+    pending.set(trx, hooks);
+  }
   if (!hooks.has(name)) hooks.set(name, hook);
 }
 

@@ -12,11 +12,7 @@ export type FreshDatabase = Database & { drop(): Promise<void> };
  * closes it and drops it. For the tests, the benchmark and `npm run schema`,
  * which must never see another run's leftovers.
  */
-export async function createFreshDatabase(
-  adminUrl: string,
-  log: Logger,
-  options: { prefix: string; poolSize?: number },
-): Promise<FreshDatabase> {
+export async function createFreshDatabase(adminUrl: string, log: Logger, options: { prefix: string; poolSize?: number }): Promise<FreshDatabase> {
   const name = `${options.prefix}_${randomBytes(5).toString('hex')}`;
   await onAdminConnection(adminUrl, (admin) => admin.query(`create database ${name}`));
   const url = new URL(adminUrl);

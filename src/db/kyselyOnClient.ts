@@ -13,7 +13,12 @@ import type { Db } from './Database.ts';
 export function kyselyOnClient(client: pg.PoolClient, beforeQuery?: () => Promise<void>): Db {
   const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
   const borrowed = {
-    query: beforeQuery ? async (...args: unknown[]) => (await beforeQuery(), query(...args)) : query,
+    query: beforeQuery
+      ? async (...args: unknown[]) => {
+          await beforeQuery();
+          return query(...args);
+        }
+      : query,
     release() {},
   };
   const pool = { connect: async () => borrowed, end: async () => {} };

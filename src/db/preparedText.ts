@@ -35,7 +35,10 @@ const preparedOn = new WeakMap<pg.ClientBase, Set<string>>();
  */
 export async function simpleQueryText(client: pg.ClientBase, statements: readonly (string | CompiledQuery)[]): Promise<string> {
   let prepared = preparedOn.get(client);
-  if (!prepared) preparedOn.set(client, (prepared = new Set()));
+  if (!prepared) {
+    prepared = new Set();
+    preparedOn.set(client, prepared);
+  }
   const missing = new Map<string, string>();
   const texts = statements.map((statement) => {
     if (typeof statement === 'string') return statement;
@@ -63,6 +66,9 @@ export async function simpleQueryText(client: pg.ClientBase, statements: readonl
 const names = new Map<string, string>();
 function statementName(text: string): string {
   let name = names.get(text);
-  if (name === undefined) names.set(text, (name = `slipway_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`));
+  if (name === undefined) {
+    name = `slipway_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+    names.set(text, name);
+  }
   return name;
 }

@@ -70,12 +70,16 @@ type Catalog = Awaited<ReturnType<typeof readCatalog>>;
 async function readCatalog(client: pg.PoolClient) {
   const rows = async <T>(text: string, values: unknown[] = []) => (await client.query<T & pg.QueryResultRow>(text, values)).rows;
   const [migration] = await rows<{ name: string }>(`select max(name) as name from public.kysely_migration`);
-  const tables = await rows<{ table: string; persistence: string; options: string | null }>(`
+  const tables = await rows<{ table: string; persistence: string; options: string | null }>(
+    `
     select c.oid::regclass::text as table, c.relpersistence as persistence, array_to_string(c.reloptions, ', ') as options
       from pg_class c
      where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p') and c.relname <> all ($1)
-     order by c.relname`, [KYSELY_TABLES]);
-  const columns = await rows<Column>(`
+     order by c.relname`,
+    [KYSELY_TABLES],
+  );
+  const columns = await rows<Column>(
+    `
     select c.oid::regclass::text as table, quote_ident(a.attname) as name, format_type(a.atttypid, a.atttypmod) as type,
            a.attnotnull as not_null, pg_get_expr(d.adbin, d.adrelid) as expression,
            a.attidentity as identity, a.attgenerated as generated
@@ -83,20 +87,26 @@ async function readCatalog(client: pg.PoolClient) {
       join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
       left join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
      where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p') and c.relname <> all ($1)
-     order by c.relname, a.attnum`, [KYSELY_TABLES]);
+     order by c.relname, a.attnum`,
+    [KYSELY_TABLES],
+  );
   // Only the kinds a table definition spells: PostgreSQL 18 also records
   // NOT NULL as constraints ('n'), which the columns already say, and a
   // constraint trigger ('t') is dumped with the triggers.
-  const constraints = await rows<TableItem>(`
+  const constraints = await rows<TableItem>(
+    `
     select k.conrelid::regclass::text as table,
            format('constraint %I %s', k.conname, pg_get_constraintdef(k.oid)) as definition
       from pg_constraint k
       join pg_class c on c.oid = k.conrelid
      where c.relnamespace = 'public'::regnamespace and k.contype in ('p', 'u', 'f', 'c', 'x') and c.relname <> all ($1)
-     order by c.relname, k.conname`, [KYSELY_TABLES]);
+     order by c.relname, k.conname`,
+    [KYSELY_TABLES],
+  );
   // An index that backs a primary key, unique or exclusion constraint is
   // said by that constraint.
-  const indexes = await rows<TableItem>(`
+  const indexes = await rows<TableItem>(
+    `
     select i.indrelid::regclass::text as table, pg_get_indexdef(i.indexrelid) as definition
       from pg_index i
       join pg_class c on c.oid = i.indrelid
@@ -104,13 +114,18 @@ async function readCatalog(client: pg.PoolClient) {
      where c.relnamespace = 'public'::regnamespace and c.relname <> all ($1)
        and not exists (select from pg_constraint k
                         where k.conindid = i.indexrelid and k.conrelid = i.indrelid and k.contype in ('p', 'u', 'x'))
-     order by c.relname, x.relname`, [KYSELY_TABLES]);
-  const triggers = await rows<TableItem>(`
+     order by c.relname, x.relname`,
+    [KYSELY_TABLES],
+  );
+  const triggers = await rows<TableItem>(
+    `
     select t.tgrelid::regclass::text as table, pg_get_triggerdef(t.oid) as definition
       from pg_trigger t
       join pg_class c on c.oid = t.tgrelid
      where c.relnamespace = 'public'::regnamespace and not t.tgisinternal and c.relname <> all ($1)
-     order by c.relname, t.tgname`, [KYSELY_TABLES]);
+     order by c.relname, t.tgname`,
+    [KYSELY_TABLES],
+  );
   // Cast to text: int8 bounds do not fit a JavaScript number.
   const sequences = await rows<{ definition: string }>(`
     select format('create sequence %s as %s increment %s minvalue %s maxvalue %s start %s cache %s%s%s;',
@@ -158,10 +173,7 @@ async function readCatalog(client: pg.PoolClient) {
 function render({ migration, tables, columns, constraints, indexes, triggers, sequences, views, functions }: Catalog): string {
   const ofTable = (items: TableItem[], table: string) => items.filter((item) => item.table === table).map((item) => item.definition);
   const tableBlocks = tables.map(({ table, persistence, options }) => {
-    const lines = [
-      ...columns.filter((c) => c.table === table).map(columnDefinition),
-      ...ofTable(constraints, table),
-    ];
+    const lines = [...columns.filter((c) => c.table === table).map(columnDefinition), ...ofTable(constraints, table)];
     const head = `create ${persistence === 'u' ? 'unlogged ' : ''}table ${table}`;
     const tail = options ? ` with (${options})` : '';
     const statements = [...ofTable(indexes, table), ...ofTable(triggers, table)].map((s) => `${s};`);
@@ -186,7 +198,6 @@ function render({ migration, tables, columns, constraints, indexes, triggers, se
 function columnDefinition(column: Column): string {
   // pg_attrdef holds a generated column's expression as its "default".
   const generated = GENERATED[column.generated];
-  const expression =
-    column.expression === null ? '' : generated ? generated(column.expression) : ` default ${column.expression}`;
+  const expression = column.expression === null ? '' : generated ? generated(column.expression) : ` default ${column.expression}`;
   return `${column.name} ${column.type}${column.not_null ? ' not null' : ''}${IDENTITY[column.identity] ?? ''}${expression}`;
 }

@@ -42,9 +42,17 @@ const id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 const none = z.object({}).strict();
 const leaseRef = z.object({ leaseId: id }).strict();
 const resourceRef = z.object({ resourceId: id }).strict();
-const term = z.number().int().positive().max(366 * 24 * 3600 * 1000);
+const term = z
+  .number()
+  .int()
+  .positive()
+  .max(366 * 24 * 3600 * 1000);
 /** As a lease's own heartbeat interval (createLease): 1 s to a day. */
-const heartbeat = z.number().int().min(1000).max(24 * 3600 * 1000);
+const heartbeat = z
+  .number()
+  .int()
+  .min(1000)
+  .max(24 * 3600 * 1000);
 
 const leaseKinds = {
   allocate: { versions: [none], internal: true, goal: 'active', summary: 'find this pending lease a slot' },
@@ -235,12 +243,7 @@ export function handledVersions(): Record<string, Record<string, number[]>> {
   return Object.fromEntries(
     Object.entries(COMMAND_KINDS).map(([target, kinds]) => [
       target,
-      Object.fromEntries(
-        Object.entries(kinds as Record<string, CommandKindSpec>).map(([kind, spec]) => [
-          kind,
-          versionsOf(spec),
-        ]),
-      ),
+      Object.fromEntries(Object.entries(kinds as Record<string, CommandKindSpec>).map(([kind, spec]) => [kind, versionsOf(spec)])),
     ]),
   );
 }

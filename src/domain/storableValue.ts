@@ -36,7 +36,8 @@ export function findUnstorable(value: unknown): UnstorablePart | undefined {
       continue;
     }
     if (typeof next !== 'object' || next === null) continue;
-    if (path.length >= MAX_JSON_DEPTH) return { path, message: `is nested too deep: at most ${MAX_JSON_DEPTH} levels of objects and arrays are accepted` };
+    if (path.length >= MAX_JSON_DEPTH)
+      return { path, message: `is nested too deep: at most ${MAX_JSON_DEPTH} levels of objects and arrays are accepted` };
     for (const [key, child] of Object.entries(next)) {
       const keyProblem = textProblem(key);
       if (keyProblem) return { path, message: `has a key that ${keyProblem}` };

@@ -162,7 +162,9 @@ export class DrainLane {
     try {
       const only = this.options.only;
       // Chosen objects are woken first, so they are taken whether or not a wake-up was waiting.
-      const first = only ? [wakeObjectsQuery(only).compile(COMPILER), claimStatement(only.length, only, [], true)] : [claimStatement(this.options.maxHeld, [], [])];
+      const first = only
+        ? [wakeObjectsQuery(only).compile(COMPILER), claimStatement(only.length, only, [], true)]
+        : [claimStatement(this.options.maxHeld, [], [])];
       const [claimed] = await this.send(client, asynchronously(first), [first.length + 1]);
       onFirstClaim(claimed!.rows.length);
       await this.adopt(client, claimed!.rows as CommandRow[]);
@@ -370,7 +372,10 @@ export class DrainLane {
     await this.send(
       client,
       [
-        CompiledQuery.raw("update commands set status = 'queued', message = $2, attempts = attempts + 1, not_before = now() + make_interval(secs => $3::float8) where id = $1", [head.id, message, retryInMs / 1000]),
+        CompiledQuery.raw(
+          "update commands set status = 'queued', message = $2, attempts = attempts + 1, not_before = now() + make_interval(secs => $3::float8) where id = $1",
+          [head.id, message, retryInMs / 1000],
+        ),
         CompiledQuery.raw('select pg_advisory_unlock(object_lock_key($1, $2))', [ref.kind, ref.id]),
         wakeObjectsQuery([{ ...ref, runAt: new Date(Date.now() + retryInMs) }]).compile(COMPILER),
       ],
@@ -574,6 +579,9 @@ const refusals = new Map<string, Db>();
 function refusingQueries(ref: ObjectRef, kind: string): Db {
   const name = `${ref.kind}.${kind}`;
   let db = refusals.get(name);
-  if (!db) refusals.set(name, (db = compileOnly(`the ${ref.kind} ${kind} handler queried in its decision without declaring readsInTransaction`)));
+  if (!db) {
+    db = compileOnly(`the ${ref.kind} ${kind} handler queried in its decision without declaring readsInTransaction`);
+    refusals.set(name, db);
+  }
   return db;
 }

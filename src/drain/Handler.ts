@@ -102,6 +102,7 @@ export interface BatchRead<R, C = HandlerContext<ObjectKind>> {
  *   can be checked);
  * - `decide`: returns the outcome to commit.
  */
+// biome-ignore lint/suspicious/noExplicitAny: a table holds handlers of every effect, payload and read type; each handler's own are checked where it is written (HandlerTable)
 export interface CommandHandler<K extends ObjectKind, E = any, P = any, R = any> {
   readonly read?: BatchRead<R, HandlerContext<K, P, R>>;
   effect?(ctx: HandlerContext<K, P, R>): Promise<E>;
@@ -126,6 +127,7 @@ export function readsInTransaction<K extends ObjectKind>(handler: CommandHandler
  * kind's schema says: a handler that expects another payload, or a kind
  * that does not exist, does not compile.
  */
+// biome-ignore lint/suspicious/noExplicitAny: each handler's effect type is its own; the drain passes it back to the same handler's decide
 export type HandlerTable<K extends ObjectKind> = { readonly [C in CommandKindOf<K>]?: CommandHandler<K, any, PayloadOf<K, C>> };
 
 export const done = <K extends ObjectKind>(message: string, rest: Omit<Outcome<K>, 'status' | 'message'> = {}): Outcome<K> => ({

@@ -95,7 +95,8 @@ function objectUpdates(decided: readonly Decided[]): StepStatements['objectUpdat
   }
   return [...byObject.values()].map(({ target, version, changes, values }) => {
     const columns = Object.keys(values);
-    for (const column of columns) if (!/^[a-z_]+$/.test(column)) throw new Error(`${target.kind} outcome sets a column named ${JSON.stringify(column)}`);
+    for (const column of columns)
+      if (!/^[a-z_]+$/.test(column)) throw new Error(`${target.kind} outcome sets a column named ${JSON.stringify(column)}`);
     const assignments = columns.map((column, i) => `"${column}" = $${i + 1}`);
     const n = columns.length;
     const text = `update ${OBJECT_TABLE[target.kind]} set ${assignments.join(', ')}${n > 0 ? ', ' : ''}version = $${n + 1}, updated_at = now() where id = $${n + 2} returning *`;
@@ -138,7 +139,12 @@ function followUpsOf(target: ObjectRef, command: CommandRow, outcome: Outcome): 
   const wakes: WakeTarget[] = [];
   for (const followUp of outcome.followUps ?? []) {
     const notBefore = followUp.notBeforeMs ? new Date(Date.now() + followUp.notBeforeMs) : null;
-    const request = { target: followUp.target, kind: followUp.kind, payload: followUp.payload, actor: { issuedBy: command.issued_by, source: 'system' as const } };
+    const request = {
+      target: followUp.target,
+      kind: followUp.kind,
+      payload: followUp.payload,
+      actor: { issuedBy: command.issued_by, source: 'system' as const },
+    };
     appends.push({
       ...validatedAppend(request, { fromOutside: false }),
       target: followUp.target,

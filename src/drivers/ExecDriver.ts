@@ -40,9 +40,7 @@ const Settings = z
      * or holder can become a command. An operation without one succeeds
      * without running anything.
      */
-    commands: z
-      .partialRecord(z.enum(DRIVER_OPERATIONS), Argv)
-      .refine((c) => Object.keys(c).length > 0, 'give a command for at least one operation'),
+    commands: z.partialRecord(z.enum(DRIVER_OPERATIONS), Argv).refine((c) => Object.keys(c).length > 0, 'give a command for at least one operation'),
     /** Working directory of every program (absolute); relative program paths are resolved in it. */
     cwd: z.string().refine(path.isAbsolute, 'cwd must be an absolute path').optional(),
     /** Variables set for every program. */
@@ -53,7 +51,12 @@ const Settings = z
     /** Variables passed through from the worker's own environment; nothing else is. */
     passEnv: z.array(EnvName).default(['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR']),
     /** A program still running after this long is stopped (SIGTERM to its process group, then SIGKILL). */
-    timeoutMs: z.number().int().min(100).max(24 * 3_600_000).default(60_000),
+    timeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(24 * 3_600_000)
+      .default(60_000),
     /** How long after SIGTERM the process group gets SIGKILL. */
     killGraceMs: z.number().int().min(0).max(600_000).default(5_000),
     /** Exit codes meaning "try again later"; any other non-zero exit is a permanent failure. */
@@ -90,12 +93,14 @@ export const ExecDriver: DriverFactory<Settings> = {
   description: 'each step runs a configured program: JSON call on stdin, JSON result on stdout',
   settingsSchema: Settings,
   create(settings) {
-    const run = (operation: DriverOperation) => async (call: DriverCall): Promise<DriverResult> => {
-      const argv = settings.commands[operation];
-      if (!argv) return {};
-      const finished = await runProgram(settings, argv, { operation, ...call });
-      return readResult(settings, operation, argv, finished);
-    };
+    const run =
+      (operation: DriverOperation) =>
+      async (call: DriverCall): Promise<DriverResult> => {
+        const argv = settings.commands[operation];
+        if (!argv) return {};
+        const finished = await runProgram(settings, argv, { operation, ...call });
+        return readResult(settings, operation, argv, finished);
+      };
     return {
       allocateResource: run('allocateResource'),
       activateResource: run('activateResource'),
@@ -194,7 +199,10 @@ function runProgram(settings: Settings, argv: readonly string[], input: { operat
 
 /** The last STDERR_KEPT_BYTES of what was written (`total` bytes), marked when cut. */
 function tail(bytes: Buffer, total: number): string {
-  const text = bytes.subarray(Math.max(0, bytes.length - STDERR_KEPT_BYTES)).toString('utf8').trim();
+  const text = bytes
+    .subarray(Math.max(0, bytes.length - STDERR_KEPT_BYTES))
+    .toString('utf8')
+    .trim();
   return total > STDERR_KEPT_BYTES ? `…${text}` : text;
 }
 

@@ -1,14 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import type { Db } from '../db/Database.ts';
-import {
-  type Driver,
-  type DriverFactory,
-  type DriverResult,
-  type DriverServices,
-  type Reconciliation,
-  TransientDriverError,
-} from './Driver.ts';
+import { type Driver, type DriverFactory, type DriverResult, type DriverServices, type Reconciliation, TransientDriverError } from './Driver.ts';
 
 const Entry = z
   .object({
@@ -74,8 +67,7 @@ async function definitionOf(services: DriverServices, text: string, values: unkn
 async function claimEntry(services: DriverServices, blueprintId: number, resourceId: number): Promise<Entry> {
   for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
     const entry =
-      (await definitionOf(services, OWN_CLAIM, [resourceId])) ??
-      (await definitionOf(services, CLAIM_FIRST_FREE_ENTRY, [blueprintId, resourceId]));
+      (await definitionOf(services, OWN_CLAIM, [resourceId])) ?? (await definitionOf(services, CLAIM_FIRST_FREE_ENTRY, [blueprintId, resourceId]));
     if (entry) return entry;
   }
   throw new TransientDriverError('every entry of the pool stands for a live resource; waiting for one to be freed', NO_FREE_ENTRY_RETRY_MS);
@@ -148,7 +140,9 @@ export const StaticPoolDriver: DriverFactory<Settings> = {
       .select('r.id')
       .where('r.blueprint_id', '=', blueprintId)
       .where('r.state', '=', 'pending')
-      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('static_pool_claims as c').select('c.entry').whereRef('c.resource_id', '=', 'r.id'))))
+      .where(({ not, exists, selectFrom }) =>
+        not(exists(selectFrom('static_pool_claims as c').select('c.entry').whereRef('c.resource_id', '=', 'r.id'))),
+      )
       .orderBy('r.id')
       .execute();
     for (const { id } of unclaimed.slice(free)) retire.push({ resourceId: id, reason: 'no entry is left for it in the settings' });

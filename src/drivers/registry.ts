@@ -7,6 +7,7 @@ import { SimulatedDriver } from './SimulatedDriver.ts';
 import { StaticPoolDriver } from './StaticPoolDriver.ts';
 
 /** Every driver Slipway ships, by the name a blueprint uses. */
+// biome-ignore lint/suspicious/noExplicitAny: each driver's settings have their own type, parsed by its own settingsSchema
 export const DRIVERS: Readonly<Record<string, DriverFactory<any>>> = {
   [DirectoryDriver.name]: DirectoryDriver,
   [SimulatedDriver.name]: SimulatedDriver,
@@ -28,10 +29,9 @@ export function driverFactory(name: string): DriverFactory<unknown> {
 export function validateDriverSettings(driver: string, settings: unknown): unknown {
   const parsed = driverFactory(driver).settingsSchema.safeParse(settings ?? {});
   if (!parsed.success) {
-    throw new InvalidInputError(
-      `invalid settings for the ${driver} driver: ${describeZodIssues(parsed.error.issues, 'settings')}`,
-      { field: 'settings' },
-    );
+    throw new InvalidInputError(`invalid settings for the ${driver} driver: ${describeZodIssues(parsed.error.issues, 'settings')}`, {
+      field: 'settings',
+    });
   }
   return parsed.data;
 }

@@ -16,13 +16,18 @@ export function validatingDriver(driver: Driver, beforeCall: () => Promise<void>
     async (arg: A): Promise<DriverResult> => {
       await beforeCall();
       // Timed and counted with its check: output Slipway cannot understand counts as a permanent failure.
-      return timeDriverCall(driverName, operation, async () => {
-        const result = DriverResultSchema.safeParse((await call(arg)) ?? {});
-        if (!result.success) {
-          throw new PermanentDriverError(`${operation} returned invalid output: ${describeZodIssues(result.error.issues)}`);
-        }
-        return result.data;
-      }, driverOutcome);
+      return timeDriverCall(
+        driverName,
+        operation,
+        async () => {
+          const result = DriverResultSchema.safeParse((await call(arg)) ?? {});
+          if (!result.success) {
+            throw new PermanentDriverError(`${operation} returned invalid output: ${describeZodIssues(result.error.issues)}`);
+          }
+          return result.data;
+        },
+        driverOutcome,
+      );
     };
   return {
     allocateResource: check('allocateResource', (a) => driver.allocateResource(a)),

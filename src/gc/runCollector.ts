@@ -96,9 +96,7 @@ export async function runCollectorPass(
   } finally {
     client.release(failure);
   }
-  const kept = Object.fromEntries(
-    Object.entries(steps).map(([name, step]) => [name, { ...step, actions: step.actions.slice(0, ACTIONS_KEPT) }]),
-  );
+  const kept = Object.fromEntries(Object.entries(steps).map(([name, step]) => [name, { ...step, actions: step.actions.slice(0, ACTIONS_KEPT) }]));
   const finished = await db
     .updateTable('gc_passes')
     .set({ status, message, report: JSON.stringify(kept), finished_at: sql<Date>`now()` })

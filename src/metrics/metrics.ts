@@ -28,35 +28,101 @@ const histogram = <L extends string>(name: string, help: string, labelNames: rea
 const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
   new client.Gauge<L>({ name, help, labelNames, registers: [registry] });
 
-const commandsAppended = counter('slipway_commands_appended_total', 'Commands appended to object queues, by object kind (lease, resource, blueprint), command kind and source (api, web, cli, gc, system for follow-ups).', ['object', 'kind', 'source']);
-const commandsSettled = counter('slipway_commands_settled_total', 'Commands a drain settled, by object kind, command kind and status (done or failed).', ['object', 'kind', 'status']);
-const commandsYielded = counter('slipway_commands_yielded_total', 'Commands a drain left queued to be retried later (a transient driver failure), by object kind and command kind.', ['object', 'kind']);
-const commandQueued = histogram('slipway_command_queued_seconds', 'Time a settled command waited, from when it was due (appended, or its not-before) until its drain took it up, by object kind and command kind.', ['object', 'kind']);
-const commandRunning = histogram('slipway_command_running_seconds', "Time from a drain taking a command up until its outcome was committed (its driver call included), by object kind and command kind.", ['object', 'kind']);
-const commandTotal = histogram('slipway_command_settle_seconds', 'Time from appending a command until its outcome was committed, by object kind and command kind.', ['object', 'kind']);
+const commandsAppended = counter(
+  'slipway_commands_appended_total',
+  'Commands appended to object queues, by object kind (lease, resource, blueprint), command kind and source (api, web, cli, gc, system for follow-ups).',
+  ['object', 'kind', 'source'],
+);
+const commandsSettled = counter(
+  'slipway_commands_settled_total',
+  'Commands a drain settled, by object kind, command kind and status (done or failed).',
+  ['object', 'kind', 'status'],
+);
+const commandsYielded = counter(
+  'slipway_commands_yielded_total',
+  'Commands a drain left queued to be retried later (a transient driver failure), by object kind and command kind.',
+  ['object', 'kind'],
+);
+const commandQueued = histogram(
+  'slipway_command_queued_seconds',
+  'Time a settled command waited, from when it was due (appended, or its not-before) until its drain took it up, by object kind and command kind.',
+  ['object', 'kind'],
+);
+const commandRunning = histogram(
+  'slipway_command_running_seconds',
+  'Time from a drain taking a command up until its outcome was committed (its driver call included), by object kind and command kind.',
+  ['object', 'kind'],
+);
+const commandTotal = histogram(
+  'slipway_command_settle_seconds',
+  'Time from appending a command until its outcome was committed, by object kind and command kind.',
+  ['object', 'kind'],
+);
 /** A lease may wait for a slot for as long as its blueprint is full: the buckets go on to an hour. */
 const LEASE_WAIT_SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
-const leaseWait = histogram('slipway_lease_wait_seconds', "Time from a lease's creation until it became active (its wait for a slot and its driver's activation), by blueprint name.", ['blueprint'], LEASE_WAIT_SECONDS);
-const drainBatchSize = histogram('slipway_drain_batch_commands', 'Commands committed together by one step of a batched drain.', [], [1, 2, 5, 10, 20, 50, 100, 200, 500]);
+const leaseWait = histogram(
+  'slipway_lease_wait_seconds',
+  "Time from a lease's creation until it became active (its wait for a slot and its driver's activation), by blueprint name.",
+  ['blueprint'],
+  LEASE_WAIT_SECONDS,
+);
+const drainBatchSize = histogram(
+  'slipway_drain_batch_commands',
+  'Commands committed together by one step of a batched drain.',
+  [],
+  [1, 2, 5, 10, 20, 50, 100, 200, 500],
+);
 
-const driverCalls = counter('slipway_driver_calls_total', 'Driver calls, by driver, operation and outcome (ok, transient, permanent).', ['driver', 'operation', 'outcome']);
+const driverCalls = counter('slipway_driver_calls_total', 'Driver calls, by driver, operation and outcome (ok, transient, permanent).', [
+  'driver',
+  'operation',
+  'outcome',
+]);
 const driverSeconds = histogram('slipway_driver_call_seconds', 'Duration of driver calls, by driver and operation.', ['driver', 'operation']);
 
-const httpRequests = counter('slipway_http_requests_total', "HTTP requests answered, by route (its URL pattern, e.g. /v1/leases/:id) and status code.", ['method', 'route', 'status']);
+const httpRequests = counter(
+  'slipway_http_requests_total',
+  'HTTP requests answered, by route (its URL pattern, e.g. /v1/leases/:id) and status code.',
+  ['method', 'route', 'status'],
+);
 const httpSeconds = histogram('slipway_http_request_seconds', 'Time to answer HTTP requests, by route (its URL pattern).', ['method', 'route']);
 
-const sweeperWakes = counter('slipway_sweeper_wakes_total', 'Objects the sweeper woke because nobody was draining them although they had commands due.', []);
-const callbackDeliveries = counter('slipway_callback_deliveries_total', 'Callback delivery attempts, by outcome (delivered, retry, failed: given up).', ['outcome']);
-const collectorPasses = counter('slipway_collector_passes_total', 'Collector passes, by status (done, failed, skipped: another pass was running).', ['status']);
-const collectorActions = counter('slipway_collector_actions_total', 'What collector passes did, by step (e.g. expireLeases, reclaimIdleResources).', ['step']);
+const sweeperWakes = counter(
+  'slipway_sweeper_wakes_total',
+  'Objects the sweeper woke because nobody was draining them although they had commands due.',
+  [],
+);
+const callbackDeliveries = counter(
+  'slipway_callback_deliveries_total',
+  'Callback delivery attempts, by outcome (delivered, retry, failed: given up).',
+  ['outcome'],
+);
+const collectorPasses = counter('slipway_collector_passes_total', 'Collector passes, by status (done, failed, skipped: another pass was running).', [
+  'status',
+]);
+const collectorActions = counter('slipway_collector_actions_total', 'What collector passes did, by step (e.g. expireLeases, reclaimIdleResources).', [
+  'step',
+]);
 
-
-const poolConnections = gauge('slipway_pg_pool_connections', "The process's PostgreSQL pool: connections open in all (total), idle, and requests waiting for one (waiting).", ['state']);
-const backlog = gauge('slipway_commands_backlog', 'Unsettled commands in the database: queued and due, scheduled (queued, due later), running.', ['state']);
-const overdue = gauge('slipway_commands_overdue', 'Commands queued and due for longer than SLIPWAY_STALE_AFTER_MS, or running for longer than that since they started: what the sweeper wakes.', []);
+const poolConnections = gauge(
+  'slipway_pg_pool_connections',
+  "The process's PostgreSQL pool: connections open in all (total), idle, and requests waiting for one (waiting).",
+  ['state'],
+);
+const backlog = gauge('slipway_commands_backlog', 'Unsettled commands in the database: queued and due, scheduled (queued, due later), running.', [
+  'state',
+]);
+const overdue = gauge(
+  'slipway_commands_overdue',
+  'Commands queued and due for longer than SLIPWAY_STALE_AFTER_MS, or running for longer than that since they started: what the sweeper wakes.',
+  [],
+);
 const leases = gauge('slipway_leases', 'Leases in the database that are not destroyed, by blueprint name and state.', ['blueprint', 'state']);
-const resources = gauge('slipway_resources', 'Resources in the database that are not destroyed, by blueprint name and state.', ['blueprint', 'state']);
-const waitingLeases = gauge('slipway_waiting_leases', "Leases waiting for a slot at their blueprint, by blueprint name.", ['blueprint']);
+const resources = gauge('slipway_resources', 'Resources in the database that are not destroyed, by blueprint name and state.', [
+  'blueprint',
+  'state',
+]);
+const waitingLeases = gauge('slipway_waiting_leases', 'Leases waiting for a slot at their blueprint, by blueprint name.', ['blueprint']);
 const liveWorkers = gauge('slipway_live_workers', 'Workers whose last heartbeat is at most 3 heartbeat intervals (SLIPWAY_HEARTBEAT_MS) old.', []);
 
 /** The database-wide gauges, as one query read them (stateGauges.ts). */
@@ -149,7 +215,12 @@ export function recordBatchCommitted(committed: ReadonlyArray<{ command: Command
 export type DriverCallOutcome = 'ok' | 'transient' | 'permanent';
 
 /** Times one driver call, counting it by how it ended. */
-export async function timeDriverCall<T>(driver: string, operation: string, call: () => Promise<T>, outcomeOf: (error: unknown) => DriverCallOutcome): Promise<T> {
+export async function timeDriverCall<T>(
+  driver: string,
+  operation: string,
+  call: () => Promise<T>,
+  outcomeOf: (error: unknown) => DriverCallOutcome,
+): Promise<T> {
   const end = driverSeconds.startTimer({ driver, operation });
   let outcome: DriverCallOutcome = 'ok';
   try {

@@ -80,8 +80,7 @@ export async function readState(db: Db, { staleAfterMs, heartbeatMs }: ScrapeSet
       from workers where ${liveWorkerCondition(heartbeatMs)}
   `.execute(db);
   const of = (family: StateRow['family']) => rows.filter((r) => r.family === family);
-  const count = (family: StateRow['family'], state?: string) =>
-    of(family).find((r) => state === undefined || r.state === state)?.n ?? 0;
+  const count = (family: StateRow['family'], state?: string) => of(family).find((r) => state === undefined || r.state === state)?.n ?? 0;
   const byBlueprint = (family: StateRow['family']) => of(family).map((r) => ({ blueprint: r.blueprint!, state: r.state!, count: r.n }));
   return {
     backlog: { queued: count('backlog', 'queued'), scheduled: count('backlog', 'scheduled'), running: count('backlog', 'running') },

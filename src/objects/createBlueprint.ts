@@ -9,9 +9,7 @@ import { recordEvent } from './recordEvent.ts';
 
 export const BlueprintInputSchema = z
   .object({
-    name: z
-      .string()
-      .regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'use 1-63 lower-case letters, digits, ".", "_" or "-", starting with a letter or digit'),
+    name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'use 1-63 lower-case letters, digits, ".", "_" or "-", starting with a letter or digit'),
     driver: z.string().min(1),
     settings: z.record(z.string(), z.unknown()).default({}),
     maxResources: z.number().int().min(1).max(100_000),
@@ -19,7 +17,12 @@ export const BlueprintInputSchema = z
     /** The warm minimum: active resources the collector keeps ready. */
     minResources: z.number().int().min(0).max(100_000).default(0),
     /** Idle resources beyond the minimum are reclaimed after this long; absent: kept. */
-    idleTimeoutMs: z.number().int().min(1000, 'expected at least 1 s').max(366 * 24 * 3600 * 1000).optional(),
+    idleTimeoutMs: z
+      .number()
+      .int()
+      .min(1000, 'expected at least 1 s')
+      .max(366 * 24 * 3600 * 1000)
+      .optional(),
   })
   .strict()
   .refine((b) => b.minResources <= b.maxResources, {

@@ -24,7 +24,12 @@ const LEASE_EXPIRY_FIELDS = {
     .refine((at) => at.getTime() > Date.now(), 'must be in the future')
     .optional(),
   /** Relative expiry; also the term a renewal without its own extends the lease by. */
-  expiresInMs: z.number().int().min(1000, 'expected at least 1 s').max(366 * DAY_MS).optional(),
+  expiresInMs: z
+    .number()
+    .int()
+    .min(1000, 'expected at least 1 s')
+    .max(366 * DAY_MS)
+    .optional(),
   /** A heartbeat lease: released when its holder stops renewing it (see leaseDeadlines). */
   heartbeatMs: z.number().int().min(1000, 'expected at least 1 s').max(DAY_MS).optional(),
 };
@@ -56,20 +61,12 @@ export type LeaseInput = z.input<typeof LeaseInputSchema>;
  * transaction: the one place (with resource creation) where a row is written
  * without holding its lock, because nobody else can know of it yet.
  */
-export async function createLease(
-  db: Db,
-  input: LeaseInput,
-  actor: Actor,
-): Promise<{ lease: LeaseView; command: CommandRow }> {
+export async function createLease(db: Db, input: LeaseInput, actor: Actor): Promise<{ lease: LeaseView; command: CommandRow }> {
   return withTransaction(db, (trx) => createLeaseInTransaction(trx, input, actor));
 }
 
 /** The same, inside a caller's transaction (the API's, which records an Idempotency-Key with it). */
-export async function createLeaseInTransaction(
-  trx: Db,
-  input: LeaseInput,
-  actor: Actor,
-): Promise<{ lease: LeaseView; command: CommandRow }> {
+export async function createLeaseInTransaction(trx: Db, input: LeaseInput, actor: Actor): Promise<{ lease: LeaseView; command: CommandRow }> {
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
   const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, attributes } = parsed.data;

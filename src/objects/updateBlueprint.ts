@@ -31,7 +31,8 @@ export const BlueprintChangesSchema = z
     leasesPerResource: leasesPerResource.unwrap().optional(),
     settings: z
       .undefined({
-        error: 'driver settings change through the update_settings command (POST /v1/blueprints/{id}/commands, or slipway blueprint update), which reconciles the resources with them',
+        error:
+          'driver settings change through the update_settings command (POST /v1/blueprints/{id}/commands, or slipway blueprint update), which reconciles the resources with them',
       })
       .optional(),
   })

@@ -49,7 +49,9 @@ async function assertSomeWorkerRuns(trx: Db, target: ObjectRef, kind: string, ve
   const running = [...new Set(runs.flat())].sort((a, b) => a - b);
   throw new UnsupportedVersionError(
     `no live worker runs ${target.kind} ${kind} version ${version}; the ${workers.length} live worker(s) run ` +
-      (running.length > 0 ? `version ${running.join(', ')}: send one of those, or upgrade the workers first` : `no version of it: upgrade the workers first`),
+      (running.length > 0
+        ? `version ${running.join(', ')}: send one of those, or upgrade the workers first`
+        : `no version of it: upgrade the workers first`),
     { kind, version, liveVersions: running, liveWorkers: workers.length },
   );
 }

@@ -3,12 +3,7 @@ import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { commandKindSpec, COMMAND_KINDS, schemaOf, versionFor, versionsOf } from '../domain/commandKinds.ts';
-import {
-  CommandRejectedError,
-  describeZodIssues,
-  InvalidInputError,
-  NotFoundError,
-} from '../domain/errors.ts';
+import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError } from '../domain/errors.ts';
 import { statesAccepting } from '../domain/lifecycle.ts';
 import { recordAppended } from '../metrics/metrics.ts';
 import { afterCommit } from '../db/afterCommit.ts';
@@ -57,11 +52,7 @@ export async function appendCommand(db: Db, request: AppendRequest): Promise<App
  * `wake: false` skips the wake-up: a drain wakes all its follow-ups' objects
  * together at the end of its commit (see commitOutcome).
  */
-export async function appendInTransaction(
-  trx: Db,
-  request: AppendRequest,
-  options: AppendOptions,
-): Promise<AppendResult> {
+export async function appendInTransaction(trx: Db, request: AppendRequest, options: AppendOptions): Promise<AppendResult> {
   const statement = appendStatement(request, options);
   if (options.fromOutside) await admit(trx, request);
   const { rows } = await statement.execute(trx);
@@ -92,12 +83,7 @@ export function appendStatement(request: AppendRequest, options: AppendOptions):
  * may be outside the append's transaction (AppendBatcher), as the
  * explanation only points at a command that already did the work.
  */
-export async function appendResult(
-  db: Db,
-  request: AppendRequest,
-  options: AppendOptions,
-  rows: readonly AppendedRow[],
-): Promise<AppendResult> {
+export async function appendResult(db: Db, request: AppendRequest, options: AppendOptions, rows: readonly AppendedRow[]): Promise<AppendResult> {
   const { target, kind } = request;
   const parts = new Map(rows.map(({ part, object_state, ...command }) => [part, { state: object_state, command }]));
   const inserted = parts.get('inserted');
@@ -132,9 +118,7 @@ export function validatedAppend(request: AppendRequest, options: Pick<AppendOpti
   const { target, kind } = request;
   const spec = commandKindSpec(target.kind, kind);
   if (!spec) {
-    const known = Object.keys(COMMAND_KINDS[target.kind]).filter(
-      (k) => !options.fromOutside || !commandKindSpec(target.kind, k)!.internal,
-    );
+    const known = Object.keys(COMMAND_KINDS[target.kind]).filter((k) => !options.fromOutside || !commandKindSpec(target.kind, k)!.internal);
     throw new InvalidInputError(`unknown command kind "${kind}" for a ${target.kind}; use one of: ${known.join(', ')}`, {
       field: 'kind',
     });
@@ -147,10 +131,9 @@ export function validatedAppend(request: AppendRequest, options: Pick<AppendOpti
   const version = request.version ?? versionFor(spec, request.payload ?? {});
   const schema = schemaOf(spec, version);
   if (!schema) {
-    throw new InvalidInputError(
-      `${kind} has no version ${version}; this Slipway handles versions ${versionsOf(spec).join(', ')}`,
-      { field: 'version' },
-    );
+    throw new InvalidInputError(`${kind} has no version ${version}; this Slipway handles versions ${versionsOf(spec).join(', ')}`, {
+      field: 'version',
+    });
   }
   const parsed = schema.safeParse(request.payload ?? {});
   if (!parsed.success) {

@@ -17,7 +17,10 @@ export const WAKE_CHANNEL = 'slipway_wake';
  */
 export function signalWorkers(db: Db): Promise<void> {
   let signal = signals.get(db);
-  if (!signal) signals.set(db, (signal = new CoalescedSignal(() => selectAsynchronously(db, sql`pg_notify(${WAKE_CHANNEL}, '')`).then(() => undefined))));
+  if (!signal) {
+    signal = new CoalescedSignal(() => selectAsynchronously(db, sql`pg_notify(${WAKE_CHANNEL}, '')`).then(() => undefined));
+    signals.set(db, signal);
+  }
   return signal.send();
 }
 

@@ -79,7 +79,11 @@ export function readWaitingLine(db: Db, blueprintId: number, limit: number) {
 /** Where a lease stands in its blueprint's waiting line, and since when it waits; undefined when it is not waiting. */
 export function placeInLine(db: Db, leaseId: number): Promise<{ ahead: number; since: Date } | undefined> {
   const itsBlueprint = sql<number>`(select blueprint_id from blueprint_waiters where lease_id = ${leaseId})`;
-  return db.selectFrom(waitingLine(db, itsBlueprint).as('line')).select(['line.ahead', 'line.since']).where('line.lease_id', '=', leaseId).executeTakeFirst();
+  return db
+    .selectFrom(waitingLine(db, itsBlueprint).as('line'))
+    .select(['line.ahead', 'line.since'])
+    .where('line.lease_id', '=', leaseId)
+    .executeTakeFirst();
 }
 
 export function listBlueprints(db: Db, page: ListPage): Promise<Page<BlueprintRow>> {

@@ -6,12 +6,7 @@ export type CallbackView = CallbackRow & { readonly attempt_log: CallbackAttempt
 
 /** The callbacks registered on one command, oldest first; empty when it has none. */
 export async function readCallbacks(db: Db, commandId: number): Promise<CallbackView[]> {
-  const callbacks = await db
-    .selectFrom('command_callbacks')
-    .selectAll()
-    .where('command_id', '=', commandId)
-    .orderBy('id')
-    .execute();
+  const callbacks = await db.selectFrom('command_callbacks').selectAll().where('command_id', '=', commandId).orderBy('id').execute();
   if (callbacks.length === 0) return [];
   const attempts = await db
     .selectFrom('callback_attempts')

@@ -14,7 +14,10 @@ import { isSettingUp, READY_STATE } from '../domain/lifecycle.ts';
  * flight) is heading for its kind's ready state.
  */
 export function targetState(kind: ObjectKind, state: string, queue: readonly Pick<CommandRow, 'kind'>[]): string | undefined {
-  const fromQueue = queue.map((command) => goalOf(kind, command.kind)).filter((goal) => goal !== undefined).at(-1);
+  const fromQueue = queue
+    .map((command) => goalOf(kind, command.kind))
+    .filter((goal) => goal !== undefined)
+    .at(-1);
   const goal = fromQueue ?? (isSettingUp(kind, state) ? READY_STATE[kind] : undefined);
   return goal === state ? undefined : goal;
 }

@@ -59,7 +59,14 @@ export async function readUsage(db: Db, blueprintId?: number): Promise<Usage> {
   const window = { from: rows[0]?.from ?? new Date(Date.now() - USAGE_WINDOW_MINUTES * 60_000), to: rows[0]?.to ?? new Date() };
   if (rows.length === 0) return { ...window, samples: [] };
 
-  let perBlueprint = db.selectFrom('blueprint_usage_samples').selectAll().where('pass_id', 'in', rows.map((r) => r.pass_id));
+  let perBlueprint = db
+    .selectFrom('blueprint_usage_samples')
+    .selectAll()
+    .where(
+      'pass_id',
+      'in',
+      rows.map((r) => r.pass_id),
+    );
   if (blueprintId !== undefined) perBlueprint = perBlueprint.where('blueprint_id', '=', blueprintId);
   const parts = new Map<number, Selectable<BlueprintUsageSamplesTable>[]>();
   for (const part of await perBlueprint.execute()) parts.set(part.pass_id, [...(parts.get(part.pass_id) ?? []), part]);

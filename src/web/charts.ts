@@ -51,7 +51,9 @@ export function lineChart(chart: LineChart): SafeHtml {
   <text class="tick" x="${PAD.left}" y="${HEIGHT - 4}">${minutesAgo(chart.from, chart.to)}</text>
   <text class="tick" x="${WIDTH - PAD.right}" y="${HEIGHT - 4}" text-anchor="end">now</text>
   ${chart.series.map(
-    (s) => html`<g class="series tone-${s.tone}" data-series="${s.name}" data-values="${s.values.map((v) => (v === null ? '' : String(round(v)))).join(',')}">
+    (
+      s,
+    ) => html`<g class="series tone-${s.tone}" data-series="${s.name}" data-values="${s.values.map((v) => (v === null ? '' : String(round(v)))).join(',')}">
     ${segments(s.values, chart.times).map((points) =>
       points.length === 1
         ? html`<circle cx="${x(points[0]!.t)}" cy="${y(points[0]!.v)}" r="3"></circle>`

@@ -23,9 +23,13 @@ export function assertCsrf(request: FastifyRequest, expected: string | undefined
   assertSameOrigin(request);
   const given = (request.body as Record<string, unknown> | null | undefined)?.[CSRF_FIELD];
   if (typeof given !== 'string' || expected === undefined || !sameSecret(given, expected)) {
-    throw new ApiError('forbidden', 'this form is stale or did not come from Slipway (its CSRF token does not match); reload the page and try again', {
-      field: CSRF_FIELD,
-    });
+    throw new ApiError(
+      'forbidden',
+      'this form is stale or did not come from Slipway (its CSRF token does not match); reload the page and try again',
+      {
+        field: CSRF_FIELD,
+      },
+    );
   }
 }
 

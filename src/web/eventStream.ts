@@ -16,7 +16,7 @@ export async function eventStreamRoutes(
   options: { stopping: AbortSignal; heartbeatMs: number },
 ): Promise<void> {
   const { stopping, heartbeatMs } = options;
-  app.get('/events', { config: { webAction: 'read' } }, async (request, reply) => {
+  app.get('/events', { config: { webAction: 'read' } }, async (_request, reply) => {
     reply.hijack();
     const out = reply.raw;
     out.writeHead(200, {

@@ -29,7 +29,8 @@ export interface PageContent {
  */
 const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
   'cache-control': 'no-store',
@@ -55,16 +56,18 @@ export function renderPage(request: FastifyRequest, { title, watch = [], main }:
 <body data-watch="${watch.join(' ')}">
 <header class="top">
   <a class="brand" href="/">Slipway</a>
-  ${session
-    ? html`<nav aria-label="main">${NAV.map(
-        ({ href, label }) => html`<a href="${href}"${href === path ? html` aria-current="page"` : ''}>${label}</a>`,
-      )}</nav>
+  ${
+    session
+      ? html`<nav aria-label="main">${NAV.map(
+          ({ href, label }) => html`<a href="${href}"${href === path ? html` aria-current="page"` : ''}>${label}</a>`,
+        )}</nav>
       <form class="who" method="post" action="/sign-out">
         <span>${session.token.name} <span class="muted">(${session.token.role})</span></span>
         ${csrfField(request)}
         <button type="submit" class="link">Sign out</button>
       </form>`
-    : ''}
+      : ''
+  }
 </header>
 <main id="main">
 ${main}

@@ -45,22 +45,28 @@ ${caused.map((child) => html`<div>caused ${linkTo(child)}</div>`)}</td>
   });
   return html`<h2>Timeline</h2>
 ${timeline.truncated ? html`<p class="muted">Only the latest entries are shown.</p>` : ''}
-${rows.length === 0
-  ? html`<p class="muted">Nothing yet.</p>`
-  : html`<div class="table-wrap"><table class="timeline">
+${
+  rows.length === 0
+    ? html`<p class="muted">Nothing yet.</p>`
+    : html`<div class="table-wrap"><table class="timeline">
 <thead><tr><th>When</th><th>What</th><th>Status</th><th>Who (from)</th><th>Reason</th><th>Outcome and links</th></tr></thead>
-<tbody>${rows}</tbody></table></div>`}`;
+<tbody>${rows}</tbody></table></div>`
+}`;
 }
 
 /** The object's queue: commands queued or running, oldest first (the order they will be applied in). */
 export function renderQueue(queue: readonly CommandRow[], cancel: (command: CommandRow) => SafeHtml): SafeHtml {
   return html`<h2>Queue</h2>
-${queue.length === 0
-  ? html`<p class="muted">Empty: nothing queued or running.</p>`
-  : html`<div class="table-wrap"><table>
+${
+  queue.length === 0
+    ? html`<p class="muted">Empty: nothing queued or running.</p>`
+    : html`<div class="table-wrap"><table>
 <thead><tr><th>Command</th><th>Status</th><th>Issued by</th><th>Reason</th><th>Queued</th><th></th></tr></thead>
 <tbody>${queue.map(
-      (c) => html`<tr><td>${commandLink(c.id, c.kind)}</td><td>${statusBadge(c.status)}</td><td>${c.issued_by} <span class="muted">(${c.source})</span></td>
+        (
+          c,
+        ) => html`<tr><td>${commandLink(c.id, c.kind)}</td><td>${statusBadge(c.status)}</td><td>${c.issued_by} <span class="muted">(${c.source})</span></td>
 <td>${orDash(c.reason)}</td><td>${when(c.created_at)}</td><td>${cancel(c)}</td></tr>`,
-    )}</tbody></table></div>`}`;
+      )}</tbody></table></div>`
+}`;
 }

@@ -19,7 +19,8 @@ export function usageCharts(usage: Usage, options: { commands: boolean }): SafeH
   }
   const { from, to, samples } = usage;
   const times = samples.map((s) => s.at);
-  const chart = (id: string, title: string, format: (v: number) => string, series: ChartSeries[]) => lineChart({ id, title, format, from, to, times, series });
+  const chart = (id: string, title: string, format: (v: number) => string, series: ChartSeries[]) =>
+    lineChart({ id, title, format, from, to, times, series });
   const resourceStates = Object.keys(LIFECYCLES.resource).filter((state) => samples.some((s) => (s.resources[state] ?? 0) > 0));
   return html`<div class="charts">
 ${chart('leases', 'Leases', count, [
@@ -36,11 +37,13 @@ ${chart('waits', 'Lease wait, created → active', duration, [
   { name: 'p50', tone: 'busy', values: samples.map((s) => s.waitP50Ms) },
   { name: 'p95', tone: 'waiting', values: samples.map((s) => s.waitP95Ms) },
 ])}
-${options.commands
-  ? chart('commands', 'Commands per minute', rate, [
-      { name: 'appended', tone: 'good', values: samples.map((s) => s.commandsPerMinute) },
-      { name: 'failed', tone: 'bad', values: samples.map((s) => s.failedPerMinute) },
-    ])
-  : ''}
+${
+  options.commands
+    ? chart('commands', 'Commands per minute', rate, [
+        { name: 'appended', tone: 'good', values: samples.map((s) => s.commandsPerMinute) },
+        { name: 'failed', tone: 'bad', values: samples.map((s) => s.failedPerMinute) },
+      ])
+    : ''
+}
 </div>`;
 }

@@ -95,7 +95,11 @@ export class SlipwayWorker {
     // An unref'd timer: a clean stop does not wait for it to run out.
     const stopped = Promise.all([this.engine.stop(), this.runner.stop()]).then(() => true);
     const clean = await Promise.race([stopped, sleep(this.graceMs, false, { ref: false })]);
-    if (!clean) this.log.warn({ worker: this.id, graceMs: this.graceMs }, 'shutdown grace period over with drains still in flight; their objects go to other workers');
+    if (!clean)
+      this.log.warn(
+        { worker: this.id, graceMs: this.graceMs },
+        'shutdown grace period over with drains still in flight; their objects go to other workers',
+      );
     await this.registry.deregister();
     return clean;
   }

@@ -77,9 +77,7 @@ export class WorkerRegistry {
        on conflict (id) do update set heartbeat_at = now(), job_lockers = excluded.job_lockers`,
       [this.id, os.hostname(), process.pid, JSON.stringify(handledVersions()), this.runner.lockerIds, slipwayVersion()],
     );
-    await client.query(`delete from workers where heartbeat_at < now() - make_interval(secs => $1)`, [
-      (this.heartbeatMs * 10) / 1000,
-    ]);
+    await client.query(`delete from workers where heartbeat_at < now() - make_interval(secs => $1)`, [(this.heartbeatMs * 10) / 1000]);
   }
 
   private async connect(): Promise<pg.PoolClient> {

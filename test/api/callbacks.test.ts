@@ -62,7 +62,15 @@ test('a release with a callback is delivered signed, retried after the receiver 
 
   const shown = await commandOnceCallback(commandId, 'delivered');
   expect(shown.callbacks).toMatchObject([
-    { url, status: 'delivered', attempts: 2, attemptLog: [{ attempt: 1, statusCode: 500 }, { attempt: 2, statusCode: 204, error: null }] },
+    {
+      url,
+      status: 'delivered',
+      attempts: 2,
+      attemptLog: [
+        { attempt: 1, statusCode: 500 },
+        { attempt: 2, statusCode: 204, error: null },
+      ],
+    },
   ]);
   // The same document `slipway command show --json` prints for the callbacks.
   expect(shown.callbacks).toEqual((await readCallbacks(env.database.db, commandId)).map(callbackOf));
@@ -119,13 +127,20 @@ test('a callback to a host not on the allow-list is a 400 naming the field, and 
   const key = { headers: { 'idempotency-key': `refused-${lease.id}` } };
   const before = await rowCounts();
   for (const path of [`/v1/leases/${lease.id}/commands`, `/v1/resources/${resourceId}/commands`]) {
-    for (const url of ['http://169.254.169.254/latest/meta-data', 'http://internal.example.com/hook', 'file:///etc/passwd', `http://user:pw@${new URL(receiver.url('/')).host}/`]) {
+    for (const url of [
+      'http://169.254.169.254/latest/meta-data',
+      'http://internal.example.com/hook',
+      'file:///etc/passwd',
+      `http://user:pw@${new URL(receiver.url('/')).host}/`,
+    ]) {
       const refused = await env.as.operator.post(path, { kind: 'release', callback: { url } }, key);
       const said = `${path} ${url}: ${JSON.stringify(refused.body)}`;
       expect(refused.status, said).toBe(400);
       expect(refused.body.code, said).toBe('invalid_input');
       expect(refused.body.details.field, said).toBe('body.callback.url');
-      expect(refused.body.message, said).toMatch(/^callback\.url: .*expected http\(s\):\/\/<host>\[:port\]\/<path> with a host allowed by SLIPWAY_CALLBACK_ALLOWED_HOSTS \(localhost, 127\.0\.0\.1, ::1\)$/);
+      expect(refused.body.message, said).toMatch(
+        /^callback\.url: .*expected http\(s\):\/\/<host>\[:port\]\/<path> with a host allowed by SLIPWAY_CALLBACK_ALLOWED_HOSTS \(localhost, 127\.0\.0\.1, ::1\)$/,
+      );
     }
   }
   expect(await rowCounts()).toEqual(before);
@@ -142,7 +157,11 @@ test('a callback to a host not on the allow-list is a 400 naming the field, and 
   expect(await rowCounts()).toEqual(before);
 
   // The key was left free: the corrected request takes effect with it.
-  const accepted = await env.as.operator.post(`/v1/leases/${lease.id}/commands`, { kind: 'release', callback: { url: receiver.url('/corrected') } }, key);
+  const accepted = await env.as.operator.post(
+    `/v1/leases/${lease.id}/commands`,
+    { kind: 'release', callback: { url: receiver.url('/corrected') } },
+    key,
+  );
   expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
   await commandOnceCallback(accepted.body.command.id, 'delivered');
 });

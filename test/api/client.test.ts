@@ -29,7 +29,9 @@ test('a lease requested and read back comes typed, as the API describes it', asy
 });
 
 test('a refusal is an ApiRefusal with the API error body; a stranger and silence are errors of their own', async () => {
-  const refused = await client(env.as.viewer.token!).call('cancelCommand', { params: { id: 1 }, body: {} }).catch((e: unknown) => e);
+  const refused = await client(env.as.viewer.token!)
+    .call('cancelCommand', { params: { id: 1 }, body: {} })
+    .catch((e: unknown) => e);
   expect(refused).toBeInstanceOf(ApiRefusal);
   expect(refused).toMatchObject({ status: 403, body: { code: 'forbidden' } });
 
@@ -37,7 +39,9 @@ test('a refusal is an ApiRefusal with the API error body; a stranger and silence
   await new Promise<void>((resolve) => stranger.listen(0, '127.0.0.1', resolve));
   try {
     const url = `http://127.0.0.1:${(stranger.address() as AddressInfo).port}`;
-    const odd = await client(undefined, url).call('getLease', { params: { id: 1 } }).catch((e: unknown) => e);
+    const odd = await client(undefined, url)
+      .call('getLease', { params: { id: 1 } })
+      .catch((e: unknown) => e);
     expect(odd).toBeInstanceOf(UnexpectedAnswer);
     expect((odd as Error).message).toMatch(/^GET \/v1\/leases\/1: the 200 answer is not what the API describes/);
   } finally {
@@ -45,7 +49,9 @@ test('a refusal is an ApiRefusal with the API error body; a stranger and silence
   }
 
   const port = await closedPort();
-  const silent = await client(undefined, `http://127.0.0.1:${port}`).call('listCommands', {}).catch((e: unknown) => e);
+  const silent = await client(undefined, `http://127.0.0.1:${port}`)
+    .call('listCommands', {})
+    .catch((e: unknown) => e);
   expect(silent).toBeInstanceOf(Unreachable);
   expect(silent).toMatchObject({ origin: `http://127.0.0.1:${port}`, reason: 'ECONNREFUSED' });
 });

@@ -34,7 +34,7 @@ beforeAll(async () => {
   );
 });
 afterAll(async () => {
-  clients?.forEach((client) => client.close());
+  for (const client of clients ?? []) client.close();
   await server?.stop();
 });
 
@@ -49,14 +49,16 @@ test(`${CLIENTS} clients sending ${CLIENTS * REQUESTS_PER_CLIENT} concurrent rel
   const db = cluster.database.db;
   const blueprint = await simulatedBlueprint(db, 'api-race', { maxResources: ROUNDS, leasesPerResource: 1 }, { latencyMs: { min: 0, max: 30 } });
   const leases = await createLeases(db, blueprint, ROUNDS);
-  await waitForLeases(db, leases.map((l) => l.id), ['active']);
+  await waitForLeases(
+    db,
+    leases.map((l) => l.id),
+    ['active'],
+  );
 
   for (const lease of leases) {
     const requests = shuffle(clients.flatMap((client) => Array.from({ length: REQUESTS_PER_CLIENT }, () => client)));
     const answers = await Promise.all(
-      requests.map((client) =>
-        client.request<ReleaseAnswer>('POST', `/v1/leases/${lease.id}/commands`, { kind: 'release', reason: 'race' }),
-      ),
+      requests.map((client) => client.request<ReleaseAnswer>('POST', `/v1/leases/${lease.id}/commands`, { kind: 'release', reason: 'race' })),
     );
 
     const unexpected = answers.filter((a) => ![200, 202, 409].includes(a.status));
@@ -71,15 +73,18 @@ test(`${CLIENTS} clients sending ${CLIENTS * REQUESTS_PER_CLIENT} concurrent rel
     for (const answer of answers.filter((a) => a.status === 409)) expect(answer.body.details!.settledBy).toBe(released);
   }
 
-  await waitForLeases(db, leases.map((l) => l.id), ['destroyed']);
+  await waitForLeases(
+    db,
+    leases.map((l) => l.id),
+    ['destroyed'],
+  );
   await waitForQuietQueues(db);
-  const effects = await db
-    .selectFrom('simulated_effects')
-    .select(['object_id', 'idempotency_key'])
-    .where('operation', '=', 'releaseLease')
-    .execute();
+  const effects = await db.selectFrom('simulated_effects').select(['object_id', 'idempotency_key']).where('operation', '=', 'releaseLease').execute();
   for (const lease of leases) {
-    expect(effects.filter((e) => e.object_id === lease.id), `lease ${lease.id}: one release effect`).toHaveLength(1);
+    expect(
+      effects.filter((e) => e.object_id === lease.id),
+      `lease ${lease.id}: one release effect`,
+    ).toHaveLength(1);
   }
   const releases = await db
     .selectFrom('commands')

@@ -10,7 +10,10 @@ const env = apiTestEnv({ worker: true });
 const key = () => `key-${Math.random().toString(36).slice(2)}`;
 
 async function leaseCount(): Promise<number> {
-  const row = await env.database.db.selectFrom('leases').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  const row = await env.database.db
+    .selectFrom('leases')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 

@@ -77,7 +77,10 @@ test('a blueprint disabled through the API takes no new lease (409); enabled aga
     ['disabled', 'enabled', 'enabled'],
   ]);
   const paths = (await env.anonymous.get('/v1/openapi.json')).body.paths;
-  expect(paths['/v1/blueprints/{ref}/disable'].post).toMatchObject({ summary: 'Disable a blueprint', description: expect.stringMatching(/takes no new leases; the leases it has carry on/) });
+  expect(paths['/v1/blueprints/{ref}/disable'].post).toMatchObject({
+    summary: 'Disable a blueprint',
+    description: expect.stringMatching(/takes no new leases; the leases it has carry on/),
+  });
   expect(paths['/v1/blueprints/{ref}/enable'].post.summary).toBe('Enable a blueprint');
   const changed = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { maxResources: 3 } });
   expect(changed.status).toBe(200);
@@ -87,7 +90,9 @@ test('a blueprint disabled through the API takes no new lease (409); enabled aga
 
 test('driver settings change only through the blueprint queue, where its resources are reconciled', async () => {
   const { name, id } = await simulatedBlueprint(env.as.admin);
-  const direct = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { maxResources: 5, settings: { latencyMs: { min: 1, max: 2 } } } });
+  const direct = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, {
+    body: { maxResources: 5, settings: { latencyMs: { min: 1, max: 2 } } },
+  });
   expect(direct.status).toBe(400);
   expect(direct.body.message).toMatch(/update_settings command \(POST \/v1\/blueprints\/\{id\}\/commands/);
   const untouched = (await env.as.admin.get(`/v1/blueprints/${name}`)).body.blueprint;
@@ -104,7 +109,10 @@ test('driver settings change only through the blueprint queue, where its resourc
 
   // Settings the driver refuses are refused before anything is queued, and the blueprint keeps the ones it had.
   const queuedBefore = (await env.as.admin.get(`/v1/commands?target=blueprint:${id}`)).body.items.length;
-  const wrong = await env.as.admin.post(`/v1/blueprints/${id}/commands?wait=60`, { kind: 'update_settings', payload: { settings: { latencyMs: 'fast' } } });
+  const wrong = await env.as.admin.post(`/v1/blueprints/${id}/commands?wait=60`, {
+    kind: 'update_settings',
+    payload: { settings: { latencyMs: 'fast' } },
+  });
   expect(wrong.status).toBe(400);
   expect(wrong.body.message).toMatch(/invalid settings for the simulated driver: settings\.latencyMs/);
   expect((await env.as.admin.get(`/v1/commands?target=blueprint:${id}`)).body.items).toHaveLength(queuedBefore);

@@ -126,7 +126,11 @@ test('after real work, the counters say what was done and the gauges what the da
   expect(total(after, 'slipway_lease_wait_seconds_sum', { blueprint: blueprint.name })).toBeCloseTo(activations.seconds, 2);
 
   // Driver calls: the simulated driver records each effect it made; every call succeeded.
-  const effects = await db.selectFrom('simulated_effects').select(['operation', sql<number>`sum(calls)::int`.as('n')]).groupBy('operation').execute();
+  const effects = await db
+    .selectFrom('simulated_effects')
+    .select(['operation', sql<number>`sum(calls)::int`.as('n')])
+    .groupBy('operation')
+    .execute();
   expect(sortKeys(byLabels(after, 'slipway_driver_calls_total', ['driver', 'operation', 'outcome']))).toEqual(
     sortKeys(Object.fromEntries(effects.map((e) => [`simulated,${e.operation},ok`, e.n]))),
   );

@@ -32,7 +32,9 @@ test('healthz, readyz and the OpenAPI document answer without a token', async ()
   expect(shown['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/LeaseDetail' });
   expect(shown['404'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
   expect(doc.body.components.schemas.LeaseDetail.properties.lease).toEqual({ $ref: '#/components/schemas/Lease' });
-  expect(doc.body.components.schemas.Lease.properties.expiresAt).toMatchObject({ anyOf: [{ type: 'string', format: 'date-time' }, { type: 'null' }] });
+  expect(doc.body.components.schemas.Lease.properties.expiresAt).toMatchObject({
+    anyOf: [{ type: 'string', format: 'date-time' }, { type: 'null' }],
+  });
   // The expiry fields and the callback are in the document, as the server validates them.
   const createFields = create.requestBody.content['application/json'].schema.properties;
   expect(createFields.expiresAt).toMatchObject({ type: 'string', format: 'date-time' });
@@ -40,7 +42,12 @@ test('healthz, readyz and the OpenAPI document answer without a token', async ()
   expect(createFields.heartbeatMs).toMatchObject({ type: 'integer', minimum: 1000 });
   for (const path of ['/v1/leases/{id}/commands', '/v1/resources/{id}/commands']) {
     const body = doc.body.paths[path].post.requestBody.content['application/json'].schema;
-    expect(body.properties.callback).toMatchObject({ type: 'object', required: ['url'], properties: { url: { type: 'string' } }, additionalProperties: false });
+    expect(body.properties.callback).toMatchObject({
+      type: 'object',
+      required: ['url'],
+      properties: { url: { type: 'string' } },
+      additionalProperties: false,
+    });
   }
 });
 
@@ -182,7 +189,8 @@ test('GET answers are the read models the CLI prints with --json', async () => {
   expect(commands.body.items).toHaveLength(1);
   expect(commands.body.next).toBe(commands.body.items[0].id);
   // Oldest first unless asked; live means not destroyed.
-  const kinds = async (order: string) => (await env.as.viewer.get(`/v1/commands?target=lease:${lease.id}${order}`)).body.items.map((c: { kind: string }) => c.kind);
+  const kinds = async (order: string) =>
+    (await env.as.viewer.get(`/v1/commands?target=lease:${lease.id}${order}`)).body.items.map((c: { kind: string }) => c.kind);
   expect(await kinds('')).toEqual(['allocate', 'grant', 'activate']);
   expect(await kinds('&order=newest')).toEqual(['activate', 'grant', 'allocate']);
   const live = await env.as.viewer.get(`/v1/leases?blueprint=${name}&state=live`);
@@ -238,7 +246,7 @@ async function waitForStatus(commandId: number, status: string): Promise<void> {
   }
 }
 
-test('many waiting requests share the server\'s one LISTEN connection', async () => {
+test("many waiting requests share the server's one LISTEN connection", async () => {
   const { name } = await simulatedBlueprint(env.as.admin);
   const leases = await Promise.all(Array.from({ length: 5 }, () => activeLease(env.as.operator, name)));
   await env.stopWorker();

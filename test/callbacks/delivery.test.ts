@@ -59,7 +59,9 @@ test('a release with a callback is delivered once, signed, after the release and
   const [request, ...more] = receiver.received('/once');
   expect(more).toEqual([]);
   expect(verify(request!).ok).toBe(true);
-  expect(verifyCallbackSignature({ header: request!.headers['slipway-signature'] as string, body: request!.body, secret: `${TEST_SECRET}x` }).ok).toBe(false);
+  expect(
+    verifyCallbackSignature({ header: request!.headers['slipway-signature'] as string, body: request!.body, secret: `${TEST_SECRET}x` }).ok,
+  ).toBe(false);
   expect(request!.headers).toMatchObject({
     'content-type': 'application/json',
     'slipway-delivery': String(callback.id),
@@ -123,7 +125,10 @@ test('a receiver that fails twice gets the callback a third time, after a backof
 
 test('a receiver that keeps failing is given up on after the last attempt', async () => {
   const db = database.db;
-  receiver.script('/down', Array.from({ length: MAX_ATTEMPTS + 1 }, () => ({ status: 500 })));
+  receiver.script(
+    '/down',
+    Array.from({ length: MAX_ATTEMPTS + 1 }, () => ({ status: 500 })),
+  );
   const { command } = await releaseWithCallback(db, await nextLease(), receiver.url('/down'));
   const failed = await waitForCallback(db, command.id, ['delivered', 'failed']);
   expect(failed).toMatchObject({ status: 'failed', attempts: MAX_ATTEMPTS, next_attempt_at: null });
@@ -139,7 +144,10 @@ test('a receiver that keeps failing is given up on after the last attempt', asyn
 test('a redirect is not followed: it counts as a failed attempt', async () => {
   const db = database.db;
   const elsewhere = receiver.url('/elsewhere');
-  receiver.script('/moved', Array.from({ length: MAX_ATTEMPTS }, () => ({ status: 307, location: elsewhere })));
+  receiver.script(
+    '/moved',
+    Array.from({ length: MAX_ATTEMPTS }, () => ({ status: 307, location: elsewhere })),
+  );
   const { command } = await releaseWithCallback(db, await nextLease(), receiver.url('/moved'));
   const failed = await waitForCallback(db, command.id, ['delivered', 'failed']);
   expect(failed.status).toBe('failed');

@@ -5,7 +5,15 @@ import { verifyCallbackSignature } from '../../src/callbacks/signCallback.ts';
 import { appendInTransaction } from '../../src/queue/appendCommand.ts';
 import { readCallbacks } from '../../src/read/callbacks.ts';
 import { readCommandTree } from '../../src/read/commandTree.ts';
-import { createLeases, releaseLease, shuffle, simulatedBlueprint, tester, waitForLeases, waitForQuietQueues } from '../concurrency/support/fixtures.ts';
+import {
+  createLeases,
+  releaseLease,
+  shuffle,
+  simulatedBlueprint,
+  tester,
+  waitForLeases,
+  waitForQuietQueues,
+} from '../concurrency/support/fixtures.ts';
 import { clusterForThisFile } from '../concurrency/support/testCluster.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { LOOPBACK, TEST_SECRET } from './support/callbackFixtures.ts';
@@ -35,7 +43,11 @@ test('callbacks racing with their trees settling are each delivered exactly once
   const single = await simulatedBlueprint(db, 'single', { maxResources: 8, leasesPerResource: 1 }, { latencyMs: { min: 0, max: 20 } });
   const sharedLeases = await createLeases(db, shared, 6);
   const singleLeases = await createLeases(db, single, 8);
-  await waitForLeases(db, [...sharedLeases, ...singleLeases].map((l) => l.id), ['active']);
+  await waitForLeases(
+    db,
+    [...sharedLeases, ...singleLeases].map((l) => l.id),
+    ['active'],
+  );
   const resources = await db.selectFrom('resources').select('id').where('blueprint_id', '=', shared.id).execute();
   expect(resources).toHaveLength(2);
 
@@ -44,7 +56,11 @@ test('callbacks racing with their trees settling are each delivered exactly once
   const resourceReleases = await Promise.all(
     resources.map(({ id }) =>
       db.transaction().execute(async (trx) => {
-        const { command } = await appendInTransaction(trx, { target: { kind: 'resource', id }, kind: 'release', actor: tester }, { fromOutside: true });
+        const { command } = await appendInTransaction(
+          trx,
+          { target: { kind: 'resource', id }, kind: 'release', actor: tester },
+          { fromOutside: true },
+        );
         await attachCallback(trx, command.id, receiver.url(`/resource/${id}`), LOOPBACK);
         return command.id;
       }),
@@ -81,7 +97,9 @@ test('callbacks racing with their trees settling are each delivered exactly once
   expect(requests).toHaveLength(expected);
   expect(new Set(requests.map((r) => r.headers['slipway-delivery'])).size).toBe(expected);
   for (const request of requests) {
-    expect(verifyCallbackSignature({ header: request.headers['slipway-signature'] as string, body: request.body, secret: TEST_SECRET }).ok).toBe(true);
+    expect(verifyCallbackSignature({ header: request.headers['slipway-signature'] as string, body: request.body, secret: TEST_SECRET }).ok).toBe(
+      true,
+    );
     const body = JSON.parse(request.body);
     const finalTree = await readCommandTree(db, body.command.id);
     expect(body.tree.map((n: { id: number; status: string }) => [n.id, n.status])).toEqual(finalTree.map((n) => [n.id, n.status]));

@@ -87,9 +87,7 @@ test('a callback on a command that does not exist is refused, writing nothing', 
 
 test('the same URL on the same command twice is one callback', async () => {
   const first = await releaseWithCallback(database.db, leaseId, 'http://localhost:1/twice');
-  const again = await database.db
-    .transaction()
-    .execute((trx) => attachCallback(trx, first.command.id, 'http://localhost:1/twice', LOOPBACK));
+  const again = await database.db.transaction().execute((trx) => attachCallback(trx, first.command.id, 'http://localhost:1/twice', LOOPBACK));
   expect(again.id).toBe(first.callback.id);
   const rows = await database.db.selectFrom('command_callbacks').select('id').where('command_id', '=', first.command.id).execute();
   expect(rows).toHaveLength(1);

@@ -100,7 +100,13 @@ test('a command cancelled before it ran settles its callback too, with the outco
   const db = database.db;
   const blueprint = await simulatedBlueprint(db, 'cancelled', { maxResources: 1, leasesPerResource: 1 });
   const [lease] = await createLeases(db, blueprint, 1);
-  const allocate = await db.selectFrom('commands').select('id').where('target_kind', '=', 'lease').where('target_id', '=', lease!.id).where('kind', '=', 'allocate').executeTakeFirstOrThrow();
+  const allocate = await db
+    .selectFrom('commands')
+    .select('id')
+    .where('target_kind', '=', 'lease')
+    .where('target_id', '=', lease!.id)
+    .where('kind', '=', 'allocate')
+    .executeTakeFirstOrThrow();
   const callback = await attachLater(db, allocate.id, 'http://localhost:9/cancelled');
   expect(callback.status).toBe('waiting');
 

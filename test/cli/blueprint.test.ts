@@ -4,10 +4,20 @@ import { parseJson } from './runCli.ts';
 
 const env = cliTestEnv();
 
-test('blueprint create prints the blueprint and stores its driver settings as given (the defaults stay the code\'s)', async () => {
+test("blueprint create prints the blueprint and stores its driver settings as given (the defaults stay the code's)", async () => {
   const run = await env.cli(
-    'blueprint', 'create', '--name', 'sim', '--driver', 'simulated', '--max-resources', '2',
-    '--settings', '{"latencyMs":{"min":1,"max":5}}', '--setting', 'transientFailureRate=0',
+    'blueprint',
+    'create',
+    '--name',
+    'sim',
+    '--driver',
+    'simulated',
+    '--max-resources',
+    '2',
+    '--settings',
+    '{"latencyMs":{"min":1,"max":5}}',
+    '--setting',
+    'transientFailureRate=0',
   );
   expect(run.stderr).toBe('');
   expect(run.code).toBe(0);
@@ -19,9 +29,30 @@ test('blueprint create prints the blueprint and stores its driver settings as gi
 });
 
 test('blueprint create --json prints the created row', async () => {
-  const run = await env.cli('--json', 'blueprint', 'create', '--name', 'dirs', '--driver', 'directory', '--max-resources', '3', '--leases-per-resource', '4', '--setting', 'root=/tmp/slipway-cli-test');
+  const run = await env.cli(
+    '--json',
+    'blueprint',
+    'create',
+    '--name',
+    'dirs',
+    '--driver',
+    'directory',
+    '--max-resources',
+    '3',
+    '--leases-per-resource',
+    '4',
+    '--setting',
+    'root=/tmp/slipway-cli-test',
+  );
   expect(run.code).toBe(0);
-  expect(parseJson(run)).toMatchObject({ name: 'dirs', driver: 'directory', maxResources: 3, leasesPerResource: 4, settings: { root: '/tmp/slipway-cli-test' }, state: 'enabled' });
+  expect(parseJson(run)).toMatchObject({
+    name: 'dirs',
+    driver: 'directory',
+    maxResources: 3,
+    leasesPerResource: 4,
+    settings: { root: '/tmp/slipway-cli-test' },
+    state: 'enabled',
+  });
 });
 
 test('blueprint list shows the newest first and pages on id', async () => {
@@ -68,7 +99,9 @@ test('blueprint limits, disable and enable change the blueprint as the API does,
   const disabled = await env.cli('blueprint', 'disable', 'dirs');
   expect(disabled.code).toBe(0);
   expect(disabled.stdout).toMatch(/^disabled blueprint dirs/);
-  expect((await env.database.db.selectFrom('blueprints').select('state').where('name', '=', 'dirs').executeTakeFirstOrThrow()).state).toBe('disabled');
+  expect((await env.database.db.selectFrom('blueprints').select('state').where('name', '=', 'dirs').executeTakeFirstOrThrow()).state).toBe(
+    'disabled',
+  );
   expect(parseJson(await env.cli('--json', 'blueprint', 'enable', 'dirs'))).toMatchObject({ state: 'enabled' });
 
   // Each change is on the blueprint's timeline with the CLI's actor.

@@ -34,7 +34,11 @@ test('command show --json gives the command and its tree', async () => {
   const result = parseJson(await env.cli('--json', 'command', 'show', String(releaseId)));
   expect(result.command).toMatchObject({ id: releaseId, kind: 'release', status: 'done', source: 'cli' });
   expect(result.tree.map((c: { kind: string; depth: number }) => [c.depth, c.kind])).toEqual(
-    expect.arrayContaining([[0, 'release'], [1, 'destroy'], [2, 'release_slot']]),
+    expect.arrayContaining([
+      [0, 'release'],
+      [1, 'destroy'],
+      [2, 'release_slot'],
+    ]),
   );
 });
 

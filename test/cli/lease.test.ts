@@ -45,11 +45,7 @@ test('lease create keeps waiting while the lease waits for capacity, though its 
   const waiter = await waitFor('the second lease to wait at the blueprint', () =>
     env.database.db.selectFrom('blueprint_waiters').select('lease_id').executeTakeFirst(),
   );
-  const unsettled = await env.database.db
-    .selectFrom('commands')
-    .select('id')
-    .where('status', 'in', ['queued', 'running'])
-    .executeTakeFirst();
+  const unsettled = await env.database.db.selectFrom('commands').select('id').where('status', 'in', ['queued', 'running']).executeTakeFirst();
   expect(unsettled).toBeUndefined();
   expect(second.exitCode).toBeNull();
 
@@ -143,7 +139,9 @@ test('releasing a destroyed lease is refused in one line naming its state', asyn
   const run = await env.cli('lease', 'release', String(id));
   expect(run.code).toBe(4);
   expect(run.stdout).toBe('');
-  expect(run.stderr).toMatch(new RegExp(`^error: lease ${id} is destroyed; release is accepted only when it is [a-z, ]+ \\(command \\d+ already did it\\)\\n$`));
+  expect(run.stderr).toMatch(
+    new RegExp(`^error: lease ${id} is destroyed; release is accepted only when it is [a-z, ]+ \\(command \\d+ already did it\\)\\n$`),
+  );
   expect(await rowCounts(env.database.db)).toEqual(before);
 });
 

@@ -13,6 +13,7 @@ const env = apiTestEnv({ worker: true });
 /** ESC starting a colour, an OSC setting the window title, a C1 CSI, a bidi override. */
 const HOSTILE = '\u001b[31mred\u001b]0;pwned\u0007\u009b2J\u202eevil';
 /** Anything a terminal acts on: C0 controls but the newline, DEL, C1 controls, bidi overrides. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the controls are what the test looks for
 const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e]/;
 
 function cli(...args: string[]): Promise<CliRun> {

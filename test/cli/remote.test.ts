@@ -40,7 +40,6 @@ function expectOneLineError(run: CliRun, exitCode: number, message: RegExp): voi
   expect(run.stderr).toMatch(message);
 }
 
-
 async function remoteLease(role: TokenRole, blueprint: string): Promise<number> {
   const run = await remote(role, '--json', 'lease', 'create', '--blueprint', blueprint);
   expect(run.code, run.stderr).toBe(0);
@@ -119,7 +118,9 @@ test('show and list print the same text and JSON remotely as locally', async () 
   }
   // The pages really are pages, and the command really is the release.
   expect(parseJson(await remote('viewer', '--json', 'lease', 'list', '--holder', 'token:operator', '--limit', '1')).next).not.toBeNull();
-  expect((await remote('viewer', 'command', 'show', commandId)).stdout).toMatch(new RegExp(`^command #${commandId} release lease:${released}: done`, 'm'));
+  expect((await remote('viewer', 'command', 'show', commandId)).stdout).toMatch(
+    new RegExp(`^command #${commandId} release lease:${released}: done`, 'm'),
+  );
 }, 400_000);
 
 test('refusals exit with the codes and one-line messages of the local mode', async () => {
@@ -130,10 +131,7 @@ test('refusals exit with the codes and one-line messages of the local mode', asy
   const { name } = await simulatedBlueprint(env.as.admin);
   const id = await remoteLease('operator', name);
   expect((await remote('operator', 'lease', 'release', String(id))).code).toBe(0);
-  const [again, againLocally] = await Promise.all([
-    remote('operator', 'lease', 'release', String(id)),
-    local('lease', 'release', String(id)),
-  ]);
+  const [again, againLocally] = await Promise.all([remote('operator', 'lease', 'release', String(id)), local('lease', 'release', String(id))]);
   expectOneLineError(again, 4, /destroyed/);
   expect(againLocally.code).toBe(4);
 
@@ -145,7 +143,10 @@ test('refusals exit with the codes and one-line messages of the local mode', asy
   expect(jsonThere.code).toBe(4);
   expect(parseJson(jsonThere)).toMatchObject({ code: 'conflict', details: { state: 'destroyed', kind: 'release', settledBy: expect.any(Number) } });
   expect(parseJson(jsonHere)).toEqual(parseJson(jsonThere));
-  const [missingThere, missingHere] = await Promise.all([remote('viewer', '--json', 'lease', 'show', '999999'), local('--json', 'lease', 'show', '999999')]);
+  const [missingThere, missingHere] = await Promise.all([
+    remote('viewer', '--json', 'lease', 'show', '999999'),
+    local('--json', 'lease', 'show', '999999'),
+  ]);
   expect(missingThere.code).toBe(3);
   expect(parseJson(missingThere)).toEqual({ code: 'not_found', message: 'lease 999999 does not exist', details: { kind: 'lease', id: 999999 } });
   expect(missingHere.stdout).toBe(missingThere.stdout);
@@ -168,7 +169,11 @@ test('an unknown token is refused (401) with the refusal exit code', async () =>
 test('an unreachable server is one clear line', async () => {
   const port = await closedPort();
   const run = await remote({ token: UNKNOWN_TOKEN, url: `http://127.0.0.1:${port}` }, 'command', 'list');
-  expectOneLineError(run, 1, new RegExp(`^error: cannot reach the Slipway API at http://127\\.0\\.0\\.1:${port} \\(SLIPWAY_URL\\): ECONNREFUSED$`, 'm'));
+  expectOneLineError(
+    run,
+    1,
+    new RegExp(`^error: cannot reach the Slipway API at http://127\\.0\\.0\\.1:${port} \\(SLIPWAY_URL\\): ECONNREFUSED$`, 'm'),
+  );
 });
 
 test('bad remote settings are usage errors that never echo the token', async () => {
@@ -190,7 +195,7 @@ test('lease create passes its expiry and heartbeat to the API', async () => {
   expect(new Date(lease.expiresAt).getTime()).toBeGreaterThan(Date.now() + 3_500_000);
 });
 
-test('a wait that outlasts the API\'s 60 s goes on until the CLI\'s --timeout; a shorter one times out like locally', async () => {
+test("a wait that outlasts the API's 60 s goes on until the CLI's --timeout; a shorter one times out like locally", async () => {
   const { name } = await simulatedBlueprint(env.as.admin, { operationLatencyMs: { releaseLease: 63_000 } });
   const slow = await remoteLease('operator', name);
   const run = await remote('operator', 'lease', 'release', String(slow), '--timeout', '150');

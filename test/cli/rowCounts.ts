@@ -16,8 +16,9 @@ export const NO_SCHEDULED_COLLECTOR = { SLIPWAY_GC_INTERVAL_MINUTES: '0' } as co
  * refused request or command wrote nothing.
  */
 export async function rowCounts(db: Db): Promise<Record<string, number>> {
-  await waitFor('earlier commands to settle', async () =>
-    !(await db.selectFrom('commands').select('id').where('status', 'in', ['queued', 'running']).executeTakeFirst()),
+  await waitFor(
+    'earlier commands to settle',
+    async () => !(await db.selectFrom('commands').select('id').where('status', 'in', ['queued', 'running']).executeTakeFirst()),
   );
   const { rows: tables } = await sql<{ name: string; versioned: boolean }>`
     select t.table_name as name,

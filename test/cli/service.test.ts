@@ -33,7 +33,9 @@ test('worker refuses to run on a database without the schema, naming the fix', a
 test('a command on a database without the schema names the fix instead of a missing relation', async () => {
   const run = await runCli(['lease', 'list'], empty.url);
   expect(run.code).toBe(1);
-  expect(run.stderr).toBe('error: the database has no Slipway schema (relation "leases" does not exist): run `slipway db migrate`, or `npm start`, which migrates\n');
+  expect(run.stderr).toBe(
+    'error: the database has no Slipway schema (relation "leases" does not exist): run `slipway db migrate`, or `npm start`, which migrates\n',
+  );
   const json = await runCli(['--json', 'blueprint', 'list'], empty.url);
   expect(json.code).toBe(1);
   expect(parseJson(json)).toMatchObject({ code: 'schema_missing', message: expect.stringContaining('slipway db migrate') });

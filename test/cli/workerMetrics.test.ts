@@ -31,7 +31,10 @@ test('a worker-only process serves the metrics of the work it did on SLIPWAY_MET
   const output = finished(child);
   let stdout = '';
   child.stdout!.on('data', (chunk) => (stdout += chunk));
-  const metricsUrl = await waitFor('the worker to report its metrics URL', async () => /^metrics on (http:\/\/127\.0\.0\.1:\d+\/metrics)$/m.exec(stdout)?.[1]);
+  const metricsUrl = await waitFor(
+    'the worker to report its metrics URL',
+    async () => /^metrics on (http:\/\/127\.0\.0\.1:\d+\/metrics)$/m.exec(stdout)?.[1],
+  );
 
   const { secret } = await createToken(database.db, { name: 'admin', role: 'admin' }, 'test');
   const admin = new ApiClient(api.url, secret);

@@ -98,7 +98,9 @@ async function storm(db: Db, blueprint: BlueprintRow, midway: () => Promise<void
     .groupBy('to_state')
     .execute();
   const reachedText = reached.map((r) => `${r.leases} ${r.to_state}`).join(', ');
-  console.info(`storm on ${blueprint.name}: ${leaseIds.length} leases (${reachedText}), ${tally.appended} commands appended, ${tally.refused} refused`);
+  console.info(
+    `storm on ${blueprint.name}: ${leaseIds.length} leases (${reachedText}), ${tally.appended} commands appended, ${tally.refused} refused`,
+  );
   return leaseIds;
 }
 
@@ -120,7 +122,11 @@ async function expectWindsDown(db: Db, blueprint: BlueprintRow, leaseIds: number
   await waitForQuietQueues(db);
 
   const resources = await db.selectFrom('resources').select(['id', 'state', 'used_slots']).where('blueprint_id', '=', blueprint.id).execute();
-  const slots = await db.selectFrom('resource_slots').selectAll().where('resource_id', 'in', [0, ...resources.map((r) => r.id)]).execute();
+  const slots = await db
+    .selectFrom('resource_slots')
+    .selectAll()
+    .where('resource_id', 'in', [0, ...resources.map((r) => r.id)])
+    .execute();
   expect(slots).toEqual([]);
   expect(resources.filter((r) => r.used_slots !== 0)).toEqual([]);
   const counted = await db.selectFrom('blueprints').select('live_resources').where('id', '=', blueprint.id).executeTakeFirstOrThrow();

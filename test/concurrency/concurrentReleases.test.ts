@@ -57,7 +57,10 @@ test(`${RELEASES_PER_LEASE} concurrent releases of each of ${LEASES} active leas
   const effects = await db.selectFrom('simulated_effects').selectAll().where('operation', '=', 'releaseLease').execute();
   for (const [leaseId, { started, coalesced, refused }] of answers) {
     // Exactly one caller's release went on the queue; everyone else joined it or was told it is done.
-    expect(started.map((s) => s.command.kind), `lease ${leaseId}`).toEqual(['release']);
+    expect(
+      started.map((s) => s.command.kind),
+      `lease ${leaseId}`,
+    ).toEqual(['release']);
     const release = started[0]!.command;
     expect(coalesced.length + refused.length).toBe(RELEASES_PER_LEASE - 1);
     for (const c of coalesced) expect(c.command.id).toBe(release.id);

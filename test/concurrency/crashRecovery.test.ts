@@ -27,8 +27,7 @@ test('a release whose worker is SIGKILLed mid-drain completes on another worker,
   await waitForLeases(db, [lease!.id], ['active']);
 
   const { command: release } = await releaseLease(db, lease!.id);
-  const commandStatus = async () =>
-    (await db.selectFrom('commands').select('status').where('id', '=', release.id).executeTakeFirstOrThrow()).status;
+  const commandStatus = async () => (await db.selectFrom('commands').select('status').where('id', '=', release.id).executeTakeFirstOrThrow()).status;
   await waitFor('the release to be running', async () => (await commandStatus()) === 'running');
   const holder = await lockHolder(db, 'lease', lease!.id);
   expect(holder, 'a worker holds the lease while its release runs').toBeDefined();

@@ -23,7 +23,13 @@ test('a release supersedes an activation that keeps yielding', async () => {
   );
   const [lease] = await createLeases(db, blueprint, 1);
   const activation = () =>
-    db.selectFrom('commands').selectAll().where('target_kind', '=', 'lease').where('target_id', '=', lease!.id).where('kind', '=', 'activate').executeTakeFirst();
+    db
+      .selectFrom('commands')
+      .selectAll()
+      .where('target_kind', '=', 'lease')
+      .where('target_id', '=', lease!.id)
+      .where('kind', '=', 'activate')
+      .executeTakeFirst();
   await waitFor('the activation to have yielded twice', async () => ((await activation())?.attempts ?? 0) >= 2);
 
   const { command: release } = await releaseLease(db, lease!.id);
@@ -32,7 +38,13 @@ test('a release supersedes an activation that keeps yielding', async () => {
 
   expect(await activation()).toMatchObject({ status: 'cancelled', message: `superseded by release (command ${release.id})` });
   expect((await stateTrails(db, 'lease')).get(lease!.id)).toEqual({ states: ['pending', 'acquired', 'released', 'destroyed'], breaks: [] });
-  const effects = await db.selectFrom('simulated_effects').select(['operation', 'calls']).where('object_id', '=', lease!.id).where('operation', 'like', '%Lease').orderBy('operation').execute();
+  const effects = await db
+    .selectFrom('simulated_effects')
+    .select(['operation', 'calls'])
+    .where('object_id', '=', lease!.id)
+    .where('operation', 'like', '%Lease')
+    .orderBy('operation')
+    .execute();
   expect(effects).toEqual([
     { operation: 'acquireLease', calls: 1 },
     { operation: 'releaseLease', calls: 1 },

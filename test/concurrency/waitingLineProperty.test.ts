@@ -70,7 +70,12 @@ const STEPS: ReadonlyArray<(world: World, blueprint: BlueprintRow) => Promise<st
     return `${blueprint.name}: ${count} new lease(s)`;
   },
   async (world, blueprint) => {
-    const mine = await world.db.selectFrom('leases').select('id').where('blueprint_id', '=', blueprint.id).where('id', 'in', [0, ...world.wanted]).execute();
+    const mine = await world.db
+      .selectFrom('leases')
+      .select('id')
+      .where('blueprint_id', '=', blueprint.id)
+      .where('id', 'in', [0, ...world.wanted])
+      .execute();
     const lease = pick(world, mine)?.id;
     if (lease === undefined) return `${blueprint.name}: nothing to release`;
     world.wanted.delete(lease);
@@ -94,7 +99,12 @@ const STEPS: ReadonlyArray<(world: World, blueprint: BlueprintRow) => Promise<st
     return `${blueprint.name}: ${to}`;
   },
   async (world, blueprint) => {
-    const active = await world.db.selectFrom('resources').select('id').where('blueprint_id', '=', blueprint.id).where('state', '=', 'active').execute();
+    const active = await world.db
+      .selectFrom('resources')
+      .select('id')
+      .where('blueprint_id', '=', blueprint.id)
+      .where('state', '=', 'active')
+      .execute();
     const resource = pick(world, active)?.id;
     if (resource === undefined) return `${blueprint.name}: no resource to release`;
     try {
@@ -112,16 +122,26 @@ const WEIGHTED = [0, 0, 0, 1, 1, 2, 3, 4].map((i) => STEPS[i]!);
 /** What breaks the invariant on one blueprint at quiescence, if anything. */
 async function lineProblems(db: Db, blueprintId: number): Promise<string[]> {
   const blueprint = await db.selectFrom('blueprints').selectAll().where('id', '=', blueprintId).executeTakeFirstOrThrow();
-  const pending = (await db.selectFrom('leases').select('id').where('blueprint_id', '=', blueprintId).where('state', '=', 'pending').orderBy('id').execute()).map((l) => l.id);
-  const inLine = new Set((await db.selectFrom('blueprint_waiters').select('lease_id').where('blueprint_id', '=', blueprintId).execute()).map((w) => w.lease_id));
-  const resources = await db.selectFrom('resources').select(['id', 'state', 'used_slots', 'capacity']).where('blueprint_id', '=', blueprintId).execute();
+  const pending = (
+    await db.selectFrom('leases').select('id').where('blueprint_id', '=', blueprintId).where('state', '=', 'pending').orderBy('id').execute()
+  ).map((l) => l.id);
+  const inLine = new Set(
+    (await db.selectFrom('blueprint_waiters').select('lease_id').where('blueprint_id', '=', blueprintId).execute()).map((w) => w.lease_id),
+  );
+  const resources = await db
+    .selectFrom('resources')
+    .select(['id', 'state', 'used_slots', 'capacity'])
+    .where('blueprint_id', '=', blueprintId)
+    .execute();
   const live = resources.filter((r) => r.state !== 'destroyed').length;
   const freeSlotOn = resources.filter((r) => r.state === 'active' && r.used_slots < r.capacity).map((r) => r.id);
   const mayMake = blueprint.state === 'enabled' && blueprint.live_resources < blueprint.max_resources;
   const problems: string[] = [];
   const name = `${blueprint.name} (${blueprint.state}, ${blueprint.live_resources} of ${blueprint.max_resources} live)`;
   if (pending.length > 0 && (mayMake || freeSlotOn.length > 0)) {
-    problems.push(`${name}: lease(s) ${pending.join(', ')} wait with room (may make a resource: ${mayMake}; free slots on: ${freeSlotOn.join(', ') || 'none'})`);
+    problems.push(
+      `${name}: lease(s) ${pending.join(', ')} wait with room (may make a resource: ${mayMake}; free slots on: ${freeSlotOn.join(', ') || 'none'})`,
+    );
   }
   const outOfLine = pending.filter((id) => !inLine.has(id));
   if (outOfLine.length > 0) problems.push(`${name}: pending lease(s) ${outOfLine.join(', ')} are not in the line, so nothing would ever serve them`);
@@ -170,8 +190,18 @@ test(`no lease waits while its blueprint has room, whatever the interleaving (se
     for (const b of world.blueprints) {
       await db.transaction().execute((trx) => updateBlueprint(trx, b.id, { maxResources: world.wanted.size + 2 }, tester));
     }
-    const stillThere = await db.selectFrom('leases').select('id').where('id', 'in', [0, ...world.wanted]).where('state', '!=', 'destroyed').execute();
-    await waitForLeases(db, stillThere.map((l) => l.id), ['active'], 120_000);
+    const stillThere = await db
+      .selectFrom('leases')
+      .select('id')
+      .where('id', 'in', [0, ...world.wanted])
+      .where('state', '!=', 'destroyed')
+      .execute();
+    await waitForLeases(
+      db,
+      stillThere.map((l) => l.id),
+      ['active'],
+      120_000,
+    );
     expect(await allLineProblems(world)).toEqual([]);
     expect(cluster.workers.errors()).toEqual([]);
   } catch (error) {

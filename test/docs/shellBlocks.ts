@@ -21,7 +21,11 @@ export async function shellBlocks(page: string): Promise<ShellBlock[]> {
     if (!OPENING.test(lines[i]!)) continue;
     const end = lines.indexOf('```', i + 1);
     if (end < 0) throw new Error(`${page}:${i + 1}: a shell block with no closing fence`);
-    const before = lines.slice(0, i).reverse().find((l) => l.trim() !== '') ?? '';
+    const before =
+      lines
+        .slice(0, i)
+        .reverse()
+        .find((l) => l.trim() !== '') ?? '';
     if (!NOT_RUN.test(before.trim())) blocks.push({ page, line: i + 1, script: lines.slice(i + 1, end).join('\n') });
     i = end;
   }

@@ -64,7 +64,10 @@ describe.sequential('the shell examples, in order', () => {
   for (const block of blocks) {
     test(`${block.page}:${block.line}`, async () => {
       const run = await runBlock(block.script);
-      expect(run.code, `${block.page}:${block.line} exited ${run.code}\n--- script\n${block.script}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`).toBe(0);
+      expect(
+        run.code,
+        `${block.page}:${block.line} exited ${run.code}\n--- script\n${block.script}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`,
+      ).toBe(0);
     });
   }
 });
@@ -87,7 +90,9 @@ function runBlock(script: string): Promise<{ code: number | null; stdout: string
 
 /** The checkout's files as git sees them (committed or not, without what .gitignore leaves out), and its node_modules. */
 async function copyCheckout(to: string): Promise<void> {
-  const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { encoding: 'utf8' }).split('\0').filter(Boolean);
+  const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { encoding: 'utf8' })
+    .split('\0')
+    .filter(Boolean);
   for (const file of files) {
     await mkdir(path.join(to, path.dirname(file)), { recursive: true });
     await cp(file, path.join(to, file), { verbatimSymlinks: true }).catch((error: NodeJS.ErrnoException) => {

@@ -42,16 +42,28 @@ const misbehave = (behaviour: string) => ['/bin/sh', MISBEHAVE, behaviour];
 const workspace = [process.execPath, WORKSPACE];
 
 const stateOf = async (kind: 'lease' | 'resource', id: number) =>
-  (await db()
+  await db()
     .selectFrom(kind === 'lease' ? 'leases' : 'resources')
     .select(['state', 'message'])
     .where('id', '=', id)
-    .executeTakeFirstOrThrow());
+    .executeTakeFirstOrThrow();
 const commandOf = (kind: ObjectKind, id: number, commandKind: string): Promise<CommandRow | undefined> =>
-  db().selectFrom('commands').selectAll().where('target_kind', '=', kind).where('target_id', '=', id).where('kind', '=', commandKind).orderBy('id').executeTakeFirst();
+  db()
+    .selectFrom('commands')
+    .selectAll()
+    .where('target_kind', '=', kind)
+    .where('target_id', '=', id)
+    .where('kind', '=', commandKind)
+    .orderBy('id')
+    .executeTakeFirst();
 const resourceMadeFor = (leaseId: number) =>
   waitFor(`a resource for lease ${leaseId}`, () =>
-    db().selectFrom('resources').select('id').where('allocated_for_lease_id', '=', leaseId).executeTakeFirst().then((r) => r?.id),
+    db()
+      .selectFrom('resources')
+      .select('id')
+      .where('allocated_for_lease_id', '=', leaseId)
+      .executeTakeFirst()
+      .then((r) => r?.id),
   );
 
 async function releaseResource(id: number) {
@@ -123,22 +135,36 @@ describe('exec driver through a worker', () => {
       return allocate && allocate.attempts >= 2 ? allocate : undefined;
     });
     expect(retried.status).toMatch(/queued|running/);
-    expect(retried.message).toMatch(/^driver error \(attempt \d\), retrying in [\d.]+ s: allocateResource: \/bin\/sh exited with code 75 \(transient failure\); stderr: quota exceeded; try again later$/);
-    const errors = await db().selectFrom('events').select('message').where('target_kind', '=', 'resource').where('target_id', '=', resourceId).where('type', '=', 'driver_error').execute();
+    expect(retried.message).toMatch(
+      /^driver error \(attempt \d\), retrying in [\d.]+ s: allocateResource: \/bin\/sh exited with code 75 \(transient failure\); stderr: quota exceeded; try again later$/,
+    );
+    const errors = await db()
+      .selectFrom('events')
+      .select('message')
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', resourceId)
+      .where('type', '=', 'driver_error')
+      .execute();
     expect(errors.length).toBeGreaterThanOrEqual(2);
     expect((await stateOf('lease', lease.id)).state).toBe('pending');
     await giveUp(lease.id, resourceId);
   });
 
   test('a program that hangs: it is stopped at the timeout and the command is retried, saying so', async () => {
-    await execBlueprint('hanging', { allocateResource: misbehave('hang') }, { timeoutMs: 1000, killGraceMs: 200, env: { PID_FILE: path.join(scratch, 'hang.pids') } });
+    await execBlueprint(
+      'hanging',
+      { allocateResource: misbehave('hang') },
+      { timeoutMs: 1000, killGraceMs: 200, env: { PID_FILE: path.join(scratch, 'hang.pids') } },
+    );
     const { lease } = await createLease(db(), { blueprint: 'hanging', holder: 'erin' }, actor);
     const resourceId = await resourceMadeFor(lease.id);
     const timedOut = await waitFor('allocate timed out', async () => {
       const allocate = await commandOf('resource', resourceId, 'allocate');
       return allocate && allocate.attempts >= 1 ? allocate : undefined;
     });
-    expect(timedOut.message).toMatch(/retrying in [\d.]+ s: allocateResource: \/bin\/sh timed out after 1000 ms and was stopped; stderr: hanging on purpose$/);
+    expect(timedOut.message).toMatch(
+      /retrying in [\d.]+ s: allocateResource: \/bin\/sh timed out after 1000 ms and was stopped; stderr: hanging on purpose$/,
+    );
     await giveUp(lease.id, resourceId);
     expect(await commandOf('resource', resourceId, 'allocate')).toMatchObject({ status: 'cancelled' });
   });

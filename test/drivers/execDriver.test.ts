@@ -103,7 +103,9 @@ describe('exec driver: how a program ends', () => {
 
   test('exit 75 (EX_TEMPFAIL), or any code listed as transient, is transient', async () => {
     await expect(misbehave('busy').allocateResource(resourceCall)).rejects.toBeInstanceOf(TransientDriverError);
-    await expect(misbehave('busy').allocateResource(resourceCall)).rejects.toThrow(/exited with code 75 \(transient failure\); stderr: quota exceeded/);
+    await expect(misbehave('busy').allocateResource(resourceCall)).rejects.toThrow(
+      /exited with code 75 \(transient failure\); stderr: quota exceeded/,
+    );
     const listed = misbehave('fail', { transientExitCodes: [3] }).allocateResource(resourceCall);
     await expect(listed).rejects.toBeInstanceOf(TransientDriverError);
   });
@@ -122,7 +124,9 @@ describe('exec driver: how a program ends', () => {
   });
 
   test('only the last 4 KiB of stderr is kept', async () => {
-    const failure = await misbehave('noisy').allocateResource(resourceCall).catch((error: Error) => error);
+    const failure = await misbehave('noisy')
+      .allocateResource(resourceCall)
+      .catch((error: Error) => error);
     const stderr = (failure as Error).message.split('; stderr: ')[1]!;
     expect(stderr.startsWith('…')).toBe(true);
     expect(Buffer.byteLength(stderr)).toBeLessThanOrEqual(STDERR_KEPT_BYTES + 3);
@@ -174,7 +178,9 @@ describe('exec driver: settings', () => {
     expect(() => validateDriverSettings('exec', { commands: { allocateResource: [] } })).toThrow(/give the program and its arguments/);
     expect(() => validateDriverSettings('exec', { commands: { makeCoffee: ['x'] } })).toThrow(/commands/);
     expect(() => validateDriverSettings('exec', { commands: { allocateResource: ['x'] }, cwd: 'relative' })).toThrow(/cwd must be an absolute path/);
-    expect(() => validateDriverSettings('exec', { commands: { allocateResource: ['x'] }, env: { 'BAD NAME': 'x' } })).toThrow(/environment variable name/);
+    expect(() => validateDriverSettings('exec', { commands: { allocateResource: ['x'] }, env: { 'BAD NAME': 'x' } })).toThrow(
+      /environment variable name/,
+    );
     expect(() => validateDriverSettings('exec', { commands: { allocateResource: ['x'] }, transientExitCodes: [0] })).toThrow(/transientExitCodes/);
     expect(validateDriverSettings('exec', { commands: { allocateResource: ['x'] } })).toMatchObject({
       timeoutMs: 60_000,

@@ -59,8 +59,7 @@ const waitingAtBlueprint = (leaseId: number) =>
     const row = await db().selectFrom('blueprint_waiters').select('lease_id').where('lease_id', '=', leaseId).executeTakeFirst();
     return row !== undefined;
   });
-const claims = async () =>
-  (await db().selectFrom('static_pool_claims').select('entry').orderBy('entry').execute()).map((c) => c.entry);
+const claims = async () => (await db().selectFrom('static_pool_claims').select('entry').orderBy('entry').execute()).map((c) => c.entry);
 
 describe('static-pool driver through a worker', () => {
   test('leases land on entries up to their slots; removed entries drain and go; added entries are used', async () => {
@@ -108,7 +107,9 @@ describe('static-pool driver through a worker', () => {
     const { lease: fifth } = await createLease(db(), { blueprint: 'hosts', holder: 'l5' }, actor);
     await waitingAtBlueprint(fifth.id);
     expect((await lease(fifth.id)).state).toBe('pending');
-    expect(await db().selectFrom('resource_slots').select('lease_id').where('resource_id', '=', hostAResource.id).execute()).toEqual([{ lease_id: onA2!.id }]);
+    expect(await db().selectFrom('resource_slots').select('lease_id').where('resource_id', '=', hostAResource.id).execute()).toEqual([
+      { lease_id: onA2!.id },
+    ]);
 
     await release(onA2!.id);
     await waitFor('host-a destroyed', async () => (await resource(hostAResource.id)).state === 'destroyed');
@@ -123,7 +124,11 @@ describe('static-pool driver through a worker', () => {
       return row.state === 'active' ? row : undefined;
     });
     expect(entryOf(fifthServed)).toBe('host-b');
-    const live = await db().selectFrom('blueprints').select(['live_resources', 'max_resources']).where('name', '=', 'hosts').executeTakeFirstOrThrow();
+    const live = await db()
+      .selectFrom('blueprints')
+      .select(['live_resources', 'max_resources'])
+      .where('name', '=', 'hosts')
+      .executeTakeFirstOrThrow();
     expect(live).toEqual({ live_resources: 2, max_resources: 2 });
   });
 
@@ -132,9 +137,7 @@ describe('static-pool driver through a worker', () => {
     const entries = slots.map((n, i) => ({ name: `box-${i}`, slots: n }));
     await createBlueprint(db(), { name: 'crowd', driver: 'static-pool', settings: { entries }, maxResources: entries.length }, actor);
     const total = slots.reduce((a, b) => a + b, 0);
-    const created = await Promise.all(
-      Array.from({ length: total + 3 }, (_, i) => createLease(db(), { blueprint: 'crowd', holder: `h${i}` }, actor)),
-    );
+    const created = await Promise.all(Array.from({ length: total + 3 }, (_, i) => createLease(db(), { blueprint: 'crowd', holder: `h${i}` }, actor)));
     const ids = created.map((c) => c.lease.id);
     const rows = await waitFor('every slot taken', async () => {
       const all = await db().selectFrom('leases').selectAll().where('id', 'in', ids).execute();
@@ -143,7 +146,12 @@ describe('static-pool driver through a worker', () => {
     const perEntry = new Map<string, number>();
     for (const row of rows.filter((r) => r.state === 'active')) perEntry.set(entryOf(row)!, (perEntry.get(entryOf(row)!) ?? 0) + 1);
     expect(Object.fromEntries(perEntry)).toEqual(Object.fromEntries(entries.map((e) => [e.name, e.slots])));
-    const resources = await db().selectFrom('resources as r').innerJoin('blueprints as b', 'b.id', 'r.blueprint_id').select(['r.attributes', 'r.capacity']).where('b.name', '=', 'crowd').execute();
+    const resources = await db()
+      .selectFrom('resources as r')
+      .innerJoin('blueprints as b', 'b.id', 'r.blueprint_id')
+      .select(['r.attributes', 'r.capacity'])
+      .where('b.name', '=', 'crowd')
+      .execute();
     expect(resources.map((r) => [entryOf(r), r.capacity]).sort()).toEqual(entries.map((e) => [e.name, e.slots]));
     for (const row of rows.filter((r) => r.state !== 'active')) await waitingAtBlueprint(row.id);
     for (const id of ids) await appendCommand(db(), { target: { kind: 'lease', id }, kind: 'release', actor });
@@ -160,7 +168,12 @@ describe('static-pool driver through a worker', () => {
     await waitFor('lease active', async () => (await lease(l.id)).state === 'active');
     const before = (await lease(l.id)).resource_id!;
 
-    await appendCommand(db(), { target: { kind: 'blueprint', id: bp.id }, kind: 'update_settings', payload: { settings: { entries: [{ ...wide, slots: 3 }] } }, actor });
+    await appendCommand(db(), {
+      target: { kind: 'blueprint', id: bp.id },
+      kind: 'update_settings',
+      payload: { settings: { entries: [{ ...wide, slots: 3 }] } },
+      actor,
+    });
     await waitFor('the old resource retired', async () => (await resource(before)).state === 'released');
     await release(l.id);
     await waitFor('the old resource destroyed', async () => (await resource(before)).state === 'destroyed');
@@ -189,7 +202,12 @@ describe('static-pool driver through a worker', () => {
     expect(after.n).toBe(before.n);
 
     const blueprint = await db().selectFrom('blueprints').select(['id', 'settings', 'version']).where('name', '=', 'hosts').executeTakeFirstOrThrow();
-    const update = { target: { kind: 'blueprint', id: blueprint.id }, kind: 'update_settings', payload: { settings: { entries: 'all of them' } }, actor } as const;
+    const update = {
+      target: { kind: 'blueprint', id: blueprint.id },
+      kind: 'update_settings',
+      payload: { settings: { entries: 'all of them' } },
+      actor,
+    } as const;
     // Every append from outside checks them (admissionChecks)...
     await expect(appendCommand(db(), update)).rejects.toThrow(/invalid settings for the static-pool driver: settings.entries/);
     // ...and the drain checks again, for settings that no longer fit when it applies them.

@@ -207,16 +207,17 @@ test('a PostgreSQL restart, twice, during a storm of API appends and drains by t
     },
     120_000,
   );
-  const made = await database.db
-    .selectFrom('leases')
-    .select(['id', 'state'])
-    .where('blueprint_id', '=', busy.id)
-    .execute();
+  const made = await database.db.selectFrom('leases').select(['id', 'state']).where('blueprint_id', '=', busy.id).execute();
   expect(made.map((l) => l.id).sort((a, b) => a - b)).toEqual([...storm.leases].sort((a, b) => a - b));
   await waitFor(
     'every storm lease to be destroyed',
     async () => {
-      const live = await database.db.selectFrom('leases').select('id').where('blueprint_id', '=', busy.id).where('state', '!=', 'destroyed').execute();
+      const live = await database.db
+        .selectFrom('leases')
+        .select('id')
+        .where('blueprint_id', '=', busy.id)
+        .where('state', '!=', 'destroyed')
+        .execute();
       return live.length === 0;
     },
     120_000,

@@ -18,7 +18,12 @@ const cluster = clusterForThisFile({ workers: 0, poolSize: 5 });
 async function releaseDuringDriverCall(name: string, releaseLatencyMs: number, graceMs: number) {
   const db = cluster.database.db;
   const workers = await cluster.workers.start(2, { SLIPWAY_SHUTDOWN_GRACE_MS: String(graceMs) });
-  const blueprint = await simulatedBlueprint(db, name, { maxResources: 1, leasesPerResource: 1 }, { operationLatencyMs: { releaseLease: releaseLatencyMs } });
+  const blueprint = await simulatedBlueprint(
+    db,
+    name,
+    { maxResources: 1, leasesPerResource: 1 },
+    { operationLatencyMs: { releaseLease: releaseLatencyMs } },
+  );
   const [lease] = await createLeases(db, blueprint, 1);
   await waitForLeases(db, [lease!.id], ['active']);
   const { command: release } = await releaseLease(db, lease!.id);
@@ -29,7 +34,12 @@ async function releaseDuringDriverCall(name: string, releaseLatencyMs: number, g
   const victim = cluster.workers.byName(holder!);
   const other = workers.find((w) => w !== victim)!;
   const effects = () =>
-    db.selectFrom('simulated_effects').select(['idempotency_key', 'calls']).where('operation', '=', 'releaseLease').where('object_id', '=', lease!.id).execute();
+    db
+      .selectFrom('simulated_effects')
+      .select(['idempotency_key', 'calls'])
+      .where('operation', '=', 'releaseLease')
+      .where('object_id', '=', lease!.id)
+      .execute();
   return { db, lease: lease!, release, status, victim, other, effects };
 }
 

@@ -25,7 +25,13 @@ test('a process SIGKILLed between a command commit and its wake-up signal: the o
   const [lease] = await createLeases(db, blueprint, 1);
   await waitForLeases(db, [lease!.id], ['active']);
 
-  const run = promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/faults/support/appendThenDie.ts', cluster.database.url, String(lease!.id)]);
+  const run = promisify(execFile)(process.execPath, [
+    '--import',
+    'tsx',
+    'test/faults/support/appendThenDie.ts',
+    cluster.database.url,
+    String(lease!.id),
+  ]);
   await expect(run).rejects.toMatchObject({ signal: 'SIGKILL' });
   const release = await db
     .selectFrom('commands')

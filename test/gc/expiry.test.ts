@@ -80,7 +80,11 @@ describe('expiry', () => {
     expect(after.expires_at!.getTime()).toBeGreaterThan(Date.now() + 3_000_000);
     expect(after.term_ms).toBe(3_600_000);
     const [release] = await releasesOf(id);
-    expect(release).toMatchObject({ source: 'gc', status: 'done', message: 'not released: the lease was renewed before its expiry release was applied' });
+    expect(release).toMatchObject({
+      source: 'gc',
+      status: 'done',
+      message: 'not released: the lease was renewed before its expiry release was applied',
+    });
     const renewCommand = (await commandsOf(db(), 'lease', id)).find((c) => c.kind === 'renew')!;
     expect(renewCommand.id).toBeLessThan(release!.id);
     expect(renewCommand.status).toBe('done');

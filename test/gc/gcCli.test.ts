@@ -8,7 +8,20 @@ import { parseJson } from '../cli/runCli.ts';
 const env = cliTestEnv({ SLIPWAY_GC_INTERVAL_MINUTES: '0' });
 
 beforeAll(async () => {
-  const run = await env.cli('blueprint', 'create', '--name', 'warm', '--driver', 'simulated', '--max-resources', '3', '--min-resources', '2', '--idle-timeout', '10m');
+  const run = await env.cli(
+    'blueprint',
+    'create',
+    '--name',
+    'warm',
+    '--driver',
+    'simulated',
+    '--max-resources',
+    '3',
+    '--min-resources',
+    '2',
+    '--idle-timeout',
+    '10m',
+  );
   expect(run.code).toBe(0);
 });
 

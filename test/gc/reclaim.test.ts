@@ -19,7 +19,11 @@ const lease = (id: number) => db().selectFrom('leases').selectAll().where('id', 
 const resourcesOf = (blueprintId: number) => db().selectFrom('resources').selectAll().where('blueprint_id', '=', blueprintId).orderBy('id').execute();
 const release = (kind: 'lease' | 'resource', id: number) => appendCommand(db(), { target: { kind, id }, kind: 'release', actor: alice });
 const reclaimsIn = (pass: Awaited<ReturnType<typeof hand.pass>>) =>
-  (pass.steps.reclaimIdleResources?.actions ?? []).map((a) => ({ id: Number(a.target.split(':')[1]), reason: a.reason, queued: a.commandId !== undefined && !a.coalesced }));
+  (pass.steps.reclaimIdleResources?.actions ?? []).map((a) => ({
+    id: Number(a.target.split(':')[1]),
+    reason: a.reason,
+    queued: a.commandId !== undefined && !a.coalesced,
+  }));
 
 async function blueprint(name: string, limits: { maxResources: number; minResources?: number; idleTimeoutMs?: number }) {
   return createBlueprint(db(), { name, driver: 'simulated', leasesPerResource: 1, ...limits }, alice);
@@ -68,7 +72,9 @@ describe('reclaim for waiting leases', () => {
     // Within the idle grace, nothing is reclaimed.
     expect(reclaimsIn(await hand.pass({ idleGraceMs: 3_600_000 }))).toEqual([]);
     const reclaims = reclaimsIn(await hand.pass());
-    expect(reclaims).toEqual([{ id: idle!.id, queued: true, reason: expect.stringMatching(/blueprint full is at its limit of 1 with 1 lease\(s\) waiting/) }]);
+    expect(reclaims).toEqual([
+      { id: idle!.id, queued: true, reason: expect.stringMatching(/blueprint full is at its limit of 1 with 1 lease\(s\) waiting/) },
+    ]);
     await hand.all();
     expect((await lease(waiters[0]!)).state).toBe('active');
     const [gone, fresh] = await resourcesOf(b.id);
@@ -110,7 +116,11 @@ describe('reclaim races', () => {
     const [second] = await leases('taken', 1);
     await hand.all();
     expect((await lease(second!)).resource_id).toBe(resource!.id);
-    const action = await new GcPass(db(), TEST_GC, NO_PASS_ROW).request({ kind: 'resource', id: resource!.id }, 'reclaim', 'idle (as the collector saw it)');
+    const action = await new GcPass(db(), TEST_GC, NO_PASS_ROW).request(
+      { kind: 'resource', id: resource!.id },
+      'reclaim',
+      'idle (as the collector saw it)',
+    );
     await hand.all();
     const reclaim = (await commandsOf(db(), 'resource', resource!.id)).find((c) => c.id === action.commandId)!;
     expect(reclaim).toMatchObject({ status: 'failed', message: 'not reclaimed: 1 lease(s) hold it' });
@@ -139,7 +149,13 @@ describe('reclaim races', () => {
     expect(served.state).toBe('active');
     expect(served.resource_id).not.toBe(resource!.id);
     expect((await resourcesOf(b.id))[0]).toMatchObject({ id: resource!.id, state: 'destroyed' });
-    const grants = await db().selectFrom('events').select('id').where('target_kind', '=', 'resource').where('target_id', '=', resource!.id).where('type', '=', 'slot_granted').execute();
+    const grants = await db()
+      .selectFrom('events')
+      .select('id')
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', resource!.id)
+      .where('type', '=', 'slot_granted')
+      .execute();
     expect(grants).toHaveLength(1); // the first lease's, before the reclaim
   });
 });
@@ -176,7 +192,9 @@ describe('idle timeout and the warm minimum', () => {
   test('the warm minimum is topped up, within the limit, and again after a resource goes', async () => {
     const b = await blueprint('warm', { maxResources: 3, minResources: 2 });
     const pass = await hand.pass();
-    expect(pass.steps.topUpWarmMinimum?.actions).toEqual([expect.objectContaining({ target: `blueprint:${b.id}`, kind: 'top_up', reason: '0 warm resource(s) of a minimum of 2' })]);
+    expect(pass.steps.topUpWarmMinimum?.actions).toEqual([
+      expect.objectContaining({ target: `blueprint:${b.id}`, kind: 'top_up', reason: '0 warm resource(s) of a minimum of 2' }),
+    ]);
     expect((await hand.pass()).steps.topUpWarmMinimum?.actions).toEqual([]); // already queued
     await hand.all();
     let resources = await resourcesOf(b.id);
@@ -191,7 +209,9 @@ describe('idle timeout and the warm minimum', () => {
     // An operator releases the other one: the next pass makes another.
     await release('resource', resources.find((r) => r.id !== held)!.id);
     await hand.all();
-    expect((await hand.pass()).steps.topUpWarmMinimum?.actions).toEqual([expect.objectContaining({ reason: '1 warm resource(s) of a minimum of 2' })]);
+    expect((await hand.pass()).steps.topUpWarmMinimum?.actions).toEqual([
+      expect.objectContaining({ reason: '1 warm resource(s) of a minimum of 2' }),
+    ]);
     await hand.all();
     resources = await resourcesOf(b.id);
     expect(resources.filter((r) => r.state === 'active')).toHaveLength(2);

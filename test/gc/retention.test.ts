@@ -38,7 +38,11 @@ async function historyCount(kind: ObjectKind, id: number) {
 }
 
 const exists = async (kind: 'lease' | 'resource', id: number) =>
-  (await db().selectFrom(kind === 'lease' ? 'leases' : 'resources').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
+  (await db()
+    .selectFrom(kind === 'lease' ? 'leases' : 'resources')
+    .select('id')
+    .where('id', '=', id)
+    .executeTakeFirst()) !== undefined;
 
 test('retention prunes destroyed objects older than it, with their history, and nothing else', async () => {
   const b = await createBlueprint(db(), { name: 'old', driver: 'simulated', maxResources: 5, leasesPerResource: 1 }, alice);
@@ -54,10 +58,13 @@ test('retention prunes destroyed objects older than it, with their history, and 
     await appendCommand(db(), { target: { kind: 'resource', id: r.id }, kind: 'reclaim', actor: alice });
   }
   await hand.all();
-  const goneResources = (await db().selectFrom('resources').select('id').where('blueprint_id', '=', b.id).where('state', '=', 'destroyed').execute()).map((r) => r.id);
+  const goneResources = (
+    await db().selectFrom('resources').select('id').where('blueprint_id', '=', b.id).where('state', '=', 'destroyed').execute()
+  ).map((r) => r.id);
   expect(goneResources).toHaveLength(4);
   // A destroyed resource a kept lease row still names is kept with it.
-  const resourceOf = async (id: number) => (await db().selectFrom('leases').select('resource_id').where('id', '=', id).executeTakeFirstOrThrow()).resource_id!;
+  const resourceOf = async (id: number) =>
+    (await db().selectFrom('leases').select('resource_id').where('id', '=', id).executeTakeFirstOrThrow()).resource_id!;
   const prunable = [await resourceOf(oldA), await resourceOf(oldB)];
   const named = [await resourceOf(recent), await resourceOf(lateGrant)];
 
@@ -67,14 +74,22 @@ test('retention prunes destroyed objects older than it, with their history, and 
   await age('lease', recent, 10);
   await age('blueprint', b.id, 40);
   // A destroyed lease with a command still queued (a late grant on its way) is kept.
-  await db().transaction().execute((trx) =>
-    appendInTransaction(trx, { target: { kind: 'lease', id: lateGrant }, kind: 'deny', payload: { reason: 'late' }, actor: alice }, { fromOutside: false, wake: false }),
-  );
+  await db()
+    .transaction()
+    .execute((trx) =>
+      appendInTransaction(
+        trx,
+        { target: { kind: 'lease', id: lateGrant }, kind: 'deny', payload: { reason: 'late' }, actor: alice },
+        { fromOutside: false, wake: false },
+      ),
+    );
   // Other objects' commands that point at what is pruned keep their rows.
   const linked = await db()
     .selectFrom('commands')
     .select(['id', 'target_kind', 'target_id'])
-    .where('caused_by', 'in', (eb) => eb.selectFrom('commands').select('id').where('target_kind', '=', 'lease').where('target_id', 'in', [oldA, oldB]))
+    .where('caused_by', 'in', (eb) =>
+      eb.selectFrom('commands').select('id').where('target_kind', '=', 'lease').where('target_id', 'in', [oldA, oldB]),
+    )
     .where((eb) => eb.not(eb.and([eb('target_kind', '=', 'lease'), eb('target_id', 'in', [oldA, oldB])])))
     .execute();
   expect(linked.length).toBeGreaterThan(0);
@@ -103,7 +118,15 @@ test('retention prunes destroyed objects older than it, with their history, and 
   expect(await historyCount('lease', live)).toEqual(liveBefore);
   expect(await historyCount('resource', liveResource)).toEqual(liveResourceBefore);
   expect(await historyCount('blueprint', b.id)).toEqual(blueprintBefore);
-  const survivors = await db().selectFrom('commands').select(['id', 'caused_by']).where('id', 'in', linked.map((c) => c.id)).execute();
+  const survivors = await db()
+    .selectFrom('commands')
+    .select(['id', 'caused_by'])
+    .where(
+      'id',
+      'in',
+      linked.map((c) => c.id),
+    )
+    .execute();
   const survivingIds = new Set(survivors.map((c) => c.id));
   // A linked command survives unless it belonged to a pruned resource; its link is gone.
   for (const c of linked) {
@@ -121,7 +144,16 @@ test('retention prunes destroyed objects older than it, with their history, and 
 });
 
 test('old pass records are pruned with the same retention', async () => {
-  const old = await db().insertInto('gc_passes').values({ trigger: 'cli', status: 'done', started_at: new Date(Date.now() - 40 * 86_400_000), finished_at: new Date(Date.now() - 40 * 86_400_000) }).returning('id').executeTakeFirstOrThrow();
+  const old = await db()
+    .insertInto('gc_passes')
+    .values({
+      trigger: 'cli',
+      status: 'done',
+      started_at: new Date(Date.now() - 40 * 86_400_000),
+      finished_at: new Date(Date.now() - 40 * 86_400_000),
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   const pass = await hand.pass();
   expect(pass.steps.pruneHistory!.pruned!.gc_passes).toBe(1);
   expect(await db().selectFrom('gc_passes').select('id').where('id', '=', old.id).executeTakeFirst()).toBeUndefined();

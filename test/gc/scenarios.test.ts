@@ -22,16 +22,27 @@ const cluster = clusterForThisFile({ workers: 2, poolSize: 12, env: { SLIPWAY_CH
 const db = () => cluster.database.db;
 const pass = (settings = {}) => runCollectorPass(cluster.database, { ...TEST_GC, ...settings }, 'cli', testLog);
 
-function blueprint(name: string, limits: { maxResources: number; leasesPerResource?: number; minResources?: number; idleTimeoutMs?: number }, settings: Record<string, unknown> = {}) {
+function blueprint(
+  name: string,
+  limits: { maxResources: number; leasesPerResource?: number; minResources?: number; idleTimeoutMs?: number },
+  settings: Record<string, unknown> = {},
+) {
   return createBlueprint(db(), { name, driver: 'simulated', leasesPerResource: 1, settings, ...limits }, tester);
 }
 
 async function newLeases(b: BlueprintRow, count: number, options: { heartbeatMs?: number } = {}): Promise<number[]> {
-  const created = await Promise.all(Array.from({ length: count }, (_, i) => createLease(db(), { blueprint: b.name, holder: `h${i}`, ...options }, tester)));
+  const created = await Promise.all(
+    Array.from({ length: count }, (_, i) => createLease(db(), { blueprint: b.name, holder: `h${i}`, ...options }, tester)),
+  );
   return created.map((c) => c.lease.id);
 }
 
-const leaseStates = (ids: readonly number[]) => db().selectFrom('leases').select(['id', 'state', 'resource_id']).where('id', 'in', [...ids]).execute();
+const leaseStates = (ids: readonly number[]) =>
+  db()
+    .selectFrom('leases')
+    .select(['id', 'state', 'resource_id'])
+    .where('id', 'in', [...ids])
+    .execute();
 const resourcesOf = (b: BlueprintRow) => db().selectFrom('resources').selectAll().where('blueprint_id', '=', b.id).execute();
 
 /** Releases each lease once it is active, as a holder done with it would, until all are destroyed. */
@@ -77,7 +88,13 @@ describe('capacity and allocation', () => {
     const resources = await resourcesOf(b);
     expect(resources).toHaveLength(1);
     expect(resources[0]).toMatchObject({ state: 'active', used_slots: 0 });
-    const grants = await db().selectFrom('events').select('data').where('target_kind', '=', 'resource').where('target_id', '=', resources[0]!.id).where('type', '=', 'slot_granted').execute();
+    const grants = await db()
+      .selectFrom('events')
+      .select('data')
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', resources[0]!.id)
+      .where('type', '=', 'slot_granted')
+      .execute();
     expect(grants).toHaveLength(5);
     expect(await db().selectFrom('blueprint_waiters').select('lease_id').where('blueprint_id', '=', b.id).execute()).toEqual([]);
   });
@@ -90,7 +107,8 @@ describe('capacity and allocation', () => {
     await waitForQuietQueues(db());
     const resources = await resourcesOf(b);
     const perLease = new Map<number, number>();
-    for (const r of resources.filter((r) => r.allocated_for_lease_id !== null)) perLease.set(r.allocated_for_lease_id!, (perLease.get(r.allocated_for_lease_id!) ?? 0) + 1);
+    for (const r of resources.filter((r) => r.allocated_for_lease_id !== null))
+      perLease.set(r.allocated_for_lease_id!, (perLease.get(r.allocated_for_lease_id!) ?? 0) + 1);
     expect([...perLease.values()].every((n) => n === 1)).toBe(true);
     expect(await peakLiveResources(db(), b.id)).toBeLessThanOrEqual(3);
     expect(await moreThan('resource_allocated', 'leaseId', 1)).toEqual([]);
@@ -101,7 +119,11 @@ describe('capacity and allocation', () => {
   });
 
   test('an allocation that throws yields and is retried, and the lease is served, not failed', async () => {
-    const b = await blueprint('flaky', { maxResources: 4 }, { transientFailureRate: 0.9, transientRetryAfterMs: 100, failOperations: ['allocateResource'] });
+    const b = await blueprint(
+      'flaky',
+      { maxResources: 4 },
+      { transientFailureRate: 0.9, transientRetryAfterMs: 100, failOperations: ['allocateResource'] },
+    );
     const ids = await newLeases(b, 4);
     await waitFor('every lease to be active', async () => (await leaseStates(ids)).every((l) => l.state === 'active'), 180_000);
     const allocates = await db()
@@ -109,7 +131,11 @@ describe('capacity and allocation', () => {
       .select(['attempts', 'status'])
       .where('kind', '=', 'allocate')
       .where('target_kind', '=', 'resource')
-      .where('target_id', 'in', (await resourcesOf(b)).map((r) => r.id))
+      .where(
+        'target_id',
+        'in',
+        (await resourcesOf(b)).map((r) => r.id),
+      )
       .execute();
     expect(allocates.every((c) => c.status === 'done')).toBe(true);
     expect(allocates.some((c) => c.attempts > 0)).toBe(true);
@@ -132,7 +158,11 @@ describe('capacity and allocation', () => {
 
 describe('reclaim and release under concurrent requests', () => {
   test('a lease never lands on a resource that is being reclaimed or released', async () => {
-    const b = await blueprint('churn', { maxResources: 3, leasesPerResource: 2, minResources: 1, idleTimeoutMs: 1000 }, { latencyMs: { min: 0, max: 40 } });
+    const b = await blueprint(
+      'churn',
+      { maxResources: 3, leasesPerResource: 2, minResources: 1, idleTimeoutMs: 1000 },
+      { latencyMs: { min: 0, max: 40 } },
+    );
     const all: number[] = [];
     for (let round = 0; round < 8; round++) {
       all.push(...(await newLeases(b, 5)));
@@ -140,8 +170,12 @@ describe('reclaim and release under concurrent requests', () => {
       const resources = (await resourcesOf(b)).filter((r) => r.state === 'active');
       // Holders releasing, operators reclaiming and releasing resources, and the collector, all at once.
       await Promise.allSettled([
-        ...shuffle(live).slice(0, 3).map((l) => releaseLease(db(), l.id)),
-        ...resources.map((r) => appendCommand(db(), { target: { kind: 'resource', id: r.id }, kind: round % 3 === 0 ? 'release' : 'reclaim', actor: tester })),
+        ...shuffle(live)
+          .slice(0, 3)
+          .map((l) => releaseLease(db(), l.id)),
+        ...resources.map((r) =>
+          appendCommand(db(), { target: { kind: 'resource', id: r.id }, kind: round % 3 === 0 ? 'release' : 'reclaim', actor: tester }),
+        ),
         pass(),
         pass(),
       ]);
@@ -155,14 +189,19 @@ describe('reclaim and release under concurrent requests', () => {
       .selectFrom('events')
       .select(['target_id', 'type', 'to_state', 'id'])
       .where('target_kind', '=', 'resource')
-      .where('target_id', 'in', (await resourcesOf(b)).map((r) => r.id))
+      .where(
+        'target_id',
+        'in',
+        (await resourcesOf(b)).map((r) => r.id),
+      )
       .orderBy('id')
       .execute();
     const releasedAt = new Map<number, number>();
     const late: string[] = [];
     for (const e of events) {
       if (e.type === 'state' && e.to_state === 'released') releasedAt.set(e.target_id, e.id);
-      if (e.type === 'slot_granted' && releasedAt.has(e.target_id)) late.push(`resource ${e.target_id}: slot granted in event ${e.id} after release in ${releasedAt.get(e.target_id)}`);
+      if (e.type === 'slot_granted' && releasedAt.has(e.target_id))
+        late.push(`resource ${e.target_id}: slot granted in event ${e.id} after release in ${releasedAt.get(e.target_id)}`);
     }
     expect(late).toEqual([]);
     expect(releasedAt.size).toBeGreaterThan(0);
@@ -195,7 +234,13 @@ describe('expiry and heartbeats with workers', () => {
     }
     const trails = await stateTrails(db(), 'lease');
     for (const id of dropped) expect(trails.get(id)!.states).toEqual(['pending', 'acquired', 'active', 'released', 'destroyed']);
-    const releases = await db().selectFrom('commands').select(['target_id', 'issued_by', 'source', 'status']).where('kind', '=', 'release').where('target_kind', '=', 'lease').where('target_id', 'in', ids).execute();
+    const releases = await db()
+      .selectFrom('commands')
+      .select(['target_id', 'issued_by', 'source', 'status'])
+      .where('kind', '=', 'release')
+      .where('target_kind', '=', 'lease')
+      .where('target_id', 'in', ids)
+      .execute();
     expect(releases.map((r) => r.target_id).sort()).toEqual([...dropped].sort());
     expect(releases.every((r) => r.issued_by === 'system:gc' && r.source === 'gc' && r.status === 'done')).toBe(true);
     for (const id of kept) await releaseLease(db(), id);

@@ -20,7 +20,12 @@ beforeAll(async () => {
 
 const usage = async (passId: number) => db().selectFrom('usage_samples').selectAll().where('pass_id', '=', passId).executeTakeFirstOrThrow();
 const blueprintUsage = async (passId: number, blueprintId: number) =>
-  db().selectFrom('blueprint_usage_samples').selectAll().where('pass_id', '=', passId).where('blueprint_id', '=', blueprintId).executeTakeFirstOrThrow();
+  db()
+    .selectFrom('blueprint_usage_samples')
+    .selectAll()
+    .where('pass_id', '=', passId)
+    .where('blueprint_id', '=', blueprintId)
+    .executeTakeFirstOrThrow();
 const lease = (blueprint: string) => createLease(db(), { blueprint, holder: 'alice' }, alice);
 const release = (id: number) => appendCommand(db(), { target: { kind: 'lease', id }, kind: 'release', actor: alice });
 
@@ -35,7 +40,9 @@ test('a first sample sets its marks and counts what is live; later samples count
   const leases = [await lease('pool'), await lease('pool'), await lease('pool')];
   await hand.all();
   const second = await hand.pass();
-  const appended = await sql<{ n: number }>`select count(*)::int as n from commands where id > (select last_command_id from usage_samples where pass_id = ${first.id})`.execute(db());
+  const appended = await sql<{
+    n: number;
+  }>`select count(*)::int as n from commands where id > (select last_command_id from usage_samples where pass_id = ${first.id})`.execute(db());
   expect(await usage(second.id)).toMatchObject({ commands_appended: appended.rows[0]!.n, commands_failed: 0, leases_activated: 2 });
   const poolUse = await blueprintUsage(second.id, pool);
   expect(poolUse).toMatchObject({ leases: { active: 2, pending: 1 }, leases_waiting: 1, resources: { active: 1 }, leases_activated: 2 });
@@ -55,7 +62,13 @@ test('a first sample sets its marks and counts what is live; later samples count
 test('failed commands are counted in the sample after they fail, once', async () => {
   const before = await hand.pass();
   // A lease whose driver fails for good: its acquisition fails.
-  const failing = (await createBlueprint(db(), { name: 'failing', driver: 'simulated', settings: { permanentFailureRate: 1 }, maxResources: 1, leasesPerResource: 1 }, alice)).id;
+  const failing = (
+    await createBlueprint(
+      db(),
+      { name: 'failing', driver: 'simulated', settings: { permanentFailureRate: 1 }, maxResources: 1, leasesPerResource: 1 },
+      alice,
+    )
+  ).id;
   await lease('failing');
   await hand.all();
   const failed = await sql<{ n: number }>`select count(*)::int as n from commands where status = 'failed'

@@ -15,7 +15,13 @@ import { testLog } from './testDatabase.ts';
 export function drainByHand(database: Pick<Database, 'pool' | 'db'>, handOffAfterMs = 60_000) {
   const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
   const lane = (only?: readonly ObjectRef[]) =>
-    new DrainLane(database, drivers, testLog, { maxHeld: LANE_SIZE, chaosDelayMs: 0, handOffAfterMs, stopping: new AbortController().signal, ...(only ? { only } : {}) });
+    new DrainLane(database, drivers, testLog, {
+      maxHeld: LANE_SIZE,
+      chaosDelayMs: 0,
+      handOffAfterMs,
+      stopping: new AbortController().signal,
+      ...(only ? { only } : {}),
+    });
   return {
     /** Drains one object's ready commands; answers how many it applied (0 when another drain holds it). */
     drain: (kind: ObjectKind, id: number): Promise<number> => lane([{ kind, id }]).run(),

@@ -52,11 +52,16 @@ test('the shipped alert rules pass promtool check rules and use only metrics a s
 });
 
 test("the Grafana dashboard's expressions are PromQL that promtool parses", () => {
-  const { panels } = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Array<{ id: number; targets: Array<{ refId: string; expr: string }> }> };
+  const { panels } = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+    panels: Array<{ id: number; targets: Array<{ refId: string; expr: string }> }>;
+  };
   // Each expression as a recording rule (a JSON file is YAML), Grafana's own
   // interval variable replaced by what it stands for.
   const rules = panels.flatMap((panel) =>
-    panel.targets.map((target) => ({ record: `slipway:dashboard:panel${panel.id}_${target.refId}`, expr: target.expr.replaceAll('$__rate_interval', '5m') })),
+    panel.targets.map((target) => ({
+      record: `slipway:dashboard:panel${panel.id}_${target.refId}`,
+      expr: target.expr.replaceAll('$__rate_interval', '5m'),
+    })),
   );
   expect(rules.length).toBeGreaterThan(10);
   const file = join(mkdtempSync(join(tmpdir(), 'slipway-dashboard-')), 'rules.yml');

@@ -51,7 +51,12 @@ test('concurrent appends go in shared transactions, and each caller gets its own
   expect((answers[50] as PromiseRejectedResult).reason).toBeInstanceOf(NotFoundError);
 
   const written = await releasesOf([...distinct, contested!]);
-  expect(written.filter((r) => r.status === 'queued').map((r) => r.target_id).sort()).toEqual([...distinct, contested!].sort());
+  expect(
+    written
+      .filter((r) => r.status === 'queued')
+      .map((r) => r.target_id)
+      .sort(),
+  ).toEqual([...distinct, contested!].sort());
   // Rows written in one transaction share its id: 51 appends took a few, not 51.
   expect(new Set(written.map((r) => r.tx)).size).toBeLessThan(10);
 });

@@ -54,7 +54,15 @@ describe('appending a command', () => {
       actor: { ...alice, requestId: 'req-1' },
     });
     expect(coalesced).toBe(false);
-    expect(command).toMatchObject({ kind: 'release', version: 1, status: 'queued', issued_by: 'alice@host', source: 'cli', reason: 'done with it', request_id: 'req-1' });
+    expect(command).toMatchObject({
+      kind: 'release',
+      version: 1,
+      status: 'queued',
+      issued_by: 'alice@host',
+      source: 'cli',
+      reason: 'done with it',
+      request_id: 'req-1',
+    });
   });
 
   test('a command whose transaction rolls back leaves neither the command nor its wake-up', async () => {
@@ -76,7 +84,14 @@ describe('appending a command', () => {
   test('an append never moves a wake-up later, and one already due stays one row', async () => {
     const lease = await newLease();
     const runAt = async () =>
-      (await db().selectFrom('drain_wakeups').select('run_at').where('target_kind', '=', 'lease').where('target_id', '=', lease.id).executeTakeFirstOrThrow()).run_at;
+      (
+        await db()
+          .selectFrom('drain_wakeups')
+          .select('run_at')
+          .where('target_kind', '=', 'lease')
+          .where('target_id', '=', lease.id)
+          .executeTakeFirstOrThrow()
+      ).run_at;
     const due = await runAt();
     await appendCommand(db(), { target: { kind: 'lease', id: lease.id }, kind: 'renew', payload: { expiresInMs: 60_000 }, actor: alice });
     expect(await runAt()).toEqual(due);
@@ -120,7 +135,13 @@ describe('appending a command', () => {
     expect(second.coalesced).toBe(true);
     expect(second.command.id).toBe(first.command.id);
     expect(second.record).toMatchObject({ status: 'coalesced', coalesced_into: first.command.id, issued_by: 'gc', source: 'gc', reason: 'expired' });
-    const queued = await db().selectFrom('commands').select('id').where('target_id', '=', lease.id).where('kind', '=', 'release').where('status', '=', 'queued').execute();
+    const queued = await db()
+      .selectFrom('commands')
+      .select('id')
+      .where('target_id', '=', lease.id)
+      .where('kind', '=', 'release')
+      .where('status', '=', 'queued')
+      .execute();
     expect(queued).toHaveLength(1);
   });
 

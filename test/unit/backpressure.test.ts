@@ -82,8 +82,5 @@ test('a request inside a transaction never waits for a count that needs its conn
 });
 
 function within<T>(ms: number, work: Promise<T>): Promise<T> {
-  return Promise.race([
-    work,
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms).unref()),
-  ]);
+  return Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms).unref())]);
 }

@@ -41,7 +41,11 @@ async function drainAll(): Promise<void> {
 
 const lease = (id: number) => db().selectFrom('leases').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const releaseEffects = async (leaseId: number) =>
-  (await sql<{ n: number }>`select count(*)::int as n from simulated_effects where operation = 'releaseLease' and object_id = ${leaseId}`.execute(db())).rows[0]!.n;
+  (
+    await sql<{ n: number }>`select count(*)::int as n from simulated_effects where operation = 'releaseLease' and object_id = ${leaseId}`.execute(
+      db(),
+    )
+  ).rows[0]!.n;
 
 async function blueprint(name: string, settings: Record<string, unknown> = {}, maxResources = 2) {
   return createBlueprint(db(), { name, driver: 'simulated', settings, maxResources, leasesPerResource: 1 }, alice);
@@ -71,7 +75,11 @@ describe('the drain', () => {
     expect(await stateEvents(db(), 'lease', l.id)).toEqual(['pending→acquired', 'acquired→active', 'active→released', 'released→destroyed']);
     const destroy = (await commandsOf(db(), 'lease', l.id)).find((c) => c.kind === 'destroy')!;
     expect(destroy).toMatchObject({ caused_by: release.id, status: 'done', issued_by: 'alice@host', source: 'system' });
-    const resource = await db().selectFrom('resources').selectAll().where('id', '=', (await lease(l.id)).resource_id!).executeTakeFirstOrThrow();
+    const resource = await db()
+      .selectFrom('resources')
+      .selectAll()
+      .where('id', '=', (await lease(l.id)).resource_id!)
+      .executeTakeFirstOrThrow();
     expect(resource).toMatchObject({ state: 'active', used_slots: 0 });
     expect(await releaseEffects(l.id)).toBe(1);
   });
@@ -116,8 +124,18 @@ describe('the drain', () => {
     expect(allocate!.message).toMatch(/driver error \(attempt 1\), retrying in 60.0 s: simulated transient failure in allocateResource/);
     // The failure's event and the command's new not-before commit in one
     // transaction (one now()): the gap is the driver's retry hint.
-    const failure = await db().selectFrom('events').selectAll().where('target_kind', '=', 'resource').where('target_id', '=', resource.id).where('type', '=', 'driver_error').executeTakeFirstOrThrow();
-    expect(failure).toMatchObject({ command_id: allocate!.id, message: 'simulated transient failure in allocateResource', data: { attempt: 1, retryInMs: 60_000 } });
+    const failure = await db()
+      .selectFrom('events')
+      .selectAll()
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', resource.id)
+      .where('type', '=', 'driver_error')
+      .executeTakeFirstOrThrow();
+    expect(failure).toMatchObject({
+      command_id: allocate!.id,
+      message: 'simulated transient failure in allocateResource',
+      data: { attempt: 1, retryInMs: 60_000 },
+    });
     const gap = allocate!.not_before.getTime() - failure.created_at.getTime();
     expect(gap).toBeGreaterThanOrEqual(59_999);
     expect(gap).toBeLessThanOrEqual(60_001);
@@ -160,7 +178,10 @@ describe('the drain', () => {
     expect(await stateEvents(db(), 'resource', made.id)).toEqual(['pending→broken', 'broken→destroyed']);
     await drainAll();
     const row = await lease(l.id);
-    expect(row).toMatchObject({ state: 'destroyed', message: 'the resource allocated for it broke: simulated permanent failure in allocateResource' });
+    expect(row).toMatchObject({
+      state: 'destroyed',
+      message: 'the resource allocated for it broke: simulated permanent failure in allocateResource',
+    });
     const resources = await db().selectFrom('resources').select('id').where('blueprint_id', '=', b.id).execute();
     expect(resources).toEqual([{ id: made.id }]);
   });
@@ -200,7 +221,11 @@ describe('the drain', () => {
     expect((await lease(third.id)).state).toBe('active');
     const waiters = await db().selectFrom('blueprint_waiters').select('lease_id').execute();
     expect(waiters).toEqual([]);
-    const resources = await db().selectFrom('resources').select('id').where('blueprint_id', '=', (await lease(third.id)).blueprint_id).execute();
+    const resources = await db()
+      .selectFrom('resources')
+      .select('id')
+      .where('blueprint_id', '=', (await lease(third.id)).blueprint_id)
+      .execute();
     expect(resources).toHaveLength(1);
   });
 
@@ -308,7 +333,15 @@ describe('the drain', () => {
     await drainAll();
     const inserted = await db()
       .insertInto('commands')
-      .values({ target_kind: 'lease', target_id: l.id, kind: 'release', version: 99, payload: JSON.stringify({ graceful: true }), issued_by: 'new-cli', source: 'cli' })
+      .values({
+        target_kind: 'lease',
+        target_id: l.id,
+        kind: 'release',
+        version: 99,
+        payload: JSON.stringify({ graceful: true }),
+        issued_by: 'new-cli',
+        source: 'cli',
+      })
       .returningAll()
       .executeTakeFirstOrThrow();
     await drain.drain('lease', l.id);
@@ -379,7 +412,8 @@ describe('the drain', () => {
     expect((await lease(l.id)).state).toBe('active');
     const { command: release } = await appendCommand(db(), { target: { kind: 'lease', id: l.id }, kind: 'release', actor: alice });
     const draining = drain.drain('lease', l.id);
-    const releaseStatus = async () => (await db().selectFrom('commands').select('status').where('id', '=', release.id).executeTakeFirstOrThrow()).status;
+    const releaseStatus = async () =>
+      (await db().selectFrom('commands').select('status').where('id', '=', release.id).executeTakeFirstOrThrow()).status;
     for (let i = 0; i < 100 && (await releaseStatus()) !== 'running'; i++) await sql`select pg_sleep(0.02)`.execute(db());
     // The release is in its driver call, holding the row as it read it.
     await db().updateTable('leases').set({ version: sql<number>`version + 1` }).where('id', '=', l.id).execute();

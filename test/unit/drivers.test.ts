@@ -81,9 +81,11 @@ describe('simulated driver', () => {
   afterAll(async () => database?.drop());
   const services = () => ({ query: (text: string, values: unknown[]) => database.pool.query(text, values) });
   const effects = async () =>
-    (await sql<{ operation: string; object_id: number; idempotency_key: string; calls: number }>`
+    (
+      await sql<{ operation: string; object_id: number; idempotency_key: string; calls: number }>`
       select operation, object_id, idempotency_key, calls from simulated_effects order by operation, idempotency_key
-    `.execute(database.db)).rows;
+    `.execute(database.db)
+    ).rows;
 
   test('records one effect per idempotency key and counts repeated calls', async () => {
     const driver = SimulatedDriver.create(SimulatedDriver.settingsSchema.parse({}), services());
@@ -126,7 +128,10 @@ describe('simulated driver', () => {
 
 describe('driver output', () => {
   test('output that is not { attributes?: {...} } is a permanent failure naming what was wrong', async () => {
-    const liar = { ...DirectoryDriver.create({ root: '/nonexistent' }, noServices), allocateResource: async () => ({ attributes: 'a string' }) } as unknown as Driver;
+    const liar = {
+      ...DirectoryDriver.create({ root: '/nonexistent' }, noServices),
+      allocateResource: async () => ({ attributes: 'a string' }),
+    } as unknown as Driver;
     const checked = validatingDriver(liar);
     await expect(checked.allocateResource(resourceCall(1))).rejects.toBeInstanceOf(PermanentDriverError);
     await expect(checked.allocateResource(resourceCall(1))).rejects.toThrow(/allocateResource returned invalid output: attributes/);

@@ -62,7 +62,10 @@ describe('the state table', () => {
   test('the designed lease and resource paths are allowed, and nothing else goes back', () => {
     const leasePath = ['pending', 'acquired', 'active', 'released', 'destroyed'];
     const resourcePath = ['pending', 'active', 'released', 'destroyed'];
-    for (const [kind, path] of [['lease', leasePath], ['resource', resourcePath]] as const) {
+    for (const [kind, path] of [
+      ['lease', leasePath],
+      ['resource', resourcePath],
+    ] as const) {
       for (let i = 0; i + 1 < path.length; i++) expect(canTransition(kind, path[i]!, path[i + 1]!)).toBe(true);
       for (let i = 1; i < path.length; i++) expect(canTransition(kind, path[i]!, path[i - 1]!)).toBe(false);
       expect(canTransition(kind, 'broken', 'destroyed')).toBe(true);
@@ -96,7 +99,10 @@ describe('the state table', () => {
     if (settingUp.length > 0) expect(settingUp).toContain(INITIAL_STATE[kind]);
     // Each setting-up state moves to the ready state, or to another setting-up state on the way.
     for (const state of settingUp) {
-      expect(states[state]!.next.some((next) => next === READY_STATE[kind] || isSettingUp(kind, next)), `${kind} ${state}`).toBe(true);
+      expect(
+        states[state]!.next.some((next) => next === READY_STATE[kind] || isSettingUp(kind, next)),
+        `${kind} ${state}`,
+      ).toBe(true);
     }
   });
 

@@ -13,23 +13,118 @@ afterAll(async () => database?.drop());
 // name through Kysely fails if the migration and the types disagree.
 test('every table and column in migrations/schema.ts exists after migrating', async () => {
   const db = database.db;
-  await db.selectFrom('blueprints').select(['id', 'name', 'driver', 'settings', 'max_resources', 'leases_per_resource', 'state', 'live_resources', 'min_resources', 'idle_timeout_ms', 'version', 'created_at', 'updated_at']).execute();
-  await db.selectFrom('resources').select(['id', 'blueprint_id', 'state', 'capacity', 'used_slots', 'allocated_for_lease_id', 'attributes', 'message', 'idle_since', 'version', 'created_at', 'updated_at']).execute();
-  await db.selectFrom('leases').select(['id', 'blueprint_id', 'holder', 'state', 'resource_id', 'slot', 'attributes', 'expires_at', 'term_ms', 'heartbeat_ms', 'heartbeat_deadline', 'message', 'version', 'created_at', 'updated_at']).execute();
+  await db
+    .selectFrom('blueprints')
+    .select([
+      'id',
+      'name',
+      'driver',
+      'settings',
+      'max_resources',
+      'leases_per_resource',
+      'state',
+      'live_resources',
+      'min_resources',
+      'idle_timeout_ms',
+      'version',
+      'created_at',
+      'updated_at',
+    ])
+    .execute();
+  await db
+    .selectFrom('resources')
+    .select([
+      'id',
+      'blueprint_id',
+      'state',
+      'capacity',
+      'used_slots',
+      'allocated_for_lease_id',
+      'attributes',
+      'message',
+      'idle_since',
+      'version',
+      'created_at',
+      'updated_at',
+    ])
+    .execute();
+  await db
+    .selectFrom('leases')
+    .select([
+      'id',
+      'blueprint_id',
+      'holder',
+      'state',
+      'resource_id',
+      'slot',
+      'attributes',
+      'expires_at',
+      'term_ms',
+      'heartbeat_ms',
+      'heartbeat_deadline',
+      'message',
+      'version',
+      'created_at',
+      'updated_at',
+    ])
+    .execute();
   await db.selectFrom('resource_slots').select(['resource_id', 'slot', 'lease_id', 'granted_at']).execute();
   await db.selectFrom('blueprint_waiters').select(['lease_id', 'blueprint_id', 'since', 'created_at']).execute();
-  await db.selectFrom('commands').select(['id', 'target_kind', 'target_id', 'kind', 'version', 'payload', 'issued_by', 'source', 'reason', 'request_id', 'caused_by', 'status', 'message', 'dedup_key', 'coalesced_into', 'not_before', 'attempts', 'created_at', 'started_at', 'finished_at', 'client_address', 'user_agent']).execute();
-  await db.selectFrom('events').select(['id', 'target_kind', 'target_id', 'command_id', 'type', 'from_state', 'to_state', 'message', 'actor', 'source', 'data', 'created_at']).execute();
+  await db
+    .selectFrom('commands')
+    .select([
+      'id',
+      'target_kind',
+      'target_id',
+      'kind',
+      'version',
+      'payload',
+      'issued_by',
+      'source',
+      'reason',
+      'request_id',
+      'caused_by',
+      'status',
+      'message',
+      'dedup_key',
+      'coalesced_into',
+      'not_before',
+      'attempts',
+      'created_at',
+      'started_at',
+      'finished_at',
+      'client_address',
+      'user_agent',
+    ])
+    .execute();
+  await db
+    .selectFrom('events')
+    .select(['id', 'target_kind', 'target_id', 'command_id', 'type', 'from_state', 'to_state', 'message', 'actor', 'source', 'data', 'created_at'])
+    .execute();
   await db.selectFrom('workers').select(['id', 'hostname', 'pid', 'handles', 'started_at', 'heartbeat_at', 'job_lockers', 'version']).execute();
   await db.selectFrom('gc_passes').select(['id', 'trigger', 'status', 'started_at', 'finished_at', 'report', 'message']).execute();
   await db.selectFrom('simulated_effects').select(['operation', 'object_id', 'idempotency_key', 'calls', 'first_at', 'last_at']).execute();
   await db.selectFrom('static_pool_claims').select(['blueprint_id', 'entry', 'resource_id', 'definition', 'claimed_at']).execute();
-  await db.selectFrom('command_callbacks').select(['id', 'command_id', 'url', 'status', 'attempts', 'next_attempt_at', 'created_at', 'finished_at']).execute();
-  await db.selectFrom('callback_attempts').select(['id', 'callback_id', 'attempt', 'started_at', 'finished_at', 'status_code', 'error', 'next_retry_at']).execute();
-  await db.selectFrom('api_tokens').select(['id', 'name', 'role', 'secret_sha256', 'created_by', 'created_at', 'last_used_at', 'revoked_at']).execute();
-  await db.selectFrom('idempotency_keys').select(['token_id', 'key', 'request_sha256', 'state', 'response_status', 'response_headers', 'response_body', 'created_at']).execute();
+  await db
+    .selectFrom('command_callbacks')
+    .select(['id', 'command_id', 'url', 'status', 'attempts', 'next_attempt_at', 'created_at', 'finished_at'])
+    .execute();
+  await db
+    .selectFrom('callback_attempts')
+    .select(['id', 'callback_id', 'attempt', 'started_at', 'finished_at', 'status_code', 'error', 'next_retry_at'])
+    .execute();
+  await db
+    .selectFrom('api_tokens')
+    .select(['id', 'name', 'role', 'secret_sha256', 'created_by', 'created_at', 'last_used_at', 'revoked_at'])
+    .execute();
+  await db
+    .selectFrom('idempotency_keys')
+    .select(['token_id', 'key', 'request_sha256', 'state', 'response_status', 'response_headers', 'response_body', 'created_at'])
+    .execute();
   await db.selectFrom('web_sessions').select(['id_sha256', 'token_id', 'csrf_token', 'created_at', 'expires_at']).execute();
-  const { rows } = await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = 'graphile_worker'`.execute(db);
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = 'graphile_worker'`.execute(
+    db,
+  );
   expect(rows[0]!.n).toBeGreaterThan(0);
 });
 

@@ -55,7 +55,12 @@ test('the dump shows each kind of object a migration can add, and leaves out kys
     ['create unlogged table public.dump_probe_log (', '  line text', ');'],
     ['create sequence public.dump_probe_numbers as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1;'],
     ['create view public.dump_probe_notes as SELECT note', '   FROM public.dump_probe', '  WHERE (id > 1);'],
-    ['CREATE OR REPLACE FUNCTION public.dump_probe_touch()', ' RETURNS trigger', ' LANGUAGE plpgsql', 'AS $function$ begin return new; end $function$;'],
+    [
+      'CREATE OR REPLACE FUNCTION public.dump_probe_touch()',
+      ' RETURNS trigger',
+      ' LANGUAGE plpgsql',
+      'AS $function$ begin return new; end $function$;',
+    ],
   ];
   for (const lines of expected) expect(dump).toContain(lines.join('\n'));
   expect(dump).toMatch(/^-- Slipway's schema \(`public`\) after migration \d{4}_\w+\.$/m);

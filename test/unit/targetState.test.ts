@@ -20,5 +20,11 @@ test.each([
   ['resource', 'active', ['reclaim', 'some_newer_kind'], 'destroyed'],
   ['blueprint', 'enabled', ['top_up'], undefined],
 ] as const)('a %s that is %s with %j in flight is heading for %s', (kind, state, queue, goal) => {
-  expect(targetState(kind, state, queue.map((k) => ({ kind: k })))).toBe(goal);
+  expect(
+    targetState(
+      kind,
+      state,
+      queue.map((k) => ({ kind: k })),
+    ),
+  ).toBe(goal);
 });

@@ -25,7 +25,12 @@ import { waitFor } from '../helpers/waitFor.ts';
 const cluster = clusterForThisFile({ workers: 0, poolSize: 5 });
 
 const renewals = (db: Db, ids: readonly number[]) =>
-  db.selectFrom('commands').select(['id', 'target_id', 'version', 'status', 'message']).where('kind', '=', 'renew').where('id', 'in', [...ids]).execute();
+  db
+    .selectFrom('commands')
+    .select(['id', 'target_id', 'version', 'status', 'message'])
+    .where('kind', '=', 'renew')
+    .where('id', 'in', [...ids])
+    .execute();
 
 async function settled(db: Db, ids: readonly number[]) {
   return waitFor(`${ids.length} renewal(s) to settle`, async () => {
@@ -43,20 +48,34 @@ test('commands of both versions flow while old and new workers run: each is run 
   );
   const ids = leases.map((l) => l.lease.id);
   await waitForLeases(db, ids, ['active']);
-  const renew = (id: number, payload: Record<string, number>) => appendCommand(db, { target: { kind: 'lease', id }, kind: 'renew', payload, actor: tester });
+  const renew = (id: number, payload: Record<string, number>) =>
+    appendCommand(db, { target: { kind: 'lease', id }, kind: 'renew', payload, actor: tester });
 
   // Only the old worker is live: v1 runs; v2 is refused up front, naming what it runs.
   const v1 = await Promise.all(ids.map((id) => renew(id, { expiresInMs: 600_000 })));
   expect(v1.map((r) => r.command.version)).toEqual(ids.map(() => 1));
-  expect((await settled(db, v1.map((r) => r.command.id))).map((r) => r.status)).toEqual(ids.map(() => 'done'));
+  expect(
+    (
+      await settled(
+        db,
+        v1.map((r) => r.command.id),
+      )
+    ).map((r) => r.status),
+  ).toEqual(ids.map(() => 'done'));
   await expect(renew(ids[0]!, { heartbeatMs: 120_000 })).rejects.toThrow(UnsupportedVersionError);
 
   // v2 commands already queued (say, accepted while a new worker was up): the old worker leaves them alone.
   const queuedV2 = await Promise.all(
     ids.map((id) =>
-      db.transaction().execute((trx) =>
-        appendInTransaction(trx, { target: { kind: 'lease', id }, kind: 'renew', payload: { heartbeatMs: 120_000 }, actor: tester }, { fromOutside: false }),
-      ),
+      db
+        .transaction()
+        .execute((trx) =>
+          appendInTransaction(
+            trx,
+            { target: { kind: 'lease', id }, kind: 'renew', payload: { heartbeatMs: 120_000 }, actor: tester },
+            { fromOutside: false },
+          ),
+        ),
     ),
   );
   const v2Ids = queuedV2.map((r) => r.command.id);
@@ -140,43 +159,46 @@ const hasPreviousRelease = (() => {
 const previousTree = path.resolve('.slipway', `previous-release-${randomBytes(4).toString('hex')}`);
 afterAll(() => rm(previousTree, { recursive: true, force: true }));
 
-test.skipIf(!hasPreviousRelease)("the previous release's worker, on this release's schema, serves whole lifecycles alone and beside this release's worker", async () => {
-  // Its tree as it was released, with this checkout's node_modules (its dependencies are a subset).
-  await mkdir(previousTree, { recursive: true });
-  execFileSync('sh', ['-c', `git archive ${PREVIOUS_RELEASE} | tar -x -C ${JSON.stringify(previousTree)}`]);
-  await symlink(path.resolve('node_modules'), path.join(previousTree, 'node_modules'));
-  const db = cluster.database.db;
-  const previous = new WorkerProcesses(cluster.database.url, { LOG_LEVEL: 'info' }, path.join(previousTree, 'test/helpers/workerProcess.ts'));
-  // A stall names what is stuck, who holds it, and what the workers said.
-  const explained = (error: Error) => stall(db, error, `${previous.lastOutput()}\n${cluster.workers.lastOutput()}`);
-  /** Two leases on a blueprint made by this release, from pending to destroyed. */
-  async function lifecycles(name: string): Promise<void> {
-    const blueprint = await simulatedBlueprint(db, name, { maxResources: 1, leasesPerResource: 2 });
-    const leases = await Promise.all([1, 2].map((i) => createLease(db, { blueprint: blueprint.name, holder: `${name}-${i}` }, tester)));
-    const ids = leases.map((l) => l.lease.id);
-    await waitForLeases(db, ids, ['active']).catch(explained);
-    await Promise.all(ids.map((id) => releaseLease(db, id)));
-    await waitForLeases(db, ids, ['destroyed']).catch(explained);
-    const trails = await stateTrails(db, 'lease');
-    for (const id of ids) expect(trails.get(id)).toEqual({ states: ['pending', 'acquired', 'active', 'released', 'destroyed'], breaks: [] });
-  }
-  try {
-    // The previous release drains with the same engine; since 0016 its
-    // queue_callback_delivery only marks a delivery due, and this release's
-    // workers queue the jobs (docs/upgrades.md).
-    await Promise.all(cluster.workers.running().map((w) => cluster.workers.kill(w, 'SIGTERM')));
-    await previous.start(1);
-    // Alone, as when it takes every object of a lifecycle mid-roll: this
-    // release's blueprints carry nothing it refuses (their driver settings
-    // are stored as given, without this release's new defaults).
-    await lifecycles('previous-alone');
-    // Beside this release's worker: it registers, drains and sweeps without an error.
-    await cluster.workers.start(1, { LOG_LEVEL: 'info' });
-    await lifecycles('side-by-side');
-    // It registered through its own insert, with its version (null before 0014's column existed; set since).
-    expect((await db.selectFrom('workers').select('version').execute()).length).toBe(2);
-    expect(previous.errors()).toEqual([]);
-  } finally {
-    await previous.stopAll();
-  }
-});
+test.skipIf(!hasPreviousRelease)(
+  "the previous release's worker, on this release's schema, serves whole lifecycles alone and beside this release's worker",
+  async () => {
+    // Its tree as it was released, with this checkout's node_modules (its dependencies are a subset).
+    await mkdir(previousTree, { recursive: true });
+    execFileSync('sh', ['-c', `git archive ${PREVIOUS_RELEASE} | tar -x -C ${JSON.stringify(previousTree)}`]);
+    await symlink(path.resolve('node_modules'), path.join(previousTree, 'node_modules'));
+    const db = cluster.database.db;
+    const previous = new WorkerProcesses(cluster.database.url, { LOG_LEVEL: 'info' }, path.join(previousTree, 'test/helpers/workerProcess.ts'));
+    // A stall names what is stuck, who holds it, and what the workers said.
+    const explained = (error: Error) => stall(db, error, `${previous.lastOutput()}\n${cluster.workers.lastOutput()}`);
+    /** Two leases on a blueprint made by this release, from pending to destroyed. */
+    async function lifecycles(name: string): Promise<void> {
+      const blueprint = await simulatedBlueprint(db, name, { maxResources: 1, leasesPerResource: 2 });
+      const leases = await Promise.all([1, 2].map((i) => createLease(db, { blueprint: blueprint.name, holder: `${name}-${i}` }, tester)));
+      const ids = leases.map((l) => l.lease.id);
+      await waitForLeases(db, ids, ['active']).catch(explained);
+      await Promise.all(ids.map((id) => releaseLease(db, id)));
+      await waitForLeases(db, ids, ['destroyed']).catch(explained);
+      const trails = await stateTrails(db, 'lease');
+      for (const id of ids) expect(trails.get(id)).toEqual({ states: ['pending', 'acquired', 'active', 'released', 'destroyed'], breaks: [] });
+    }
+    try {
+      // The previous release drains with the same engine; since 0016 its
+      // queue_callback_delivery only marks a delivery due, and this release's
+      // workers queue the jobs (docs/upgrades.md).
+      await Promise.all(cluster.workers.running().map((w) => cluster.workers.kill(w, 'SIGTERM')));
+      await previous.start(1);
+      // Alone, as when it takes every object of a lifecycle mid-roll: this
+      // release's blueprints carry nothing it refuses (their driver settings
+      // are stored as given, without this release's new defaults).
+      await lifecycles('previous-alone');
+      // Beside this release's worker: it registers, drains and sweeps without an error.
+      await cluster.workers.start(1, { LOG_LEVEL: 'info' });
+      await lifecycles('side-by-side');
+      // It registered through its own insert, with its version (null before 0014's column existed; set since).
+      expect((await db.selectFrom('workers').select('version').execute()).length).toBe(2);
+      expect(previous.errors()).toEqual([]);
+    } finally {
+      await previous.stopAll();
+    }
+  },
+);

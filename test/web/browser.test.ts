@@ -115,9 +115,19 @@ describe('in a browser', () => {
 
   test("releasing a resource that holds someone's lease asks first; declining sends nothing", async () => {
     const lease = await operatorLease(env);
-    const { resource_id: resourceId } = await env.database.db.selectFrom('leases').select('resource_id').where('id', '=', lease.id).executeTakeFirstOrThrow();
+    const { resource_id: resourceId } = await env.database.db
+      .selectFrom('leases')
+      .select('resource_id')
+      .where('id', '=', lease.id)
+      .executeTakeFirstOrThrow();
     const resourceReleases = () =>
-      env.database.db.selectFrom('commands').select('id').where('target_kind', '=', 'resource').where('target_id', '=', resourceId!).where('kind', '=', 'release').execute();
+      env.database.db
+        .selectFrom('commands')
+        .select('id')
+        .where('target_kind', '=', 'resource')
+        .where('target_id', '=', resourceId!)
+        .where('kind', '=', 'release')
+        .execute();
     const context = await signedInContext(browser, env.server.url, env.as.operator.token!);
     const page = await context.newPage();
     await page.goto(`/resources/${resourceId}`);
@@ -182,7 +192,11 @@ describe('in a browser', () => {
     const pass = () => runCollectorPass(env.database, TEST_GC, 'cli', testLog);
     await pass();
     const lease = await operatorLease(env);
-    const { id: blueprintId } = await env.database.db.selectFrom('blueprints').select('id').where('name', '=', lease.blueprint).executeTakeFirstOrThrow();
+    const { id: blueprintId } = await env.database.db
+      .selectFrom('blueprints')
+      .select('id')
+      .where('name', '=', lease.blueprint)
+      .executeTakeFirstOrThrow();
     await pass();
     const context = await signedInContext(browser, env.server.url, env.as.operator.token!);
     const page = await context.newPage();
@@ -211,7 +225,7 @@ describe('in a browser', () => {
     await context.close();
   });
 
-  test('the overview counts every blueprint\'s resources and leases by state, and refreshes itself', async () => {
+  test("the overview counts every blueprint's resources and leases by state, and refreshes itself", async () => {
     const context = await signedInContext(browser, env.server.url, env.as.admin.token!);
     const page = await context.newPage();
     await page.goto('/');

@@ -5,7 +5,15 @@ const from = new Date('2026-01-01T10:00:00Z');
 const to = new Date('2026-01-01T11:00:00Z');
 const at = (minute: number) => new Date(from.getTime() + minute * 60_000);
 const chart = (values: Array<number | null>, name = 'active') =>
-  lineChart({ id: 'leases', title: 'Leases', format: String, from, to, times: values.map((_, i) => at(i * 10)), series: [{ name, tone: 'good', values }] }).text;
+  lineChart({
+    id: 'leases',
+    title: 'Leases',
+    format: String,
+    from,
+    to,
+    times: values.map((_, i) => at(i * 10)),
+    series: [{ name, tone: 'good', values }],
+  }).text;
 
 test('a line breaks where a sample has no value, and a lone value is a dot', () => {
   const svg = chart([1, 2, null, 3, null, 4, 5]);
@@ -33,7 +41,10 @@ test('time runs along the whole window: a sample at its start is at the left edg
     times: [from, to],
     series: [{ name: 's', tone: 'good', values: [1, 1] }],
   }).text;
-  const points = /<polyline points="([^"]+)"/.exec(svg)![1]!.split(' ').map((p) => Number(p.split(',')[0]));
+  const points = /<polyline points="([^"]+)"/
+    .exec(svg)![1]!
+    .split(' ')
+    .map((p) => Number(p.split(',')[0]));
   const axis = /<line class="axis" x1="([\d.]+)"[^>]*x2="([\d.]+)"/.exec(svg)!;
   expect(points).toEqual([Number(axis[1]), Number(axis[2])]);
 });

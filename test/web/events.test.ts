@@ -85,7 +85,11 @@ test('a burst of notices reaches a page as one coalesced message', async () => {
 
 test('a stopping server ends its streams instead of waiting for them', async () => {
   // A server of this test's own (the file's servers are stopped once, after the file).
-  const server = await ApiServer.start(env.database, loadConfig({ DATABASE_URL: env.database.url, SLIPWAY_API_PORT: '0', LOG_LEVEL: 'warn' }), testLog);
+  const server = await ApiServer.start(
+    env.database,
+    loadConfig({ DATABASE_URL: env.database.url, SLIPWAY_API_PORT: '0', LOG_LEVEL: 'warn' }),
+    testLog,
+  );
   const client = new WebClient(server.url);
   await client.signIn(env.as.viewer.token!);
   const { received, reading } = await openStream(client, server.url);
@@ -97,7 +101,7 @@ test('a stopping server ends its streams instead of waiting for them', async () 
   expect(Date.now() - started).toBeLessThan(5000);
 });
 
-test("a cut LISTEN connection is made again: the stream stays open, tells pages to look again, and carries changes again", async () => {
+test('a cut LISTEN connection is made again: the stream stays open, tells pages to look again, and carries changes again', async () => {
   const lease = await operatorLease(env);
   const { received } = await openStream(await signedIn());
   await until('the stream open', () => received.text.includes(': connected'));

@@ -31,7 +31,11 @@ describe('sign-in and sessions', () => {
     expect(page.status).toBe(303);
     expect(page.headers.get('location')).toBe('/sign-in?next=%2Fleases%3Fstate%3Dactive');
     const form = await client.get('/sign-in?next=%2Fleases%3Fstate%3Dactive');
-    const answer = await client.post('/sign-in', { _csrf: /name="_csrf" value="([^"]*)"/.exec(form.text)![1]!, token: env.as.viewer.token!, next: '/leases?state=active' });
+    const answer = await client.post('/sign-in', {
+      _csrf: /name="_csrf" value="([^"]*)"/.exec(form.text)![1]!,
+      token: env.as.viewer.token!,
+      next: '/leases?state=active',
+    });
     expect(answer.status).toBe(303);
     expect(answer.headers.get('location')).toBe('/leases?state=active');
   });
@@ -116,7 +120,7 @@ describe('buttons and forms', () => {
     expect(list.text).not.toContain('<script>alert');
   });
 
-  test('forged posts write nothing: without a CSRF token, with another session\'s, from another origin, and by a viewer', async () => {
+  test("forged posts write nothing: without a CSRF token, with another session's, from another origin, and by a viewer", async () => {
     const lease = await operatorLease(env);
     const operator = await signedIn('operator');
     const viewer = await signedIn('viewer');
@@ -159,7 +163,11 @@ describe('buttons and forms', () => {
     const client = await signedIn('operator');
     await client.get(`/leases/${lease.id}`);
     await client.post(`/leases/${lease.id}/commands`, { kind: 'release' });
-    await waitFor('the lease destroyed', async () => (await env.database.db.selectFrom('leases').select('state').where('id', '=', lease.id).executeTakeFirstOrThrow()).state === 'destroyed');
+    await waitFor(
+      'the lease destroyed',
+      async () =>
+        (await env.database.db.selectFrom('leases').select('state').where('id', '=', lease.id).executeTakeFirstOrThrow()).state === 'destroyed',
+    );
     const page = await client.get(`/leases/${lease.id}`);
     expect(page.text).toMatch(/value="release" data-kind="release" class="danger" disabled title="a destroyed lease takes no release/);
     const late = await client.post(`/leases/${lease.id}/commands`, { kind: 'release' });
@@ -192,7 +200,11 @@ describe('buttons and forms', () => {
 describe('resource buttons', () => {
   test('while a command is under way its button is busy, the other buttons are not, and the page says where it is heading', async () => {
     const lease = await operatorLease(env);
-    const { resource_id: resourceId } = await env.database.db.selectFrom('leases').select('resource_id').where('id', '=', lease.id).executeTakeFirstOrThrow();
+    const { resource_id: resourceId } = await env.database.db
+      .selectFrom('leases')
+      .select('resource_id')
+      .where('id', '=', lease.id)
+      .executeTakeFirstOrThrow();
     await env.stopWorker();
     try {
       const client = await signedIn('operator');
@@ -218,7 +230,11 @@ describe('resource buttons', () => {
 
   test('an idle resource is reclaimed from its page, then shows both buttons disabled', async () => {
     const lease = await operatorLease(env);
-    const { resource_id: resourceId } = await env.database.db.selectFrom('leases').select('resource_id').where('id', '=', lease.id).executeTakeFirstOrThrow();
+    const { resource_id: resourceId } = await env.database.db
+      .selectFrom('leases')
+      .select('resource_id')
+      .where('id', '=', lease.id)
+      .executeTakeFirstOrThrow();
     await env.as.operator.post(`/v1/leases/${lease.id}/commands?wait=30`, { kind: 'release' });
     const client = await signedIn('operator');
     const page = await client.get(`/resources/${resourceId}`);
@@ -227,7 +243,11 @@ describe('resource buttons', () => {
     expect(page.text).toMatch(/name="kind" value="reclaim" data-kind="reclaim" class="danger">Reclaim</);
     const answer = await client.post(`/resources/${resourceId}/commands`, { kind: 'reclaim', reason: 'idle' });
     expect(answer.headers.get('location')).toMatch(new RegExp(`^/resources/${resourceId}\\?command=\\d+&outcome=queued$`));
-    await waitFor('the resource destroyed', async () => (await env.database.db.selectFrom('resources').select('state').where('id', '=', resourceId!).executeTakeFirstOrThrow()).state === 'destroyed');
+    await waitFor(
+      'the resource destroyed',
+      async () =>
+        (await env.database.db.selectFrom('resources').select('state').where('id', '=', resourceId!).executeTakeFirstOrThrow()).state === 'destroyed',
+    );
     const after = await client.get(`/resources/${resourceId}`);
     expect(after.text).toMatch(/value="release" data-kind="release" class="danger" disabled title="a destroyed resource takes no release/);
     expect(after.text).toMatch(/value="reclaim" data-kind="reclaim" class="danger" disabled title="a destroyed resource takes no reclaim/);
@@ -270,7 +290,9 @@ test('a lease waiting for capacity says so on its page, with how many wait ahead
   const second = (await env.as.operator.post('/v1/leases', { blueprint: name })).body.lease.id;
   const client = await signedIn('operator');
   const waiting = (id: number, place: string) =>
-    waitFor(`lease ${id} shown ${place}`, async () => new RegExp(`<dt>Waiting</dt><dd>for a free slot at ${name}: ${place}, since <time`).test((await client.get(`/leases/${id}`)).text));
+    waitFor(`lease ${id} shown ${place}`, async () =>
+      new RegExp(`<dt>Waiting</dt><dd>for a free slot at ${name}: ${place}, since <time`).test((await client.get(`/leases/${id}`)).text),
+    );
   await waiting(first, 'next in line');
   await waiting(second, '1 ahead');
   const holderPage = (await client.get(`/leases/${holder.body.lease.id}`)).text;
@@ -283,7 +305,10 @@ test('a lease waiting for capacity says so on its page, with how many wait ahead
   expect(page.text).toMatch(/<dt>Limits<\/dt><dd>0–1 resources, 1 lease\(s\) each/);
   // The line in the order it is served, then the resource the holder's lease is on.
   const line = [...page.text.matchAll(/<tr><td>(\d+)<\/td><td><a href="\/leases\/(\d+)">/g)].map((m) => [Number(m[1]), Number(m[2])]);
-  expect(line).toEqual([[1, first], [2, second]]);
+  expect(line).toEqual([
+    [1, first],
+    [2, second],
+  ]);
   expect(page.text).toContain(`<a href="/resources/${holder.body.lease.resourceId}">resource ${holder.body.lease.resourceId}</a>`);
   expect(page.text).toContain('<h2>Timeline</h2>');
   expect((await client.get('/blueprints/999999')).status).toBe(404);

@@ -17,9 +17,7 @@ const PREFIX = 'slw_';
 
 export const TokenInputSchema = z
   .object({
-    name: z
-      .string()
-      .regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'use 1-63 lower-case letters, digits, ".", "_" or "-", starting with a letter or digit'),
+    name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'use 1-63 lower-case letters, digits, ".", "_" or "-", starting with a letter or digit'),
     role: z.enum(ROLES),
   })
   .strict();
@@ -53,11 +51,7 @@ export async function createToken(db: Db, input: TokenInput, createdBy: string):
 }
 
 export function listTokens(db: Db): Promise<TokenView[]> {
-  return db
-    .selectFrom('api_tokens')
-    .select(['id', 'name', 'role', 'created_by', 'created_at', 'last_used_at', 'revoked_at'])
-    .orderBy('id')
-    .execute();
+  return db.selectFrom('api_tokens').select(['id', 'name', 'role', 'created_by', 'created_at', 'last_used_at', 'revoked_at']).orderBy('id').execute();
 }
 
 /** Revokes a token by name; revoking one already revoked is refused, saying when it was. */

@@ -131,11 +131,10 @@ export function addBlueprintCommands(program: Command): void {
       }),
     );
 
-  addPageOptions(blueprint.command('list').description('blueprints, newest first')).action(
-    (options: PageOptions, command: Command) =>
-      withSession(command, async ({ db, out }) => {
-        const page = pageOf(await listBlueprints(db, options), blueprintOf);
-        out.result(page, (p) => pageTable(p, BLUEPRINT_COLUMNS));
-      }),
+  addPageOptions(blueprint.command('list').description('blueprints, newest first')).action((options: PageOptions, command: Command) =>
+    withSession(command, async ({ db, out }) => {
+      const page = pageOf(await listBlueprints(db, options), blueprintOf);
+      out.result(page, (p) => pageTable(p, BLUEPRINT_COLUMNS));
+    }),
   );
 }

@@ -28,7 +28,9 @@ export function addGcCommands(program: Command): void {
       withSession(command, async ({ db, config, out }) => {
         const passes = await recentPasses(db, options.limit);
         const schedule =
-          config.SLIPWAY_GC_INTERVAL_MINUTES === 0 ? 'not scheduled (SLIPWAY_GC_INTERVAL_MINUTES=0)' : `every ${config.SLIPWAY_GC_INTERVAL_MINUTES} minute(s)`;
+          config.SLIPWAY_GC_INTERVAL_MINUTES === 0
+            ? 'not scheduled (SLIPWAY_GC_INTERVAL_MINUTES=0)'
+            : `every ${config.SLIPWAY_GC_INTERVAL_MINUTES} minute(s)`;
         out.result({ schedule, passes }, ({ passes: list }) =>
           [`collector: ${schedule}`, renderPasses(list), ...(list[0] ? ['', renderPass(list[0])] : [])].join('\n'),
         );

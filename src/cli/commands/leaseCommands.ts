@@ -54,10 +54,7 @@ export function addLeaseCommands(program: Command): void {
   ).action((options: CreateOptions, command: Command) => withTransport(command, (transport, out) => requestLease(transport, out, options)));
 
   addWaitOptions(
-    lease
-      .command('release')
-      .description('give a lease up and wait until it is destroyed')
-      .argument('<id>', 'lease id', parseWith(PositiveId)),
+    lease.command('release').description('give a lease up and wait until it is destroyed').argument('<id>', 'lease id', parseWith(PositiveId)),
   ).action((id: number, options: WaitOptions, command: Command) =>
     withTransport(command, (transport, out) => requestCommand(transport, out, { target: { kind: 'lease', id }, kind: 'release' }, options)),
   );

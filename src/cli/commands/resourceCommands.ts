@@ -23,14 +23,14 @@ const REQUESTS = {
 } as const;
 
 export function addResourceCommands(program: Command): void {
-  const resource = program
-    .command('resource')
-    .description("resources: the things a blueprint's driver makes, each with lease slots");
+  const resource = program.command('resource').description("resources: the things a blueprint's driver makes, each with lease slots");
 
   for (const [kind, description] of Object.entries(REQUESTS)) {
     addWaitOptions(resource.command(kind).description(description).argument('<id>', 'resource id', parseWith(PositiveId))).action(
       (id: number, options: WaitOptions, command: Command) =>
-        withSession(command, (session) => requestCommand(new LocalTransport(session), session.out, { target: { kind: 'resource', id }, kind }, options)),
+        withSession(command, (session) =>
+          requestCommand(new LocalTransport(session), session.out, { target: { kind: 'resource', id }, kind }, options),
+        ),
     );
   }
 
@@ -40,16 +40,17 @@ export function addResourceCommands(program: Command): void {
     .argument('<id>', 'resource id', parseWith(PositiveId))
     .action((id: number, _options: unknown, command: Command) =>
       withSession(command, async ({ db, out }) => {
-        const detail = { resource: resourceDetailOf(await readResourceDetail(db, id)), ...historyOf(await readHistory(db, { kind: 'resource', id })) };
+        const detail = {
+          resource: resourceDetailOf(await readResourceDetail(db, id)),
+          ...historyOf(await readHistory(db, { kind: 'resource', id })),
+        };
         out.result(detail, renderResourceDetail);
       }),
     );
 
   addPageOptions(
     addStateOptions(
-      resource
-        .command('list')
-      .description('resources, newest first; live ones unless --all or --state'),
+      resource.command('list').description('resources, newest first; live ones unless --all or --state'),
       'resources',
       ResourceStateArg,
     ).option('--blueprint <name|id>', 'only resources of this blueprint', parseWith(BlueprintRefArg)),

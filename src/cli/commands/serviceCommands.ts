@@ -93,9 +93,6 @@ export function addServiceCommands(program: Command): void {
 async function assertMigrated(session: Session): Promise<void> {
   const pending = await pendingMigrations(session.db);
   if (pending.length > 0) {
-    throw new CliFailure(
-      `the database schema is not up to date (${pending.join(', ')} not applied): run \`slipway db migrate\``,
-      EXIT.failed,
-    );
+    throw new CliFailure(`the database schema is not up to date (${pending.join(', ')} not applied): run \`slipway db migrate\``, EXIT.failed);
   }
 }

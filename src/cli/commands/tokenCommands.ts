@@ -33,11 +33,9 @@ export function addTokenCommands(program: Command): void {
       withSession(command, async ({ db, out }) => {
         const { token: made, secret } = await createToken(db, options, cliActor().issuedBy);
         out.result({ token: tokenOf(made), secret }, ({ token: t, secret }) =>
-          [
-            `created token ${t.name} (role ${t.role}). Its secret, shown only now:`,
-            secret,
-            'Send it as "Authorization: Bearer <secret>".',
-          ].join('\n'),
+          [`created token ${t.name} (role ${t.role}). Its secret, shown only now:`, secret, 'Send it as "Authorization: Bearer <secret>".'].join(
+            '\n',
+          ),
         );
       }),
     );
@@ -55,7 +53,7 @@ export function addTokenCommands(program: Command): void {
   token
     .command('revoke')
     .description('revoke a token: its requests are refused (401) from now on')
-    .argument('<name>', 'the token\'s name', parseWith(TokenName))
+    .argument('<name>', "the token's name", parseWith(TokenName))
     .action((name: string, _options: unknown, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const revoked = tokenOf(await revokeToken(db, name));

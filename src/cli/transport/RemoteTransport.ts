@@ -1,7 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommandAnswer, LeaseAnswer } from '../../api/contract.ts';
 import type { CommandTreeNodeShape } from '../../api/shapes.ts';
-import { ApiRefusal, UnexpectedAnswer, Unreachable, type CallAnswer, type CallInput, type OperationName, type SlipwayClient } from '../../client/SlipwayClient.ts';
+import {
+  ApiRefusal,
+  UnexpectedAnswer,
+  Unreachable,
+  type CallAnswer,
+  type CallInput,
+  type OperationName,
+  type SlipwayClient,
+} from '../../client/SlipwayClient.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
 import type { CommandFilter } from '../../read/commands.ts';
 import { treeSettled } from '../../read/commandTree.ts';
@@ -19,9 +27,7 @@ const API_MAX_WAIT_S = 60;
 const POLL_MS = 1000;
 
 /** Lease options the API's POST /v1/leases does not take: refused rather than silently dropped. */
-const LOCAL_ONLY_LEASE_OPTIONS: ReadonlyArray<readonly [keyof LeaseRequest, string]> = [
-  ['holder', '--holder (the API makes the token the holder)'],
-];
+const LOCAL_ONLY_LEASE_OPTIONS: ReadonlyArray<readonly [keyof LeaseRequest, string]> = [['holder', '--holder (the API makes the token the holder)']];
 
 /** The operation that queues a command on each kind of object. */
 const QUEUE_COMMAND = { lease: 'queueLeaseCommand', resource: 'queueResourceCommand', blueprint: 'queueBlueprintCommand' } as const;
@@ -175,7 +181,8 @@ function failureOf(error: unknown, signal: AbortSignal | undefined): CliFailure 
     return new CliFailure(error.body.message, EXIT_BY_STATUS[error.status] ?? EXIT.failed, { code: error.body.code, details });
   }
   if (error instanceof UnexpectedAnswer) return new CliFailure(`${error.message} (SLIPWAY_URL)`, EXIT.failed);
-  if (error instanceof Unreachable) return new CliFailure(`cannot reach the Slipway API at ${error.origin} (SLIPWAY_URL): ${error.reason}`, EXIT.failed);
+  if (error instanceof Unreachable)
+    return new CliFailure(`cannot reach the Slipway API at ${error.origin} (SLIPWAY_URL): ${error.reason}`, EXIT.failed);
   if (signal?.aborted) return new CliFailure('stopped waiting for the Slipway API', EXIT.interrupted);
   return error instanceof CliFailure ? error : new CliFailure(`the Slipway API call failed: ${(error as Error).message}`, EXIT.failed);
 }

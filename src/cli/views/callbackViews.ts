@@ -25,7 +25,11 @@ function callbackStatus(callback: Callback): string {
 export function renderCallbacks(callbacks: readonly Callback[]): string {
   const lines = callbacks.flatMap((callback) => [
     `#${callback.id} ${callback.url}: ${callbackStatus(callback)}`,
-    ...(callback.attemptLog.length === 0 ? [] : table(callback.attemptLog, ATTEMPT_COLUMNS).split('\n').map((l) => `  ${l}`)),
+    ...(callback.attemptLog.length === 0
+      ? []
+      : table(callback.attemptLog, ATTEMPT_COLUMNS)
+          .split('\n')
+          .map((l) => `  ${l}`)),
   ]);
   return section('callbacks', lines);
 }

@@ -5,11 +5,18 @@ import { formatTime, NONE, section, table } from '../format.ts';
 export function renderPass(pass: GcPassReport): string {
   const heading = `gc pass ${pass.id} (${pass.trigger}): ${pass.status}${pass.message ? ` — ${pass.message}` : ''}, ${formatTime(pass.startedAt)} → ${formatTime(pass.finishedAt)}`;
   const steps = Object.entries(pass.steps).map(([name, step]) => {
-    const pruned = step.pruned ? Object.entries(step.pruned).map(([what, n]) => `${n} ${what}`).join(', ') : undefined;
+    const pruned = step.pruned
+      ? Object.entries(step.pruned)
+          .map(([what, n]) => `${n} ${what}`)
+          .join(', ')
+      : undefined;
     const summary = `${name}: found ${step.found}${pruned ? `; pruned ${pruned}` : ''}${step.truncated ? ' (stopped at its bound; the next pass goes on)' : ''}`;
     return section(
       summary,
-      step.actions.map((a) => `${a.kind} ${a.target}: ${a.refused ? `refused: ${a.refused}` : `${a.coalesced ? 'joined' : 'queued as'} command ${a.commandId}`} — ${a.reason}`),
+      step.actions.map(
+        (a) =>
+          `${a.kind} ${a.target}: ${a.refused ? `refused: ${a.refused}` : `${a.coalesced ? 'joined' : 'queued as'} command ${a.commandId}`} — ${a.reason}`,
+      ),
     );
   });
   return [heading, ...steps.map((s) => s.replace(/^/gm, '  '))].join('\n');

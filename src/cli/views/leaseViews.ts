@@ -19,7 +19,10 @@ export function renderLease(lease: Lease): string {
     ['resource', lease.resourceId === null ? NONE : `${lease.resourceId}, slot ${lease.slot}`],
     ['attributes', formatJson(lease.attributes)],
     ['expires', formatTime(lease.expiresAt)],
-    ['heartbeat', lease.heartbeatMs === null ? NONE : `every ${lease.heartbeatMs / 1000} s; next renewal due by ${formatTime(lease.heartbeatDeadline)}`],
+    [
+      'heartbeat',
+      lease.heartbeatMs === null ? NONE : `every ${lease.heartbeatMs / 1000} s; next renewal due by ${formatTime(lease.heartbeatDeadline)}`,
+    ],
     ['message', lease.message ?? NONE],
     ['created', formatTime(lease.createdAt)],
     ['updated', formatTime(lease.updatedAt)],

@@ -71,7 +71,9 @@ function withServing(decision: Outcome<'blueprint'>, after: BlueprintRow, servin
     events: [
       ...(decision.events ?? []),
       ...serving.events,
-      ...(ahead >= 0 ? [{ type: 'lease_waiting', message: `lease ${joined} waits: ${serving.why}; ${ahead} waiting ahead`, data: { leaseId: joined, ahead } }] : []),
+      ...(ahead >= 0
+        ? [{ type: 'lease_waiting', message: `lease ${joined} waits: ${serving.why}; ${ahead} waiting ahead`, data: { leaseId: joined, ahead } }]
+        : []),
     ],
     followUps: [...(decision.followUps ?? []), ...serving.followUps],
   };
@@ -83,7 +85,7 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
   need_resource: async (trx, ctx, blueprint) => {
     const { leaseId } = ctx.payload;
     const lease = await trx.selectFrom('leases').select(['state', 'resource_id', 'created_at']).where('id', '=', leaseId).executeTakeFirst();
-    if (!lease || lease.state !== 'pending' || lease.resource_id !== null) return done<'blueprint'>(`lease ${leaseId} no longer needs capacity`);
+    if (lease?.state !== 'pending' || lease.resource_id !== null) return done<'blueprint'>(`lease ${leaseId} no longer needs capacity`);
 
     const making = await trx
       .selectFrom('resources')
@@ -167,15 +169,20 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
       .executeTakeFirstOrThrow();
     const missing = Math.min(blueprint.min_resources - warm.n, blueprint.max_resources - blueprint.live_resources);
     if (missing <= 0) {
-      return done<'blueprint'>(`${warm.n} warm of a minimum of ${blueprint.min_resources}; nothing to make${warm.n < blueprint.min_resources ? ' (at the limit)' : ''}`);
+      return done<'blueprint'>(
+        `${warm.n} warm of a minimum of ${blueprint.min_resources}; nothing to make${warm.n < blueprint.min_resources ? ' (at the limit)' : ''}`,
+      );
     }
     const made: number[] = [];
     for (let i = 0; i < missing; i++) made.push(await makeResource(trx, blueprint, ctx.command, { warm: true }));
     const live = blueprint.live_resources + missing;
-    return done<'blueprint'>(`making ${missing} resource(s) (${made.join(', ')}) to keep ${blueprint.min_resources} warm (${live} of ${blueprint.max_resources})`, {
-      set: { live_resources: live },
-      events: [{ type: 'topped_up', message: `made resource(s) ${made.join(', ')} to keep the pool warm`, data: { resourceIds: made } }],
-    });
+    return done<'blueprint'>(
+      `making ${missing} resource(s) (${made.join(', ')}) to keep ${blueprint.min_resources} warm (${live} of ${blueprint.max_resources})`,
+      {
+        set: { live_resources: live },
+        events: [{ type: 'topped_up', message: `made resource(s) ${made.join(', ')} to keep the pool warm`, data: { resourceIds: made } }],
+      },
+    );
   },
 };
 

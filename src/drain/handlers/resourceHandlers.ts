@@ -127,10 +127,13 @@ export const RESOURCE_HANDLERS = {
       const resource = ctx.object;
       const { leaseId } = ctx.payload;
       if (resource.state === 'pending') return yieldFor<'resource'>(ACQUIRE_WHILE_PENDING_MS, 'waiting for the resource to become active');
-      if (resource.state !== 'active') return done<'resource'>(`refused lease ${leaseId}: resource is ${resource.state}`, { followUps: [deny(resource, leaseId, `resource is ${resource.state}`)] });
+      if (resource.state !== 'active')
+        return done<'resource'>(`refused lease ${leaseId}: resource is ${resource.state}`, {
+          followUps: [deny(resource, leaseId, `resource is ${resource.state}`)],
+        });
 
       const lease = await trx.selectFrom('leases').select(['state', 'resource_id']).where('id', '=', leaseId).executeTakeFirst();
-      if (!lease || lease.state !== 'pending' || lease.resource_id !== null) {
+      if (lease?.state !== 'pending' || lease.resource_id !== null) {
         return done<'resource'>(`lease ${leaseId} no longer needs a slot`, { followUps: await offerFreeSlot(trx, resource, resource.used_slots) });
       }
       const held = await trx.selectFrom('resource_slots').select('resource_id').where('lease_id', '=', leaseId).executeTakeFirst();
@@ -154,7 +157,12 @@ export const RESOURCE_HANDLERS = {
         set: { used_slots: resource.used_slots + 1, idle_since: null },
         events: [{ type: 'slot_granted', message: `slot ${slot} to lease ${leaseId}`, data: { leaseId, slot } }],
         followUps: [
-          { target: { kind: 'lease', id: leaseId }, kind: 'grant', payload: { resourceId: resource.id, slot }, reason: `resource ${resource.id} has a slot` },
+          {
+            target: { kind: 'lease', id: leaseId },
+            kind: 'grant',
+            payload: { resourceId: resource.id, slot },
+            reason: `resource ${resource.id} has a slot`,
+          },
         ],
       });
     },
@@ -189,7 +197,8 @@ export const RESOURCE_HANDLERS = {
     readsInTransaction: true,
     async decide(trx: Db, ctx: Ctx) {
       const resource = ctx.object;
-      if (resource.state === 'broken') return done<'resource'>('broken: destroying it again', { followUps: [destroySelf(resource, 'release of a broken resource')] });
+      if (resource.state === 'broken')
+        return done<'resource'>('broken: destroying it again', { followUps: [destroySelf(resource, 'release of a broken resource')] });
       const holders = await trx.selectFrom('resource_slots').select('lease_id').where('resource_id', '=', resource.id).orderBy('lease_id').execute();
       const followUps: FollowUp[] =
         holders.length === 0

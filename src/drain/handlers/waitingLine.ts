@@ -60,7 +60,12 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     if (!slot) break;
     slot.free--;
     const made = slot.madeFor === leaseId;
-    served.set(leaseId, made ? `allocating resource ${slot.id} for lease ${leaseId} (${live} of ${blueprint.max_resources})` : `sent lease ${leaseId} to resource ${slot.id}`);
+    served.set(
+      leaseId,
+      made
+        ? `allocating resource ${slot.id} for lease ${leaseId} (${live} of ${blueprint.max_resources})`
+        : `sent lease ${leaseId} to resource ${slot.id}`,
+    );
     followUps.push(acquire(slot.id, leaseId, made ? `made for lease ${leaseId}` : `lease ${leaseId} waited for a slot`));
   }
   const leaving = [...departed, ...served.keys()];

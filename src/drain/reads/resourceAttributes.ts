@@ -15,6 +15,10 @@ export function resourceAttributes<C>(keyOf: (ctx: C) => number | undefined): Ba
 }
 
 async function loadResourceAttributes(db: Db, ids: readonly number[]): Promise<ReadonlyMap<number, ResourceIdentity>> {
-  const rows = await db.selectFrom('resources').select(['id', 'attributes']).where('id', '=', (eb) => eb.fn.any(eb.val([...ids]))).execute();
+  const rows = await db
+    .selectFrom('resources')
+    .select(['id', 'attributes'])
+    .where('id', '=', (eb) => eb.fn.any(eb.val([...ids])))
+    .execute();
   return new Map(rows.map((r) => [r.id, { id: r.id, attributes: r.attributes as Record<string, unknown> }]));
 }

@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Db } from '../../db/Database.ts';
 
 /**

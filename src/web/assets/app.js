@@ -1,5 +1,6 @@
 // Slipway's one script. Pages work without it; with it they update live
 // and a form cannot be sent twice from one page.
+// biome-ignore lint/suspicious/noRedundantUseStrict: a classic script in the browser, not a module
 'use strict';
 
 // A form marked data-once is sent once: its buttons are disabled right after
@@ -81,11 +82,15 @@ async function refresh() {
 function relative(ms) {
   const abs = Math.abs(ms);
   const amount =
-    abs < 10_000 ? `${(abs / 1000).toFixed(1)} s`
-    : abs < 60_000 ? `${Math.round(abs / 1000)} s`
-    : abs < 3_600_000 ? `${Math.round(abs / 60_000)} min`
-    : abs < 172_800_000 ? `${Math.round(abs / 3_600_000)} h`
-    : `${Math.round(abs / 86_400_000)} d`;
+    abs < 10_000
+      ? `${(abs / 1000).toFixed(1)} s`
+      : abs < 60_000
+        ? `${Math.round(abs / 1000)} s`
+        : abs < 3_600_000
+          ? `${Math.round(abs / 60_000)} min`
+          : abs < 172_800_000
+            ? `${Math.round(abs / 3_600_000)} h`
+            : `${Math.round(abs / 86_400_000)} d`;
   return ms <= 0 ? `${amount} ago` : `in ${amount}`;
 }
 

@@ -35,7 +35,9 @@ export async function blueprintPage(app: FastifyInstance, db: Db): Promise<void>
       const usage = await readUsage(db, blueprint.id);
       const resources = await listResources(db, { state: LIVE, blueprintId: blueprint.id }, { limit: SHOWN, order: 'newest' });
       const idle =
-        blueprint.idle_timeout_ms === null ? 'an idle resource is kept' : `an idle resource beyond the minimum is reclaimed after ${blueprint.idle_timeout_ms / 1000} s`;
+        blueprint.idle_timeout_ms === null
+          ? 'an idle resource is kept'
+          : `an idle resource beyond the minimum is reclaimed after ${blueprint.idle_timeout_ms / 1000} s`;
       const main = html`<h1>Blueprint ${blueprint.name} ${stateBadge('blueprint', blueprint.state)}</h1>
 ${renderNotice(query)}
 <section class="card">
@@ -55,19 +57,24 @@ ${renderNotice(query)}
 <h2>The last hour</h2>
 ${usageCharts(usage, { commands: false })}
 <h2>Waiting line</h2>
-${line.length === 0
-  ? html`<p class="muted">No lease waits for capacity.</p>`
-  : html`<div class="table-wrap"><table><thead><tr><th>Place</th><th>Lease</th><th>Holder</th><th>Waiting since</th></tr></thead>
+${
+  line.length === 0
+    ? html`<p class="muted">No lease waits for capacity.</p>`
+    : html`<div class="table-wrap"><table><thead><tr><th>Place</th><th>Lease</th><th>Holder</th><th>Waiting since</th></tr></thead>
 <tbody>${line.map((w) => html`<tr><td>${w.ahead + 1}</td><td>${objectLink('lease', w.lease_id)}</td><td>${w.holder}</td><td>${when(w.since)}</td></tr>`)}</tbody></table></div>
-${blueprint.waitingLeases > line.length ? html`<p class="muted">and ${blueprint.waitingLeases - line.length} more.</p>` : ''}`}
+${blueprint.waitingLeases > line.length ? html`<p class="muted">and ${blueprint.waitingLeases - line.length} more.</p>` : ''}`
+}
 <h2>Live resources</h2>
-${resources.items.length === 0
-  ? html`<p class="muted">None.</p>`
-  : html`<div class="table-wrap"><table><thead><tr><th>Resource</th><th>State</th><th>Slots used</th><th>Idle since</th><th>Message</th></tr></thead>
+${
+  resources.items.length === 0
+    ? html`<p class="muted">None.</p>`
+    : html`<div class="table-wrap"><table><thead><tr><th>Resource</th><th>State</th><th>Slots used</th><th>Idle since</th><th>Message</th></tr></thead>
 <tbody>${resources.items.map(
-      (r) => html`<tr><td>${objectLink('resource', r.id)}</td><td>${stateBadge('resource', r.state)}</td><td>${r.used_slots} of ${r.capacity}</td><td>${when(r.idle_since)}</td><td>${orDash(r.message)}</td></tr>`,
-    )}</tbody></table></div>
-${resources.next === null ? '' : html`<p><a href="/resources?blueprint=${blueprint.id}">All of its resources</a></p>`}`}
+        (r) =>
+          html`<tr><td>${objectLink('resource', r.id)}</td><td>${stateBadge('resource', r.state)}</td><td>${r.used_slots} of ${r.capacity}</td><td>${when(r.idle_since)}</td><td>${orDash(r.message)}</td></tr>`,
+      )}</tbody></table></div>
+${resources.next === null ? '' : html`<p><a href="/resources?blueprint=${blueprint.id}">All of its resources</a></p>`}`
+}
 ${renderQueue(queue, (c) => cancelButton(request, c))}
 ${await renderTimeline(db, 'blueprint', timeline)}`;
       // Its leases and resources change it without a command of its own: refreshed as lists are.

@@ -43,15 +43,19 @@ ${renderNotice(query)}
 ${cancelButton(request, command)}
 </section>
 <h2>What it caused</h2>
-${tree.length <= 1
-  ? html`<p class="muted">Nothing (yet).</p>`
-  : html`<div class="table-wrap"><table>
+${
+  tree.length <= 1
+    ? html`<p class="muted">Nothing (yet).</p>`
+    : html`<div class="table-wrap"><table>
 <thead><tr><th>Command</th><th>Target</th><th>Status</th><th>Queued</th><th>Took</th><th>Outcome</th></tr></thead>
 <tbody>${tree.map(
-      (node) => html`<tr><td class="tree-node"><span aria-hidden="true">${'\u00a0\u00a0'.repeat(node.depth)}${node.depth > 0 ? '└ ' : ''}</span>${commandLink(node.id, node.kind)}</td>
+        (
+          node,
+        ) => html`<tr><td class="tree-node"><span aria-hidden="true">${'\u00a0\u00a0'.repeat(node.depth)}${node.depth > 0 ? '└ ' : ''}</span>${commandLink(node.id, node.kind)}</td>
 <td>${objectLink(node.target_kind, node.target_id)}</td><td>${statusBadge(node.status)}</td><td>${when(node.created_at)}</td>
 <td>${took(node.started_at ?? node.created_at, node.finished_at)}</td><td>${orDash(node.message)}</td></tr>`,
-    )}</tbody></table></div>`}`;
+      )}</tbody></table></div>`
+}`;
       const watch = tree.map((node) => `command:${node.id}`);
       return sendPage(request, reply, { title: `Command ${command.id}`, watch: watch.length > 0 ? watch : [`command:${command.id}`], main });
     },

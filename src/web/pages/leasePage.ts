@@ -34,9 +34,11 @@ ${renderNotice(query)}
 <section class="card">
 <dl class="fields">
   ${stateFields(lease.state, goal)}
-  ${line
-    ? html`<dt>Waiting</dt><dd>for a free slot at ${lease.blueprint_name}: ${line.ahead === 0 ? 'next in line' : `${line.ahead} ahead`}, since ${when(line.since)}</dd>`
-    : ''}
+  ${
+    line
+      ? html`<dt>Waiting</dt><dd>for a free slot at ${lease.blueprint_name}: ${line.ahead === 0 ? 'next in line' : `${line.ahead} ahead`}, since ${when(line.since)}</dd>`
+      : ''
+  }
   <dt>Holder</dt><dd>${lease.holder}</dd>
   <dt>Blueprint</dt><dd>${namedLink('blueprint', lease.blueprint_id, lease.blueprint_name)}</dd>
   <dt>Resource</dt><dd>${lease.resource_id === null ? orDash(null) : html`${objectLink('resource', lease.resource_id)} <span class="muted">slot ${lease.slot}</span>`}</dd>

@@ -38,21 +38,25 @@ export function renderList<T>(request: FastifyRequest, view: ListView<T>): SafeH
   const kept = new URLSearchParams([...given].filter(([name, value]) => name !== 'after' && value !== ''));
   const nextHref = view.page.next === null ? undefined : `${view.path}?${withParam(kept, 'after', String(view.page.next))}`;
   return html`<h1>${view.title}</h1>
-${view.filters.length > 0
-  ? html`<form class="filters" method="get" action="${view.path}">
+${
+  view.filters.length > 0
+    ? html`<form class="filters" method="get" action="${view.path}">
 ${view.filters.map((field) => filterInput(field, given.get(field.name) ?? ''))}
 ${given.get('limit') ? html`<input type="hidden" name="limit" value="${given.get('limit')}">` : ''}
 <button type="submit">Filter</button> <a href="${view.path}">Clear</a>
 </form>`
-  : ''}
-${view.page.items.length === 0
-  ? html`<p class="muted">Nothing matches.</p>`
-  : html`<div class="table-wrap"><table>
+    : ''
+}
+${
+  view.page.items.length === 0
+    ? html`<p class="muted">Nothing matches.</p>`
+    : html`<div class="table-wrap"><table>
 <thead><tr>${view.columns.map((c) => html`<th scope="col">${c.header}</th>`)}</tr></thead>
 <tbody>${view.page.items.map(
-      (row) => html`<tr${view.rowId ? html` id="${view.rowId(row)}"` : ''}>${view.columns.map((c) => html`<td>${c.cell(row)}</td>`)}</tr>`,
-    )}</tbody>
-</table></div>`}
+        (row) => html`<tr${view.rowId ? html` id="${view.rowId(row)}"` : ''}>${view.columns.map((c) => html`<td>${c.cell(row)}</td>`)}</tr>`,
+      )}</tbody>
+</table></div>`
+}
 <nav class="pager" aria-label="pages">
 ${given.has('after') ? html`<a href="${view.path}${kept.size > 0 ? `?${kept}` : ''}">First page</a>` : ''}
 ${nextHref ? html`<a href="${nextHref}" rel="next">Next page</a>` : ''}

@@ -47,8 +47,15 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
           { header: 'Name', cell: (b) => namedLink('blueprint', b.id, b.name) },
           { header: 'State', cell: (b) => stateBadge('blueprint', b.state) },
           { header: 'Driver', cell: (b) => b.driver },
-          { header: 'Resources', cell: (b) => html`<a href="/resources?blueprint=${b.id}">${b.live_resources} live</a> <span class="muted">(${b.min_resources}–${b.max_resources})</span>` },
-          { header: 'Leases', cell: (b) => html`<a href="/leases?blueprint=${b.id}">leases</a> <span class="muted">(${b.leases_per_resource} per resource)</span>` },
+          {
+            header: 'Resources',
+            cell: (b) =>
+              html`<a href="/resources?blueprint=${b.id}">${b.live_resources} live</a> <span class="muted">(${b.min_resources}–${b.max_resources})</span>`,
+          },
+          {
+            header: 'Leases',
+            cell: (b) => html`<a href="/leases?blueprint=${b.id}">leases</a> <span class="muted">(${b.leases_per_resource} per resource)</span>`,
+          },
           { header: 'Commands', cell: (b) => html`<a href="/commands?target=blueprint:${b.id}">commands</a>` },
           { header: 'Created', cell: (b) => when(b.created_at) },
         ],

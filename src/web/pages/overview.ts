@@ -41,14 +41,16 @@ ${usageCharts(usage, { commands: true })}
 <h2>Commands in flight</h2>
 <p><a href="/commands?status=queued">${statusBadge('queued')} ${overview.inFlight.queued}</a>
    <a href="/commands?status=running">${statusBadge('running')} ${overview.inFlight.running}</a></p>
-${overview.oldestInFlight.length === 0
-  ? html`<p class="muted">Nothing queued or running.</p>`
-  : html`<div class="table-wrap"><table>
+${
+  overview.oldestInFlight.length === 0
+    ? html`<p class="muted">Nothing queued or running.</p>`
+    : html`<div class="table-wrap"><table>
 <thead><tr><th>Command</th><th>Target</th><th>Status</th><th>Waiting for</th><th>Issued by</th></tr></thead>
 <tbody>${overview.oldestInFlight.map(
-      (c) => html`<tr><td>${commandLink(c.id, c.kind)}</td><td>${objectLink(c.target_kind, c.target_id)}</td><td>${statusBadge(c.status)}</td>
+        (c) => html`<tr><td>${commandLink(c.id, c.kind)}</td><td>${objectLink(c.target_kind, c.target_id)}</td><td>${statusBadge(c.status)}</td>
 <td>${took(c.created_at, now)}</td><td>${c.issued_by} <span class="muted">(${c.source})</span></td></tr>`,
-    )}</tbody></table></div>`}`;
+      )}</tbody></table></div>`
+}`;
       return sendPage(request, reply, { title: 'Overview', watch: ['*'], main });
     },
   });

@@ -42,10 +42,12 @@ ${renderNotice(query)}
 ${commandButtons(request, { kind: 'resource', id: resource.id, state: resource.state, queue, leases: resource.slots.length })}
 </section>
 <h2>Slots</h2>
-${resource.slots.length === 0
-  ? html`<p class="muted">No lease holds a slot.</p>`
-  : html`<div class="table-wrap"><table><thead><tr><th>Slot</th><th>Lease</th><th>Holder</th><th>Granted</th></tr></thead>
-<tbody>${resource.slots.map((s) => html`<tr><td>${s.slot}</td><td>${objectLink('lease', s.lease_id)}</td><td>${s.holder}</td><td>${when(s.granted_at)}</td></tr>`)}</tbody></table></div>`}
+${
+  resource.slots.length === 0
+    ? html`<p class="muted">No lease holds a slot.</p>`
+    : html`<div class="table-wrap"><table><thead><tr><th>Slot</th><th>Lease</th><th>Holder</th><th>Granted</th></tr></thead>
+<tbody>${resource.slots.map((s) => html`<tr><td>${s.slot}</td><td>${objectLink('lease', s.lease_id)}</td><td>${s.holder}</td><td>${when(s.granted_at)}</td></tr>`)}</tbody></table></div>`
+}
 ${renderQueue(queue, (c) => cancelButton(request, c))}
 ${await renderTimeline(db, 'resource', timeline)}`;
       const watch = [`resource:${resource.id}`, ...resource.slots.map((s) => `lease:${s.lease_id}`)];

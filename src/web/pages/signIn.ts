@@ -17,6 +17,7 @@ const NextPath = blank(
   z
     .string()
     .max(2000)
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a path here must not hold
     .regex(/^\/(?![/\\])[^\x00-\x1f]*$/, 'expected a path on this server')
     .optional(),
 );
@@ -53,7 +54,13 @@ Your role decides which buttons you get.</p>
 </section>`;
 
   /** A sign-in page with a fresh form token, set as a cookie too. */
-  const sendForm = (request: Parameters<typeof sendPage>[0], reply: Parameters<typeof sendPage>[1], next?: string, problem?: string, status = 200) => {
+  const sendForm = (
+    request: Parameters<typeof sendPage>[0],
+    reply: Parameters<typeof sendPage>[1],
+    next?: string,
+    problem?: string,
+    status = 200,
+  ) => {
     const formToken = randomSecret();
     setCookie(request, reply, SIGN_IN_COOKIE, formToken, SIGN_IN_FORM_S);
     return sendPage(request, reply, { title: 'Sign in', main: form(formToken, next, problem) }, status);

@@ -29,7 +29,9 @@ export interface WorkerProcess {
  */
 export class WorkerProcesses {
   private readonly workers: WorkerProcess[] = [];
-  private readonly killOnExit = () => this.workers.forEach((w) => w.child.kill('SIGKILL'));
+  private readonly killOnExit = () => {
+    for (const w of this.workers) w.child.kill('SIGKILL');
+  };
 
   constructor(
     private readonly databaseUrl: string,
@@ -114,7 +116,10 @@ export class WorkerProcesses {
   /** The last of what every worker, running or not, wrote (for a test that explains a stall). */
   lastOutput(workers: readonly WorkerProcess[] = this.workers): string {
     return workers
-      .map((w) => `${w.name} ${this.running().includes(w) ? 'running' : `exited (${w.child.exitCode ?? w.child.signalCode})`}:\n${w.output.join('').slice(-4000)}`)
+      .map(
+        (w) =>
+          `${w.name} ${this.running().includes(w) ? 'running' : `exited (${w.child.exitCode ?? w.child.signalCode})`}:\n${w.output.join('').slice(-4000)}`,
+      )
       .join('\n');
   }
 

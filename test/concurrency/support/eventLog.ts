@@ -20,7 +20,10 @@ export async function stateTrails(db: Db, kind: ObjectKind): Promise<Map<number,
   const trails = new Map<number, StateTrail>();
   for (const event of events) {
     let trail = trails.get(event.target_id);
-    if (!trail) trails.set(event.target_id, (trail = { states: [], breaks: [] }));
+    if (!trail) {
+      trail = { states: [], breaks: [] };
+      trails.set(event.target_id, trail);
+    }
     const previous = trail.states.at(-1) ?? null;
     if (event.type === 'state' && event.from_state !== previous) {
       trail.breaks.push(`event ${event.id}: ${event.from_state} → ${event.to_state} after ${previous}`);

@@ -35,7 +35,11 @@ export async function waitForLeases(db: Db, ids: readonly number[], states: read
   await waitFor(
     `${ids.length} lease(s) to be ${states.join(' or ')}`,
     async () => {
-      const rows = await db.selectFrom('leases').select('state').where('id', 'in', [...ids]).execute();
+      const rows = await db
+        .selectFrom('leases')
+        .select('state')
+        .where('id', 'in', [...ids])
+        .execute();
       return rows.length === ids.length && rows.every((r) => states.includes(r.state));
     },
     timeoutMs,

@@ -23,7 +23,9 @@ const FLAGS = [
 
 export async function launchBrowser(): Promise<Browser> {
   await access(CHROMIUM, constants.X_OK).catch(() => {
-    throw new Error(`no chromium at ${CHROMIUM}: the browser tests (npm run test:system) need Debian's chromium; install it with \`apt-get install chromium\``);
+    throw new Error(
+      `no chromium at ${CHROMIUM}: the browser tests (npm run test:system) need Debian's chromium; install it with \`apt-get install chromium\``,
+    );
   });
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
 }
@@ -44,7 +46,12 @@ export async function screenshot(page: Page, name: string, options: { forReadme?
 }
 
 /** A browser context (its own cookies) signed in with `token` through the sign-in form. */
-export async function signedInContext(browser: Browser, baseURL: string, token: string, viewport = { width: 1280, height: 900 }): Promise<BrowserContext> {
+export async function signedInContext(
+  browser: Browser,
+  baseURL: string,
+  token: string,
+  viewport = { width: 1280, height: 900 },
+): Promise<BrowserContext> {
   const context = await browser.newContext({ baseURL, viewport });
   const page = await context.newPage();
   await page.goto('/sign-in');
