@@ -31,36 +31,30 @@ export async function sampleUsage(pass: GcPass): Promise<StepReport> {
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    // A first sample only sets the marks: it has no previous one to count from.
-    if (!previous) {
-      const { rows } = await sql<{ id: number }>`
-        insert into blueprint_usage_samples (pass_id, blueprint_id, leases, leases_waiting, resources)
-        select ${pass.passId}, b.id, ${byState('leases', 'lease')}, ${waitingAt(trx)}, ${byState('resources', 'resource')}
-        from blueprints b
-        returning blueprint_id as id
-      `.execute(trx);
-      return rows.length;
-    }
-    // Leases made active since the previous sample: state events after its mark.
+    // Leases made active since the previous sample: state events after its
+    // mark. A first sample has no previous one to count from: its range is
+    // empty and its counts stay null.
     const activated = sql`(
       select l.blueprint_id, extract(epoch from e.created_at - l.created_at) * 1000 as wait_ms
       from events e join leases l on l.id = e.target_id
-      where e.id > ${previous.last_event_id} and e.id <= ${sample.last_event_id}
+      where e.id > ${previous?.last_event_id ?? sample.last_event_id} and e.id <= ${sample.last_event_id}
         and e.target_kind = 'lease' and e.type = 'state' and e.to_state = 'active')`;
-    await sql`
-      update usage_samples set
-        commands_appended = (select count(*)::int from commands where id > ${previous.last_command_id} and id <= ${sample.last_command_id}),
-        -- The previous sample's time read in SQL: a JS Date would drop its microseconds.
-        commands_failed = (select count(*)::int from commands
-          where status = 'failed' and finished_at <= now()
-            and finished_at > (select sampled_at from usage_samples where pass_id = ${previous.pass_id})),
-        (leases_activated, wait_p50_ms, wait_p95_ms) = (select ${waitFigures} from ${activated} a)
-      where pass_id = ${pass.passId}
-    `.execute(trx);
+    if (previous) {
+      await sql`
+        update usage_samples set
+          commands_appended = (select count(*)::int from commands where id > ${previous.last_command_id} and id <= ${sample.last_command_id}),
+          -- The previous sample's time read in SQL: a JS Date would drop its microseconds.
+          commands_failed = (select count(*)::int from commands
+            where status = 'failed' and finished_at <= now()
+              and finished_at > (select sampled_at from usage_samples where pass_id = ${previous.pass_id})),
+          (leases_activated, wait_p50_ms, wait_p95_ms) = (select ${waitFigures} from ${activated} a)
+        where pass_id = ${pass.passId}
+      `.execute(trx);
+    }
     const { rows } = await sql<{ id: number }>`
       insert into blueprint_usage_samples (pass_id, blueprint_id, leases, leases_waiting, resources, leases_activated, wait_p50_ms, wait_p95_ms)
       select ${pass.passId}, b.id, ${byState('leases', 'lease')}, ${waitingAt(trx)}, ${byState('resources', 'resource')},
-             coalesce(w.activated, 0), w.p50, w.p95
+             ${previous ? sql`coalesce(w.activated, 0)` : sql`null::int`}, w.p50, w.p95
       from blueprints b
       left join (select a.blueprint_id, ${waitFigures} from ${activated} a group by a.blueprint_id) w on w.blueprint_id = b.id
       returning blueprint_id as id

@@ -103,6 +103,24 @@ test('every table and column in migrations/schema.ts exists after migrating', as
     .execute();
   await db.selectFrom('workers').select(['id', 'hostname', 'pid', 'handles', 'started_at', 'heartbeat_at', 'job_lockers', 'version']).execute();
   await db.selectFrom('gc_passes').select(['id', 'trigger', 'status', 'started_at', 'finished_at', 'report', 'message']).execute();
+  await db
+    .selectFrom('usage_samples')
+    .select([
+      'pass_id',
+      'sampled_at',
+      'last_command_id',
+      'last_event_id',
+      'commands_appended',
+      'commands_failed',
+      'leases_activated',
+      'wait_p50_ms',
+      'wait_p95_ms',
+    ])
+    .execute();
+  await db
+    .selectFrom('blueprint_usage_samples')
+    .select(['pass_id', 'blueprint_id', 'leases', 'leases_waiting', 'resources', 'leases_activated', 'wait_p50_ms', 'wait_p95_ms'])
+    .execute();
   await db.selectFrom('simulated_effects').select(['operation', 'object_id', 'idempotency_key', 'calls', 'first_at', 'last_at']).execute();
   await db.selectFrom('static_pool_claims').select(['blueprint_id', 'entry', 'resource_id', 'definition', 'claimed_at']).execute();
   await db
