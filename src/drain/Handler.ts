@@ -39,6 +39,13 @@ export interface Outcome<K extends ObjectKind = ObjectKind> {
   readonly status: 'done' | 'failed' | 'yield';
   readonly message: string;
   readonly to?: string;
+  /**
+   * A state the object passes through on its way to `to` within this one
+   * command, recorded as a transition of its own (each step checked against
+   * the state table): a lease's release ends it at once, released then
+   * destroyed, rather than leaving a second command to finish it.
+   */
+  readonly through?: { readonly state: string; readonly message: string };
   readonly set?: ObjectTypes[K]['update'];
   readonly events?: ReadonlyArray<{ type: string; message: string; data?: unknown }>;
   readonly followUps?: readonly FollowUp[];

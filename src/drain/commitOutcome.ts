@@ -106,18 +106,24 @@ function objectUpdates(decided: readonly Decided[]): StepStatements['objectUpdat
 
 /**
  * What settling `command` with `outcome` writes besides the object's row:
- * the state change's event (checked against the state table) and the
+ * the state change's events (each checked against the state table: the
+ * state it passes through, if any, then the one it ends in) and the
  * outcome's own events, and, for a command done, the queued kinds it
  * supersedes.
  */
 function settlement(target: ObjectRef, object: { state: string }, command: CommandRow, outcome: Outcome): Settlement {
   const actor = { issuedBy: command.issued_by, source: command.source };
   const events: EventInput[] = [];
-  if (outcome.to !== undefined && !canTransition(target.kind, object.state, outcome.to)) {
-    throw new Error(`${target.kind} ${target.id}: ${object.state} → ${outcome.to} is not in the state table`);
-  }
-  if (outcome.to !== undefined && outcome.to !== object.state) {
-    events.push({ target, type: 'state', fromState: object.state, toState: outcome.to, message: outcome.message, actor, commandId: command.id });
+  let from = object.state;
+  const path = outcome.to === undefined ? [] : [...(outcome.through ? [outcome.through] : []), { state: outcome.to, message: outcome.message }];
+  for (const step of path) {
+    if (!canTransition(target.kind, from, step.state)) {
+      throw new Error(`${target.kind} ${target.id}: ${from} → ${step.state} is not in the state table`);
+    }
+    if (step.state !== from) {
+      events.push({ target, type: 'state', fromState: from, toState: step.state, message: step.message, actor, commandId: command.id });
+    }
+    from = step.state;
   }
   for (const e of outcome.events ?? []) {
     events.push({ target, type: e.type, message: e.message, data: e.data, actor, commandId: command.id });

@@ -83,7 +83,7 @@ test('a release with a callback is delivered signed, retried after the receiver 
     outcome: 'succeeded',
     command: { id: commandId, kind: 'release', status: 'done', issuedBy: 'token:user', source: 'api', reason: 'done' },
   });
-  expect(body.tree.map((node: { kind: string }) => node.kind)).toEqual(['release', 'destroy', 'release_slot']);
+  expect(body.tree.map((node: { kind: string }) => node.kind)).toEqual(['release', 'release_slot']);
 });
 
 test('a resource command takes a callback too', async () => {

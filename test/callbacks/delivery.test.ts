@@ -68,7 +68,7 @@ test('a release with a callback is delivered once, signed, after the release and
     'slipway-attempt': '1',
   });
 
-  // The body is the whole settled tree: release → destroy → release_slot, nothing left running.
+  // The body is the whole settled tree: release (which destroys the lease) → release_slot, nothing left running.
   const body = JSON.parse(request!.body);
   expect(body).toMatchObject({
     event: 'command.settled',
@@ -79,7 +79,7 @@ test('a release with a callback is delivered once, signed, after the release and
   });
   const finalTree = await readCommandTree(db, command.id);
   expect(body.tree.map((n: { id: number; status: string }) => [n.id, n.status])).toEqual(finalTree.map((n) => [n.id, n.status]));
-  expect(body.tree.map((n: { kind: string }) => n.kind)).toEqual(['release', 'destroy', 'release_slot']);
+  expect(body.tree.map((n: { kind: string }) => n.kind)).toEqual(['release', 'release_slot']);
 
   // Still once after every queue (and every delivery job) has emptied.
   await waitForQuietQueues(db);

@@ -60,8 +60,8 @@ test('a callback is queued once, when the last command of the tree settles, not 
   const [lease] = await activeLeases(1, 'hooked');
   const { command } = await releaseWithCallback(database.db, lease!.id, 'http://localhost:9/hook');
 
-  // The lease's drain settles the release and its destroy; the slot's
-  // release_slot, queued on the resource, is still to come.
+  // The lease's drain settles the release (which destroys the lease); the
+  // slot's release_slot, queued on the resource, is still to come.
   await drain.drain('lease', lease!.id);
   const release = await database.db.selectFrom('commands').select('status').where('id', '=', command.id).executeTakeFirstOrThrow();
   expect(release.status).toBe('done');

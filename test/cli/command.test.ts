@@ -20,14 +20,13 @@ beforeAll(async () => {
 test('command show prints the command, its outcome and the tree it caused, with timing', async () => {
   const run = await env.cli('command', 'show', String(releaseId));
   expect(run.code).toBe(0);
-  expect(run.stdout).toMatch(new RegExp(`^command #${releaseId} release lease:${leaseId}: done\\n {2}message +released\\n`));
+  expect(run.stdout).toMatch(new RegExp(`^command #${releaseId} release lease:${leaseId}: done\\n {2}message +released and destroyed\\n`));
   expect(run.stdout).toMatch(/issued by +\S+@\S+ via cli/);
   const tree = run.stdout.slice(run.stdout.indexOf('what it caused'));
   expect(tree).toMatch(/COMMAND +KIND +TARGET +STATUS +QUEUED +TOOK +MESSAGE/);
   // Each command indented under the one that caused it, with when it was queued and how long it took.
-  expect(tree).toMatch(new RegExp(`\\n {2}#${releaseId} +release +lease:${leaseId} +done +\\+0\\.000s +\\d+\\.\\d{3}s +released\\n`));
-  expect(tree).toMatch(new RegExp(`\\n {4}#\\d+ +destroy +lease:${leaseId} +done +\\+\\d+\\.\\d{3}s`));
-  expect(tree).toMatch(/\n {6}#\d+ +release_slot +resource:\d+ +done +\+\d+\.\d{3}s +\d+\.\d{3}s +lease \d+ gave back slot 0/);
+  expect(tree).toMatch(new RegExp(`\\n {2}#${releaseId} +release +lease:${leaseId} +done +\\+0\\.000s +\\d+\\.\\d{3}s +released and destroyed\\n`));
+  expect(tree).toMatch(/\n {4}#\d+ +release_slot +resource:\d+ +done +\+\d+\.\d{3}s +\d+\.\d{3}s +lease \d+ gave back slot 0/);
 });
 
 test('command show --json gives the command and its tree', async () => {
@@ -36,17 +35,16 @@ test('command show --json gives the command and its tree', async () => {
   expect(result.tree.map((c: { kind: string; depth: number }) => [c.depth, c.kind])).toEqual(
     expect.arrayContaining([
       [0, 'release'],
-      [1, 'destroy'],
-      [2, 'release_slot'],
+      [1, 'release_slot'],
     ]),
   );
 });
 
 test('command list filters by target, kind and status, and pages on id', async () => {
   const onLease = parseJson(await env.cli('--json', 'command', 'list', '--target', `lease:${leaseId}`));
-  expect(onLease.items.map((c: { kind: string }) => c.kind)).toEqual(['destroy', 'release', 'activate', 'grant', 'allocate']);
+  expect(onLease.items.map((c: { kind: string }) => c.kind)).toEqual(['release', 'activate', 'grant', 'allocate']);
   const oldestFirst = parseJson(await env.cli('--json', 'command', 'list', '--target', `lease:${leaseId}`, '--order', 'oldest'));
-  expect(oldestFirst.items.map((c: { kind: string }) => c.kind)).toEqual(['allocate', 'grant', 'activate', 'release', 'destroy']);
+  expect(oldestFirst.items.map((c: { kind: string }) => c.kind)).toEqual(['allocate', 'grant', 'activate', 'release']);
 
   const releases = await env.cli('command', 'list', '--kind', 'release', '--status', 'done');
   expect(releases.code).toBe(0);

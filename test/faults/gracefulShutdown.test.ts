@@ -55,7 +55,7 @@ test('within the grace period: the release in flight finishes on the stopping wo
   expect(await run.status()).toBe('done');
   // The stopping worker made the call and committed it: nobody made it again.
   expect(await run.effects()).toEqual([{ idempotency_key: `lease:${run.lease.id}:${run.release.id}`, calls: 1 }]);
-  // What the release queued (its destroy) is drained by the other worker.
+  // The release destroyed the lease in the same commit; the other worker drains the slot's return.
   await waitForLeases(run.db, [run.lease.id], ['destroyed']);
   expect((await stateTrails(run.db, 'lease')).get(run.lease.id)).toEqual({
     states: ['pending', 'acquired', 'active', 'released', 'destroyed'],

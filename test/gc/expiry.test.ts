@@ -52,7 +52,13 @@ describe('expiry', () => {
 
     const releases = await releasesOf(id);
     expect(releases).toHaveLength(1);
-    expect(releases[0]).toMatchObject({ issued_by: 'system:gc', source: 'gc', status: 'done', message: 'released', payload: { ifExpired: true } });
+    expect(releases[0]).toMatchObject({
+      issued_by: 'system:gc',
+      source: 'gc',
+      status: 'done',
+      message: 'released and destroyed',
+      payload: { ifExpired: true },
+    });
     expect(releases[0]!.reason).toMatch(/^expired: its expiry time .* passed$/);
     expect(await stateEvents(db(), 'lease', id)).toEqual(['pending→acquired', 'acquired→active', 'active→released', 'released→destroyed']);
   });
@@ -91,7 +97,7 @@ describe('expiry', () => {
     expect(await releaseEffects(id)).toBe(0);
   });
 
-  test('a renewal queued after the expiry release is too late: the lease is released, the renewal is a no-op', async () => {
+  test('a renewal queued after the expiry release is too late: the lease is released (and destroyed), the renewal is a no-op', async () => {
     const id = await activeLease({ expiresInMs: 1000 });
     await waitUntilExpired(id);
     expect(released(await hand.pass())).toContain(id);
@@ -99,7 +105,7 @@ describe('expiry', () => {
     await hand.all();
     expect((await lease(id)).state).toBe('destroyed');
     const renewal = (await commandsOf(db(), 'lease', id)).find((c) => c.kind === 'renew')!;
-    expect(renewal).toMatchObject({ status: 'done', message: `nothing to do: lease ${id} is released` });
+    expect(renewal).toMatchObject({ status: 'done', message: `nothing to do: lease ${id} is destroyed` });
   });
 
   test("someone's release that joins a conditional expiry release still releases the lease", async () => {

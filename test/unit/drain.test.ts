@@ -73,8 +73,27 @@ describe('the drain', () => {
     const { command: release } = await appendCommand(db(), { target: { kind: 'lease', id: l.id }, kind: 'release', actor: alice });
     await drainAll();
     expect(await stateEvents(db(), 'lease', l.id)).toEqual(['pending→acquired', 'acquired→active', 'active→released', 'released→destroyed']);
-    const destroy = (await commandsOf(db(), 'lease', l.id)).find((c) => c.kind === 'destroy')!;
-    expect(destroy).toMatchObject({ caused_by: release.id, status: 'done', issued_by: 'alice@host', source: 'system' });
+    // The release itself takes the lease through released to destroyed: both transitions are its, and no destroy is queued.
+    const transitions = await db()
+      .selectFrom('events')
+      .select(['to_state', 'command_id'])
+      .where('target_kind', '=', 'lease')
+      .where('target_id', '=', l.id)
+      .where('to_state', 'in', ['released', 'destroyed'])
+      .orderBy('id')
+      .execute();
+    expect(transitions).toEqual([
+      { to_state: 'released', command_id: release.id },
+      { to_state: 'destroyed', command_id: release.id },
+    ]);
+    expect((await commandsOf(db(), 'lease', l.id)).map((c) => c.kind)).not.toContain('destroy');
+    const slotBack = await db()
+      .selectFrom('commands')
+      .selectAll()
+      .where('kind', '=', 'release_slot')
+      .where('caused_by', '=', release.id)
+      .executeTakeFirstOrThrow();
+    expect(slotBack).toMatchObject({ target_kind: 'resource', status: 'done', issued_by: 'alice@host', source: 'system' });
     const resource = await db()
       .selectFrom('resources')
       .selectAll()

@@ -219,9 +219,17 @@ export const LEASE_HANDLERS = {
         if (await releaseWanted(trx, ctx)) return yieldFor<'lease'>(0, 'a release from someone else joined this one; releasing');
         return done<'lease'>('not released: the lease was renewed before its expiry release was applied');
       }
-      return done<'lease'>(holdsSlot('lease', lease.state) ? 'released' : 'released before it got a slot', {
-        to: 'released',
-        followUps: [{ target: self(lease), kind: 'destroy', reason: 'released' }],
+      // Released and destroyed in this one command: a released lease has
+      // nothing left to do but give its slot back, which is a message to its
+      // resource, so a `destroy` of its own would only cost a step, a command
+      // and a row version (docs/decisions/0024-a-release-destroys-the-lease.md).
+      // The slot it holds is the one its row records: a grant still on its
+      // way finds the lease destroyed and returns its slot itself.
+      const slotHeld = holdsSlot('lease', lease.state) && lease.resource_id !== null;
+      return done<'lease'>(slotHeld ? 'released and destroyed' : 'released before it got a slot, and destroyed', {
+        to: 'destroyed',
+        through: { state: 'released', message: slotHeld ? 'released' : 'released before it got a slot' },
+        followUps: slotHeld ? [giveBackSlot(lease, lease.resource_id!, `lease ${lease.id} released`)] : [],
       });
     },
   },
