@@ -16,9 +16,6 @@ const WARM_SLOTS_PER_RESOURCE = 100;
 const ANNOUNCEMENT_TIMEOUT_MS = 5 * 60_000;
 const SETUP_TIMEOUT_MS = 10 * 60_000;
 
-/** The command whose settling marks each milestone. */
-const MILESTONE_COMMAND: Record<Milestone, string> = { active: 'activate', destroyed: 'destroy' };
-
 /**
  * Slipway as the benchmark drives it: blueprints on the simulated driver,
  * leases made with createLease and released with appendCommand, the same
@@ -108,7 +105,8 @@ export class SlipwaySystem implements LeaseSystem {
 /**
  * Milestones as a client learns them: from the drain's announcements that a
  * command settled (the ones `?wait` and the CLI wait on), matched afterwards
- * to the lease's activate or destroy command.
+ * to the command whose outcome took the lease to the milestone's state (its
+ * state event names it: `activate` for active; for destroyed, the release).
  */
 class SlipwayWatch implements MilestoneWatch {
   private readonly settledAt = new Map<number, number>();
@@ -140,12 +138,14 @@ class SlipwayWatch implements MilestoneWatch {
     const allAnnounced = async () => {
       if (this.resynced) throw new Error('the announcements connection dropped during the run: milestones may be missing');
       const rows = await this.database.db
-        .selectFrom('commands')
-        .select(['target_id', 'id'])
+        .selectFrom('events')
+        .select(['target_id', 'command_id as id'])
         .where('target_kind', '=', 'lease')
-        .where('kind', '=', MILESTONE_COMMAND[milestone])
-        .where('status', '=', 'done')
+        .where('type', '=', 'state')
+        .where('to_state', '=', milestone)
         .where(sql<boolean>`target_id = any(${[...leaseIds]}::bigint[])`)
+        .where('command_id', 'is not', null)
+        .$narrowType<{ id: number }>()
         .execute();
       commandOf = new Map(rows.map((row) => [row.target_id, row.id]));
       return commandOf.size === leaseIds.length && rows.every((row) => this.settledAt.has(row.id));
