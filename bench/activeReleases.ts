@@ -11,7 +11,7 @@ const SETTLE_TIMEOUT_MS = 30 * 60_000;
  * (untimed), then one release each appended from `clients` connections as
  * fast as they go, with the workers running. Timed from the first append
  * until every lease is destroyed, its slot given back, and nothing is left
- * to do. Each release takes the realistic path: a driver call, destroy, the
+ * to do. Each release takes the realistic path: a driver call, the lease destroyed, the
  * slot's return to its resource. `beforeReleases` runs once the leases
  * are active, just before the timed window (bench/profile.ts starts its
  * instruments there).

@@ -69,8 +69,8 @@ export async function measureApiReleases(database: Database, leaseIds: readonly 
  * (h) With the fleet running: releases of active leases through
  * `POST /v1/leases/{id}/commands?wait=30`, open loop at `load.rate` per
  * second for `load.seconds`, each timed from its scheduled time until the
- * answer, which comes when the release and all it caused (destroy, the
- * slot's return) have settled.
+ * answer, which comes when the release (which destroys the lease) and the
+ * slot's return it caused have settled.
  */
 export async function measureApiWait(database: Database, system: SlipwaySystem, load: OpenLoad, clients: number): Promise<ApiWait> {
   const total = load.rate * load.seconds;
