@@ -3,6 +3,7 @@ import type { Database } from '../db/Database.ts';
 import type { ProcessHealth } from '../health/ProcessHealth.ts';
 import type { AppendBatcher } from '../queue/AppendBatcher.ts';
 import type { NoticeListener } from '../read/CommandNotices.ts';
+import type { CommandTreeReads } from '../read/CommandTreeReads.ts';
 import type { Backpressure } from './backpressure.ts';
 
 /** What every route plugin works with: one per server process. */
@@ -16,6 +17,8 @@ export interface ApiContext {
   readonly health: ProcessHealth;
   /** Sends concurrent requests' plain appends together (see requestCommand). */
   readonly appends: AppendBatcher;
+  /** Sends the tree reads of concurrent waiting requests together (see commandAnswers). */
+  readonly trees: CommandTreeReads;
   /** Aborted when the server stops: waiting requests answer with what they have. */
   readonly stopping: AbortSignal;
 }

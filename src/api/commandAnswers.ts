@@ -68,6 +68,11 @@ export async function leaseSettled(
   return { status: waited.outcome === 'settled' ? 200 : 202, headers: commandLocation(created.command.id), body };
 }
 
-function waitTree(context: ApiContext, request: Omit<WaitRequest, 'listener'>) {
-  return waitForSettled(context.database, { ...request, listener: context.notices, fallbackMs: context.config.SLIPWAY_API_WAIT_REREAD_MS });
+function waitTree(context: ApiContext, request: Omit<WaitRequest, 'listener' | 'trees'>) {
+  return waitForSettled(context.database, {
+    ...request,
+    listener: context.notices,
+    trees: context.trees,
+    fallbackMs: context.config.SLIPWAY_API_WAIT_REREAD_MS,
+  });
 }

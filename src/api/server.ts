@@ -7,6 +7,7 @@ import { ProcessHealth } from '../health/ProcessHealth.ts';
 import type { Logger } from '../log.ts';
 import { AppendBatcher } from '../queue/AppendBatcher.ts';
 import { NoticeListener } from '../read/CommandNotices.ts';
+import { CommandTreeReads } from '../read/CommandTreeReads.ts';
 import type { ApiContext } from './ApiContext.ts';
 import { installAuthentication } from './auth/authenticate.ts';
 import { Backpressure } from './backpressure.ts';
@@ -58,12 +59,13 @@ export async function buildApp(context: ApiContext, log: Logger): Promise<Fastif
 }
 
 /** A context around a process's database, settings, LISTEN connection and health: its backpressure and append batcher are made here. */
-export function apiContext(parts: Omit<ApiContext, 'backpressure' | 'appends'>, log: Logger): ApiContext {
+export function apiContext(parts: Omit<ApiContext, 'backpressure' | 'appends' | 'trees'>, log: Logger): ApiContext {
   const { config, database } = parts;
   return {
     ...parts,
     backpressure: new Backpressure({ queueDepth: config.SLIPWAY_API_QUEUE_DEPTH_LIMIT, backlog: config.SLIPWAY_API_BACKLOG_LIMIT }),
     appends: new AppendBatcher(database.pool, database.db, log),
+    trees: new CommandTreeReads(database.db),
   };
 }
 

@@ -18,15 +18,29 @@ function isSettled(status: CommandStatus): boolean {
  * by id). Empty when the command does not exist.
  */
 export async function readCommandTree(db: Db, rootId: number): Promise<CommandTreeNode[]> {
-  const { rows } = await sql<CommandTreeNode>`
-    with recursive tree (id, depth, path) as (
-      select id, 0, array[id] from commands where id = ${rootId}
+  return (await readCommandTrees(db, [rootId])).get(rootId) ?? [];
+}
+
+/**
+ * The trees of several commands in one statement (see readCommandTree), by
+ * root; a root that does not exist has no entry. For many waiters at once
+ * (CommandTreeReads).
+ */
+export async function readCommandTrees(db: Db, rootIds: readonly number[]): Promise<Map<number, CommandTreeNode[]>> {
+  const { rows } = await sql<CommandTreeNode & { tree_root: number }>`
+    with recursive tree (root, id, depth, path) as (
+      select id, id, 0, array[id] from commands where id = any(${[...rootIds]}::bigint[])
       union all
-      select c.id, tree.depth + 1, tree.path || c.id from commands c join tree on c.caused_by = tree.id
+      select tree.root, c.id, tree.depth + 1, tree.path || c.id from commands c join tree on c.caused_by = tree.id
     )
-    select c.*, tree.depth from tree join commands c using (id) order by tree.path
+    select c.*, tree.depth, tree.root as tree_root from tree join commands c using (id) order by tree.root, tree.path
   `.execute(db);
-  return rows;
+  const trees = new Map<number, CommandTreeNode[]>();
+  for (const { tree_root, ...node } of rows) {
+    const root = Number(tree_root);
+    trees.set(root, [...(trees.get(root) ?? []), node]);
+  }
+  return trees;
 }
 
 /** Every command of the tree has settled (a tree of rows, or of the API's shapes). */

@@ -2,7 +2,8 @@ import type { Database } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
 import { CommandNotices, type CommandNotice, type NoticeListener } from './CommandNotices.ts';
-import { readCommandTree, treeSettled, type CommandTreeNode } from './commandTree.ts';
+import { treeSettled, type CommandTreeNode } from './commandTree.ts';
+import { CommandTreeReads } from './CommandTreeReads.ts';
 import { readObjectState, readTransitionsSince, type Transition } from './objectState.ts';
 
 /**
@@ -31,6 +32,8 @@ export interface WaitRequest {
    * without it the wait LISTENs on a connection of its own.
    */
   readonly listener?: NoticeListener;
+  /** Tree reads shared with other waiters (a server's), sent together; without it the wait reads on its own. */
+  readonly trees?: CommandTreeReads;
   /** Called with every fresh read, for progress reports. */
   readonly onSnapshot?: (snapshot: WaitSnapshot) => void;
 }
@@ -56,10 +59,11 @@ export interface WaitResult extends WaitSnapshot {
 export async function waitForSettled(database: Database, request: WaitRequest): Promise<WaitResult> {
   const deadline = Date.now() + request.timeoutMs;
   const notices = request.listener ? request.listener.subscribe() : await CommandNotices.listen(database.pool);
+  const trees = request.trees ?? new CommandTreeReads(database.db);
   try {
     for (;;) {
       notices.clear();
-      const snapshot = await readSnapshot(database, request);
+      const snapshot = await readSnapshot(database, trees, request);
       request.onSnapshot?.(snapshot);
       const done = treeSettled(snapshot.tree) && (!request.object || request.object.until(snapshot.objectState!));
       if (done) return { ...snapshot, outcome: 'settled' };
@@ -76,8 +80,8 @@ export async function waitForSettled(database: Database, request: WaitRequest): 
   }
 }
 
-async function readSnapshot(database: Database, request: WaitRequest): Promise<WaitSnapshot> {
-  const tree = await readCommandTree(database.db, request.rootId);
+async function readSnapshot(database: Database, trees: CommandTreeReads, request: WaitRequest): Promise<WaitSnapshot> {
+  const tree = await trees.read(request.rootId);
   if (tree.length === 0) throw new NotFoundError('command', request.rootId);
   const object = request.object?.ref;
   const objectState = object ? await readObjectState(database.db, object) : null;

@@ -1,0 +1,65 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import type { DB } from '../../migrations/schema.ts';
+import { readCommandTree } from '../../src/read/commandTree.ts';
+import { CommandTreeReads } from '../../src/read/CommandTreeReads.ts';
+import { createTestDatabase } from '../helpers/testDatabase.ts';
+
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+const roots: number[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase({ poolSize: 4 });
+  // Forty settled trees of three commands each: root → child → grandchild.
+  const command = (causedBy: number | null) =>
+    database.db
+      .insertInto('commands')
+      .values({ target_kind: 'lease', target_id: 1, kind: 'release', issued_by: 'test', source: 'system', status: 'done', caused_by: causedBy })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+  for (let n = 0; n < 40; n++) {
+    const root = await command(null);
+    await command((await command(root.id)).id);
+    roots.push(root.id);
+  }
+});
+afterAll(async () => {
+  await database?.drop();
+});
+
+/** Tree reads on the test database that count the statements they send. */
+function countedReads(): { reads: CommandTreeReads; statements: () => number } {
+  let statements = 0;
+  const db = new Kysely<DB>({
+    dialect: new PostgresDialect({ pool: database.pool }),
+    log: (event) => {
+      statements += event.level === 'query' ? 1 : 0;
+    },
+  });
+  return { reads: new CommandTreeReads(db), statements: () => statements };
+}
+
+test('trees asked for together are read in one statement, each answered as readCommandTree answers it alone', async () => {
+  const { reads, statements } = countedReads();
+  const asked = [...roots, roots[0]!, 999_999_999];
+  const answers = await Promise.all(asked.map((id) => reads.read(id)));
+  // The first two go at once, each alone (two reads may be under way); the
+  // other 40, asked while those are, go together in the third.
+  expect(statements()).toBe(3);
+  for (const [n, id] of asked.entries()) expect(answers[n]).toEqual(await readCommandTree(database.db, id));
+  expect(answers[0]!.map((node) => [node.depth, node.caused_by])).toEqual([
+    [0, null],
+    [1, roots[0]],
+    [2, answers[0]![1]!.id],
+  ]);
+  expect(answers.at(-1)).toEqual([]);
+});
+
+test('a read PostgreSQL fails fails the reads that shared its statement, and the reads after it go on', async () => {
+  const { reads } = countedReads();
+  // The third to fifth share a statement, which a root id out of bigint's range fails.
+  const results = await Promise.allSettled([roots[0], roots[1], roots[2], 2 ** 64, roots[3]].map((id) => reads.read(id!)));
+  expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'rejected']);
+  expect(String((results[3] as PromiseRejectedResult).reason)).toMatch(/out of range/);
+  expect(await reads.read(roots[3]!)).toEqual(await readCommandTree(database.db, roots[3]!));
+});
