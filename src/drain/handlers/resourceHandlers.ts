@@ -52,10 +52,30 @@ const destroySelf = (resource: ResourceRow, reason: string): FollowUp => ({ targ
  * as the lock would still miss the waiter committed while we waited for the
  * lock. The lookup after it takes a fresh snapshot.
  */
-async function blueprintHasWaiters(trx: Db, blueprintId: number): Promise<boolean> {
-  await trx.selectFrom('blueprints').select('id').where('id', '=', blueprintId).forShare().execute();
-  return hasWaitingLeases(trx, blueprintId);
+function blueprintHasWaiters(trx: Db, blueprintId: number): Promise<boolean> {
+  // Asked once per blueprint and step: from the row lock on, no lease can
+  // join the line until this transaction ends (joining takes the
+  // blueprint's row FOR NO KEY UPDATE), so every later decision of the step
+  // (the rest of a run of slot returns) would read the same answer, at two
+  // round trips each. A waiter that leaves meanwhile costs at most a
+  // slot_freed that finds nobody. The drain gives each step's transaction
+  // a Db of its own, so the answer never outlives it.
+  let asked = waitersAsked.get(trx);
+  if (!asked) waitersAsked.set(trx, (asked = new Map()));
+  let answer = asked.get(blueprintId);
+  if (!answer) {
+    answer = trx
+      .selectFrom('blueprints')
+      .select('id')
+      .where('id', '=', blueprintId)
+      .forShare()
+      .execute()
+      .then(() => hasWaitingLeases(trx, blueprintId));
+    asked.set(blueprintId, answer);
+  }
+  return answer;
 }
+const waitersAsked = new WeakMap<Db, Map<number, Promise<boolean>>>();
 
 const slotFreed = (resource: ResourceRow): FollowUp => ({
   target: { kind: 'blueprint', id: resource.blueprint_id },
