@@ -2,6 +2,7 @@ import { commandOf, callbackOf, historyOf, leaseOf, pageOf, treeOf } from '../..
 import { cliActor } from '../../domain/Actor.ts';
 import { createLease } from '../../objects/createLease.ts';
 import { appendCommand, type AppendResult } from '../../queue/appendCommand.ts';
+import { cancelCommandById } from '../../queue/cancelCommand.ts';
 import { blueprintIdFilter } from '../../read/blueprints.ts';
 import { readCallbacks } from '../../read/callbacks.ts';
 import { readCommandTree } from '../../read/commandTree.ts';
@@ -79,6 +80,10 @@ export class LocalTransport implements Transport {
 
   async listCommands(filter: CommandFilter, page: ListPage) {
     return pageOf(await listCommands(this.session.db, filter, page), commandOf);
+  }
+
+  async cancelCommand(id: number, reason?: string) {
+    return { command: commandOf(await cancelCommandById(this.session.db, id, cliActor(reason))) };
   }
 
   private append(request: CommandRequest): Promise<AppendResult> {
