@@ -88,6 +88,18 @@ export function addBlueprintCommands(program: Command): void {
     }),
   );
 
+  addWaitOptions(
+    blueprint
+      .command('top-up')
+      .description('make resources until the warm minimum (--min-resources) is active, within the limit (waits until done)')
+      .argument('<name|id>', 'blueprint name or id', parseWith(BlueprintRefArg)),
+  ).action((ref: BlueprintRef, options: WaitOptions, command: Command) =>
+    withSession(command, async (session) => {
+      const { id } = await findBlueprint(session.db, ref);
+      await requestCommand(new LocalTransport(session), session.out, { target: { kind: 'blueprint', id }, kind: 'top_up' }, options);
+    }),
+  );
+
   blueprint
     .command('limits')
     .description("change a blueprint's limits (applied at once; room they make goes to waiting leases)")
