@@ -759,6 +759,19 @@ const BAD_COMMAND_LINES: readonly BadCommandLine[] = [
     says: /--limit .*expected at most 1000/,
   },
   { what: 'command show of an unknown command', args: () => ['command', 'show', '999999'], exitCode: 3, says: /command 999999 does not exist/ },
+  { what: 'command cancel of an unknown command', args: () => ['command', 'cancel', '999999'], exitCode: 3, says: /command 999999 does not exist/ },
+  {
+    what: 'command cancel with a non-numeric id',
+    args: () => ['command', 'cancel', 'last'],
+    exitCode: 2,
+    says: /argument 'id'.*expected a whole number/,
+  },
+  {
+    what: 'blueprint top-up of an unknown blueprint',
+    args: () => ['blueprint', 'top-up', 'nosuch'],
+    exitCode: 3,
+    says: /blueprint nosuch does not exist/,
+  },
   {
     what: 'lease release with a non-numeric id',
     args: () => ['lease', 'release', 'twelve'],

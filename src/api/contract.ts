@@ -180,6 +180,7 @@ export const CommandDetailSchema = z
   .meta({ id: 'CommandDetail' });
 export type CommandDetailShape = z.infer<typeof CommandDetailSchema>;
 export const CancelAnswerSchema = z.object({ command: CommandSchema }).meta({ id: 'CancelAnswer' });
+export type CancelAnswer = z.infer<typeof CancelAnswerSchema>;
 
 const queuedAnswers = {
   202: answer('queued (Location: the command); with ?wait, the wait ran out first', CommandAnswerSchema),

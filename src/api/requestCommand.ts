@@ -7,9 +7,8 @@ import type { Db } from '../db/Database.ts';
 import { InvalidInputError } from '../domain/errors.ts';
 import { withTransaction } from '../db/withTransaction.ts';
 import { appendInTransaction, type AppendResult, QueueFullError } from '../queue/appendCommand.ts';
-import { cancelCommand } from '../queue/cancelCommand.ts';
+import { cancelCommandById } from '../queue/cancelCommand.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
-import { findCommand } from '../read/commands.ts';
 import { findLease } from '../read/leases.ts';
 import type { ApiContext } from './ApiContext.ts';
 import { actorOf, assertMayTouch, callerOf } from './auth/authenticate.ts';
@@ -66,11 +65,7 @@ export async function requestCommand(
 
 /** Cancels a queued command for a caller (who, with an `own` grant, must have issued it): the API's cancel and the web UI's button. */
 export function requestCancel(db: Db, request: FastifyRequest, commandId: number, reason: string | undefined): Promise<CommandRow> {
-  return withTransaction(db, async (trx) => {
-    const command = await findCommand(trx, commandId);
-    assertMayTouch(callerOf(request), command.issued_by, 'commands');
-    return cancelCommand(trx, command, actorOf(request, reason));
-  });
+  return cancelCommandById(db, commandId, actorOf(request, reason), (command) => assertMayTouch(callerOf(request), command.issued_by, 'commands'));
 }
 
 /** Attaches a request's callback; a refused URL names its field as every other body field (`body.callback.url`). */

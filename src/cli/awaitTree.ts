@@ -1,12 +1,16 @@
 import { treeOf } from '../api/shapes.ts';
 import { failedCommands } from '../read/commandTree.ts';
 import { countLiveWorkers } from '../read/liveWorkers.ts';
-import { waitForSettled, type WaitRequest, type WaitResult } from '../read/waitForSettled.ts';
+import type { WaitRequest, WaitResult } from '../read/waitForSettled.ts';
 import { CliFailure, EXIT } from './exitStatus.ts';
+import { later } from './later.ts';
 import { progressPrinter } from './progress.ts';
 import type { Session } from './session.ts';
 import type { Waited } from './transport/Transport.ts';
 import { commandName } from './views/commandViews.ts';
+
+/** Waiting (command notices, and what they share with the drain) is loaded by the subcommands that wait. */
+const waitForSettled = later(() => import('../read/waitForSettled.ts'), 'waitForSettled');
 
 export interface AwaitRequest {
   readonly rootId: number;

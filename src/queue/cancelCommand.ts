@@ -6,13 +6,35 @@ import { commandKindSpec } from '../domain/commandKinds.ts';
 import { CommandRejectedError, NotFoundError } from '../domain/errors.ts';
 import { afterCommit } from '../db/afterCommit.ts';
 import { selectAsynchronously } from '../db/asynchronousCommit.ts';
+import { withTransaction } from '../db/withTransaction.ts';
 import { COMMANDS_CHANNEL } from '../drain/commitOutcome.ts';
 import { commandNotice } from '../drain/sql/announcements.ts';
 import { recordEvent } from '../objects/recordEvent.ts';
+import { findCommand } from '../read/commands.ts';
 import { lockObjectInTransaction } from './lockObjectInTransaction.ts';
 import type { ObjectRef } from './objectTables.ts';
 import { wakeObjects } from './wakeObjects.ts';
 import { signalWorkersQuietly } from './wakeSignal.ts';
+
+/**
+ * Cancels command `commandId` for a caller, in a transaction (the caller's,
+ * if `db` is one): finds it (not found: NotFoundError), lets `mayCancel`
+ * refuse it (the API's check that an `own` grant issued it), then
+ * cancelCommand. The one path behind the API's cancel, the web UI's button
+ * and `slipway command cancel`.
+ */
+export function cancelCommandById(
+  db: Db,
+  commandId: number,
+  actor: Actor,
+  mayCancel: (command: CommandRow) => void = () => undefined,
+): Promise<CommandRow> {
+  return withTransaction(db, async (trx) => {
+    const command = await findCommand(trx, commandId);
+    mayCancel(command);
+    return cancelCommand(trx, command, actor);
+  });
+}
 
 /**
  * Cancels a command still queued, in the caller's transaction.

@@ -2,12 +2,11 @@ import type { Command } from 'commander';
 import { cliActor } from '../../domain/Actor.ts';
 import { InvalidInputError } from '../../domain/errors.ts';
 import { withTransaction } from '../../db/withTransaction.ts';
-import { createBlueprint } from '../../objects/createBlueprint.ts';
-import { BlueprintChangesSchema, setBlueprintState, updateBlueprint } from '../../objects/updateBlueprint.ts';
 import { findBlueprint, listBlueprints, readBlueprintDetail, type BlueprintRef } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { blueprintDetailOf, blueprintOf, historyOf, pageOf } from '../../api/shapes.ts';
 import { pageTable } from '../format.ts';
+import { later } from '../later.ts';
 import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } from '../options.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
 import { countBetween, DriverName, Duration, JsonObject, parseWith, Setting } from '../parsers.ts';
@@ -38,6 +37,11 @@ interface UpdateOptions extends WaitOptions {
   readonly settings?: Record<string, unknown>;
   readonly setting?: Record<string, unknown>;
 }
+
+/** Creating and changing blueprints (their checks, commands and metrics) is loaded by the subcommands that do it. */
+const createBlueprint = later(() => import('../../objects/createBlueprint.ts'), 'createBlueprint');
+const blueprintChanges = () => import('../../objects/updateBlueprint.ts');
+const setBlueprintState = later(blueprintChanges, 'setBlueprintState');
 
 const parseSetting = parseWith(Setting);
 
@@ -88,6 +92,18 @@ export function addBlueprintCommands(program: Command): void {
     }),
   );
 
+  addWaitOptions(
+    blueprint
+      .command('top-up')
+      .description('make resources until the warm minimum (--min-resources) is active, within the limit (waits until done)')
+      .argument('<name|id>', 'blueprint name or id', parseWith(BlueprintRefArg)),
+  ).action((ref: BlueprintRef, options: WaitOptions, command: Command) =>
+    withSession(command, async (session) => {
+      const { id } = await findBlueprint(session.db, ref);
+      await requestCommand(new LocalTransport(session), session.out, { target: { kind: 'blueprint', id }, kind: 'top_up' }, options);
+    }),
+  );
+
   blueprint
     .command('limits')
     .description("change a blueprint's limits (applied at once; room they make goes to waiting leases)")
@@ -96,6 +112,7 @@ export function addBlueprintCommands(program: Command): void {
     .option('--leases-per-resource <n>', 'lease slots on each resource made from now on', parseWith(countBetween(1, 10_000)))
     .action((ref: BlueprintRef, options: LimitsOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
+        const { BlueprintChangesSchema, updateBlueprint } = await blueprintChanges();
         const changes = BlueprintChangesSchema.safeParse(options);
         if (!changes.success) throw new InvalidInputError('give --max-resources <n>, --leases-per-resource <n> or both');
         const changed = blueprintOf(await withTransaction(db, (trx) => updateBlueprint(trx, ref, changes.data, cliActor())));

@@ -4,9 +4,9 @@ import type { ObjectRef } from '../../queue/objectTables.ts';
 import { pageTable } from '../format.ts';
 import { addPageOptions, type PageOptions } from '../options.ts';
 import { TargetRef } from '../../api/schemas.ts';
-import { CommandKindArg, CommandStatusArg, parseWith, PositiveId } from '../parsers.ts';
+import { CommandKindArg, CommandStatusArg, parseWith, PositiveId, textUpTo } from '../parsers.ts';
 import { withTransport } from '../transport/withTransport.ts';
-import { COMMAND_COLUMNS, renderCommandDetail } from '../views/commandViews.ts';
+import { COMMAND_COLUMNS, commandName, renderCommandDetail } from '../views/commandViews.ts';
 
 interface ListOptions extends PageOptions {
   readonly status?: CommandStatus;
@@ -39,4 +39,15 @@ export function addCommandCommands(program: Command): void {
       out.result(page, (p) => pageTable(p, COMMAND_COLUMNS));
     }),
   );
+
+  commands
+    .command('cancel')
+    .description('cancel a command still queued (refused once it is running or has settled)')
+    .argument('<id>', 'command id', parseWith(PositiveId))
+    .option('--reason <text>', 'why: recorded on the command and its timeline', parseWith(textUpTo(1000)))
+    .action((id: number, options: { reason?: string }, command: Command) =>
+      withTransport(command, async (transport, out) =>
+        out.result(await transport.cancelCommand(id, options.reason), (answer) => `cancelled command ${commandName(answer.command)}`),
+      ),
+    );
 }

@@ -1,9 +1,13 @@
 import type { Command } from 'commander';
-import { gcSettings, recentPasses, runCollectorPass } from '../../gc/runCollector.ts';
 import { CliFailure, EXIT } from '../exitStatus.ts';
+import { later } from '../later.ts';
 import { countBetween, parseWith } from '../parsers.ts';
 import { withSession } from '../session.ts';
 import { renderPass, renderPasses } from '../views/gcViews.ts';
+
+/** The collector (and the metrics it records) is loaded by `gc` alone. */
+const collector = () => import('../../gc/runCollector.ts');
+const recentPasses = later(collector, 'recentPasses');
 
 /** How many passes `gc status` shows by default. */
 const STATUS_PASSES = 10;
@@ -15,6 +19,7 @@ export function addGcCommands(program: Command): void {
     .description('run one collector pass now and print what it found and asked for')
     .action((_options: unknown, command: Command) =>
       withSession(command, async ({ database, config, log, out }) => {
+        const { gcSettings, runCollectorPass } = await collector();
         const pass = await runCollectorPass(database, gcSettings(config), 'cli', log);
         out.result(pass, renderPass);
         if (pass.status === 'failed') throw new CliFailure(`gc pass ${pass.id} failed: ${pass.message}`, EXIT.failed);

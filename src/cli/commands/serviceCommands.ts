@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
 import type { Config } from '../../config.ts';
-import { migrate } from '../../db/migrate.ts';
-import { pendingMigrations } from '../../read/pendingMigrations.ts';
 import { workerPoolSize } from '../../worker/workerPoolSize.ts';
 import { describeDatabase, describeMigrations } from '../databaseStatus.ts';
 import { CliFailure, EXIT } from '../exitStatus.ts';
+import { later } from '../later.ts';
 import { withSession, type Session } from '../session.ts';
 
 /**
@@ -18,10 +17,13 @@ const API_CONNECTIONS = 10;
 
 /**
  * The service itself (the API server, the worker, graphile-worker, fastify)
- * is loaded only by the commands that run it: every other CLI call would
- * otherwise pay for loading it before doing anything (see docs/cli.md).
+ * and the migrations (graphile-worker's among them) are loaded only by the
+ * commands that run them: every other CLI call would otherwise pay for
+ * loading them before doing anything (see docs/cli.md).
  */
-const runService: typeof import('../runService.ts').runService = async (...args) => (await import('../runService.ts')).runService(...args);
+const runService = later(() => import('../runService.ts'), 'runService');
+const migrate = later(() => import('../../db/migrate.ts'), 'migrate');
+const pendingMigrations = later(() => import('../../read/pendingMigrations.ts'), 'pendingMigrations');
 
 /** `start`, `worker`, `api` and `db migrate`: running Slipway and keeping its schema. */
 export function addServiceCommands(program: Command): void {

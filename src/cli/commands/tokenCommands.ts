@@ -1,12 +1,17 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { ROLES } from '../../api/auth/roles.ts';
-import { createToken, listTokens, revokeToken } from '../../api/auth/tokens.ts';
 import { tokenOf, type Token } from '../../api/shapes.ts';
 import { cliActor } from '../../domain/Actor.ts';
 import { formatTime, NONE, table, type Column } from '../format.ts';
+import { later } from '../later.ts';
 import { parseWith } from '../parsers.ts';
 import { withSession } from '../session.ts';
+
+const tokens = () => import('../../api/auth/tokens.ts');
+const createToken = later(tokens, 'createToken');
+const listTokens = later(tokens, 'listTokens');
+const revokeToken = later(tokens, 'revokeToken');
 
 const TokenName = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'use 1-63 lower-case letters, digits, ".", "_" or "-"');
 const Role = z.enum(ROLES);

@@ -1,7 +1,6 @@
 import { commandOf, callbackOf, historyOf, leaseOf, pageOf, treeOf } from '../../api/shapes.ts';
 import { cliActor } from '../../domain/Actor.ts';
-import { createLease } from '../../objects/createLease.ts';
-import { appendCommand, type AppendResult } from '../../queue/appendCommand.ts';
+import type { AppendResult } from '../../queue/appendCommand.ts';
 import { blueprintIdFilter } from '../../read/blueprints.ts';
 import { readCallbacks } from '../../read/callbacks.ts';
 import { readCommandTree } from '../../read/commandTree.ts';
@@ -11,9 +10,18 @@ import { readHistory } from '../../read/objectHistory.ts';
 import { readObjectState } from '../../read/objectState.ts';
 import type { ListPage } from '../../read/page.ts';
 import { awaitTree } from '../awaitTree.ts';
+import { later } from '../later.ts';
 import type { Session } from '../session.ts';
 import type { CommandRequest, LeaseListFilter, LeaseRequest, Transport, Waiting } from './Transport.ts';
 import type { CommandAnswer, LeaseAnswer } from '../../api/contract.ts';
+
+/**
+ * What changes objects (appending commands, and with them their admission
+ * checks and metrics) is loaded by the subcommands that change something.
+ */
+const createLease = later(() => import('../../objects/createLease.ts'), 'createLease');
+const appendCommand = later(() => import('../../queue/appendCommand.ts'), 'appendCommand');
+const cancelCommandById = later(() => import('../../queue/cancelCommand.ts'), 'cancelCommandById');
 
 /**
  * The lease and command subcommands working on the database directly, as the
@@ -79,6 +87,10 @@ export class LocalTransport implements Transport {
 
   async listCommands(filter: CommandFilter, page: ListPage) {
     return pageOf(await listCommands(this.session.db, filter, page), commandOf);
+  }
+
+  async cancelCommand(id: number, reason?: string) {
+    return { command: commandOf(await cancelCommandById(this.session.db, id, cliActor(reason))) };
   }
 
   private append(request: CommandRequest): Promise<AppendResult> {

@@ -108,6 +108,10 @@ export class RemoteTransport implements Transport {
     return (await this.call('listCommands', { query })).body;
   }
 
+  async cancelCommand(id: number, reason?: string) {
+    return (await this.call('cancelCommand', { params: { id }, body: defined({ reason }) })).body;
+  }
+
   /** An object's state, read through its operation. */
   private async stateOf(target: ObjectRef): Promise<string> {
     const params = { id: target.id };

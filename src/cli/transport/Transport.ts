@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { CommandAnswer, CommandDetailShape, LeaseAnswer, LeaseDetailSchema } from '../../api/contract.ts';
+import type { CancelAnswer, CommandAnswer, CommandDetailShape, LeaseAnswer, LeaseDetailSchema } from '../../api/contract.ts';
 import type { Command, CommandTreeNodeShape, Lease } from '../../api/shapes.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
 import type { BlueprintRef } from '../../read/blueprints.ts';
@@ -25,6 +25,8 @@ export interface Transport {
   listLeases(filter: LeaseListFilter, page: ListPage): Promise<Page<Lease>>;
   showCommand(id: number): Promise<CommandDetailShape>;
   listCommands(filter: CommandFilter, page: ListPage): Promise<Page<Command>>;
+  /** Cancels a command still queued (refused once it runs or has settled). */
+  cancelCommand(id: number, reason?: string): Promise<CancelAnswer>;
 }
 
 export interface LeaseRequest {
