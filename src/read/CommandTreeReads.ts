@@ -17,9 +17,9 @@ interface Waiting {
  * with `?wait`): the reads asked for while earlier ones are under way go
  * together in ONE statement (readCommandTrees). Under load every waiting
  * request reads its tree again after each notice about it, so one release
- * costs its caller several reads; sent one by one they queue for the pool
- * beside the appends, and that queue was a good part of a `?wait`
- * release's answer time. An idle server sends each read at once, alone.
+ * costs its caller several reads; sent one by one, each would take a pool
+ * connection and a round trip of its own, queued beside the appends. An
+ * idle server sends each read at once, alone.
  */
 export class CommandTreeReads {
   private readonly waiting: Waiting[] = [];
