@@ -93,9 +93,11 @@ test('lease release waits until the lease is destroyed, and show gives its timel
   expect(show.stdout).toMatch(/queue\n {2}\(none\)/);
   // Who, from where, why and what, in order.
   const timeline = show.stdout.slice(show.stdout.indexOf('timeline'));
-  const release = timeline.search(/command #\d+ release: done {2}\[\S+ via cli, reason: done with it\] — released/);
-  const released = timeline.search(/state active → released \(command #\d+\) {2}\[\S+ via cli, reason: done with it\]/);
-  const destroyed = timeline.search(/state released → destroyed \(command #\d+\) {2}\[\S+ via system, reason: released\]/);
+  const release = timeline.search(/command #\d+ release: done {2}\[\S+ via cli, reason: done with it\] — released and destroyed/);
+  // Both transitions are the release's own (decision 0024).
+  const releaseId = /command #(\d+) release: done/.exec(timeline)![1];
+  const released = timeline.search(new RegExp(`state active → released \\(command #${releaseId}\\) {2}\\[\\S+ via cli, reason: done with it\\]`));
+  const destroyed = timeline.search(new RegExp(`state released → destroyed \\(command #${releaseId}\\) {2}\\[\\S+ via cli, reason: done with it\\]`));
   expect(release).toBeGreaterThan(0);
   expect(released).toBeGreaterThan(release);
   expect(destroyed).toBeGreaterThan(released);
