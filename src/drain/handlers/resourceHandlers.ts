@@ -60,8 +60,8 @@ function blueprintHasWaiters(trx: Db, blueprintId: number): Promise<boolean> {
   // round trips each. A waiter that leaves meanwhile costs at most a
   // slot_freed that finds nobody. The drain gives each step's transaction
   // a Db of its own, so the answer never outlives it.
-  let asked = waitersAsked.get(trx);
-  if (!asked) waitersAsked.set(trx, (asked = new Map()));
+  const asked = waitersAsked.get(trx) ?? new Map<number, Promise<boolean>>();
+  waitersAsked.set(trx, asked);
   let answer = asked.get(blueprintId);
   if (!answer) {
     answer = trx
