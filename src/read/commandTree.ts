@@ -38,7 +38,9 @@ export async function readCommandTrees(db: Db, rootIds: readonly number[]): Prom
   const trees = new Map<number, CommandTreeNode[]>();
   for (const { tree_root, ...node } of rows) {
     const root = Number(tree_root);
-    trees.set(root, [...(trees.get(root) ?? []), node]);
+    const tree = trees.get(root) ?? [];
+    tree.push(node);
+    trees.set(root, tree);
   }
   return trees;
 }
