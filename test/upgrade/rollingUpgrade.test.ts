@@ -145,7 +145,7 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
 }
 
 /** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = 'c4f3a9fb6dc0d96592fb7d0b4bbcea1bb7933257';
+const PREVIOUS_RELEASE = 'd8c1e5ce6c2c36ad3865f61050f63b4cf9438e92';
 const hasPreviousRelease = (() => {
   try {
     execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
