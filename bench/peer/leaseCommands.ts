@@ -37,15 +37,17 @@ async function takeFreeSlot(client: pg.PoolClient, poolId: number, leaseId: numb
 }
 
 /**
- * The driver's acquire, then the lease acquired on its slot with its
- * activate queued, in one statement; false if the lease is no longer pending.
+ * The driver's acquire and activation, then the lease active on its slot,
+ * in one statement (as Slipway's grant does both, decision 0025); false if
+ * the lease is no longer pending.
  */
 async function acquire(client: pg.PoolClient, leaseId: number, resourceId: number, slot: number): Promise<boolean> {
   await driver.acquireLease();
+  await driver.activateLease();
   const { rowCount } = await client.query(
-    `with l as (update ${PEER_SCHEMA}.leases set state = 'acquired', resource_id = $2, slot = $3
+    `with l as (update ${PEER_SCHEMA}.leases set state = 'active', resource_id = $2, slot = $3
                  where id = $1 and state = 'pending' returning id)
-     select ${PEER_SCHEMA}.append('lease', id, 'activate') from l`,
+     select pg_notify('${PEER_CHANNEL}', 'active:' || id) from l`,
     [leaseId, resourceId, slot],
   );
   return rowCount === 1;
@@ -98,39 +100,23 @@ export const LEASE_COMMANDS = {
     if (!acquired) await giveBack(client, resourceId, id, poolId);
   }),
 
-  activate: command('lease', LeasePayload, async (client, { id }) => {
-    await driver.activateLease();
-    await client.query(
-      `with l as (update ${PEER_SCHEMA}.leases set state = 'active' where id = $1 and state = 'acquired' returning id)
-       select pg_notify('${PEER_CHANNEL}', 'active:' || id) from l`,
-      [id],
-    );
-  }),
-
+  /** Released and destroyed in one job, its slot handed back, as Slipway's release does (decision 0024). */
   release: command('lease', LeasePayload, async (client, { id }) => {
     const lease = await leaseRow(client, id);
-    if (!['pending', 'acquired', 'active'].includes(lease.state)) return;
+    if (!['pending', 'active'].includes(lease.state)) return;
     if (lease.state !== 'pending') await driver.releaseLease();
     // A waiting lease leaves the line. If a release_slot took it from the
-    // line first, its grant finds the lease released and hands the slot back.
+    // line first, its grant finds the lease destroyed and hands the slot back.
     await client.query(
-      `with l as (update ${PEER_SCHEMA}.leases set state = 'released' where id = $1 and state = $2 returning id),
+      `with l as (update ${PEER_SCHEMA}.leases set state = 'destroyed' where id = $1 and state = $2
+                  returning id, pool_id, resource_id),
             w as (delete from ${PEER_SCHEMA}.waiters where lease_id in (select id from l))
-       select ${PEER_SCHEMA}.append('lease', id, 'destroy') from l`,
-      [id, lease.state],
-    );
-  }),
-
-  destroy: command('lease', LeasePayload, async (client, { id }) => {
-    await client.query(
-      `with l as (update ${PEER_SCHEMA}.leases set state = 'destroyed' where id = $1 and state = 'released'
-                  returning id, pool_id, resource_id)
        select pg_notify('${PEER_CHANNEL}', 'destroyed:' || id),
               case when resource_id is not null
                 then ${PEER_SCHEMA}.append('resource', resource_id, 'release_slot', jsonb_build_object('leaseId', id, 'poolId', pool_id))
               end
          from l`,
-      [id],
+      [id, lease.state],
     );
   }),
 };

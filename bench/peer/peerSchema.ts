@@ -44,7 +44,7 @@ const TABLES = `
     id int generated always as identity primary key,
     pool_id int not null references ${PEER_SCHEMA}.pools,
     state text not null default 'pending'
-      check (state in ('pending', 'acquired', 'active', 'released', 'destroyed')),
+      check (state in ('pending', 'active', 'destroyed')),
     resource_id int,
     slot int,
     created_at timestamptz not null default now()

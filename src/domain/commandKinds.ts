@@ -59,14 +59,15 @@ const leaseKinds = {
   grant: {
     versions: [z.object({ resourceId: id, slot: z.number().int().min(0) }).strict()],
     internal: true,
-    summary: 'a resource granted this lease a slot',
+    goal: 'active',
+    summary: 'a resource granted this lease a slot: acquire it and activate the lease',
   },
   deny: {
     versions: [z.object({ resourceId: id.optional(), reason: z.string().max(500) }).strict()],
     internal: true,
     summary: 'a resource refused this lease a slot',
   },
-  activate: { versions: [none], internal: true, goal: 'active', summary: 'make an acquired lease usable' },
+  activate: { versions: [none], internal: true, goal: 'active', summary: 'activate an acquired lease again, after its grant failed to' },
   release: {
     // ifExpired: the collector's expiry release, applied only if the lease is
     // still past a deadline then (see the lease's release handler). An

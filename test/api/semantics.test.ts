@@ -191,8 +191,8 @@ test('GET answers are the read models the CLI prints with --json', async () => {
   // Oldest first unless asked; live means not destroyed.
   const kinds = async (order: string) =>
     (await env.as.viewer.get(`/v1/commands?target=lease:${lease.id}${order}`)).body.items.map((c: { kind: string }) => c.kind);
-  expect(await kinds('')).toEqual(['allocate', 'grant', 'activate']);
-  expect(await kinds('&order=newest')).toEqual(['activate', 'grant', 'allocate']);
+  expect(await kinds('')).toEqual(['allocate', 'grant']);
+  expect(await kinds('&order=newest')).toEqual(['grant', 'allocate']);
   const live = await env.as.viewer.get(`/v1/leases?blueprint=${name}&state=live`);
   expect(live.body.items.map((l: { id: number }) => l.id)).toEqual([lease.id]);
   const badOrder = await env.as.viewer.get(`/v1/leases?order=sideways`);

@@ -33,7 +33,7 @@ test('lease create waits until the lease is active, showing progress', async () 
   // One line per command status change, across the objects the tree reaches.
   expect(run.stdout).toMatch(/^#\d+ allocate lease:\d+ → done/m);
   expect(run.stdout).toMatch(/^ +#\d+ acquire resource:\d+ → done: granted slot/m);
-  expect(run.stdout).toMatch(/^ +#\d+ activate lease:\d+ → done: active/m);
+  expect(run.stdout).toMatch(/^ +#\d+ grant lease:\d+ → done: acquired slot \d+ of resource \d+; active$/m);
   expect(run.stdout).toMatch(new RegExp(`^lease ${id}: active$`, 'm'));
   expect(run.stdout).toMatch(/holder\s+alice/);
 });

@@ -59,7 +59,7 @@ test('lease create waits through the API until the lease is active, printing wha
   expect(await leaseState(id)).toBe('active');
   // Progress from the settled tree, then the lease as the local mode renders it.
   expect(run.stdout).toMatch(/^#\d+ allocate lease:\d+ → done/m);
-  expect(run.stdout).toMatch(/^ +#\d+ activate lease:\d+ → done: active/m);
+  expect(run.stdout).toMatch(/^ +#\d+ grant lease:\d+ → done: acquired slot \d+ of resource \d+; active$/m);
   expect(run.stdout).toMatch(new RegExp(`^lease ${id}: active$`, 'm'));
   expect(run.stdout).toMatch(/holder\s+token:user/);
   const command = await env.database.db.selectFrom('commands').selectAll().where('id', '=', Number(match?.[2])).executeTakeFirstOrThrow();

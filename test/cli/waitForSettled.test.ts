@@ -27,10 +27,10 @@ test('wakes on the drain’s notices, not on its fallback timer', async () => {
   expect(result.outcome).toBe('settled');
   expect(result.objectState).toBe('active');
   expect(result.tree.map((c) => c.status).every((s) => s === 'done')).toBe(true);
-  // The tree grew as the drains added to it: allocate → need_resource → ... → activate.
+  // The tree grew as the drains added to it: allocate → need_resource → acquire → grant (which activates).
   expect(snapshots[0]!.tree.length).toBeLessThan(result.tree.length);
   expect(result.tree.map((c) => `${c.target_kind}:${c.kind}`)).toEqual(
-    expect.arrayContaining(['lease:allocate', 'blueprint:need_resource', 'resource:acquire', 'lease:grant', 'lease:activate']),
+    expect.arrayContaining(['lease:allocate', 'blueprint:need_resource', 'resource:acquire', 'lease:grant']),
   );
 });
 

@@ -73,6 +73,22 @@ describe('the drain', () => {
     const { command: release } = await appendCommand(db(), { target: { kind: 'lease', id: l.id }, kind: 'release', actor: alice });
     await drainAll();
     expect(await stateEvents(db(), 'lease', l.id)).toEqual(['pending→acquired', 'acquired→active', 'active→released', 'released→destroyed']);
+    // The grant acquires and activates in one command (decision 0025): both transitions are its, and no activate is queued.
+    const grant = (await commandsOf(db(), 'lease', l.id)).find((c) => c.kind === 'grant')!;
+    expect(grant).toMatchObject({ status: 'done', message: expect.stringMatching(/^acquired slot 0 of resource \d+; active$/) });
+    const activation = await db()
+      .selectFrom('events')
+      .select(['to_state', 'command_id'])
+      .where('target_kind', '=', 'lease')
+      .where('target_id', '=', l.id)
+      .where('to_state', 'in', ['acquired', 'active'])
+      .orderBy('id')
+      .execute();
+    expect(activation).toEqual([
+      { to_state: 'acquired', command_id: grant.id },
+      { to_state: 'active', command_id: grant.id },
+    ]);
+    expect((await commandsOf(db(), 'lease', l.id)).map((c) => c.kind)).not.toContain('activate');
     // The release itself takes the lease through released to destroyed: both transitions are its, and no destroy is queued.
     const transitions = await db()
       .selectFrom('events')
@@ -166,6 +182,15 @@ describe('the drain', () => {
     const { lease: l } = await createLease(db(), { blueprint: 'stuck', holder: 'alice' }, alice);
     await drainAll();
     expect((await lease(l.id)).state).toBe('acquired');
+    // The activation failed in the grant, which kept the slot and queued the activation again, backing off.
+    const grant = (await commandsOf(db(), 'lease', l.id)).find((c) => c.kind === 'grant')!;
+    expect(grant).toMatchObject({
+      status: 'done',
+      message: expect.stringMatching(/^acquired slot 0 of resource \d+; activation failed, retrying: simulated transient failure in activateLease$/),
+    });
+    const retried = (await commandsOf(db(), 'lease', l.id)).find((c) => c.kind === 'activate')!;
+    expect(retried).toMatchObject({ status: 'queued', caused_by: grant.id });
+    expect(retried.not_before.getTime() - grant.finished_at!.getTime()).toBeGreaterThanOrEqual(400);
     await appendCommand(db(), { target: { kind: 'lease', id: l.id }, kind: 'release', actor: alice });
     await drainAll();
     expect((await lease(l.id)).state).toBe('destroyed');
@@ -182,8 +207,13 @@ describe('the drain', () => {
     expect(row.state).toBe('destroyed');
     expect(row.message).toBe('simulated permanent failure in activateLease');
     expect(await stateEvents(db(), 'lease', l.id)).toEqual(['pending→acquired', 'acquired→broken', 'broken→destroyed']);
-    const activate = (await commandsOf(db(), 'lease', l.id)).find((c) => c.kind === 'activate')!;
-    expect(activate).toMatchObject({ status: 'failed', message: 'driver failed permanently: simulated permanent failure in activateLease' });
+    // The grant that acquired the slot broke the lease: no activation of its own is queued.
+    const commands = await commandsOf(db(), 'lease', l.id);
+    expect(commands.find((c) => c.kind === 'grant')).toMatchObject({
+      status: 'failed',
+      message: 'driver failed permanently: simulated permanent failure in activateLease',
+    });
+    expect(commands.map((c) => c.kind)).not.toContain('activate');
     const resource = await db().selectFrom('resources').select('used_slots').where('id', '=', row.resource_id!).executeTakeFirstOrThrow();
     expect(resource.used_slots).toBe(0);
   });
@@ -418,7 +448,7 @@ describe('the drain', () => {
       listener.release();
     }
     const settled = (await commandsOf(db(), 'lease', l.id)).filter((c) => c.status === 'done');
-    expect(settled.length).toBeGreaterThanOrEqual(4);
+    expect(settled.map((c) => c.kind)).toEqual(['allocate', 'grant', 'release']);
     for (const command of settled) {
       expect(notices.filter((n) => n.id === command.id)).toEqual([{ id: command.id, target: `lease:${l.id}`, status: 'done', committed: 'done' }]);
     }

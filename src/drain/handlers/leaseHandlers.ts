@@ -6,6 +6,7 @@ import type { DriverResult, LeaseCall } from '../../drivers/Driver.ts';
 import { holdsSlot } from '../../domain/lifecycle.ts';
 import { deadlinesFromNow, expiryReason } from '../../objects/leaseDeadlines.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
+import { driverFailure } from '../driverFailure.ts';
 import { heldSlot } from '../reads/heldSlots.ts';
 import { type ResourceIdentity, resourceAttributes } from '../reads/resourceAttributes.ts';
 
@@ -28,6 +29,9 @@ function leaseCall(ctx: Ctx<ResourceIdentity>, slot: number): LeaseCall {
     slot,
   };
 }
+
+/** What a grant's driver calls did: the slot acquired, then the lease activated or why not. */
+type Granted = { acquired: DriverResult } & ({ activated: DriverResult } | { activationFailed: Error });
 
 /** The resource a grant names. */
 const grantedResource = resourceAttributes((ctx: CtxOf<'grant'>) => ctx.payload.resourceId);
@@ -95,24 +99,62 @@ export const LEASE_HANDLERS = {
 
   grant: {
     read: grantedResource,
-    async effect(ctx: CtxOf<'grant', ResourceIdentity>): Promise<DriverResult | undefined> {
+    // The heartbeat deadline of a lease it activates is counted on the database's clock.
+    readsInTransaction: (ctx) => ctx.object.heartbeat_ms !== null,
+    async effect(ctx: CtxOf<'grant', ResourceIdentity>): Promise<Granted | undefined> {
       const lease = ctx.object;
       if (lease.state !== 'pending' || lease.resource_id !== null) return undefined;
-      return ctx.driver().acquireLease(leaseCall(ctx, ctx.payload.slot));
+      const call = leaseCall(ctx, ctx.payload.slot);
+      // A failed acquisition fails the grant as any driver call does (the lane's driverFailure).
+      const acquired = await ctx.driver().acquireLease(call);
+      try {
+        const activated = await ctx.driver().activateLease({
+          ...call,
+          lease: { ...call.lease, attributes: { ...call.lease.attributes, ...acquired.attributes } },
+        });
+        return { acquired, activated };
+      } catch (error) {
+        return { acquired, activationFailed: error as Error };
+      }
     },
-    decide(_trx: Db, ctx: CtxOf<'grant'>, acquired: DriverResult | undefined) {
+    async decide(trx: Db, ctx: CtxOf<'grant'>, granted: Granted | undefined) {
       const lease = ctx.object;
       const { resourceId, slot } = ctx.payload;
-      if (!acquired) {
+      if (!granted) {
         // Released (or served elsewhere) while the grant was on its way: give it back.
         return done<'lease'>(`returned slot ${slot} of resource ${resourceId}: lease is ${lease.state}`, {
           followUps: [giveBackSlot(lease, resourceId, `lease ${lease.id} does not need the slot`)],
         });
       }
-      return done<'lease'>(`acquired slot ${slot} of resource ${resourceId}`, {
+      // Acquired and activated in this one command (docs/decisions/0025-a-grant-activates-the-lease.md).
+      const acquiredMessage = `acquired slot ${slot} of resource ${resourceId}`;
+      const held = { resource_id: resourceId, slot, attributes: mergedAttributes(lease.attributes, granted.acquired.attributes) };
+      if ('activated' in granted) {
+        const { heartbeat_deadline } = await deadlinesFromNow(trx, { heartbeatMs: lease.heartbeat_ms });
+        return done<'lease'>(`${acquiredMessage}; active`, {
+          to: 'active',
+          through: { state: 'acquired', message: acquiredMessage },
+          set: {
+            ...held,
+            attributes: mergedAttributes(lease.attributes, { ...granted.acquired.attributes, ...granted.activated.attributes }),
+            ...(heartbeat_deadline ? { heartbeat_deadline } : {}),
+          },
+        });
+      }
+      // The slot is the lease's whatever its activation does. A permanent
+      // failure breaks the lease at once, as the activation's own command
+      // would; a transient one leaves it acquired with that command queued,
+      // backing off, so a release (which supersedes it) finds a lease whose
+      // slot is recorded and releases it at the driver.
+      const failure = driverFailure('lease', 'acquired', ctx.command, granted.activationFailed);
+      if (failure.status === 'failed') {
+        return { ...failure, through: { state: 'acquired', message: acquiredMessage }, set: { ...held, ...failure.set } };
+      }
+      return done<'lease'>(`${acquiredMessage}; activation failed, retrying: ${granted.activationFailed.message}`, {
         to: 'acquired',
-        set: { resource_id: resourceId, slot, attributes: mergedAttributes(lease.attributes, acquired.attributes) },
-        followUps: [{ target: self(lease), kind: 'activate', reason: 'acquired' }],
+        set: held,
+        events: failure.events,
+        followUps: [{ target: self(lease), kind: 'activate', reason: 'activation failed in its grant', notBeforeMs: failure.retryInMs }],
       });
     },
   },
@@ -162,6 +204,9 @@ export const LEASE_HANDLERS = {
     },
   },
 
+  // An activation again, after the one in the lease's grant failed
+  // transiently (and a grant applied by a worker from before decision 0025,
+  // during a rolling upgrade).
   activate: {
     read: heldResource,
     // The heartbeat deadline is counted on the database's clock.
