@@ -203,17 +203,21 @@ export class DrainLane {
     await this.pool.query(wake.sql, [...wake.parameters]).catch(() => undefined);
   }
 
-  /** Reads the rows of newly locked objects (one round trip) and holds them with their first commands. */
-  private async adopt(client: pg.PoolClient, heads: readonly CommandRow[]): Promise<void> {
+  /**
+   * Holds newly locked objects with their first commands. Their rows come
+   * from `prefetched` (read in the claim's round trip, after the lock) where
+   * it has them, the rest in one more round trip.
+   */
+  private async adopt(client: pg.PoolClient, heads: readonly CommandRow[], prefetched?: Results): Promise<void> {
     if (heads.length === 0) return;
-    const refs = heads.map((h) => ({ kind: h.target_kind, id: h.target_id }));
-    const [leases, resources, blueprints] = await this.send(client, objectRowsStatements(refs), [0, 1, 2]);
-    const rows = new Map<string, ObjectRow>([
-      ...leases!.rows.map((r) => [keyOf({ kind: 'lease', id: r.id }), r] as [string, ObjectRow]),
-      ...resources!.rows.map((r) => [keyOf({ kind: 'resource', id: r.id }), r] as [string, ObjectRow]),
-      ...blueprints!.rows.map((r) => [keyOf({ kind: 'blueprint', id: r.id }), r] as [string, ObjectRow]),
-    ]);
-    const blueprintRows = new Map((blueprints!.rows as BlueprintRow[]).map((b) => [b.id, b]));
+    const refOf = (h: CommandRow): ObjectRef => ({ kind: h.target_kind, id: h.target_id });
+    const { rows, blueprintRows } = objectRows(prefetched ?? []);
+    const missing = heads.filter((h) => !rows.has(keyOf(refOf(h))));
+    if (missing.length > 0) {
+      const read = objectRows(await this.send(client, objectRowsStatements(missing.map(refOf)), [0, 1, 2]));
+      for (const [key, row] of read.rows) rows.set(key, row);
+      for (const [id, row] of read.blueprintRows) blueprintRows.set(id, row);
+    }
     for (const head of heads) {
       const ref = { kind: head.target_kind, id: head.target_id };
       const object = rows.get(keyOf(ref));
@@ -412,13 +416,28 @@ export class DrainLane {
     // A step that only looks for work (every object in flight) commits nothing.
     const durable = planned.length === 0 ? [] : [...opening, ...updates, ...statements.rest, ...handOffs, 'commit'];
     const claim = claimStatement(room, want, heldRefs);
+    // The rows of the objects the claim is asked to take first, read after
+    // it (a statement of its own: a fresh snapshot, with their locks held),
+    // so the objects a step hands itself cost no round trip to adopt. Rows of
+    // objects it did not get are ignored.
+    const prefetch = room > 0 && want.length > 0 ? objectRowsStatements(want) : [];
     // An object in flight keeps its head and its lock until its call returns.
     const settledRefs = heldRefs.filter((ref) => !this.inFlight.has(keyOf(ref)));
     // The callback deliveries the commit made due get their jobs here, outside it (see dispatchCallbacks.ts).
     const dispatch = planned.length > 0 ? [DISPATCH_CALLBACKS] : [];
-    const after = asynchronously([...(notices.length > 0 ? [noticesStatement(notices)] : []), ...dispatch, claim, runsStatement(settledRefs)]);
+    const after = asynchronously([
+      ...(notices.length > 0 ? [noticesStatement(notices)] : []),
+      ...dispatch,
+      claim,
+      runsStatement(settledRefs),
+      ...prefetch,
+    ]);
     const claimAt = durable.length + after.indexOf(claim);
-    const results = await this.send(client, [...durable, ...after], [...updates.map((_, n) => opening.length + n), claimAt, claimAt + 1]);
+    const results = await this.send(
+      client,
+      [...durable, ...after],
+      [...updates.map((_, n) => opening.length + n), claimAt, claimAt + 1, ...prefetch.map((_, n) => claimAt + 2 + n)],
+    );
     recordBatchCommitted(decided, pickedUpAt);
     this.applied += decided.length;
 
@@ -447,7 +466,7 @@ export class DrainLane {
       h.head = head;
       h.following = following;
     }
-    await this.adopt(client, claimed);
+    await this.adopt(client, claimed, results.slice(n + 2));
   }
 
   /** A command this worker cannot run: noted, and left queued until another worker may take it. */
@@ -471,6 +490,16 @@ export class DrainLane {
     const all = Array.isArray(results) ? results : [results];
     return picked.map((i) => all[i]!);
   }
+}
+
+/** Object rows and blueprint rows by key from objectRowsStatements' three results (none: empty). */
+function objectRows([leases, resources, blueprints]: Results): { rows: Map<string, ObjectRow>; blueprintRows: Map<number, BlueprintRow> } {
+  const keyed = (kind: ObjectKind, result: pg.QueryResult | undefined) =>
+    (result?.rows ?? []).map((r) => [keyOf({ kind, id: r.id }), r as ObjectRow] as const);
+  return {
+    rows: new Map([...keyed('lease', leases), ...keyed('resource', resources), ...keyed('blueprint', blueprints)]),
+    blueprintRows: new Map(((blueprints?.rows ?? []) as BlueprintRow[]).map((b) => [b.id, b])),
+  };
 }
 
 /** Statements in a transaction of their own that commits without waiting for its WAL flush (for hints that may be lost in a crash). */

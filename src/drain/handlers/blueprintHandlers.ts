@@ -6,7 +6,7 @@ import { InvalidInputError } from '../../domain/errors.ts';
 import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import { done, failed, type CommandHandler, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
-import { type Serving, serveWaitingLine } from './waitingLine.ts';
+import { type Joining, type Serving, serveWaitingLine } from './waitingLine.ts';
 
 /**
  * Lock our own row before deciding: a resource freeing a slot reads it FOR
@@ -25,10 +25,11 @@ async function lockedBlueprint(trx: Db, id: number): Promise<BlueprintRow> {
 
 /**
  * What one command decides, on the blueprint's locked row, before the
- * waiting line is served; `joined` is the lease it put in the line, whose
- * place the message then tells if it still waits.
+ * waiting line is served; `joining` is the lease that comes to the line,
+ * served with it in its place, and whose place the message then tells if it
+ * still waits.
  */
-type Decision = Outcome<'blueprint'> & { readonly joined?: number };
+type Decision = Outcome<'blueprint'> & { readonly joining?: Joining };
 type Decide<C extends CommandKindOf<'blueprint'>> = (
   trx: Db,
   ctx: HandlerContext<'blueprint', PayloadOf<'blueprint', C>>,
@@ -47,9 +48,9 @@ function servingTheLine<C extends CommandKindOf<'blueprint'>>(decide: Decide<C>)
     readsInTransaction: true,
     async decide(trx, ctx) {
       const blueprint = await lockedBlueprint(trx, ctx.object.id);
-      const { joined, ...decision } = await decide(trx, ctx, blueprint);
+      const { joining, ...decision } = await decide(trx, ctx, blueprint);
       const after = { ...blueprint, ...decision.set, state: decision.to ?? blueprint.state } as BlueprintRow;
-      return withServing(decision, after, await serveWaitingLine(trx, after, ctx.command), joined);
+      return withServing(decision, after, await serveWaitingLine(trx, after, ctx.command, joining), joining?.leaseId);
     },
   };
 }
@@ -82,28 +83,30 @@ function withServing(decision: Outcome<'blueprint'>, after: BlueprintRow, servin
 /** Each command kind's decision, its payload typed by the kind's schema. */
 const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
   /** A lease found no free slot: it joins the line (served at once if there is room). */
-  need_resource: async (trx, ctx, blueprint) => {
+  need_resource: async (trx, ctx) => {
     const { leaseId } = ctx.payload;
-    const lease = await trx.selectFrom('leases').select(['state', 'resource_id', 'created_at']).where('id', '=', leaseId).executeTakeFirst();
-    if (lease?.state !== 'pending' || lease.resource_id !== null) return done<'blueprint'>(`lease ${leaseId} no longer needs capacity`);
-
-    const making = await trx
-      .selectFrom('resources')
-      .select('id')
-      .where('allocated_for_lease_id', '=', leaseId)
-      .where('state', 'in', ['pending', 'active'])
+    // The lease, and a resource already being made for it, in one round trip.
+    const lease = await trx
+      .selectFrom('leases as l')
+      .select(['l.state', 'l.resource_id', 'l.created_at'])
+      .select((eb) =>
+        eb
+          .selectFrom('resources as r')
+          .select('r.id')
+          .where('r.allocated_for_lease_id', '=', leaseId)
+          .where('r.state', 'in', ['pending', 'active'])
+          .limit(1)
+          .as('making'),
+      )
+      .where('l.id', '=', leaseId)
       .executeTakeFirst();
-    if (making) {
-      return done<'blueprint'>(`resource ${making.id} is already being made for lease ${leaseId}`, {
-        followUps: [{ target: { kind: 'resource', id: making.id }, kind: 'acquire', payload: { leaseId }, reason: `made for lease ${leaseId}` }],
+    if (lease?.state !== 'pending' || lease.resource_id !== null) return done<'blueprint'>(`lease ${leaseId} no longer needs capacity`);
+    if (lease.making !== null) {
+      return done<'blueprint'>(`resource ${lease.making} is already being made for lease ${leaseId}`, {
+        followUps: [{ target: { kind: 'resource', id: lease.making }, kind: 'acquire', payload: { leaseId }, reason: `made for lease ${leaseId}` }],
       });
     }
-    await trx
-      .insertInto('blueprint_waiters')
-      .values({ blueprint_id: blueprint.id, lease_id: leaseId, since: lease.created_at })
-      .onConflict((oc) => oc.column('lease_id').doNothing())
-      .execute();
-    return { ...done<'blueprint'>(`lease ${leaseId} needs a slot`), joined: leaseId };
+    return { ...done<'blueprint'>(`lease ${leaseId} needs a slot`), joining: { leaseId, since: lease.created_at } };
   },
 
   /** A resource has a slot the line may take (counted, with any others, by serving the line). */

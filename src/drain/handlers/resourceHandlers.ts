@@ -4,6 +4,7 @@ import type { Db } from '../../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import type { DriverResult, ResourceCall } from '../../drivers/Driver.ts';
 import { hasWaitingLeases } from '../sql/freeSlot.ts';
+import { takeSlot } from '../sql/takeSlot.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
 
 type Ctx = HandlerContext<'resource'>;
@@ -152,27 +153,20 @@ export const RESOURCE_HANDLERS = {
           followUps: [deny(resource, leaseId, `resource is ${resource.state}`)],
         });
 
-      const lease = await trx.selectFrom('leases').select(['state', 'resource_id']).where('id', '=', leaseId).executeTakeFirst();
-      if (lease?.state !== 'pending' || lease.resource_id !== null) {
+      const { lease, heldOn, slot } = await takeSlot(trx, resource, leaseId);
+      if (lease?.state !== 'pending' || lease.resourceId !== null) {
         return done<'resource'>(`lease ${leaseId} no longer needs a slot`, { followUps: await offerFreeSlot(trx, resource, resource.used_slots) });
       }
-      const held = await trx.selectFrom('resource_slots').select('resource_id').where('lease_id', '=', leaseId).executeTakeFirst();
-      if (held) {
-        return done<'resource'>(`lease ${leaseId} already holds a slot on resource ${held.resource_id}`, {
+      if (heldOn !== undefined) {
+        return done<'resource'>(`lease ${leaseId} already holds a slot on resource ${heldOn}`, {
           followUps: await offerFreeSlot(trx, resource, resource.used_slots),
         });
       }
-      if (resource.used_slots >= resource.capacity) {
+      if (slot === undefined) {
         return done<'resource'>(`refused lease ${leaseId}: all ${resource.capacity} slots taken`, {
           followUps: [deny(resource, leaseId, 'no free slot')],
         });
       }
-      const lowest = await sql<{ slot: number }>`
-        select min(s)::int as slot from generate_series(0, ${resource.capacity - 1}::int) as s
-        where not exists (select 1 from resource_slots where resource_id = ${resource.id} and slot = s)
-      `.execute(trx);
-      const slot = lowest.rows[0]!.slot;
-      await trx.insertInto('resource_slots').values({ resource_id: resource.id, slot, lease_id: leaseId }).execute();
       return done<'resource'>(`granted slot ${slot} to lease ${leaseId}`, {
         set: { used_slots: resource.used_slots + 1, idle_since: null },
         events: [{ type: 'slot_granted', message: `slot ${slot} to lease ${leaseId}`, data: { leaseId, slot } }],

@@ -41,9 +41,20 @@ const acquire = (resourceId: number, leaseId: number, reason: string): FollowUp 
   reason,
 });
 
-/** Serves the line of `blueprint` (its row as the command being applied leaves it) from whatever room it has. */
-export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: CommandRow): Promise<Serving> {
-  const { line, departed } = await waitingLine(trx, blueprint.id);
+/** A lease coming to the line: it takes its place by the time it was created, as if it had waited since then. */
+export interface Joining {
+  readonly leaseId: number;
+  readonly since: Date;
+}
+
+/**
+ * Serves the line of `blueprint` (its row as the command being applied
+ * leaves it) from whatever room it has, `joining` in its place among the
+ * waiters. A joining lease served at once never has a row in the line; one
+ * left waiting gets its row here.
+ */
+export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: CommandRow, joining?: Joining): Promise<Serving> {
+  const { line, departed } = await waitingLine(trx, blueprint.id, joining);
   const served = new Map<number, string>();
   const events: Serving['events'][number][] = [];
   const followUps: FollowUp[] = [];
@@ -68,8 +79,15 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     );
     followUps.push(acquire(slot.id, leaseId, made ? `made for lease ${leaseId}` : `lease ${leaseId} waited for a slot`));
   }
-  const leaving = [...departed, ...served.keys()];
+  const leaving = [...departed, ...served.keys()].filter((leaseId) => leaseId !== joining?.leaseId);
   if (leaving.length > 0) await trx.deleteFrom('blueprint_waiters').where('lease_id', 'in', leaving).execute();
+  if (joining && !served.has(joining.leaseId)) {
+    await trx
+      .insertInto('blueprint_waiters')
+      .values({ blueprint_id: blueprint.id, lease_id: joining.leaseId, since: joining.since })
+      .onConflict((oc) => oc.column('lease_id').doNothing())
+      .execute();
+  }
   const noun = blueprint.state === 'enabled' ? 'at its limit' : `blueprint ${blueprint.state}: it makes no resources`;
   return {
     liveResources: live,
@@ -87,17 +105,27 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
  * line already passes over those (see waitingLeases); the blueprint, the
  * line's only writer, removes them.
  */
-async function waitingLine(trx: Db, blueprintId: number): Promise<{ line: number[]; departed: number[] }> {
+async function waitingLine(trx: Db, blueprintId: number, joining?: Joining): Promise<{ line: number[]; departed: number[] }> {
   const rows = await trx
     .selectFrom('blueprint_waiters as w')
     .innerJoin('leases as l', 'l.id', 'w.lease_id')
-    .select(['w.lease_id', 'l.state'])
+    .select(['w.lease_id', 'w.since', 'l.state'])
     .where('w.blueprint_id', '=', blueprintId)
     .orderBy('w.since')
     .orderBy('w.lease_id')
     .execute();
   const stillPending = (r: { state: string }) => r.state === 'pending';
-  return { line: rows.filter(stillPending).map((r) => r.lease_id), departed: rows.filter((r) => !stillPending(r)).map((r) => r.lease_id) };
+  const waiting = rows.filter(stillPending);
+  if (joining && !waiting.some((r) => r.lease_id === joining.leaseId)) {
+    // In the line's order (since, then lease id); microseconds past the
+    // millisecond do not matter here: leases created in the same millisecond
+    // are ordered by id either way.
+    const at = waiting.findIndex(
+      (r) => r.since.getTime() > joining.since.getTime() || (r.since.getTime() === joining.since.getTime() && r.lease_id > joining.leaseId),
+    );
+    waiting.splice(at < 0 ? waiting.length : at, 0, { lease_id: joining.leaseId, since: joining.since, state: 'pending' });
+  }
+  return { line: waiting.map((r) => r.lease_id), departed: rows.filter((r) => !stillPending(r)).map((r) => r.lease_id) };
 }
 
 /** A resource the line may be sent to, and how many of its slots are still unpromised. */

@@ -1,0 +1,52 @@
+import { sql } from 'kysely';
+import type { ResourceRow } from '../../../migrations/schema.ts';
+import type { Db } from '../../db/Database.ts';
+
+/** What a resource found when a lease asked it for a slot, and the slot it took for the lease, if it took one. */
+export interface SlotTaken {
+  /** The lease's state and resource as the statement read them (undefined: no such lease). */
+  readonly lease: { readonly state: string; readonly resourceId: number | null } | undefined;
+  /** The resource on which the lease already holds a slot, if it does. */
+  readonly heldOn: number | undefined;
+  /** The lowest free slot, now the lease's; undefined when any check above, or a full resource, refused it. */
+  readonly slot: number | undefined;
+}
+
+/**
+ * A resource's answer to a lease's `acquire`, in one round trip rather than
+ * one per question: whether the lease still wants a slot (pending, with
+ * none recorded), whether it already holds one somewhere, and, if it wants
+ * one and this resource has room, the lowest free slot taken for it. The
+ * resource's drain is the only writer of its slots, so the free slot read
+ * here is still free at the insert; the lease's row is written only by the
+ * lease's drain, which a pending lease's acquire does not wait for (a lease
+ * released meanwhile finds its grant and gives the slot back).
+ */
+export async function takeSlot(trx: Db, resource: ResourceRow, leaseId: number): Promise<SlotTaken> {
+  const { rows } = await sql<{ lease_state: string | null; lease_resource: number | null; held_on: number | null; slot: number | null }>`
+    with lease as (select state, resource_id from leases where id = ${leaseId}),
+    held as (select resource_id from resource_slots where lease_id = ${leaseId}),
+    wanted as (
+      select 1 from lease where state = 'pending' and resource_id is null and not exists (select 1 from held)
+        and ${resource.used_slots}::int < ${resource.capacity}::int
+    ),
+    taken as (
+      insert into resource_slots (resource_id, slot, lease_id)
+      select ${resource.id}::bigint, free.slot, ${leaseId}::bigint
+        from wanted,
+             (select min(s)::int as slot from generate_series(0, ${resource.capacity - 1}::int) as s
+               where not exists (select 1 from resource_slots where resource_id = ${resource.id}::bigint and slot = s)) as free
+       where free.slot is not null
+      returning slot
+    )
+    select (select state from lease) as lease_state, (select resource_id from lease) as lease_resource,
+           (select resource_id from held) as held_on, (select slot from taken) as slot
+  `.execute(trx);
+  const row = rows[0]!;
+  return {
+    lease:
+      row.lease_state === null ? undefined : { state: row.lease_state, resourceId: row.lease_resource === null ? null : Number(row.lease_resource) },
+    heldOn: row.held_on === null ? undefined : Number(row.held_on),
+    slot: row.slot ?? undefined,
+  };
+}
