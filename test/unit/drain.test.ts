@@ -331,6 +331,63 @@ describe('the drain', () => {
     expect(await releaseEffects(l.id)).toBe(1);
   });
 
+  test('requests queued together at a blueprint are decided as one run, and a run never promises a slot twice', async () => {
+    const b = await createBlueprint(
+      db(),
+      { name: 'line-runs', driver: 'simulated', settings: {}, maxResources: 1, minResources: 1, leasesPerResource: 2 },
+      alice,
+    );
+    await appendCommand(db(), { target: { kind: 'blueprint', id: b.id }, kind: 'top_up', actor: alice });
+    await drainAll();
+    const leases = [];
+    for (const holder of ['a', 'b', 'c', 'd', 'e']) leases.push((await createLease(db(), { blueprint: 'line-runs', holder }, alice)).lease);
+    // Each lease's allocate: five requests wait in the blueprint's queue.
+    for (const l of leases) await drain.drain('lease', l.id);
+
+    // The first is taken alone with the lock; the other four as one run.
+    expect(await drain.drain('blueprint', b.id)).toBe(5);
+    const { rows: requests } = await sql<{ status: string; committed_at: string }>`
+      select status, finished_at::text as committed_at from commands
+      where target_kind = 'blueprint' and target_id = ${b.id} and kind = 'need_resource' order by id
+    `.execute(db());
+    expect(requests.map((r) => r.status)).toEqual(['done', 'done', 'done', 'done', 'done']);
+    expect(new Set(requests.slice(1).map((r) => r.committed_at)).size).toBe(1);
+    expect(requests[1]!.committed_at).not.toBe(requests[0]!.committed_at);
+    // Two slots, two acquires: the second decision of the run counted the
+    // slot the first promised, though its acquire was not yet written.
+    const acquires = await db()
+      .selectFrom('commands')
+      .select('payload')
+      .where('kind', '=', 'acquire')
+      .where('caused_by', 'in', (eb) =>
+        eb
+          .selectFrom('commands')
+          .select('id')
+          .where('target_kind', '=', 'blueprint')
+          .where('target_id', '=', b.id)
+          .where('kind', '=', 'need_resource'),
+      )
+      .execute();
+    expect(acquires.map((a) => (a.payload as { leaseId: number }).leaseId)).toEqual([leases[0]!.id, leases[1]!.id]);
+    const waiting = await db().selectFrom('blueprint_waiters').select('lease_id').where('blueprint_id', '=', b.id).orderBy('lease_id').execute();
+    expect(waiting.map((w) => w.lease_id)).toEqual(leases.slice(2).map((l) => l.id));
+
+    await drainAll();
+    const states = await Promise.all(leases.map(async (l) => (await lease(l.id)).state));
+    expect(states).toEqual(['active', 'active', 'pending', 'pending', 'pending']);
+    const denied = await db()
+      .selectFrom('commands')
+      .select('id')
+      .where('kind', '=', 'deny')
+      .where(
+        'target_id',
+        'in',
+        leases.map((l) => l.id),
+      )
+      .execute();
+    expect(denied).toEqual([]);
+  });
+
   test('slot returns queued together are decided as one run, each on the row the one before left; a command outside runs ends it', async () => {
     const b = await createBlueprint(db(), { name: 'runs', driver: 'simulated', settings: {}, maxResources: 1, leasesPerResource: 4 }, alice);
     const leases = [];

@@ -10,8 +10,15 @@ const inRuns = (Object.keys(COMMAND_KINDS) as ObjectKind[]).flatMap((target) =>
     .map((kind) => ({ target, kind, handler: handlerOf(target, kind)! })),
 );
 
-test('the handlers that join runs are those of the bursts a resource gets', () => {
-  expect(inRuns.map(({ target, kind }) => `${target}.${kind}`)).toEqual(['resource.acquire', 'resource.release_slot']);
+test('the handlers that join runs are those of the bursts a resource or a blueprint gets', () => {
+  expect(inRuns.map(({ target, kind }) => `${target}.${kind}`)).toEqual([
+    'resource.acquire',
+    'resource.release_slot',
+    'blueprint.need_resource',
+    'blueprint.slot_freed',
+    'blueprint.resource_destroyed',
+    'blueprint.serve_waiters',
+  ]);
 });
 
 // What Handler.ts asks of an `inRuns` handler, as far as it can be checked

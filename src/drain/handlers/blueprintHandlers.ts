@@ -9,21 +9,6 @@ import { done, failed, type CommandHandler, type FollowUp, type HandlerContext, 
 import { type Joining, type Serving, serveWaitingLine } from './waitingLine.ts';
 
 /**
- * Lock our own row before deciding: a resource freeing a slot reads it FOR
- * SHARE to see whether anyone waits, so the two decisions are ordered and a
- * freed slot and a new waiter can never miss each other.
- *
- * FOR NO KEY UPDATE, not FOR UPDATE: it must exclude those FOR SHARE reads,
- * but not the key-share lock that every new lease or resource row takes on
- * its blueprint (its foreign key). With FOR UPDATE the blueprint's drain
- * queued behind every lease being created, and a steady stream of them
- * (share lockers do not queue behind a waiting writer) starved it.
- */
-async function lockedBlueprint(trx: Db, id: number): Promise<BlueprintRow> {
-  return trx.selectFrom('blueprints').selectAll().where('id', '=', id).forNoKeyUpdate().executeTakeFirstOrThrow();
-}
-
-/**
  * What one command decides, on the blueprint's locked row, before the
  * waiting line is served; `joining` is the lease that comes to the line,
  * served with it in its place, and whose place the message then tells if it
@@ -42,12 +27,31 @@ type Decide<C extends CommandKindOf<'blueprint'>> = (
  * command leaves it (see waitingLine.ts). So the invariant "no lease waits
  * while there is room" holds after any command, present or future, and no
  * handler has to know which of its changes make room.
+ *
+ * It decides on the row it is given, locked: the step's transaction begins
+ * by locking its objects' rows FOR NO KEY UPDATE and checking their
+ * versions (sql/lockVersions.ts), and only the blueprint's drain, or an
+ * operator's update holding its lock, writes the row. That lock is what
+ * orders a decision against a resource freeing a slot, which reads the row
+ * FOR SHARE to see whether anyone waits: a freed slot and a new waiter never
+ * miss each other.
+ *
+ * The bursts a blueprint gets (leases asking for slots, resources offering
+ * them) join runs (`inRuns`): each decision of a run is made on the row as
+ * the one before left it, and reads the line and the resources, which the
+ * decisions write themselves; the slots promised to acquires that the
+ * step's commit has not written yet are counted from the step's own
+ * promises (waitingLine.ts).
  */
-function servingTheLine<C extends CommandKindOf<'blueprint'>>(decide: Decide<C>): CommandHandler<'blueprint', unknown, PayloadOf<'blueprint', C>> {
+function servingTheLine<C extends CommandKindOf<'blueprint'>>(
+  decide: Decide<C>,
+  inRuns: boolean,
+): CommandHandler<'blueprint', unknown, PayloadOf<'blueprint', C>> {
   return {
     readsInTransaction: true,
+    ...(inRuns ? { inRuns } : {}),
     async decide(trx, ctx) {
-      const blueprint = await lockedBlueprint(trx, ctx.object.id);
+      const blueprint = ctx.object;
       const { joining, ...decision } = await decide(trx, ctx, blueprint);
       const after = { ...blueprint, ...decision.set, state: decision.to ?? blueprint.state } as BlueprintRow;
       return withServing(decision, after, await serveWaitingLine(trx, after, ctx.command, joining), joining?.leaseId);
@@ -190,10 +194,18 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
 };
 
 /**
+ * The kinds whose decisions join runs: the bursts, each deciding from the
+ * row, the line and the resources alone. Not `top_up` (it counts the release
+ * and reclaim commands queued at resources) nor `update_settings` (its
+ * driver reconciles from rows of its own).
+ */
+const IN_RUNS: ReadonlySet<string> = new Set<CommandKindOf<'blueprint'>>(['need_resource', 'slot_freed', 'resource_destroyed', 'serve_waiters']);
+
+/**
  * The blueprint is the single writer of its resource count: it alone decides
  * whether a new resource may be made within the limit, and it keeps the line
  * of leases waiting for capacity.
  */
 export const BLUEPRINT_HANDLERS: HandlerTable<'blueprint'> = Object.fromEntries(
-  Object.entries(DECISIONS).map(([kind, decide]) => [kind, servingTheLine(decide)]),
+  Object.entries(DECISIONS).map(([kind, decide]) => [kind, servingTheLine(decide, IN_RUNS.has(kind))]),
 );

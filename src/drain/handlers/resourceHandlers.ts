@@ -6,6 +6,7 @@ import type { DriverResult, ResourceCall } from '../../drivers/Driver.ts';
 import { hasWaitingLeases } from '../sql/freeSlot.ts';
 import { takeSlot } from '../sql/takeSlot.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
+import { perStep } from '../perStep.ts';
 
 type Ctx = HandlerContext<'resource'>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
@@ -59,10 +60,8 @@ function blueprintHasWaiters(trx: Db, blueprintId: number): Promise<boolean> {
   // blueprint's row FOR NO KEY UPDATE), so every later decision of the step
   // (the rest of a run of slot returns) would read the same answer, at two
   // round trips each. A waiter that leaves meanwhile costs at most a
-  // slot_freed that finds nobody. The drain gives each step's transaction
-  // a Db of its own, so the answer never outlives it.
-  const asked = waitersAsked.get(trx) ?? new Map<number, Promise<boolean>>();
-  waitersAsked.set(trx, asked);
+  // slot_freed that finds nobody.
+  const asked = waitersAsked(trx);
   let answer = asked.get(blueprintId);
   if (!answer) {
     answer = trx
@@ -76,7 +75,7 @@ function blueprintHasWaiters(trx: Db, blueprintId: number): Promise<boolean> {
   }
   return answer;
 }
-const waitersAsked = new WeakMap<Db, Map<number, Promise<boolean>>>();
+const waitersAsked = perStep(() => new Map<number, Promise<boolean>>());
 
 const slotFreed = (resource: ResourceRow): FollowUp => ({
   target: { kind: 'blueprint', id: resource.blueprint_id },

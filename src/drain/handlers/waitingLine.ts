@@ -3,6 +3,7 @@ import type { BlueprintRow, CommandRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import type { FollowUp } from '../Handler.ts';
+import { perStep } from '../perStep.ts';
 
 /**
  * A blueprint's waiting line: the leases that found no free slot, served
@@ -59,7 +60,8 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const events: Serving['events'][number][] = [];
   const followUps: FollowUp[] = [];
   let live = blueprint.live_resources;
-  const slots: Slot[] = line.length > 0 ? await freeSlots(trx, blueprint.id) : [];
+  const promised = promisedInStep(trx);
+  const slots: Slot[] = line.length > 0 ? await freeSlots(trx, blueprint.id, promised) : [];
   for (const leaseId of line) {
     let slot = slots.find((s) => s.free > 0);
     if (!slot && blueprint.state === 'enabled' && live < blueprint.max_resources) {
@@ -70,6 +72,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     }
     if (!slot) break;
     slot.free--;
+    promised.set(slot.id, (promised.get(slot.id) ?? 0) + 1);
     const made = slot.madeFor === leaseId;
     served.set(
       leaseId,
@@ -137,11 +140,19 @@ interface Slot {
 }
 
 /**
+ * The slots each resource has been promised by decisions of this step (an
+ * acquire sent), which its commit has not written yet: a run of the
+ * blueprint's decisions must not promise a slot twice.
+ */
+const promisedInStep = perStep(() => new Map<number, number>());
+
+/**
  * The blueprint's active resources with free slots, less the slots already
  * promised to acquires still in their queues (a resource whose acquire finds
- * its lease gone offers the slot to the line again).
+ * its lease gone offers the slot to the line again) and to those this step
+ * sends (`promised`).
  */
-async function freeSlots(trx: Db, blueprintId: number): Promise<Slot[]> {
+async function freeSlots(trx: Db, blueprintId: number, promised: ReadonlyMap<number, number>): Promise<Slot[]> {
   const rows = await trx
     .selectFrom('resources as r')
     .select([
@@ -155,5 +166,5 @@ async function freeSlots(trx: Db, blueprintId: number): Promise<Slot[]> {
     .whereRef('r.used_slots', '<', 'r.capacity')
     .orderBy('r.id')
     .execute();
-  return rows.filter((r) => r.free > 0);
+  return rows.map((r) => ({ id: r.id, free: r.free - (promised.get(r.id) ?? 0) })).filter((r) => r.free > 0);
 }
