@@ -55,7 +55,7 @@ export interface Joining {
  * left waiting gets its row here.
  */
 export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: CommandRow, joining?: Joining): Promise<Serving> {
-  const { line, departed } = await waitingLine(trx, blueprint.id, joining);
+  const { line, departed, newcomer } = await waitingLine(trx, blueprint.id, joining);
   const served = new Map<number, string>();
   const events: Serving['events'][number][] = [];
   const followUps: FollowUp[] = [];
@@ -82,12 +82,13 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     );
     followUps.push(acquire(slot.id, leaseId, made ? `made for lease ${leaseId}` : `lease ${leaseId} waited for a slot`));
   }
-  const leaving = [...departed, ...served.keys()].filter((leaseId) => leaseId !== joining?.leaseId);
+  // A newcomer has no row to delete; one left waiting gets its row.
+  const leaving = [...departed, ...served.keys()].filter((leaseId) => leaseId !== newcomer?.leaseId);
   if (leaving.length > 0) await trx.deleteFrom('blueprint_waiters').where('lease_id', 'in', leaving).execute();
-  if (joining && !served.has(joining.leaseId)) {
+  if (newcomer && !served.has(newcomer.leaseId)) {
     await trx
       .insertInto('blueprint_waiters')
-      .values({ blueprint_id: blueprint.id, lease_id: joining.leaseId, since: joining.since })
+      .values({ blueprint_id: blueprint.id, lease_id: newcomer.leaseId, since: newcomer.since })
       .onConflict((oc) => oc.column('lease_id').doNothing())
       .execute();
   }
@@ -108,7 +109,11 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
  * line already passes over those (see waitingLeases); the blueprint, the
  * line's only writer, removes them.
  */
-async function waitingLine(trx: Db, blueprintId: number, joining?: Joining): Promise<{ line: number[]; departed: number[] }> {
+async function waitingLine(
+  trx: Db,
+  blueprintId: number,
+  joining?: Joining,
+): Promise<{ line: number[]; departed: number[]; newcomer: Joining | undefined }> {
   const rows = await trx
     .selectFrom('blueprint_waiters as w')
     .innerJoin('leases as l', 'l.id', 'w.lease_id')
@@ -119,16 +124,18 @@ async function waitingLine(trx: Db, blueprintId: number, joining?: Joining): Pro
     .execute();
   const stillPending = (r: { state: string }) => r.state === 'pending';
   const waiting = rows.filter(stillPending);
-  if (joining && !waiting.some((r) => r.lease_id === joining.leaseId)) {
+  // A lease asking again (after a refusal) may already have its row.
+  const newcomer = joining && !rows.some((r) => r.lease_id === joining.leaseId) ? joining : undefined;
+  if (newcomer) {
     // In the line's order (since, then lease id); microseconds past the
     // millisecond do not matter here: leases created in the same millisecond
     // are ordered by id either way.
     const at = waiting.findIndex(
-      (r) => r.since.getTime() > joining.since.getTime() || (r.since.getTime() === joining.since.getTime() && r.lease_id > joining.leaseId),
+      (r) => r.since.getTime() > newcomer.since.getTime() || (r.since.getTime() === newcomer.since.getTime() && r.lease_id > newcomer.leaseId),
     );
-    waiting.splice(at < 0 ? waiting.length : at, 0, { lease_id: joining.leaseId, since: joining.since, state: 'pending' });
+    waiting.splice(at < 0 ? waiting.length : at, 0, { lease_id: newcomer.leaseId, since: newcomer.since, state: 'pending' });
   }
-  return { line: waiting.map((r) => r.lease_id), departed: rows.filter((r) => !stillPending(r)).map((r) => r.lease_id) };
+  return { line: waiting.map((r) => r.lease_id), departed: rows.filter((r) => !stillPending(r)).map((r) => r.lease_id), newcomer };
 }
 
 /** A resource the line may be sent to, and how many of its slots are still unpromised. */
