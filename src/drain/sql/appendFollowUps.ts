@@ -23,7 +23,10 @@ export interface FollowUpAppend extends ValidatedAppend {
  * A target that does not exist fails the statement, and the commit with it:
  * the append itself looks up its target only to check a state, which a
  * message between objects never asks for (its receiver decides what it
- * means in its state), so the lookup is made here.
+ * means in its state), so the lookup is made here: a scalar subquery per
+ * target, an index probe. As `exists (…)` PostgreSQL could hash the whole
+ * table's index for it instead, once per step: after 40,000 leases that
+ * cost 8–14 ms a step where the probes cost well under one.
  */
 export function appendFollowUpsStatement(followUps: readonly FollowUpAppend[], missingSqlState: string): CompiledQuery {
   const column = <T>(value: (f: FollowUpAppend) => T) => followUps.map(value);
@@ -32,10 +35,10 @@ export function appendFollowUpsStatement(followUps: readonly FollowUpAppend[], m
      from unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $7::text[],
                  $8::text[], $9::bigint[], $10::text[], $11::timestamptz[], $12::text[])
        as u(target_kind, target_id, kind, version, payload, issued_by, reason, request_id, caused_by, dedup_key, not_before, missing)
-     cross join lateral (select case u.target_kind
-       when 'lease' then exists (select 1 from leases o where o.id = u.target_id)
-       when 'resource' then exists (select 1 from resources o where o.id = u.target_id)
-       else exists (select 1 from blueprints o where o.id = u.target_id) end as found) as t
+     cross join lateral (select coalesce(case u.target_kind
+       when 'lease' then (select true from leases o where o.id = u.target_id)
+       when 'resource' then (select true from resources o where o.id = u.target_id)
+       else (select true from blueprints o where o.id = u.target_id) end, false) as found) as t
      cross join lateral slipway_append_command(
        u.target_kind, u.target_id, null, u.kind, u.version, u.payload, u.issued_by, 'system', u.reason, u.request_id,
        null, null, u.caused_by, u.dedup_key, u.not_before, null) as f`,
