@@ -39,6 +39,17 @@ async function drainAll(): Promise<void> {
   throw new Error('the queues never emptied');
 }
 
+/** The lease's state events into `states`, in order, with the command each was made by. */
+const transitionsTo = (leaseId: number, states: string[]) =>
+  db()
+    .selectFrom('events')
+    .select(['to_state', 'command_id'])
+    .where('target_kind', '=', 'lease')
+    .where('target_id', '=', leaseId)
+    .where('to_state', 'in', states)
+    .orderBy('id')
+    .execute();
+
 const lease = (id: number) => db().selectFrom('leases').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const releaseEffects = async (leaseId: number) =>
   (
@@ -76,29 +87,13 @@ describe('the drain', () => {
     // The grant acquires and activates in one command (decision 0025): both transitions are its, and no activate is queued.
     const grant = (await commandsOf(db(), 'lease', l.id)).find((c) => c.kind === 'grant')!;
     expect(grant).toMatchObject({ status: 'done', message: expect.stringMatching(/^acquired slot 0 of resource \d+; active$/) });
-    const activation = await db()
-      .selectFrom('events')
-      .select(['to_state', 'command_id'])
-      .where('target_kind', '=', 'lease')
-      .where('target_id', '=', l.id)
-      .where('to_state', 'in', ['acquired', 'active'])
-      .orderBy('id')
-      .execute();
-    expect(activation).toEqual([
+    expect(await transitionsTo(l.id, ['acquired', 'active'])).toEqual([
       { to_state: 'acquired', command_id: grant.id },
       { to_state: 'active', command_id: grant.id },
     ]);
     expect((await commandsOf(db(), 'lease', l.id)).map((c) => c.kind)).not.toContain('activate');
     // The release itself takes the lease through released to destroyed: both transitions are its, and no destroy is queued.
-    const transitions = await db()
-      .selectFrom('events')
-      .select(['to_state', 'command_id'])
-      .where('target_kind', '=', 'lease')
-      .where('target_id', '=', l.id)
-      .where('to_state', 'in', ['released', 'destroyed'])
-      .orderBy('id')
-      .execute();
-    expect(transitions).toEqual([
+    expect(await transitionsTo(l.id, ['released', 'destroyed'])).toEqual([
       { to_state: 'released', command_id: release.id },
       { to_state: 'destroyed', command_id: release.id },
     ]);
