@@ -145,7 +145,7 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
 }
 
 /** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = 'd8c1e5ce6c2c36ad3865f61050f63b4cf9438e92';
+const PREVIOUS_RELEASE = '4ec179bfb8e396f46ce80dde2b1431eaf43b637c';
 const hasPreviousRelease = (() => {
   try {
     execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
