@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0020_usage_samples.
+-- Slipway's schema (`public`) after migration 0021_lighter_wake_ups.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -428,8 +428,8 @@ AS $function$
       begin
         if p_accepted_states is not null then
           -- FOR SHARE: a drain locks the row before it commits a state
-          -- change (see lockObjectRow), so the state read here stays the
-          -- state until this append commits.
+          -- change (src/drain/sql/lockVersions.ts), so the state read here
+          -- stays the state until this append commits.
           case p_target_kind
             when 'lease' then select o.state into v_state from leases o where o.id = p_target_id for share;
             when 'resource' then select o.state into v_state from resources o where o.id = p_target_id for share;
@@ -456,8 +456,11 @@ AS $function$
             do nothing
           returning * into v_new;
           if found then
+            -- slipway_wake_objects for one object (see above).
             if p_wake_task is not null then
-              perform slipway_wake_objects(array[p_wake_task], array[p_target_kind], array[p_target_id], array[p_not_before]);
+              insert into drain_wakeups as w (target_kind, target_id, run_at)
+              values (p_target_kind, p_target_id, coalesce(p_not_before, now()))
+              on conflict (target_kind, target_id) do update set run_at = excluded.run_at where w.run_at > excluded.run_at;
             end if;
             return query select 'inserted'::text, v_state, v_new;
             return;
@@ -694,12 +697,15 @@ AS $function$
 
 CREATE OR REPLACE FUNCTION public.slipway_wake_objects(tasks text[], kinds text[], ids bigint[], run_ats timestamp with time zone[])
  RETURNS void
- LANGUAGE sql
+ LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
+      begin
         insert into drain_wakeups as w (target_kind, target_id, run_at)
         select u.kind, u.id, min(coalesce(u.run_at, now()))
         from unnest(kinds, ids, run_ats) as u(kind, id, run_at)
         group by u.kind, u.id
         order by object_drain_job_key(u.kind, u.id)
-        on conflict (target_kind, target_id) do update set run_at = least(w.run_at, excluded.run_at)
+        on conflict (target_kind, target_id) do update set run_at = excluded.run_at where w.run_at > excluded.run_at;
+      end
       $function$;
