@@ -141,6 +141,11 @@ export function liveStates(kind: ObjectKind): string[] {
     .map(([name]) => name);
 }
 
+/** The states of one kind that have a flag (for a statement that checks a state where it reads it). */
+export function statesWith(kind: ObjectKind, flag: StateFlag): string[] {
+  return Object.keys(LIFECYCLES[kind]).filter((state) => hasFlag(kind, state, flag));
+}
+
 /** The states of one kind that accept a command kind (for error messages and UIs). */
 export function statesAccepting(kind: ObjectKind, commandKind: string): string[] {
   return Object.entries(LIFECYCLES[kind] as Record<string, StateSpec>)

@@ -1,14 +1,13 @@
 import { z } from 'zod';
-import type { CommandRow } from '../../migrations/schema.ts';
+import { sql } from 'kysely';
+import type { CommandRow, LeaseRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
-import { withTransaction } from '../db/withTransaction.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError } from '../domain/errors.ts';
-import { takesLeases } from '../domain/lifecycle.ts';
+import { statesWith } from '../domain/lifecycle.ts';
+import { recordAppended } from '../metrics/metrics.ts';
 import type { LeaseView } from '../read/leases.ts';
-import { appendInTransaction } from '../queue/appendCommand.ts';
-import { deadlinesFromNow } from './leaseDeadlines.ts';
-import { recordEvent } from './recordEvent.ts';
+import { appendCall, signalWorkersOnCommit } from '../queue/appendCommand.ts';
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -57,56 +56,72 @@ export const LeaseInputSchema = leaseBodySchema({
 export type LeaseInput = z.input<typeof LeaseInputSchema>;
 
 /**
- * Creates a lease and queues its first command, `allocate`, in one
- * transaction: the one place (with resource creation) where a row is written
- * without holding its lock, because nobody else can know of it yet.
+ * Creates a lease, queues its first command (`allocate`) and records its
+ * `created` event, in one statement: the one place (with resource creation)
+ * where a row is written without holding its lock, because nobody else can
+ * know of it yet. One statement, not a transaction of four: a lease's time
+ * to active is counted from this call, and each statement of a transaction
+ * is a round trip. On `db` it commits by itself; in a caller's transaction
+ * (the API's, which records an Idempotency-Key with it) it commits with it.
  */
 export async function createLease(db: Db, input: LeaseInput, actor: Actor): Promise<{ lease: LeaseView; command: CommandRow }> {
-  return withTransaction(db, (trx) => createLeaseInTransaction(trx, input, actor));
-}
-
-/** The same, inside a caller's transaction (the API's, which records an Idempotency-Key with it). */
-export async function createLeaseInTransaction(trx: Db, input: LeaseInput, actor: Actor): Promise<{ lease: LeaseView; command: CommandRow }> {
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
   const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, attributes } = parsed.data;
-  const blueprint = await trx
-    .selectFrom('blueprints')
-    .select(['id', 'name', 'state'])
-    .where(typeof ref === 'number' ? 'id' : 'name', '=', ref)
-    .executeTakeFirst();
-  if (!blueprint) throw new NotFoundError('blueprint', ref);
-  if (!takesLeases('blueprint', blueprint.state)) {
-    throw new CommandRejectedError(`blueprint ${blueprint.name} is ${blueprint.state}; it takes no new leases`, {
-      state: blueprint.state,
-    });
-  }
   // An absolute expiry's term (for renewals) is what was left of it when asked.
   const termMs = expiresInMs ?? (expiresAt ? expiresAt.getTime() - Date.now() : undefined);
-  // The heartbeat clock starts when the lease becomes active (see the lease's
-  // activate): a holder waiting for capacity has nothing to beat for yet.
-  const { expires_at } = await deadlinesFromNow(trx, { termMs: expiresInMs });
-  const lease = await trx
-    .insertInto('leases')
-    .values({
-      blueprint_id: blueprint.id,
-      holder,
-      expires_at: expires_at ?? expiresAt ?? null,
-      term_ms: termMs === undefined ? null : Math.max(1000, Math.round(termMs)),
-      heartbeat_ms: heartbeatMs ?? null,
-      attributes: JSON.stringify(attributes ?? {}),
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  const target = { kind: 'lease', id: lease.id } as const;
-  const { command } = await appendInTransaction(trx, { target, kind: 'allocate', actor }, { fromOutside: false });
-  await recordEvent(trx, {
-    target,
-    type: 'created',
-    toState: lease.state,
-    message: `requested on ${blueprint.name} for ${holder}`,
-    actor,
-    commandId: command.id,
-  });
-  return { lease: { ...lease, blueprint_name: blueprint.name }, command };
+  // A relative expiry counts on the database's clock, as every deadline does
+  // (leaseDeadlines.ts). The heartbeat clock starts when the lease becomes
+  // active (its grant): a holder waiting for capacity has nothing to beat for yet.
+  const expiry =
+    expiresInMs === undefined
+      ? sql`${expiresAt?.toISOString() ?? null}::timestamptz`
+      : sql`now() + make_interval(secs => ${expiresInMs / 1000}::float8)`;
+  const allocate = appendCall({ target: { kind: 'lease', id: sql<number>`lease.id` }, kind: 'allocate', actor }, { fromOutside: false });
+  const { rows } = await sql<CreatedRow>`
+    with b as (
+      select id, name, state from blueprints where ${sql.ref(typeof ref === 'number' ? 'id' : 'name')} = ${ref}
+    ),
+    lease as (
+      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, attributes)
+      select b.id, ${holder}, ${expiry}, ${termMs === undefined ? null : Math.max(1000, Math.round(termMs))}::bigint,
+             ${heartbeatMs ?? null}::int, ${JSON.stringify(attributes ?? {})}::jsonb
+      from b where b.state = any(${statesWith('blueprint', 'takesLeases')}::text[])
+      returning *
+    ),
+    appended as (select (f.cmd).* from lease cross join lateral ${allocate} as f),
+    event as (
+      insert into events (target_kind, target_id, command_id, type, to_state, message, actor, source)
+      select 'lease', lease.id, a.id, 'created', lease.state, format('requested on %s for %s', b.name, ${holder}::text),
+             ${actor.issuedBy}, ${actor.source}
+      from lease, appended a, b
+    )
+    select b.name as blueprint_name, b.state as blueprint_state, to_jsonb(a) as command, lease.*
+    from b left join lease on true left join appended a on true
+  `.execute(db);
+  const row = rows[0];
+  if (!row) throw new NotFoundError('blueprint', ref);
+  const { blueprint_state, command: appended, ...lease } = row;
+  if (!appended) {
+    throw new CommandRejectedError(`blueprint ${row.blueprint_name} is ${blueprint_state}; it takes no new leases`, { state: blueprint_state });
+  }
+  const command = commandFromJson(appended);
+  recordAppended(command, actor.source);
+  await signalWorkersOnCommit(db);
+  return { lease: lease as LeaseView, command };
+}
+
+/** What createLease's statement answers: the lease's row and its blueprint's name, or only the blueprint's name and state if it takes no leases. */
+type CreatedRow = Partial<LeaseRow> & { blueprint_name: string; blueprint_state: string; command: Record<string, unknown> | null };
+
+/** A command row read as JSON (to_jsonb), its times as Dates as the driver reads them from columns. */
+function commandFromJson(json: Record<string, unknown>): CommandRow {
+  const time = (value: unknown) => (value === null || value === undefined ? null : new Date(value as string));
+  return {
+    ...(json as unknown as CommandRow),
+    not_before: time(json.not_before)!,
+    created_at: time(json.created_at)!,
+    started_at: time(json.started_at),
+    finished_at: time(json.finished_at),
+  };
 }

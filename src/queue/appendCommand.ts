@@ -68,8 +68,13 @@ export async function appendInTransaction(trx: Db, request: AppendRequest, optio
  * drain's connection) signal nothing: the drain takes what it woke itself.
  */
 async function signalAfterCommit(trx: Db, options: AppendOptions): Promise<void> {
-  if (trx.isTransaction) afterCommit(trx, 'wake', signalWorkersQuietly);
-  else if (options.fromOutside) await signalWorkersQuietly(trx);
+  if (trx.isTransaction || options.fromOutside) await signalWorkersOnCommit(trx);
+}
+
+/** Signals the workers after the caller's transaction commits, or now if `db` is not in one (its statement has committed). */
+export async function signalWorkersOnCommit(db: Db): Promise<void> {
+  if (db.isTransaction) afterCommit(db, 'wake', signalWorkersQuietly);
+  else await signalWorkersQuietly(db);
 }
 
 /** The append as a statement of its own (see appendCall), answering with the rows appendResult reads. */
@@ -114,7 +119,7 @@ export interface ValidatedAppend {
  * one at a time (appendCall) or a drain's follow-ups together
  * (drain/sql/appendFollowUps.ts).
  */
-export function validatedAppend(request: AppendRequest, options: Pick<AppendOptions, 'fromOutside'>): ValidatedAppend {
+export function validatedAppend(request: AppendCallRequest, options: Pick<AppendOptions, 'fromOutside'>): ValidatedAppend {
   const { target, kind } = request;
   const spec = commandKindSpec(target.kind, kind);
   if (!spec) {
@@ -145,10 +150,19 @@ export function validatedAppend(request: AppendRequest, options: Pick<AppendOpti
 }
 
 /**
+ * An append whose target id may be an SQL expression: that of a row the
+ * same statement inserts (createLease queues a new lease's first command in
+ * the statement that inserts the lease).
+ */
+export type AppendCallRequest = Omit<AppendRequest, 'target'> & {
+  readonly target: { readonly kind: ObjectKind; readonly id: number | RawBuilder<number> };
+};
+
+/**
  * The append as a call of slipway_append_command (a set-returning function:
  * use it in a FROM), after validating the kind, version and payload.
  */
-export function appendCall(request: AppendRequest, options: AppendOptions): RawBuilder<AppendedRow> {
+export function appendCall(request: AppendCallRequest, options: AppendOptions): RawBuilder<AppendedRow> {
   const { target, kind } = request;
   const { version, payload, dedupKey } = validatedAppend(request, options);
   // Behind a queue limit, slipway_append_within (migrations/0011) checks the

@@ -3,7 +3,7 @@ import { expect, test } from 'vitest';
 import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../../src/db/Database.ts';
 import type { BlueprintState } from '../../src/domain/lifecycle.ts';
-import { createLeaseInTransaction } from '../../src/objects/createLease.ts';
+import { createLease } from '../../src/objects/createLease.ts';
 import { type BlueprintChanges, setBlueprintState, updateBlueprint } from '../../src/objects/updateBlueprint.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { waitFor } from '../helpers/waitFor.ts';
@@ -67,7 +67,7 @@ test('a lease that asked while its blueprint was disabled is served once it is e
   // Created while enabled, then the blueprint disabled in the same
   // transaction: the lease's request for capacity reaches a disabled blueprint.
   const early = await db.transaction().execute(async (trx) => {
-    const { lease } = await createLeaseInTransaction(trx, { blueprint: blueprint.name, holder: 'early' }, tester);
+    const { lease } = await createLease(trx, { blueprint: blueprint.name, holder: 'early' }, tester);
     await setBlueprintState(trx, blueprint.id, 'disabled', tester);
     return lease;
   });

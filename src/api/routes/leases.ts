@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { createLeaseInTransaction } from '../../objects/createLease.ts';
+import { createLease } from '../../objects/createLease.ts';
 import { blueprintIdFilter } from '../../read/blueprints.ts';
 import { findLease, listLeases } from '../../read/leases.ts';
 import { readHistory } from '../../read/objectHistory.ts';
@@ -9,7 +9,6 @@ import { actorOf, callerOf } from '../auth/authenticate.ts';
 import { leaseAccepted, leaseSettled } from '../commandAnswers.ts';
 import { OPERATIONS } from '../contract.ts';
 import { runPost } from '../respond.ts';
-import { withTransaction } from '../../db/withTransaction.ts';
 import { historyOf, leaseOf, pageOf } from '../shapes.ts';
 import { routeOf } from '../typedRoutes.ts';
 
@@ -24,7 +23,7 @@ export async function leaseRoutes(app: FastifyInstance, context: ApiContext): Pr
         await context.backpressure.assertBacklogRoom(db);
         const { reason, expiresAt, ...rest } = request.body;
         const input = { ...rest, expiresAt: expiresAt?.toISOString(), holder: callerOf(request).actorName };
-        const created = await withTransaction(db, (trx) => createLeaseInTransaction(trx, input, actorOf(request, reason)));
+        const created = await createLease(db, input, actorOf(request, reason));
         const wait = request.query.wait;
         return {
           response: leaseAccepted(created),
