@@ -34,6 +34,33 @@ describe('creating a lease', () => {
     expect(await wakeups()).toContain(`lease:${lease.id}`);
   });
 
+  test('sets the expiry on the database clock and keeps the term, the heartbeat and the labels', async () => {
+    const { lease, command } = await createLease(
+      db(),
+      { blueprint: 'pool', holder: 'alice', expiresInMs: 3_600_000, heartbeatMs: 5_000, attributes: { ci: 'nightly' } },
+      alice,
+    );
+    const { now } = (await sql<{ now: Date }>`select now() as now`.execute(db())).rows[0]!;
+    const left = lease.expires_at!.getTime() - now.getTime();
+    expect(left).toBeGreaterThan(3_500_000);
+    expect(left).toBeLessThanOrEqual(3_600_000);
+    expect(lease).toMatchObject({ blueprint_name: 'pool', state: 'pending', term_ms: 3_600_000, heartbeat_ms: 5_000, attributes: { ci: 'nightly' } });
+    expect(lease.heartbeat_deadline).toBeNull();
+    // The answer's command is its row as stored, times included.
+    const stored = await db().selectFrom('commands').selectAll().where('id', '=', command.id).executeTakeFirstOrThrow();
+    expect(command).toEqual(stored);
+  });
+
+  test('refuses a blueprint that takes no leases, naming its state, writing nothing', async () => {
+    await createBlueprint(db(), { name: 'off', driver: 'simulated', maxResources: 1 }, alice);
+    await sql`update blueprints set state = 'disabled' where name = 'off'`.execute(db());
+    const before = await count('commands');
+    const leases = await db().selectFrom('leases').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow();
+    await expect(createLease(db(), { blueprint: 'off', holder: 'x' }, alice)).rejects.toThrow('blueprint off is disabled; it takes no new leases');
+    expect(await count('commands')).toBe(before);
+    expect(await db().selectFrom('leases').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow()).toEqual(leases);
+  });
+
   test('refuses an unknown blueprint and bad input, writing nothing', async () => {
     const before = await count('commands');
     await expect(createLease(db(), { blueprint: 'nope', holder: 'x' }, alice)).rejects.toBeInstanceOf(NotFoundError);
@@ -81,21 +108,24 @@ describe('appending a command', () => {
     expect(await wakeups()).not.toContain(`lease:${lease.id}`);
   });
 
-  test('an append never moves a wake-up later, and one already due stays one row', async () => {
+  test('an append never moves a wake-up later, leaves one already due unwritten, and moves a later one earlier', async () => {
     const lease = await newLease();
-    const runAt = async () =>
+    // xmin: the transaction that wrote the row's current version.
+    const wakeup = async () =>
       (
-        await db()
-          .selectFrom('drain_wakeups')
-          .select('run_at')
-          .where('target_kind', '=', 'lease')
-          .where('target_id', '=', lease.id)
-          .executeTakeFirstOrThrow()
-      ).run_at;
-    const due = await runAt();
-    await appendCommand(db(), { target: { kind: 'lease', id: lease.id }, kind: 'renew', payload: { expiresInMs: 60_000 }, actor: alice });
-    expect(await runAt()).toEqual(due);
+        await sql<{ run_at: Date; xmin: string }>`
+          select run_at, xmin::text from drain_wakeups where target_kind = 'lease' and target_id = ${lease.id}`.execute(db())
+      ).rows[0]!;
+    const renew = () =>
+      appendCommand(db(), { target: { kind: 'lease', id: lease.id }, kind: 'renew', payload: { expiresInMs: 60_000 }, actor: alice });
+    const due = await wakeup();
+    await renew();
+    expect(await wakeup()).toEqual(due);
     expect((await wakeups()).filter((k) => k === `lease:${lease.id}`)).toHaveLength(1);
+
+    await sql`update drain_wakeups set run_at = now() + interval '1 hour' where target_kind = 'lease' and target_id = ${lease.id}`.execute(db());
+    await renew();
+    expect((await wakeup()).run_at.getTime()).toBeLessThan(Date.now() + 60_000);
   });
 
   test.each([
