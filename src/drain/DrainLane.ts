@@ -115,13 +115,15 @@ const keyOf = (ref: ObjectRef) => `${ref.kind}:${ref.id}`;
  * 3. if a decision reads under row locks (`readsInTransaction`): `begin`
  *    and the rows locked and version-checked, then those decisions' queries;
  * 4. ONE round trip that commits every outcome (sql/lockVersions.ts first,
- *    if 3 did not), then, in an asynchronously committed transaction, sends
- *    the step's notices, queues the jobs of the callback deliveries the
- *    commit made due (callbacks/dispatchCallbacks.ts), takes due wake-ups (the objects its follow-ups
- *    woke first: no wake-up signal is needed for work this lane picks up
- *    itself) and reads every held object's next command, letting go of
- *    those with none (sql/claim.ts, sql/runs.ts);
- * 5. the rows of the objects it took, if any.
+ *    if 3 did not), then sends the step's notices in an asynchronously
+ *    committed transaction of their own, then, in another, queues the jobs
+ *    of the callback deliveries the commit made due
+ *    (callbacks/dispatchCallbacks.ts), takes due wake-ups (the objects its
+ *    follow-ups woke first: no wake-up signal is needed for work this lane
+ *    picks up itself), reads every held object's next command, letting go
+ *    of those with none (sql/claim.ts, sql/runs.ts), and reads the rows of
+ *    the objects it took that its follow-ups woke;
+ * 5. the rows of the other objects it took, if any.
  * A step of pure decisions and no driver calls is one round trip.
  *
  * The lock is a session advisory lock, so it spans the step's transactions
@@ -425,17 +427,14 @@ export class DrainLane {
     const settledRefs = heldRefs.filter((ref) => !this.inFlight.has(keyOf(ref)));
     // The callback deliveries the commit made due get their jobs here, outside it (see dispatchCallbacks.ts).
     const dispatch = planned.length > 0 ? [DISPATCH_CALLBACKS] : [];
-    const after = asynchronously([
-      ...(notices.length > 0 ? [noticesStatement(notices)] : []),
-      ...dispatch,
-      claim,
-      runsStatement(settledRefs),
-      ...prefetch,
-    ]);
-    const claimAt = durable.length + after.indexOf(claim);
+    // The notices commit on their own, first: a NOTIFY is delivered when its
+    // transaction commits, and waiters need not wait for the claim's work.
+    const announce = notices.length > 0 ? asynchronously([noticesStatement(notices)]) : [];
+    const after = asynchronously([...dispatch, claim, runsStatement(settledRefs), ...prefetch]);
+    const claimAt = durable.length + announce.length + after.indexOf(claim);
     const results = await this.send(
       client,
-      [...durable, ...after],
+      [...durable, ...announce, ...after],
       [...updates.map((_, n) => opening.length + n), claimAt, claimAt + 1, ...prefetch.map((_, n) => claimAt + 2 + n)],
     );
     recordBatchCommitted(decided, pickedUpAt);

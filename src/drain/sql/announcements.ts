@@ -10,8 +10,9 @@ export function commandNotice(target: ObjectRef, commandId: number, status: Outc
 
 /**
  * The statement that sends a step's notices, one NOTIFY each, in order. It
- * goes in the drain's asynchronously committed transaction after the
- * outcomes' commit, never inside it: NOTIFY takes a database-wide lock held
+ * goes in an asynchronously committed transaction of its own right after
+ * the outcomes' commit (a NOTIFY is delivered at its commit, so nothing else
+ * shares that transaction to delay it), never inside the outcomes' commit: NOTIFY takes a database-wide lock held
  * until its transaction's commit is flushed, which would serialise the
  * commits of every drain. A waiter that misses a notice (the worker or server
  * died in between) finds the outcome on its fallback read. They travel as
