@@ -3,7 +3,8 @@ import { ChannelListener } from '../db/ChannelListener.ts';
 import type { DriverRegistry } from '../drivers/registry.ts';
 import type { PartHealth } from '../health/ProcessHealth.ts';
 import type { Logger } from '../log.ts';
-import { WAKE_CHANNEL } from '../queue/wakeSignal.ts';
+import type { ObjectRef } from '../queue/objectTables.ts';
+import { namedObjects, WAKE_CHANNEL } from '../queue/wakeSignal.ts';
 import { DrainLane } from './DrainLane.ts';
 
 /** The most objects one lane holds at once: one step's batch. */
@@ -48,8 +49,8 @@ export class DrainEngine {
   ) {}
 
   async start(health?: PartHealth): Promise<void> {
-    const wake = () => this.wake();
-    this.listener = await ChannelListener.open(this.database.pool, WAKE_CHANNEL, { onMessage: wake, onResync: wake }, health);
+    const handlers = { onMessage: (payload: string | undefined) => this.wake(namedObjects(payload)), onResync: () => this.wake() };
+    this.listener = await ChannelListener.open(this.database.pool, WAKE_CHANNEL, handlers, health);
     this.poll();
   }
 
@@ -62,8 +63,14 @@ export class DrainEngine {
     await Promise.all(this.lanes);
   }
 
-  /** Starts a lane if one may start now, or remembers to look again once the lane taking its first wake-ups is done. */
-  private wake(): void {
+  /**
+   * Starts a lane if one may start now, or remembers to look again once the
+   * lane taking its first wake-ups is done. `named`: the objects the signal
+   * named, which the lane takes first and whose rows it reads in its first
+   * round trip (a signal that must wait is looked at again without them:
+   * by then they may be taken).
+   */
+  private wake(named: readonly ObjectRef[] = []): void {
     if (this.stopping.signal.aborted) return;
     if (this.claiming || this.running >= this.options.lanes) {
       this.signalled = true;
@@ -77,6 +84,7 @@ export class DrainEngine {
       chaosDelayMs: this.options.chaosDelayMs,
       handOffAfterMs: this.options.handOffAfterMs,
       stopping: this.stopping.signal,
+      named,
     });
     let claimed = 0;
     const done = lane

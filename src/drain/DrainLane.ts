@@ -64,6 +64,8 @@ export interface LaneOptions {
   readonly stopping: AbortSignal;
   /** Drain these objects and take no others (tests that decide what is applied when). */
   readonly only?: readonly ObjectRef[];
+  /** Take these first if they are due (the objects the wake-up signal named), with their rows in the same round trip. */
+  readonly named?: readonly ObjectRef[];
 }
 
 /** An object this lane holds the lock of, its row as the last commit left it, and its next ready commands. */
@@ -163,13 +165,20 @@ export class DrainLane {
     let failure: Error | undefined;
     try {
       const only = this.options.only;
+      const named = this.options.named ?? [];
       // Chosen objects are woken first, so they are taken whether or not a wake-up was waiting.
       const first = only
         ? [wakeObjectsQuery(only).compile(COMPILER), claimStatement(only.length, only, [], true)]
-        : [claimStatement(this.options.maxHeld, [], [])];
-      const [claimed] = await this.send(client, asynchronously(first), [first.length + 1]);
+        : [claimStatement(this.options.maxHeld, named, [])];
+      // The named objects' rows, read after the claim has locked them (as a step's prefetch: rows of objects not taken are ignored).
+      const prefetch = named.length > 0 && !only ? objectRowsStatements(named) : [];
+      const claimAt = first.length + 1;
+      const [claimed, ...prefetched] = await this.send(client, asynchronously([...first, ...prefetch]), [
+        claimAt,
+        ...prefetch.map((_, n) => claimAt + 1 + n),
+      ]);
       onFirstClaim(claimed!.rows.length);
-      await this.adopt(client, claimed!.rows as CommandRow[]);
+      await this.adopt(client, claimed!.rows as CommandRow[], prefetched);
       while (this.held.size > 0) {
         if (this.options.stopping.aborted) {
           // The calls in flight are let finish and their outcomes committed, as a step's would be.

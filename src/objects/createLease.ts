@@ -107,7 +107,7 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
   }
   const command = commandFromJson(appended);
   recordAppended(command, actor.source);
-  await signalWorkersOnCommit(db);
+  await signalWorkersOnCommit(db, { kind: 'lease', id: lease.id! });
   return { lease: lease as LeaseView, command };
 }
 

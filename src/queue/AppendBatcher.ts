@@ -124,7 +124,10 @@ export class AppendBatcher {
       for (const w of ordered) await appendInTransaction(this.db, w.request, w.options).then(w.resolve, w.reject);
       return;
     }
-    await signalWorkersQuietly(this.db);
+    await signalWorkersQuietly(
+      this.db,
+      ordered.map((w) => w.request.target),
+    );
     await Promise.all(ordered.map((w, n) => appendResult(this.db, w.request, w.options, rows[n]!).then(w.resolve, w.reject)));
   }
 

@@ -57,7 +57,7 @@ export async function appendInTransaction(trx: Db, request: AppendRequest, optio
   if (options.fromOutside) await admit(trx, request);
   const { rows } = await statement.execute(trx);
   const result = await appendResult(trx, request, options, rows);
-  if (!result.coalesced && options.wake !== false) await signalAfterCommit(trx, options);
+  if (!result.coalesced && options.wake !== false) await signalAfterCommit(trx, request.target, options);
   return result;
 }
 
@@ -67,14 +67,18 @@ export async function appendInTransaction(trx: Db, request: AppendRequest, optio
  * was its own statement. A drain's appends (not from outside, on the
  * drain's connection) signal nothing: the drain takes what it woke itself.
  */
-async function signalAfterCommit(trx: Db, options: AppendOptions): Promise<void> {
-  if (trx.isTransaction || options.fromOutside) await signalWorkersOnCommit(trx);
+async function signalAfterCommit(trx: Db, target: ObjectRef, options: AppendOptions): Promise<void> {
+  if (trx.isTransaction || options.fromOutside) await signalWorkersOnCommit(trx, target);
 }
 
-/** Signals the workers after the caller's transaction commits, or now if `db` is not in one (its statement has committed). */
-export async function signalWorkersOnCommit(db: Db): Promise<void> {
+/**
+ * Signals the workers after the caller's transaction commits (one signal
+ * for all of its appends, naming none), or now, naming `target`, if `db` is
+ * not in one (its statement has committed).
+ */
+export async function signalWorkersOnCommit(db: Db, target: ObjectRef): Promise<void> {
   if (db.isTransaction) afterCommit(db, 'wake', signalWorkersQuietly);
-  else await signalWorkersQuietly(db);
+  else await signalWorkersQuietly(db, [target]);
 }
 
 /** The append as a statement of its own (see appendCall), answering with the rows appendResult reads. */

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { selectAsynchronously } from '../db/asynchronousCommit.ts';
 import type { Db } from '../db/Database.ts';
+import type { ObjectRef } from './objectTables.ts';
 
 /** The channel on which workers hear that wake-ups are due (src/drain/DrainEngine.ts). */
 export const WAKE_CHANNEL = 'slipway_wake';
@@ -14,14 +15,35 @@ export const WAKE_CHANNEL = 'slipway_wake';
  * without waiting for the flush. Losing it (a crash, a dropped connection)
  * only delays the drain to the workers' next poll: the wake-up row is
  * already durable.
+ *
+ * `objects`: the objects whose wake-ups the caller wrote, named in the
+ * signal (see namedObjects) so the lane it starts takes them first and
+ * reads their rows in its first round trip. A hint only: the lane takes
+ * whatever else is due as well.
  */
-export function signalWorkers(db: Db): Promise<void> {
+export function signalWorkers(db: Db, objects: readonly ObjectRef[] = []): Promise<void> {
   let signal = signals.get(db);
   if (!signal) {
-    signal = new CoalescedSignal(() => selectAsynchronously(db, sql`pg_notify(${WAKE_CHANNEL}, '')`).then(() => undefined));
+    signal = new CoalescedSignal((payload) => selectAsynchronously(db, sql`pg_notify(${WAKE_CHANNEL}, ${payload})`).then(() => undefined));
     signals.set(db, signal);
   }
-  return signal.send();
+  return signal.send(objects);
+}
+
+/** The most objects a signal names: a lane takes at most 64 objects, and a NOTIFY payload must stay small. */
+const MAX_NAMED = 32;
+
+/**
+ * The objects a signal's payload names ("lease:12,resource:3"); none for an
+ * empty or malformed one (every signal means "look", whatever it names).
+ */
+export function namedObjects(payload: string | undefined): ObjectRef[] {
+  const named: ObjectRef[] = [];
+  for (const part of (payload ?? '').split(',').slice(0, MAX_NAMED)) {
+    const match = /^(lease|resource|blueprint):([1-9][0-9]{0,15})$/.exec(part);
+    if (match) named.push({ kind: match[1] as ObjectRef['kind'], id: Number(match[2]) });
+  }
+  return named;
 }
 
 /** One per database handle (a process's pool): the signals its appends share. */
@@ -39,10 +61,13 @@ const signals = new WeakMap<Db, CoalescedSignal>();
 class CoalescedSignal {
   private inFlight: Promise<void> | undefined;
   private next: Promise<void> | undefined;
+  /** The objects the next NOTIFY names (the callers' since the last one started), up to MAX_NAMED. */
+  private named = new Set<string>();
 
-  constructor(private readonly notify: () => Promise<void>) {}
+  constructor(private readonly notify: (payload: string) => Promise<void>) {}
 
-  send(): Promise<void> {
+  send(objects: readonly ObjectRef[]): Promise<void> {
+    for (const o of objects) if (this.named.size < MAX_NAMED) this.named.add(`${o.kind}:${o.id}`);
     if (!this.inFlight) return this.start();
     this.next ??= this.inFlight
       .catch(() => undefined)
@@ -54,7 +79,9 @@ class CoalescedSignal {
   }
 
   private start(): Promise<void> {
-    const sending = this.notify().finally(() => {
+    const payload = [...this.named].join(',');
+    this.named = new Set();
+    const sending = this.notify(payload).finally(() => {
       if (this.inFlight === sending) this.inFlight = undefined;
     });
     this.inFlight = sending;
@@ -68,6 +95,6 @@ class CoalescedSignal {
  * purpose (a database that cannot take the signal will fail the next
  * request anyway, which reports it).
  */
-export function signalWorkersQuietly(db: Db): Promise<void> {
-  return signalWorkers(db).catch(() => undefined);
+export function signalWorkersQuietly(db: Db, objects: readonly ObjectRef[] = []): Promise<void> {
+  return signalWorkers(db, objects).catch(() => undefined);
 }
