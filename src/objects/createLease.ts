@@ -7,6 +7,7 @@ import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundErr
 import { statesWith } from '../domain/lifecycle.ts';
 import { recordAppended } from '../metrics/metrics.ts';
 import type { LeaseView } from '../read/leases.ts';
+import { fromNow } from './leaseDeadlines.ts';
 import { appendCall, signalWorkersOnCommit } from '../queue/appendCommand.ts';
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -73,10 +74,7 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
   // A relative expiry counts on the database's clock, as every deadline does
   // (leaseDeadlines.ts). The heartbeat clock starts when the lease becomes
   // active (its grant): a holder waiting for capacity has nothing to beat for yet.
-  const expiry =
-    expiresInMs === undefined
-      ? sql`${expiresAt?.toISOString() ?? null}::timestamptz`
-      : sql`now() + make_interval(secs => ${expiresInMs / 1000}::float8)`;
+  const expiry = expiresInMs === undefined ? sql`${expiresAt?.toISOString() ?? null}::timestamptz` : fromNow(expiresInMs);
   const allocate = appendCall({ target: { kind: 'lease', id: sql<number>`lease.id` }, kind: 'allocate', actor }, { fromOutside: false });
   const { rows } = await sql<CreatedRow>`
     with b as (

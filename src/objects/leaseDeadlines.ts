@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { LeaseRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 
@@ -15,6 +15,11 @@ export interface LeaseDeadlines {
   readonly heartbeat_deadline?: Date;
 }
 
+/** A time `ms` from now on the database's clock, as an SQL expression (for a statement that writes it itself: createLease). */
+export function fromNow(ms: number): RawBuilder<Date> {
+  return sql<Date>`now() + make_interval(secs => ${ms / 1000}::float8)`;
+}
+
 /**
  * A lease's deadlines counted from now, on the database's clock: the same
  * clock the collector compares them with, so worker clocks do not matter.
@@ -23,8 +28,7 @@ export async function deadlinesFromNow(db: Db, lengths: { termMs?: number | null
   const { termMs, heartbeatMs } = lengths;
   if (!termMs && !heartbeatMs) return {};
   const { rows } = await sql<{ expires: Date | null; heartbeat: Date | null }>`
-    select now() + make_interval(secs => ${(termMs ?? 0) / 1000}::float8) as expires,
-           now() + make_interval(secs => ${((heartbeatMs ?? 0) * HEARTBEAT_INTERVALS_MISSED) / 1000}::float8) as heartbeat
+    select ${fromNow(termMs ?? 0)} as expires, ${fromNow((heartbeatMs ?? 0) * HEARTBEAT_INTERVALS_MISSED)} as heartbeat
   `.execute(db);
   const row = rows[0]!;
   return {
