@@ -145,7 +145,7 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
 }
 
 /** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = '4ec179bfb8e396f46ce80dde2b1431eaf43b637c';
+const PREVIOUS_RELEASE = '9e4c8bb36dba26da761d5586ebf95f295500723f';
 const hasPreviousRelease = (() => {
   try {
     execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
