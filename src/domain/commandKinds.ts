@@ -55,7 +55,7 @@ const heartbeat = z
   .max(24 * 3600 * 1000);
 
 const leaseKinds = {
-  allocate: { versions: [none], internal: true, goal: 'active', summary: 'find this pending lease a slot' },
+  allocate: { versions: [none], internal: true, goal: 'active', summary: 'ask the blueprint again for a slot, after a resource refused the lease' },
   grant: {
     versions: [z.object({ resourceId: id, slot: z.number().int().min(0) }).strict()],
     internal: true,
@@ -145,7 +145,11 @@ const resourceKinds = {
 } as const satisfies Record<string, CommandKindSpec<ResourceState>>;
 
 const blueprintKinds = {
-  need_resource: { versions: [leaseRef], internal: true, summary: 'a lease found no free slot' },
+  need_resource: {
+    versions: [leaseRef],
+    internal: true,
+    summary: 'a lease wants a slot: it joins the waiting line, served at once if there is room',
+  },
   slot_freed: { versions: [resourceRef], internal: true, summary: 'a resource has a free slot' },
   resource_destroyed: { versions: [resourceRef], internal: true, summary: 'a resource is gone' },
   serve_waiters: {

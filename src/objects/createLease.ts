@@ -57,13 +57,16 @@ export const LeaseInputSchema = leaseBodySchema({
 export type LeaseInput = z.input<typeof LeaseInputSchema>;
 
 /**
- * Creates a lease, queues its first command (`allocate`) and records its
- * `created` event, in one statement: the one place (with resource creation)
- * where a row is written without holding its lock, because nobody else can
- * know of it yet. One statement, not a transaction of four: a lease's time
- * to active is counted from this call, and each statement of a transaction
- * is a round trip. On `db` it commits by itself; in a caller's transaction
- * (the API's, which records an Idempotency-Key with it) it commits with it.
+ * Creates a lease, queues its first command and records its `created`
+ * event, in one statement: the one place (with resource creation) where a
+ * row is written without holding its lock, because nobody else can know of
+ * it yet. The first command is the blueprint's `need_resource`: the lease
+ * joins its blueprint's waiting line, served at once if there is room
+ * (docs/decisions/0026-a-new-lease-asks-its-blueprint-directly.md). One
+ * statement, not a transaction of four: a lease's time to active is counted
+ * from this call, and each statement of a transaction is a round trip. On
+ * `db` it commits by itself; in a caller's transaction (the API's, which
+ * records an Idempotency-Key with it) it commits with it.
  */
 export async function createLease(db: Db, input: LeaseInput, actor: Actor): Promise<{ lease: LeaseView; command: CommandRow }> {
   const parsed = LeaseInputSchema.safeParse(input);
@@ -75,7 +78,15 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
   // (leaseDeadlines.ts). The heartbeat clock starts when the lease becomes
   // active (its grant): a holder waiting for capacity has nothing to beat for yet.
   const expiry = expiresInMs === undefined ? sql`${expiresAt?.toISOString() ?? null}::timestamptz` : fromNow(expiresInMs);
-  const allocate = appendCall({ target: { kind: 'lease', id: sql<number>`lease.id` }, kind: 'allocate', actor }, { fromOutside: false });
+  const needResource = appendCall(
+    {
+      target: { kind: 'blueprint', id: sql<number>`b.id` },
+      kind: 'need_resource',
+      payloadIds: { leaseId: sql<number>`lease.id` },
+      actor,
+    },
+    { fromOutside: false },
+  );
   const { rows } = await sql<CreatedRow>`
     with b as (
       select id, name, state from blueprints where ${sql.ref(typeof ref === 'number' ? 'id' : 'name')} = ${ref}
@@ -87,7 +98,7 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
       from b where b.state = any(${statesWith('blueprint', 'takesLeases')}::text[])
       returning *
     ),
-    appended as (select (f.cmd).* from lease cross join lateral ${allocate} as f),
+    appended as (select (f.cmd).* from lease, b cross join lateral ${needResource} as f),
     event as (
       insert into events (target_kind, target_id, command_id, type, to_state, message, actor, source)
       select 'lease', lease.id, a.id, 'created', lease.state, format('requested on %s for %s', b.name, ${holder}::text),
@@ -105,7 +116,7 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
   }
   const command = commandFromJson(appended);
   recordAppended(command, actor.source);
-  await signalWorkersOnCommit(db, { kind: 'lease', id: lease.id! });
+  await signalWorkersOnCommit(db, { kind: 'blueprint', id: lease.blueprint_id! });
   return { lease: lease as LeaseView, command };
 }
 

@@ -154,27 +154,40 @@ export function validatedAppend(request: AppendCallRequest, options: Pick<Append
 }
 
 /**
- * An append whose target id may be an SQL expression: that of a row the
- * same statement inserts (createLease queues a new lease's first command in
- * the statement that inserts the lease).
+ * An append that may name a row the same statement inserts (createLease
+ * queues a new lease's first command in the statement that inserts the
+ * lease): its target id may be an SQL expression, and so may the payload
+ * fields in `payloadIds`, each an id (validated with a stand-in id, stored
+ * as the expression's value).
  */
 export type AppendCallRequest = Omit<AppendRequest, 'target'> & {
   readonly target: { readonly kind: ObjectKind; readonly id: number | RawBuilder<number> };
+  readonly payloadIds?: Readonly<Record<string, RawBuilder<number>>>;
 };
+
+/** The id a payload field named in `payloadIds` is validated with: any id would do, the schema checks only that the field is one. */
+const STAND_IN_ID = 1;
 
 /**
  * The append as a call of slipway_append_command (a set-returning function:
  * use it in a FROM), after validating the kind, version and payload.
  */
 export function appendCall(request: AppendCallRequest, options: AppendOptions): RawBuilder<AppendedRow> {
-  const { target, kind } = request;
-  const { version, payload, dedupKey } = validatedAppend(request, options);
+  const { target, kind, payloadIds } = request;
+  const fields = Object.entries(payloadIds ?? {});
+  const checked =
+    fields.length === 0
+      ? request
+      : { ...request, payload: { ...(request.payload as object), ...Object.fromEntries(fields.map(([field]) => [field, STAND_IN_ID])) } };
+  const { version, payload, dedupKey } = validatedAppend(checked, options);
+  const ids = fields.map(([field, value]) => sql`jsonb_build_object(${field}::text, ${value})`);
+  const payloadJson = sql.join([sql`${JSON.stringify(payload)}::jsonb`, ...ids], sql` || `);
   // Behind a queue limit, slipway_append_within (migrations/0011) checks the
   // depth first, in the same statement.
   const fn = options.queueLimit === undefined ? sql`slipway_append_command(` : sql`slipway_append_within(${options.queueLimit}::int,`;
   return sql<AppendedRow>`${fn}
       ${target.kind}, ${target.id}, ${options.fromOutside ? statesAccepting(target.kind, kind) : null}::text[],
-      ${kind}, ${version}, ${JSON.stringify(payload)}::jsonb,
+      ${kind}, ${version}, ${payloadJson},
       ${request.actor.issuedBy}, ${request.actor.source}, ${request.actor.reason ?? null}, ${request.actor.requestId ?? null},
       ${request.actor.clientAddress ?? null}, ${request.actor.userAgent ?? null},
       ${request.causedBy ?? null}::bigint, ${dedupKey}, ${request.notBefore?.toISOString() ?? null}::timestamptz,

@@ -93,7 +93,7 @@ test('after real work, the counters say what was done and the gauges what the da
   // Appends: the user's four leases and one release, as the API counted them.
   const appended = (labels: Record<string, string>) =>
     total(after, 'slipway_commands_appended_total', labels) - total(before, 'slipway_commands_appended_total', labels);
-  expect(appended({ object: 'lease', kind: 'allocate', source: 'api' })).toBe(4);
+  expect(appended({ object: 'blueprint', kind: 'need_resource', source: 'api' })).toBe(4);
   expect(appended({ object: 'lease', kind: 'release', source: 'api' })).toBe(1);
   const appendedInDb = await db
     .selectFrom('commands')

@@ -174,6 +174,10 @@ test('an unknown target is 404; a release the state forbids is 409, naming the c
 test('GET answers are the read models the CLI prints with --json', async () => {
   const { id, name } = await simulatedBlueprint(env.as.admin);
   const lease = await activeLease(env.as.user, name);
+  // A second command of the lease's own (its first, the grant, came from its resource), to page over.
+  expect((await env.as.user.post(`/v1/leases/${lease.id}/commands?wait=60`, { kind: 'renew', payload: { expiresInMs: 3_600_000 } })).status).toBe(
+    200,
+  );
   const shown = await env.as.viewer.get(`/v1/leases/${lease.id}`);
   expect(Object.keys(shown.body)).toEqual(['lease', 'queue', 'timeline']);
   expect(shown.body.timeline.entries.length).toBeGreaterThan(0);
@@ -191,8 +195,8 @@ test('GET answers are the read models the CLI prints with --json', async () => {
   // Oldest first unless asked; live means not destroyed.
   const kinds = async (order: string) =>
     (await env.as.viewer.get(`/v1/commands?target=lease:${lease.id}${order}`)).body.items.map((c: { kind: string }) => c.kind);
-  expect(await kinds('')).toEqual(['allocate', 'grant']);
-  expect(await kinds('&order=newest')).toEqual(['grant', 'allocate']);
+  expect(await kinds('')).toEqual(['grant', 'renew']);
+  expect(await kinds('&order=newest')).toEqual(['renew', 'grant']);
   const live = await env.as.viewer.get(`/v1/leases?blueprint=${name}&state=live`);
   expect(live.body.items.map((l: { id: number }) => l.id)).toEqual([lease.id]);
   const badOrder = await env.as.viewer.get(`/v1/leases?order=sideways`);

@@ -4,6 +4,7 @@ import type { ObjectKind } from '../../migrations/schema.ts';
 import { attachCallback } from '../../src/callbacks/attachCallback.ts';
 import { dispatchCallbacks } from '../../src/callbacks/dispatchCallbacks.ts';
 import { withTransaction } from '../../src/db/withTransaction.ts';
+import { appendInTransaction } from '../../src/queue/appendCommand.ts';
 import { Sweeper } from '../../src/worker/Sweeper.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { buildCallbackPayload } from '../../src/callbacks/callbackPayload.ts';
@@ -100,13 +101,12 @@ test('a command cancelled before it ran settles its callback too, with the outco
   const db = database.db;
   const blueprint = await simulatedBlueprint(db, 'cancelled', { maxResources: 1, leasesPerResource: 1 });
   const [lease] = await createLeases(db, blueprint, 1);
-  const allocate = await db
-    .selectFrom('commands')
-    .select('id')
-    .where('target_kind', '=', 'lease')
-    .where('target_id', '=', lease!.id)
-    .where('kind', '=', 'allocate')
-    .executeTakeFirstOrThrow();
+  // The lease asks again, as it does after a resource refused it; nothing has drained it yet.
+  const { command: allocate } = await appendInTransaction(
+    db,
+    { target: { kind: 'lease', id: lease!.id }, kind: 'allocate', actor: { issuedBy: 'system', source: 'system', reason: 'refused: test' } },
+    { fromOutside: false },
+  );
   const callback = await attachLater(db, allocate.id, 'http://localhost:9/cancelled');
   expect(callback.status).toBe('waiting');
 

@@ -42,9 +42,9 @@ test('command show --json gives the command and its tree', async () => {
 
 test('command list filters by target, kind and status, and pages on id', async () => {
   const onLease = parseJson(await env.cli('--json', 'command', 'list', '--target', `lease:${leaseId}`));
-  expect(onLease.items.map((c: { kind: string }) => c.kind)).toEqual(['release', 'grant', 'allocate']);
+  expect(onLease.items.map((c: { kind: string }) => c.kind)).toEqual(['release', 'grant']);
   const oldestFirst = parseJson(await env.cli('--json', 'command', 'list', '--target', `lease:${leaseId}`, '--order', 'oldest'));
-  expect(oldestFirst.items.map((c: { kind: string }) => c.kind)).toEqual(['allocate', 'grant', 'release']);
+  expect(oldestFirst.items.map((c: { kind: string }) => c.kind)).toEqual(['grant', 'release']);
 
   const releases = await env.cli('command', 'list', '--kind', 'release', '--status', 'done');
   expect(releases.code).toBe(0);

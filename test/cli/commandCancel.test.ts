@@ -88,7 +88,7 @@ test('an unknown id exits 3 and a command not queued exits 4 with the API error,
   const lease = await activeLease(env.as.operator, name);
   const release = parseJson(await local('--json', 'lease', 'release', String(lease.id)));
   expect(release.command.status).toBe('done');
-  const allocate = (await env.as.viewer.get(`/v1/commands?target=lease:${lease.id}&kind=allocate`)).body.items[0].id;
+  const grant = (await env.as.viewer.get(`/v1/commands?target=lease:${lease.id}&kind=grant`)).body.items[0].id;
   const before = await rowCounts(env.database.db);
 
   const missing = await Promise.all([local('command', 'cancel', '999999'), remote('operator', 'command', 'cancel', '999999')]);
@@ -120,9 +120,9 @@ test('an unknown id exits 3 and a command not queued exits 4 with the API error,
   });
   expect(doneThere).toEqual(doneHere);
   // One of Slipway's own commands: refused whatever its status.
-  const internal = await local('command', 'cancel', String(allocate));
+  const internal = await local('command', 'cancel', String(grant));
   expect(internal.code).toBe(4);
-  expect(internal.stderr).toBe(`error: command ${allocate} (allocate) is internal to Slipway and cannot be cancelled\n`);
+  expect(internal.stderr).toBe(`error: command ${grant} (grant) is internal to Slipway and cannot be cancelled\n`);
 
   // Bad arguments are refused before anything is opened; a viewer token by the API (403).
   const badId = await local('command', 'cancel', 'twelve');

@@ -31,7 +31,7 @@ test('lease create waits until the lease is active, showing progress', async () 
   const id = Number(/^lease (\d+) requested for alice \(command \d+\)$/m.exec(run.stdout)?.[1]);
   expect((await leaseRow(id)).state).toBe('active');
   // One line per command status change, across the objects the tree reaches.
-  expect(run.stdout).toMatch(/^#\d+ allocate lease:\d+ → done/m);
+  expect(run.stdout).toMatch(/^#\d+ need_resource blueprint:\d+ → done/m);
   expect(run.stdout).toMatch(/^ +#\d+ acquire resource:\d+ → done: granted slot/m);
   expect(run.stdout).toMatch(/^ +#\d+ grant lease:\d+ → done: acquired slot \d+ of resource \d+; active$/m);
   expect(run.stdout).toMatch(new RegExp(`^lease ${id}: active$`, 'm'));
@@ -65,7 +65,7 @@ test('lease create --json ends with the active lease and its settled command tre
   expect(result).toMatchObject({ outcome: 'settled', lease: { state: 'active', holder: cliActor().issuedBy, blueprintName: 'sim' } });
   const expiresInMs = Date.parse(result.lease.expiresAt) - Date.parse(result.lease.createdAt);
   expect(Math.abs(expiresInMs - 90 * 60_000)).toBeLessThan(60_000);
-  expect(result.tree[0]).toMatchObject({ kind: 'allocate', status: 'done', depth: 0, source: 'cli' });
+  expect(result.tree[0]).toMatchObject({ kind: 'need_resource', status: 'done', depth: 0, source: 'cli' });
   expect(result.tree.every((c: { status: string }) => ['done', 'cancelled', 'coalesced'].includes(c.status))).toBe(true);
 });
 
@@ -74,7 +74,7 @@ test('lease create --no-wait returns while the lease is still being set up', asy
   expect(run.code).toBe(0);
   const { lease, command } = parseJson(run);
   expect(lease.state).toBe('pending');
-  expect(command).toMatchObject({ kind: 'allocate', targetId: lease.id });
+  expect(command).toMatchObject({ kind: 'need_resource', targetKind: 'blueprint', targetId: lease.blueprintId });
 });
 
 test('lease release waits until the lease is destroyed, and show gives its timeline', async () => {

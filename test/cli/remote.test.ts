@@ -58,12 +58,12 @@ test('lease create waits through the API until the lease is active, printing wha
   const id = Number(match?.[1]);
   expect(await leaseState(id)).toBe('active');
   // Progress from the settled tree, then the lease as the local mode renders it.
-  expect(run.stdout).toMatch(/^#\d+ allocate lease:\d+ → done/m);
+  expect(run.stdout).toMatch(/^#\d+ need_resource blueprint:\d+ → done/m);
   expect(run.stdout).toMatch(/^ +#\d+ grant lease:\d+ → done: acquired slot \d+ of resource \d+; active$/m);
   expect(run.stdout).toMatch(new RegExp(`^lease ${id}: active$`, 'm'));
   expect(run.stdout).toMatch(/holder\s+token:user/);
   const command = await env.database.db.selectFrom('commands').selectAll().where('id', '=', Number(match?.[2])).executeTakeFirstOrThrow();
-  expect(command).toMatchObject({ kind: 'allocate', issued_by: 'token:user', source: 'api', reason: 'remote job' });
+  expect(command).toMatchObject({ kind: 'need_resource', issued_by: 'token:user', source: 'api', reason: 'remote job' });
 });
 
 test('lease release waits until the lease is destroyed; --no-wait answers at once', async () => {

@@ -27,20 +27,20 @@ test('wakes on the drain’s notices, not on its fallback timer', async () => {
   expect(result.outcome).toBe('settled');
   expect(result.objectState).toBe('active');
   expect(result.tree.map((c) => c.status).every((s) => s === 'done')).toBe(true);
-  // The tree grew as the drains added to it: allocate → need_resource → acquire → grant (which activates).
+  // The tree grew as the drains added to it: need_resource → acquire → grant (which activates).
   expect(snapshots[0]!.tree.length).toBeLessThan(result.tree.length);
   expect(result.tree.map((c) => `${c.target_kind}:${c.kind}`)).toEqual(
-    expect.arrayContaining(['lease:allocate', 'blueprint:need_resource', 'resource:acquire', 'lease:grant']),
+    expect.arrayContaining(['blueprint:need_resource', 'resource:acquire', 'lease:grant']),
   );
 });
 
 test('stops at once when aborted, leaving the commands to carry on', async () => {
-  const { command } = await createLease(env.database.db, { blueprint: 'sim', holder: 'h' }, actor);
+  const { lease, command } = await createLease(env.database.db, { blueprint: 'sim', holder: 'h' }, actor);
   const controller = new AbortController();
   const waiting = waitForSettled(env.database, {
     rootId: command.id,
     // Never satisfied: only the abort ends it.
-    object: { ref: { kind: 'lease', id: command.target_id }, until: () => false },
+    object: { ref: { kind: 'lease', id: lease.id }, until: () => false },
     timeoutMs: 60_000,
     fallbackMs: 60_000,
     signal: controller.signal,

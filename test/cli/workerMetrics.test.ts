@@ -53,7 +53,7 @@ test('a worker-only process serves the metrics of the work it did on SLIPWAY_MET
     const expected = await settledInDb();
     return expected > 0 && total(scraped, 'slipway_commands_settled_total') === expected && scraped;
   });
-  expect(total(worker, 'slipway_commands_settled_total', { object: 'lease', kind: 'allocate', status: 'done' })).toBe(1);
+  expect(total(worker, 'slipway_commands_settled_total', { object: 'blueprint', kind: 'need_resource', status: 'done' })).toBe(1);
   expect(total(worker, 'slipway_driver_calls_total', { driver: 'simulated', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
   expect(total(worker, 'slipway_live_workers')).toBe(1);
   // It answers no HTTP API requests, so it counts none.
@@ -63,7 +63,7 @@ test('a worker-only process serves the metrics of the work it did on SLIPWAY_MET
   const apiScrape = parsePromText(await (await fetch(`${api.url}/metrics`)).text());
   expect(total(apiScrape, 'slipway_commands_settled_total')).toBe(0);
   expect(total(apiScrape, 'slipway_driver_calls_total')).toBe(0);
-  expect(total(apiScrape, 'slipway_commands_appended_total', { object: 'lease', kind: 'allocate', source: 'api' })).toBe(1);
+  expect(total(apiScrape, 'slipway_commands_appended_total', { object: 'blueprint', kind: 'need_resource', source: 'api' })).toBe(1);
   expect(total(worker, 'slipway_commands_appended_total', { source: 'api' })).toBe(0);
 
   const elsewhere = await fetch(metricsUrl.replace(/\/metrics$/, '/healthz'));

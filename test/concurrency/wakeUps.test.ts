@@ -49,8 +49,9 @@ async function holdDrainLock(database: TestDatabase, target: ObjectRef): Promise
 
 test('a wake-up never moves the pending one later, and may move it earlier', async () => {
   const blueprint = await simulatedBlueprint(neighbour.db, 'woken', { maxResources: 1, leasesPerResource: 1 });
-  const [lease] = await createLeases(neighbour.db, blueprint, 1);
-  const target = { kind: 'lease', id: lease!.id } as const;
+  await createLeases(neighbour.db, blueprint, 1);
+  // A new lease's first command is its blueprint's need_resource.
+  const target = { kind: 'blueprint', id: blueprint.id } as const;
   const first = await wakeUpAt(neighbour.db, target);
   await sleep(20);
 
@@ -59,7 +60,7 @@ test('a wake-up never moves the pending one later, and may move it earlier', asy
   await wakeObjects(neighbour.db, [target], new Date(Date.now() + 60_000));
   expect(await wakeUpAt(neighbour.db, target)).toEqual(first);
 
-  const later = { kind: 'lease', id: lease!.id + 1 } as const;
+  const later = { kind: 'blueprint', id: blueprint.id + 1 } as const;
   const inAMinute = new Date(Date.now() + 60_000);
   await wakeObjects(neighbour.db, [later], inAMinute);
   await wakeObjects(neighbour.db, [later]);
@@ -69,14 +70,14 @@ test('a wake-up never moves the pending one later, and may move it earlier', asy
 test('the sweeper wakes an object nobody drains, even while another database drains its namesake', async () => {
   const staleAfterMs = 1;
   const blueprint = await simulatedBlueprint(swept.db, 'swept', { maxResources: 1, leasesPerResource: 1 });
-  const [lease] = await createLeases(swept.db, blueprint, 1);
-  const target = { kind: 'lease', id: lease!.id } as const;
+  await createLeases(swept.db, blueprint, 1);
+  const target = { kind: 'blueprint', id: blueprint.id } as const;
   const sweeper = new Sweeper(swept.db, testLog, 60_000, staleAfterMs);
   await sleep(staleAfterMs + 20);
   // Its wake-up is waiting (no worker runs here): not stranded, only queued.
   expect(await sweeper.sweep()).toBe(0);
   // The wake-up taken, as by a lane whose worker then died: now it is stranded.
-  await sql`delete from drain_wakeups where target_kind = 'lease' and target_id = ${lease!.id}`.execute(swept.db);
+  await sql`delete from drain_wakeups where target_kind = 'blueprint' and target_id = ${blueprint.id}`.execute(swept.db);
 
   const namesake = await holdDrainLock(neighbour, target);
   try {
@@ -86,7 +87,7 @@ test('the sweeper wakes an object nobody drains, even while another database dra
   }
 
   // Taken again, by a lane that still holds the object: not stranded.
-  await sql`delete from drain_wakeups where target_kind = 'lease' and target_id = ${lease!.id}`.execute(swept.db);
+  await sql`delete from drain_wakeups where target_kind = 'blueprint' and target_id = ${blueprint.id}`.execute(swept.db);
   const drain = await holdDrainLock(swept, target);
   try {
     expect(await sweeper.sweep()).toBe(0);

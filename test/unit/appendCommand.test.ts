@@ -25,13 +25,24 @@ const wakeups = async () =>
   (await sql<{ key: string }>`select target_kind || ':' || target_id as key from drain_wakeups`.execute(db())).rows.map((r) => r.key);
 
 describe('creating a lease', () => {
-  test('writes the lease, its allocate command, its creation event and its wake-up together', async () => {
-    const lease = await newLease();
-    const commands = await db().selectFrom('commands').selectAll().where('target_kind', '=', 'lease').where('target_id', '=', lease.id).execute();
-    expect(commands.map((c) => [c.kind, c.status, c.issued_by, c.source])).toEqual([['allocate', 'queued', 'alice@host', 'cli']]);
+  test("writes the lease, its blueprint's need_resource, its creation event and the blueprint's wake-up together", async () => {
+    const { lease, command } = await createLease(db(), { blueprint: 'pool', holder: 'alice' }, alice);
+    // The lease asks its blueprint directly: nothing is queued on the lease itself.
+    const onLease = await db().selectFrom('commands').select('id').where('target_kind', '=', 'lease').where('target_id', '=', lease.id).execute();
+    expect(onLease).toEqual([]);
+    const asked = await db().selectFrom('commands').selectAll().where('id', '=', command.id).executeTakeFirstOrThrow();
+    expect(asked).toMatchObject({
+      target_kind: 'blueprint',
+      target_id: lease.blueprint_id,
+      kind: 'need_resource',
+      payload: { leaseId: lease.id },
+      status: 'queued',
+      issued_by: 'alice@host',
+      source: 'cli',
+    });
     const events = await db().selectFrom('events').selectAll().where('target_kind', '=', 'lease').where('target_id', '=', lease.id).execute();
-    expect(events.map((e) => [e.type, e.to_state, e.actor])).toEqual([['created', 'pending', 'alice@host']]);
-    expect(await wakeups()).toContain(`lease:${lease.id}`);
+    expect(events.map((e) => [e.type, e.to_state, e.actor, e.command_id])).toEqual([['created', 'pending', 'alice@host', command.id]]);
+    expect(await wakeups()).toContain(`blueprint:${lease.blueprint_id}`);
   });
 
   test('sets the expiry on the database clock and keeps the term, the heartbeat and the labels', async () => {
@@ -118,7 +129,9 @@ describe('appending a command', () => {
       ).rows[0]!;
     const renew = () =>
       appendCommand(db(), { target: { kind: 'lease', id: lease.id }, kind: 'renew', payload: { expiresInMs: 60_000 }, actor: alice });
+    await renew();
     const due = await wakeup();
+    expect(due).toBeDefined();
     await renew();
     expect(await wakeup()).toEqual(due);
     expect((await wakeups()).filter((k) => k === `lease:${lease.id}`)).toHaveLength(1);

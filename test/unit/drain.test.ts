@@ -461,17 +461,18 @@ describe('the drain', () => {
   test('a drain that finds the lock taken applies nothing; the holder, once it lets go, finds what was queued meanwhile', async () => {
     await blueprint('held');
     const { lease: l } = await createLease(db(), { blueprint: 'held', holder: 'alice' }, alice);
+    // The new lease's first command is its blueprint's need_resource.
     const holder = await database.pool.connect();
     try {
-      await holder.query('select pg_advisory_lock(object_lock_key($1, $2))', ['lease', l.id]);
-      expect(await drain.drain('lease', l.id)).toBe(0);
-      expect((await commandsOf(db(), 'lease', l.id)).map((c) => c.status)).toEqual(['queued']);
+      await holder.query('select pg_advisory_lock(object_lock_key($1, $2))', ['blueprint', l.blueprint_id]);
+      expect(await drain.drain('blueprint', l.blueprint_id)).toBe(0);
+      expect((await commandsOf(db(), 'blueprint', l.blueprint_id)).map((c) => c.status)).toEqual(['queued']);
     } finally {
-      await holder.query('select pg_advisory_unlock(object_lock_key($1, $2))', ['lease', l.id]);
+      await holder.query('select pg_advisory_unlock(object_lock_key($1, $2))', ['blueprint', l.blueprint_id]);
       holder.release();
     }
-    expect(await drain.drain('lease', l.id)).toBeGreaterThan(0);
-    expect((await commandsOf(db(), 'lease', l.id))[0]!.status).toBe('done');
+    expect(await drain.drain('blueprint', l.blueprint_id)).toBeGreaterThan(0);
+    expect((await commandsOf(db(), 'blueprint', l.blueprint_id))[0]!.status).toBe('done');
   });
 
   test('announces every command it settles, after the commit', async () => {
@@ -506,7 +507,7 @@ describe('the drain', () => {
       listener.release();
     }
     const settled = (await commandsOf(db(), 'lease', l.id)).filter((c) => c.status === 'done');
-    expect(settled.map((c) => c.kind)).toEqual(['allocate', 'grant', 'release']);
+    expect(settled.map((c) => c.kind)).toEqual(['grant', 'release']);
     for (const command of settled) {
       expect(notices.filter((n) => n.id === command.id)).toEqual([{ id: command.id, target: `lease:${l.id}`, status: 'done', committed: 'done' }]);
     }

@@ -86,7 +86,7 @@ function withServing(decision: Outcome<'blueprint'>, after: BlueprintRow, servin
 
 /** Each command kind's decision, its payload typed by the kind's schema. */
 const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
-  /** A lease found no free slot: it joins the line (served at once if there is room). */
+  /** A lease wants a slot (a new lease, or one refused): it joins the line, served at once if there is room. */
   need_resource: async (trx, ctx) => {
     const { leaseId } = ctx.payload;
     // The lease, and a resource already being made for it, in one round trip.

@@ -77,6 +77,10 @@ const heldCall = (ctx: Ctx<ResourceIdentity>) => leaseCall(ctx, ctx.object.slot!
  */
 export const LEASE_HANDLERS = {
   allocate: {
+    // Asking again after a refusal (deny) goes through the lease's own queue,
+    // so that a release queued meanwhile supersedes it; a new lease asks its
+    // blueprint in the statement that creates it (createLease.ts).
+    //
     // The blueprint, single writer of its waiting line and of the slots it
     // promises, sends the lease to a resource with room (or makes one). A
     // lease that picked a free-looking slot itself would race every other
