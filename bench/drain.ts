@@ -18,10 +18,11 @@ const DRAIN_TIMEOUT_MS = 10 * 60_000;
 
 /**
  * (c) The cheap path: starts the workers on the backlog (b) left (a release
- * queued behind each pending lease's allocate) and times them from start
- * until no command is queued or running. Releases of leases that never got
- * a slot need no driver call and no slot table, and the drain takes them in
- * batches. The count is every command that settled (done, cancelled,
+ * queued for each pending lease, whose request for a slot waits in its
+ * blueprint's queue) and times them from start until no command is queued
+ * or running. Releases of leases that never got a slot need no driver call
+ * and no slot table, and the drain takes them in batches; the blueprint
+ * decides the requests in runs, most of them for leases already gone. The count is every command that settled (done, cancelled,
  * coalesced) in that window, the follow-ups the releases caused included;
  * `failed` ones are reported, not counted.
  */

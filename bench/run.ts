@@ -55,7 +55,7 @@ try {
 
   progress(`creating ${settings.BENCH_LEASES} pending leases (no worker running)`);
   const idle = new SlipwaySystem(database);
-  // Never asked for capacity: each lease's release cancels its queued allocate.
+  // Never served: each lease's request waits in its blueprint's queue, and its release finds it pending.
   const blueprintId = await createSimulatedBlueprint(database.db, 'bench-drain', { maxResources: 1, leasesPerResource: 1 });
   const leaseIds = await createLeases(idle, blueprintId, settings.BENCH_LEASES, settings.BENCH_CLIENTS);
   // Statistics for the tables just filled, as a running database has them:

@@ -16,8 +16,8 @@ import { SlipwaySystem } from './SlipwaySystem.ts';
  * scrape costs"): `node --import tsx bench/scrapeCost.ts`, one run at a
  * time, not part of `npm run bench`.
  *
- * A fresh database gets SCRAPE_LEASES pending leases (each with its queued
- * allocate: the unsettled backlog) and SCRAPE_HISTORY settled commands per
+ * A fresh database gets SCRAPE_LEASES pending leases (each with its request
+ * for a slot queued at its blueprint: the unsettled backlog) and SCRAPE_HISTORY settled commands per
  * lease. No worker runs, so nothing changes while it is timed. Then, one
  * after the other:
  * - SCRAPES × GET /metrics on an API server in this process, as Prometheus
@@ -39,7 +39,7 @@ const config = loadConfig({ ...process.env, SLIPWAY_API_PORT: '0' });
 const server = await ApiServer.start(database, config, log);
 try {
   const blueprintId = await createSimulatedBlueprint(database.db, 'scrape-cost', { maxResources: 10, leasesPerResource: 10 });
-  // No worker runs: every lease stays pending with its allocate queued.
+  // No worker runs: every lease stays pending with its request queued.
   await createLeases(new SlipwaySystem(database), blueprintId, LEASES, 8);
   await sql`
     insert into commands (target_kind, target_id, kind, issued_by, source, status, attempts, not_before, created_at, started_at, finished_at)

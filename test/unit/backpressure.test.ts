@@ -7,7 +7,7 @@ import { createLease } from '../../src/objects/createLease.ts';
 import { Database } from '../../src/db/Database.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
 
-// No worker runs in this file: every lease's allocate stays queued, so the
+// No worker runs in this file: every lease's request for a slot stays queued, so the
 // backlog is exactly the number of leases made.
 const alice = { issuedBy: 'alice@host', source: 'cli', reason: 'test' } as const;
 let database: Awaited<ReturnType<typeof createTestDatabase>>;

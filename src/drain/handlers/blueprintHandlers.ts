@@ -6,7 +6,7 @@ import { InvalidInputError } from '../../domain/errors.ts';
 import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import { done, failed, type CommandHandler, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
-import { type Joining, type Serving, serveWaitingLine } from './waitingLine.ts';
+import { type Joining, type LineCount, type Serving, serveWaitingLine } from './waitingLine.ts';
 
 /**
  * What one command decides, on the blueprint's locked row, before the
@@ -14,7 +14,15 @@ import { type Joining, type Serving, serveWaitingLine } from './waitingLine.ts';
  * served with it in its place, and whose place the message then tells if it
  * still waits.
  */
-type Decision = Outcome<'blueprint'> & { readonly joining?: Joining };
+type Decision = Outcome<'blueprint'> & {
+  readonly joining?: Joining;
+  /**
+   * The decision changed neither the line nor the room: the line, served
+   * after the command before, is still served (a request from a lease that
+   * no longer needs a slot costs one read, however long the line).
+   */
+  readonly lineAsItWas?: true;
+};
 type Decide<C extends CommandKindOf<'blueprint'>> = (
   trx: Db,
   ctx: HandlerContext<'blueprint', PayloadOf<'blueprint', C>>,
@@ -26,7 +34,9 @@ type Decide<C extends CommandKindOf<'blueprint'>> = (
  * by serving its waiting line from whatever room the blueprint has as the
  * command leaves it (see waitingLine.ts). So the invariant "no lease waits
  * while there is room" holds after any command, present or future, and no
- * handler has to know which of its changes make room.
+ * handler has to know which of its changes make room. Only a decision that
+ * says it changed neither (`lineAsItWas`) leaves the line as the command
+ * before served it.
  *
  * It decides on the row it is given, locked: the step's transaction begins
  * by locking its objects' rows FOR NO KEY UPDATE and checking their
@@ -52,7 +62,8 @@ function servingTheLine<C extends CommandKindOf<'blueprint'>>(
     ...(inRuns ? { inRuns } : {}),
     async decide(trx, ctx) {
       const blueprint = ctx.object;
-      const { joining, ...decision } = await decide(trx, ctx, blueprint);
+      const { joining, lineAsItWas, ...decision } = await decide(trx, ctx, blueprint);
+      if (lineAsItWas) return decision;
       const after = { ...blueprint, ...decision.set, state: decision.to ?? blueprint.state } as BlueprintRow;
       return withServing(decision, after, await serveWaitingLine(trx, after, ctx.command, joining), joining?.leaseId);
     },
@@ -61,13 +72,13 @@ function servingTheLine<C extends CommandKindOf<'blueprint'>>(
 
 /** The command's outcome with the line's serving added: the resources made, the acquires sent, and what each lease got. */
 function withServing(decision: Outcome<'blueprint'>, after: BlueprintRow, serving: Serving, joined: number | undefined): Outcome<'blueprint'> {
-  const ahead = joined === undefined ? -1 : serving.waiting.indexOf(joined);
-  const still =
-    ahead >= 0
-      ? `lease ${joined} waits (${serving.why}; ${ahead} waiting ahead)`
-      : serving.waiting.length > 0
-        ? `${serving.waiting.length} lease(s) wait (${serving.why})`
-        : '';
+  const { joinedAhead: ahead, waiting } = serving;
+  const counted = ({ n, orMore }: LineCount) => `${n}${orMore ? ' or more' : ''}`;
+  const still = ahead
+    ? `lease ${joined} waits (${serving.why}; ${counted(ahead)} waiting ahead)`
+    : waiting.n > 0
+      ? `${counted(waiting)} lease(s) wait (${serving.why})`
+      : '';
   const made = serving.liveResources !== after.live_resources;
   return {
     ...decision,
@@ -76,8 +87,14 @@ function withServing(decision: Outcome<'blueprint'>, after: BlueprintRow, servin
     events: [
       ...(decision.events ?? []),
       ...serving.events,
-      ...(ahead >= 0
-        ? [{ type: 'lease_waiting', message: `lease ${joined} waits: ${serving.why}; ${ahead} waiting ahead`, data: { leaseId: joined, ahead } }]
+      ...(ahead
+        ? [
+            {
+              type: 'lease_waiting',
+              message: `lease ${joined} waits: ${serving.why}; ${counted(ahead)} waiting ahead`,
+              data: { leaseId: joined, ahead: ahead.n, ...(ahead.orMore ? { orMore: true } : {}) },
+            },
+          ]
         : []),
     ],
     followUps: [...(decision.followUps ?? []), ...serving.followUps],
@@ -104,11 +121,16 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
       )
       .where('l.id', '=', leaseId)
       .executeTakeFirst();
-    if (lease?.state !== 'pending' || lease.resource_id !== null) return done<'blueprint'>(`lease ${leaseId} no longer needs capacity`);
+    if (lease?.state !== 'pending' || lease.resource_id !== null) {
+      return { ...done<'blueprint'>(`lease ${leaseId} no longer needs capacity`), lineAsItWas: true };
+    }
     if (lease.making !== null) {
-      return done<'blueprint'>(`resource ${lease.making} is already being made for lease ${leaseId}`, {
-        followUps: [{ target: { kind: 'resource', id: lease.making }, kind: 'acquire', payload: { leaseId }, reason: `made for lease ${leaseId}` }],
-      });
+      return {
+        ...done<'blueprint'>(`resource ${lease.making} is already being made for lease ${leaseId}`, {
+          followUps: [{ target: { kind: 'resource', id: lease.making }, kind: 'acquire', payload: { leaseId }, reason: `made for lease ${leaseId}` }],
+        }),
+        lineAsItWas: true,
+      };
     }
     return { ...done<'blueprint'>(`lease ${leaseId} needs a slot`), joining: { leaseId, since: lease.created_at } };
   },

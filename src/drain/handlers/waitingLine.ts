@@ -28,12 +28,31 @@ export interface Serving {
   readonly liveResources: number;
   /** What happened to each lease served, for the command's message. */
   readonly served: ReadonlyMap<number, string>;
-  /** The leases left waiting, oldest first, and why they wait. */
-  readonly waiting: readonly number[];
+  /** How many leases still wait, the joining one included. */
+  readonly waiting: LineCount;
+  /** For a joining lease left waiting: how many wait ahead of it. */
+  readonly joinedAhead: LineCount | undefined;
+  /** Why they wait. */
   readonly why: string;
   readonly events: ReadonlyArray<{ type: string; message: string; data?: unknown }>;
   readonly followUps: readonly FollowUp[];
 }
+
+/**
+ * A count of waiting leases, exact up to COUNT_CAP: a decision reads the
+ * line only as far as it serves it, so what it costs does not grow with the
+ * line (the web UI's and the API's reads give the exact place).
+ */
+export interface LineCount {
+  readonly n: number;
+  /** True when there are more than `n`. */
+  readonly orMore: boolean;
+}
+
+/** The most waiting leases a decision counts for its message. */
+const COUNT_CAP = 100;
+/** How many of the line's rows one read takes, from the head on, while there is room to serve them. */
+const PAGE = 64;
 
 const acquire = (resourceId: number, leaseId: number, reason: string): FollowUp => ({
   target: { kind: 'resource', id: resourceId },
@@ -48,29 +67,69 @@ export interface Joining {
   readonly since: Date;
 }
 
+/** A row of the line as read: `key` is its place (`since` to the microsecond, as text) for reading on after it. */
+interface LineRow {
+  readonly lease_id: number;
+  readonly since: Date;
+  readonly key: string;
+  readonly state: string;
+}
+
+/**
+ * Whether `joining` comes before `row` in the line (since, then lease id);
+ * microseconds past the millisecond do not matter here: leases created in
+ * the same millisecond are ordered by id either way.
+ */
+const comesBefore = (joining: Joining, row: LineRow) =>
+  joining.since.getTime() < row.since.getTime() || (joining.since.getTime() === row.since.getTime() && joining.leaseId < row.lease_id);
+
 /**
  * Serves the line of `blueprint` (its row as the command being applied
  * leaves it) from whatever room it has, `joining` in its place among the
  * waiters. A joining lease served at once never has a row in the line; one
  * left waiting gets its row here.
+ *
+ * The line is read from its head, a page at a time, only while there is
+ * room: a decision that serves nobody reads none of it, so a long line
+ * costs a decision no more than a short one. Rows of leases that left the
+ * line (released while they waited) are removed as they are read; every
+ * other reader of the line passes over the rest (see waitingLeases).
  */
 export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: CommandRow, joining?: Joining): Promise<Serving> {
-  const { line, departed, newcomer } = await waitingLine(trx, blueprint.id, joining);
+  let live = blueprint.live_resources;
+  const why = () =>
+    `${blueprint.state === 'enabled' ? 'at its limit' : `blueprint ${blueprint.state}: it makes no resources`}; ` +
+    `${live} of ${blueprint.max_resources} live, no free slot`;
+  // With nobody joining, an empty line needs no room counted.
+  let page = joining ? undefined : await linePage(trx, blueprint.id);
+  if (page?.length === 0)
+    return {
+      liveResources: live,
+      served: new Map(),
+      waiting: { n: 0, orMore: false },
+      joinedAhead: undefined,
+      why: why(),
+      events: [],
+      followUps: [],
+    };
+
   const served = new Map<number, string>();
   const events: Serving['events'][number][] = [];
   const followUps: FollowUp[] = [];
-  let live = blueprint.live_resources;
   const promised = promisedInStep(trx);
-  const slots: Slot[] = line.length > 0 ? await freeSlots(trx, blueprint.id, promised) : [];
-  for (const leaseId of line) {
+  const slots = await freeSlots(trx, blueprint.id, promised);
+  const mayMake = () => blueprint.state === 'enabled' && live < blueprint.max_resources;
+  const hasRoom = () => slots.some((s) => s.free > 0) || mayMake();
+  /** Serves one lease from the room left, making a resource if it may. */
+  const serve = async (leaseId: number) => {
     let slot = slots.find((s) => s.free > 0);
-    if (!slot && blueprint.state === 'enabled' && live < blueprint.max_resources) {
+    if (!slot && mayMake()) {
       slot = { id: await makeResource(trx, blueprint, cause, { leaseId }), free: blueprint.leases_per_resource, madeFor: leaseId };
       slots.push(slot);
       live++;
       events.push({ type: 'resource_allocated', message: `resource ${slot.id} for lease ${leaseId}`, data: { resourceId: slot.id, leaseId } });
     }
-    if (!slot) break;
+    if (!slot) return;
     slot.free--;
     promised.set(slot.id, (promised.get(slot.id) ?? 0) + 1);
     const made = slot.madeFor === leaseId;
@@ -81,61 +140,88 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
         : `sent lease ${leaseId} to resource ${slot.id}`,
     );
     followUps.push(acquire(slot.id, leaseId, made ? `made for lease ${leaseId}` : `lease ${leaseId} waited for a slot`));
+  };
+
+  // The line from its head while there is room (and a page already read,
+  // to its end), the joining lease served in its place; what was read and
+  // not served still waits.
+  let newcomer = joining;
+  let joinedHasRow = false;
+  let endReached = false;
+  let pagesRead = 0;
+  let last: LineRow | undefined;
+  const departed: number[] = [];
+  const unserved: LineRow[] = [];
+  while (!endReached && (page !== undefined || hasRoom())) {
+    page ??= await linePage(trx, blueprint.id, last);
+    pagesRead++;
+    endReached = page.length < PAGE;
+    for (const row of page) {
+      last = row;
+      if (row.lease_id === joining?.leaseId) {
+        // A lease asking again (after a refusal) may already have its row.
+        joinedHasRow = true;
+        continue;
+      }
+      if (newcomer && comesBefore(newcomer, row) && hasRoom()) {
+        await serve(newcomer.leaseId);
+        newcomer = undefined;
+      }
+      if (row.state !== 'pending') departed.push(row.lease_id);
+      else if (hasRoom()) await serve(row.lease_id);
+      else unserved.push(row);
+    }
+    page = undefined;
   }
-  // A newcomer has no row to delete; one left waiting gets its row.
-  const leaving = [...departed, ...served.keys()].filter((leaseId) => leaseId !== newcomer?.leaseId);
+  if (newcomer && endReached && hasRoom()) await serve(newcomer.leaseId);
+
+  const leaving = [...departed, ...served.keys()].filter((leaseId) => leaseId !== joining?.leaseId || joinedHasRow);
   if (leaving.length > 0) await trx.deleteFrom('blueprint_waiters').where('lease_id', 'in', leaving).execute();
-  if (newcomer && !served.has(newcomer.leaseId)) {
+  const joinedWaits = joining !== undefined && !served.has(joining.leaseId);
+  if (joinedWaits) {
     await trx
       .insertInto('blueprint_waiters')
-      .values({ blueprint_id: blueprint.id, lease_id: newcomer.leaseId, since: newcomer.since })
+      .values({ blueprint_id: blueprint.id, lease_id: joining.leaseId, since: joining.since })
       .onConflict((oc) => oc.column('lease_id').doNothing())
       .execute();
   }
-  const noun = blueprint.state === 'enabled' ? 'at its limit' : `blueprint ${blueprint.state}: it makes no resources`;
-  return {
-    liveResources: live,
-    served,
-    waiting: line.filter((leaseId) => !served.has(leaseId)),
-    why: `${noun}; ${live} of ${blueprint.max_resources} live, no free slot`,
-    events,
-    followUps,
-  };
+  // Counted from what was read when the read got that far; otherwise by a count that stops at COUNT_CAP.
+  const readPast = (j: Joining) => endReached || (last !== undefined && comesBefore(j, last));
+  const joinedAhead = !joinedWaits
+    ? undefined
+    : readPast(joining)
+      ? { n: unserved.filter((row) => !comesBefore(joining, row)).length, orMore: false }
+      : await countAhead(trx, blueprint.id, joining);
+  // Only a joining lease with no room reads no page: it waits, behind those counted ahead of it.
+  const waiting = pagesRead > 0 ? { n: unserved.length + (joinedWaits ? 1 : 0), orMore: !endReached } : { n: joinedAhead!.n + 1, orMore: true };
+  return { liveResources: live, served, waiting, joinedAhead, why: why(), events, followUps };
 }
 
-/**
- * The leases waiting at the blueprint, oldest first, and the rows of those
- * that left the line (released while they waited). Every other reader of the
- * line already passes over those (see waitingLeases); the blueprint, the
- * line's only writer, removes them.
- */
-async function waitingLine(
-  trx: Db,
-  blueprintId: number,
-  joining?: Joining,
-): Promise<{ line: number[]; departed: number[]; newcomer: Joining | undefined }> {
-  const rows = await trx
+/** The line's rows after `after` (from its head without), oldest first, with their leases' states. */
+function linePage(trx: Db, blueprintId: number, after?: LineRow): Promise<LineRow[]> {
+  return trx
     .selectFrom('blueprint_waiters as w')
     .innerJoin('leases as l', 'l.id', 'w.lease_id')
-    .select(['w.lease_id', 'w.since', 'l.state'])
+    .select(['w.lease_id', 'w.since', sql<string>`w.since::text`.as('key'), 'l.state'])
     .where('w.blueprint_id', '=', blueprintId)
+    .$if(after !== undefined, (qb) => qb.where(sql<boolean>`(w.since, w.lease_id) > (${after!.key}::timestamptz, ${after!.lease_id}::bigint)`))
     .orderBy('w.since')
     .orderBy('w.lease_id')
+    .limit(PAGE)
     .execute();
-  const stillPending = (r: { state: string }) => r.state === 'pending';
-  const waiting = rows.filter(stillPending);
-  // A lease asking again (after a refusal) may already have its row.
-  const newcomer = joining && !rows.some((r) => r.lease_id === joining.leaseId) ? joining : undefined;
-  if (newcomer) {
-    // In the line's order (since, then lease id); microseconds past the
-    // millisecond do not matter here: leases created in the same millisecond
-    // are ordered by id either way.
-    const at = waiting.findIndex(
-      (r) => r.since.getTime() > newcomer.since.getTime() || (r.since.getTime() === newcomer.since.getTime() && r.lease_id > newcomer.leaseId),
-    );
-    waiting.splice(at < 0 ? waiting.length : at, 0, { lease_id: newcomer.leaseId, since: newcomer.since, state: 'pending' });
-  }
-  return { line: waiting.map((r) => r.lease_id), departed: rows.filter((r) => !stillPending(r)).map((r) => r.lease_id), newcomer };
+}
+
+/** How many leases wait at the blueprint ahead of `joining`, counted up to COUNT_CAP. */
+async function countAhead(trx: Db, blueprintId: number, joining: Joining): Promise<LineCount> {
+  const { rows } = await sql<{ n: number }>`
+    select count(*)::int as n from (
+      select 1 from blueprint_waiters w join leases l on l.id = w.lease_id and l.state = 'pending'
+      where w.blueprint_id = ${blueprintId}
+        and (w.since, w.lease_id) < (${joining.since.toISOString()}::timestamptz, ${joining.leaseId}::bigint)
+      limit ${COUNT_CAP + 1}
+    ) counted`.execute(trx);
+  const n = rows[0]!.n;
+  return n > COUNT_CAP ? { n: COUNT_CAP, orMore: true } : { n, orMore: false };
 }
 
 /** A resource the line may be sent to, and how many of its slots are still unpromised. */
