@@ -6,6 +6,7 @@ import { InvalidInputError } from '../../domain/errors.ts';
 import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import { done, failed, type CommandHandler, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
+import { requestingLease } from '../reads/requestingLease.ts';
 import { type Joining, type LineCount, type Serving, serveWaitingLine } from './waitingLine.ts';
 
 /**
@@ -106,21 +107,7 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
   /** A lease wants a slot (a new lease, or one refused): it joins the line, served at once if there is room. */
   need_resource: async (trx, ctx) => {
     const { leaseId } = ctx.payload;
-    // The lease, and a resource already being made for it, in one round trip.
-    const lease = await trx
-      .selectFrom('leases as l')
-      .select(['l.state', 'l.resource_id', 'l.created_at'])
-      .select((eb) =>
-        eb
-          .selectFrom('resources as r')
-          .select('r.id')
-          .where('r.allocated_for_lease_id', '=', leaseId)
-          .where('r.state', 'in', ['pending', 'active'])
-          .limit(1)
-          .as('making'),
-      )
-      .where('l.id', '=', leaseId)
-      .executeTakeFirst();
+    const lease = await requestingLease(trx, ctx.object.id, leaseId);
     if (lease?.state !== 'pending' || lease.resource_id !== null) {
       return { ...done<'blueprint'>(`lease ${leaseId} no longer needs capacity`), lineAsItWas: true };
     }
