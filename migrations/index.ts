@@ -20,6 +20,7 @@ import * as fewerCommandIndexEntries from './0018_fewer_command_index_entries.ts
 import * as runsOfCommands from './0019_runs_of_commands.ts';
 import * as usageSamples from './0020_usage_samples.ts';
 import * as lighterWakeUps from './0021_lighter_wake_ups.ts';
+import * as queueHeadsByIndex from './0022_queue_heads_by_index.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '0019_runs_of_commands': runsOfCommands,
   '0020_usage_samples': usageSamples,
   '0021_lighter_wake_ups': lighterWakeUps,
+  '0022_queue_heads_by_index': queueHeadsByIndex,
 };

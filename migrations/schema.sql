@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0021_lighter_wake_ups.
+-- Slipway's schema (`public`) after migration 0022_queue_heads_by_index.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -141,6 +141,7 @@ CREATE INDEX commands_by_rare_status_id ON public.commands USING btree (status, 
 CREATE INDEX commands_by_target ON public.commands USING btree (target_kind, target_id, id);
 CREATE UNIQUE INDEX commands_one_in_flight ON public.commands USING btree (target_kind, target_id, dedup_key) WHERE ((dedup_key IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'running'::text])));
 CREATE INDEX commands_queue ON public.commands USING btree (target_kind, target_id, id) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
+CREATE INDEX commands_running ON public.commands USING btree (target_kind, target_id, id) WHERE (status = 'running'::text);
 CREATE INDEX commands_unsettled ON public.commands USING btree (not_before) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
 CREATE CONSTRAINT TRIGGER commands_queue_settled_callbacks AFTER UPDATE OF status ON public.commands DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.status = ANY (ARRAY['queued'::text, 'running'::text])) AND (new.status <> ALL (ARRAY['queued'::text, 'running'::text])))) EXECUTE FUNCTION public.queue_settled_callbacks();
 
@@ -605,18 +606,32 @@ CREATE OR REPLACE FUNCTION public.slipway_drain_runs(p_kinds text[], p_ids bigin
 AS $function$
       declare
         v_runs commands[];
+        -- The object kinds that have preempting commands ("<kind>.<command kind>").
+        v_preempting_kinds text[] := array(select distinct split_part(p, '.', 1) from unnest(p_preempting) as p);
       begin
         v_runs := array(
           select r.cmd from unnest(p_kinds, p_ids) with ordinality as o(kind, id, n)
           cross join lateral (
-            select c as cmd, c.status = 'running' as running, c.target_kind || '.' || c.kind = any(p_preempting) as preempting
-            from commands c
-            where c.target_kind = o.kind and c.target_id = o.id and c.status in ('queued', 'running')
-              and (c.not_before <= now() or c.status = 'running')
-            order by (c.status = 'running') desc, (c.target_kind || '.' || c.kind = any(p_preempting)) desc, c.id
+            select q.cmd, q.rank from (
+              (select c as cmd, 0 as rank, c.id from commands c
+                where c.target_kind = o.kind and c.target_id = o.id and c.status = 'running'
+                order by c.id limit p_length)
+              union all
+              (select c, 1, c.id from commands c
+                where o.kind = any(v_preempting_kinds)
+                  and c.target_kind = o.kind and c.target_id = o.id and c.status = 'queued' and c.not_before <= now()
+                  and c.target_kind || '.' || c.kind = any(p_preempting)
+                order by c.id limit p_length)
+              union all
+              (select c, 2, c.id from commands c
+                where c.target_kind = o.kind and c.target_id = o.id and c.status = 'queued' and c.not_before <= now()
+                  and not (c.target_kind || '.' || c.kind = any(p_preempting))
+                order by c.id limit p_length)
+            ) as q
+            order by q.rank, q.id
             limit p_length
           ) as r
-          order by o.n, r.running desc, r.preempting desc, (r.cmd).id
+          order by o.n, r.rank, (r.cmd).id
         );
         return query select * from unnest(v_runs);
         perform pg_advisory_unlock(object_lock_key(o.kind, o.id))
