@@ -619,13 +619,13 @@ AS $function$
               union all
               (select c, 1, c.id from commands c
                 where o.kind = any(v_preempting_kinds)
-                  and c.target_kind = o.kind and c.target_id = o.id and c.status = 'queued' and c.not_before <= now()
-                  and c.target_kind || '.' || c.kind = any(p_preempting)
+                  and c.target_kind = o.kind and c.target_id = o.id and c.status in ('queued', 'running') and c.status <> 'running'
+                  and c.not_before <= now() and c.target_kind || '.' || c.kind = any(p_preempting)
                 order by c.id limit p_length)
               union all
               (select c, 2, c.id from commands c
-                where c.target_kind = o.kind and c.target_id = o.id and c.status = 'queued' and c.not_before <= now()
-                  and not (c.target_kind || '.' || c.kind = any(p_preempting))
+                where c.target_kind = o.kind and c.target_id = o.id and c.status in ('queued', 'running') and c.status <> 'running'
+                  and c.not_before <= now() and not (c.target_kind || '.' || c.kind = any(p_preempting))
                 order by c.id limit p_length)
             ) as q
             order by q.rank, q.id
