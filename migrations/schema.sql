@@ -133,6 +133,7 @@ create table public.commands (
   constraint commands_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'done'::text, 'failed'::text, 'cancelled'::text, 'coalesced'::text]))),
   constraint commands_target_kind_check CHECK ((target_kind = ANY (ARRAY['blueprint'::text, 'resource'::text, 'lease'::text])))
 );
+ALTER TABLE public.commands ALTER COLUMN target_id SET (n_distinct=-0.05);
 CREATE INDEX commands_by_cause ON public.commands USING btree (caused_by) WHERE (caused_by IS NOT NULL);
 CREATE INDEX commands_by_coalesced_into ON public.commands USING btree (coalesced_into) WHERE (coalesced_into IS NOT NULL);
 CREATE INDEX commands_by_issuer_id ON public.commands USING btree (issued_by, id);

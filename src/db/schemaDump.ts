@@ -26,6 +26,8 @@ interface Column {
   expression: string | null;
   identity: string;
   generated: string;
+  /** Per-column planner settings (ALTER COLUMN … SET), such as n_distinct. */
+  options: string | null;
 }
 
 interface TableItem {
@@ -82,7 +84,7 @@ async function readCatalog(client: pg.PoolClient) {
     `
     select c.oid::regclass::text as table, quote_ident(a.attname) as name, format_type(a.atttypid, a.atttypmod) as type,
            a.attnotnull as not_null, pg_get_expr(d.adbin, d.adrelid) as expression,
-           a.attidentity as identity, a.attgenerated as generated
+           a.attidentity as identity, a.attgenerated as generated, array_to_string(a.attoptions, ', ') as options
       from pg_class c
       join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
       left join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
@@ -176,7 +178,10 @@ function render({ migration, tables, columns, constraints, indexes, triggers, se
     const lines = [...columns.filter((c) => c.table === table).map(columnDefinition), ...ofTable(constraints, table)];
     const head = `create ${persistence === 'u' ? 'unlogged ' : ''}table ${table}`;
     const tail = options ? ` with (${options})` : '';
-    const statements = [...ofTable(indexes, table), ...ofTable(triggers, table)].map((s) => `${s};`);
+    const settings = columns
+      .filter((c) => c.table === table && c.options)
+      .map((c) => `ALTER TABLE ${table} ALTER COLUMN ${c.name} SET (${c.options})`);
+    const statements = [...settings, ...ofTable(indexes, table), ...ofTable(triggers, table)].map((s) => `${s};`);
     return [`${head} (\n  ${lines.join(',\n  ')}\n)${tail};`, ...statements].join('\n');
   });
   const header = [
