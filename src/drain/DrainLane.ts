@@ -295,6 +295,7 @@ export class DrainLane {
       payload,
       blueprint,
       read: undefined,
+      queued: held.following,
       db: this.database.db,
       driver: () => validatingDriver(drivers.forBlueprint(blueprint), async () => marks.called(command.id), blueprint.driver),
       call: driverCall(ref, command, blueprint),

@@ -62,6 +62,13 @@ export interface HandlerContext<K extends ObjectKind, P = unknown, R = unknown> 
   /** What the handler's `read` found for this object (undefined without one, or when its key was undefined). */
   readonly read: R | undefined;
   /**
+   * The object's commands queued behind this one as the drain last read
+   * them (up to a run's length, see sql/runs.ts), which the step may decide
+   * next: a decision may read ahead for them in its own round trip (see
+   * reads/requestingLease.ts).
+   */
+  readonly queued: readonly CommandRow[];
+  /**
    * Queries for `effect`, on the pool, outside any transaction (an effect
    * may outlive its step). `decide` queries through its `trx` argument.
    */

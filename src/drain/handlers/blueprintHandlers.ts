@@ -107,7 +107,7 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
   /** A lease wants a slot (a new lease, or one refused): it joins the line, served at once if there is room. */
   need_resource: async (trx, ctx) => {
     const { leaseId } = ctx.payload;
-    const lease = await requestingLease(trx, ctx.object.id, leaseId);
+    const lease = await requestingLease(trx, ctx);
     if (lease?.state !== 'pending' || lease.resource_id !== null) {
       return { ...done<'blueprint'>(`lease ${leaseId} no longer needs capacity`), lineAsItWas: true };
     }

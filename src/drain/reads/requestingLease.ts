@@ -1,7 +1,6 @@
-import { sql } from 'kysely';
 import type { Db } from '../../db/Database.ts';
+import type { HandlerContext } from '../Handler.ts';
 import { perStep } from '../perStep.ts';
-import { RUN_LENGTH } from '../sql/runs.ts';
 
 /** What a blueprint's `need_resource` decides from: the lease, and a resource already being made for it. */
 export interface RequestingLease {
@@ -11,17 +10,21 @@ export interface RequestingLease {
   readonly making: number | null;
 }
 
-/** The leases read in the step so far, by id, and the blueprints whose queued requests were read. */
-const readInStep = perStep(() => ({ leases: new Map<number, RequestingLease>(), blueprints: new Set<number>() }));
+/** The leases read in the step so far, by id. */
+const readInStep = perStep(() => new Map<number, RequestingLease>());
+
+/** The lease a queued command asks for, if it is a request for a slot. */
+const requested = (command: { kind: string; payload: unknown }) =>
+  command.kind === 'need_resource' ? (command.payload as { leaseId?: unknown }).leaseId : undefined;
 
 /**
- * The lease a `need_resource` at `blueprintId` is for, as the blueprint's
- * decision reads it in its step's transaction. The first request a step
- * decides at a blueprint reads, in the same round trip, the leases of the
- * requests queued behind it there (as many as a run takes): a burst of
- * requests (a backlog of new leases, most of them released before their
- * blueprint gets to them) is then decided from one read rather than one
- * each.
+ * The lease a `need_resource` is for, as the blueprint's decision reads it
+ * in its step's transaction. A read that finds the lease not yet read in
+ * the step reads, in the same round trip, the leases of the requests queued
+ * behind it (`ctx.queued`, which the step may decide next in its run): a
+ * burst of requests (a backlog of new leases, most of them released before
+ * their blueprint gets to them) is then decided from one read rather than
+ * one each.
  *
  * A read made earlier in the step may be stale in one way only: a lease
  * read `pending` may have been released since, which the line and the
@@ -31,19 +34,19 @@ const readInStep = perStep(() => ({ leases: new Map<number, RequestingLease>(), 
  * leases, so each entry is used once: a second request of one lease in a
  * step reads again, and sees a resource an earlier decision made.
  */
-export async function requestingLease(trx: Db, blueprintId: number, leaseId: number): Promise<RequestingLease | undefined> {
+export async function requestingLease(trx: Db, ctx: HandlerContext<'blueprint', { leaseId: number }>): Promise<RequestingLease | undefined> {
+  const { leaseId } = ctx.payload;
   const step = readInStep(trx);
-  if (!step.leases.has(leaseId)) {
-    const burst = !step.blueprints.has(blueprintId);
-    step.blueprints.add(blueprintId);
-    for (const row of await readLeases(trx, blueprintId, leaseId, burst)) step.leases.set(row.id, row);
+  if (!step.has(leaseId)) {
+    const ahead = ctx.queued.map(requested).filter((id): id is number => Number.isSafeInteger(id) && !step.has(id as number));
+    for (const row of await readLeases(trx, [leaseId, ...ahead])) step.set(row.id, row);
   }
-  const lease = step.leases.get(leaseId);
-  step.leases.delete(leaseId);
+  const lease = step.get(leaseId);
+  step.delete(leaseId);
   return lease;
 }
 
-function readLeases(trx: Db, blueprintId: number, leaseId: number, burst: boolean) {
+function readLeases(trx: Db, ids: readonly number[]) {
   return trx
     .selectFrom('leases as l')
     .select(['l.id', 'l.state', 'l.resource_id', 'l.created_at'])
@@ -56,25 +59,6 @@ function readLeases(trx: Db, blueprintId: number, leaseId: number, burst: boolea
         .limit(1)
         .as('making'),
     )
-    .where((eb) =>
-      burst
-        ? eb.or([
-            eb('l.id', '=', leaseId),
-            eb(
-              'l.id',
-              'in',
-              eb
-                .selectFrom('commands as c')
-                .select(sql<number>`(c.payload->>'leaseId')::bigint`.as('lease_id'))
-                .where('c.target_kind', '=', 'blueprint')
-                .where('c.target_id', '=', blueprintId)
-                .where('c.status', 'in', ['queued', 'running'])
-                .where('c.kind', '=', 'need_resource')
-                .orderBy('c.id')
-                .limit(RUN_LENGTH),
-            ),
-          ])
-        : eb('l.id', '=', leaseId),
-    )
+    .where('l.id', '=', (eb) => eb.fn.any(eb.val([...new Set(ids)])))
     .execute();
 }
