@@ -67,7 +67,7 @@ async function giveBack(client: pg.PoolClient, resourceId: number, leaseId: numb
  * decided on (`where state = …`), so a job that races another of the same
  * lease changes nothing instead of corrupting it; the benchmark counts such
  * races (jobRuns.ts). Where Slipway sends a lease's request for a slot
- * through its resource's queue (allocate, acquire, grant), the peer takes
+ * through its blueprint's and its resource's queues (need_resource, acquire, grant), the peer takes
  * the slot with a row lock in one job: the shortest correct path
  * graphile-worker allows.
  */

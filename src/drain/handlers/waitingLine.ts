@@ -41,7 +41,7 @@ export interface Serving {
 /**
  * A count of waiting leases, exact up to COUNT_CAP: a decision reads the
  * line only as far as it serves it, so what it costs does not grow with the
- * line (the web UI's and the API's reads give the exact place).
+ * line (the web UI's lease and blueprint pages give the exact place).
  */
 export interface LineCount {
   readonly n: number;
