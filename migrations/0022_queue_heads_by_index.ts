@@ -12,9 +12,9 @@ import { type Kysely, sql } from 'kysely';
  * three parts is read on its own, in id order, stopping at the run's
  * length:
  *
- * - the running commands, from a partial index of their own (a command is
- *   `running` only while a slow driver call is in flight or after its
- *   holder died mid-call, so the index is nearly empty);
+ * - the running commands (preempting kinds first), from a partial index of
+ *   their own (a command is `running` only while a slow driver call is in
+ *   flight or after its holder died mid-call, so the index is nearly empty);
  * - the preempting kinds, only for an object kind that has any (a
  *   blueprint has none, so its queue is not read for them; a lease's or a
  *   resource's queue is short, or read once up to its end);
@@ -45,6 +45,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- commands an object is what the tables look like in use; ANALYZE
     -- applies it from now on.
     alter table commands alter column target_id set (n_distinct = -0.05);
+    analyze commands;
 
     create or replace function slipway_drain_runs(p_kinds text[], p_ids bigint[], p_preempting text[], p_length int) returns setof commands
       language plpgsql
@@ -59,19 +60,20 @@ export async function up(db: Kysely<unknown>): Promise<void> {
           select r.cmd from unnest(p_kinds, p_ids) with ordinality as o(kind, id, n)
           cross join lateral (
             select q.cmd, q.rank from (
-              (select c as cmd, 0 as rank, c.id from commands c
+              (select c as cmd, case when c.target_kind || '.' || c.kind = any(p_preempting) then 0 else 1 end as rank, c.id
+                from commands c
                 where c.target_kind = o.kind and c.target_id = o.id and c.status = 'running'
-                order by c.id limit p_length)
+                order by 2, c.id limit p_length)
               union all
-              (select c, 1, c.id from commands c
+              (select c, 2, c.id from commands c
                 where o.kind = any(v_preempting_kinds)
                   and c.target_kind = o.kind and c.target_id = o.id and c.status in ('queued', 'running') and c.status <> 'running'
                   and c.not_before <= now() and c.target_kind || '.' || c.kind = any(p_preempting)
                 order by c.id limit p_length)
               union all
-              (select c, 2, c.id from commands c
+              (select c, 3, c.id from commands c
                 where c.target_kind = o.kind and c.target_id = o.id and c.status in ('queued', 'running') and c.status <> 'running'
-                  and c.not_before <= now() and not (c.target_kind || '.' || c.kind = any(p_preempting))
+                  and c.not_before <= now() and not coalesce(c.target_kind || '.' || c.kind = any(p_preempting), false)
                 order by c.id limit p_length)
             ) as q
             order by q.rank, q.id

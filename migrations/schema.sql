@@ -614,19 +614,20 @@ AS $function$
           select r.cmd from unnest(p_kinds, p_ids) with ordinality as o(kind, id, n)
           cross join lateral (
             select q.cmd, q.rank from (
-              (select c as cmd, 0 as rank, c.id from commands c
+              (select c as cmd, case when c.target_kind || '.' || c.kind = any(p_preempting) then 0 else 1 end as rank, c.id
+                from commands c
                 where c.target_kind = o.kind and c.target_id = o.id and c.status = 'running'
-                order by c.id limit p_length)
+                order by 2, c.id limit p_length)
               union all
-              (select c, 1, c.id from commands c
+              (select c, 2, c.id from commands c
                 where o.kind = any(v_preempting_kinds)
                   and c.target_kind = o.kind and c.target_id = o.id and c.status in ('queued', 'running') and c.status <> 'running'
                   and c.not_before <= now() and c.target_kind || '.' || c.kind = any(p_preempting)
                 order by c.id limit p_length)
               union all
-              (select c, 2, c.id from commands c
+              (select c, 3, c.id from commands c
                 where c.target_kind = o.kind and c.target_id = o.id and c.status in ('queued', 'running') and c.status <> 'running'
-                  and c.not_before <= now() and not (c.target_kind || '.' || c.kind = any(p_preempting))
+                  and c.not_before <= now() and not coalesce(c.target_kind || '.' || c.kind = any(p_preempting), false)
                 order by c.id limit p_length)
             ) as q
             order by q.rank, q.id

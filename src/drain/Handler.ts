@@ -62,10 +62,10 @@ export interface HandlerContext<K extends ObjectKind, P = unknown, R = unknown> 
   /** What the handler's `read` found for this object (undefined without one, or when its key was undefined). */
   readonly read: R | undefined;
   /**
-   * The object's commands queued behind this one as the drain last read
-   * them (up to a run's length, see sql/runs.ts), which the step may decide
-   * next: a decision may read ahead for them in its own round trip (see
-   * reads/requestingLease.ts).
+   * The commands the drain read for the object's run in this step (those
+   * after its head, up to a run's length, see sql/runs.ts; for a command of
+   * the run, itself and those decided before it included): a decision may
+   * read ahead for them in its own round trip (see reads/requestingLease.ts).
    */
   readonly queued: readonly CommandRow[];
   /**

@@ -24,6 +24,7 @@ async function prunableBatch(pass: GcPass, kind: PrunedKind): Promise<number[]> 
           select l.id from leases l
           where l.state = 'destroyed' and l.updated_at < ${cutoff} and ${unsettled('l')}
             and not exists (select 1 from resource_slots s where s.lease_id = l.id)
+            -- A released lease's row in its blueprint's line goes when the blueprint next serves that far.
             and not exists (select 1 from blueprint_waiters w where w.lease_id = l.id)
           order by l.updated_at limit ${pass.settings.batchSize}`
       : sql<{ id: number }>`

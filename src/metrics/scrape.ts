@@ -74,7 +74,8 @@ export async function readState(db: Db, { staleAfterMs, heartbeatMs }: ScrapeSet
       from resources r join blueprints b on b.id = r.blueprint_id where r.state <> 'destroyed' group by b.name, r.state
     union all
     select 'waiting', b.name, null, count(*)::int
-      from blueprint_waiters w join blueprints b on b.id = w.blueprint_id group by b.name
+      from blueprint_waiters w join leases l on l.id = w.lease_id and l.state = 'pending'
+      join blueprints b on b.id = w.blueprint_id group by b.name
     union all
     select 'workers', null, null, count(*)::int
       from workers where ${liveWorkerCondition(heartbeatMs)}

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
+import { readState } from '../../src/metrics/scrape.ts';
 import { updateBlueprint } from '../../src/objects/updateBlueprint.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { type DrainByHand, drainByHand } from '../helpers/drainByHand.ts';
@@ -59,6 +60,9 @@ test('a long line is served from its head in order, past more than a page of lea
   await drain.all();
   expect(new Set(await statesOf(waiters.slice(0, 70)))).toEqual(new Set(['destroyed']));
   expect(await lineLength()).toBe(150);
+  // Yet the metrics count only the leases that still wait.
+  const gauges = await readState(db(), { staleAfterMs: 60_000, heartbeatMs: 10_000 });
+  expect(gauges.waitingLeases).toEqual([{ blueprint: 'long', count: 80 }]);
 
   // A lease released before its blueprint decided on it: the decision
   // changes neither the line nor the room, so it does not serve the line.

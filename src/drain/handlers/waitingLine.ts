@@ -4,6 +4,7 @@ import type { Db } from '../../db/Database.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import type { FollowUp } from '../Handler.ts';
 import { perStep } from '../perStep.ts';
+import { forgetRequestingLeases } from '../reads/requestingLease.ts';
 
 /**
  * A blueprint's waiting line: the leases that found no free slot, served
@@ -174,6 +175,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     page = undefined;
   }
   if (newcomer && endReached && hasRoom()) await serve(newcomer.leaseId);
+  if (served.size > 0) forgetRequestingLeases(trx);
 
   const leaving = [...departed, ...served.keys()].filter((leaseId) => leaseId !== joining?.leaseId || joinedHasRow);
   if (leaving.length > 0) await trx.deleteFrom('blueprint_waiters').where('lease_id', 'in', leaving).execute();

@@ -10,7 +10,7 @@ export interface RequestingLease {
   readonly making: number | null;
 }
 
-/** The leases read in the step so far, by id. */
+/** The leases read in the step and not used yet, by id. */
 const readInStep = perStep(() => new Map<number, RequestingLease>());
 
 /** The lease a queued command asks for, if it is a request for a slot. */
@@ -26,13 +26,15 @@ const requested = (command: { kind: string; payload: unknown }) =>
  * their blueprint gets to them) is then decided from one read rather than
  * one each.
  *
- * A read made earlier in the step may be stale in one way only: a lease
- * read `pending` may have been released since, which the line and the
+ * A read made earlier in the step may be stale in two ways. A lease read
+ * `pending` may have been released since, which the line and the
  * resource's `acquire` both allow for (a lease that left the line, a slot
- * offered to a lease that no longer wants it). A lease never returns to
- * `pending`, and only this blueprint's decisions make resources for its
- * leases, so each entry is used once: a second request of one lease in a
- * step reads again, and sees a resource an earlier decision made.
+ * offered to a lease that no longer wants it); a lease never returns to
+ * `pending`. And a decision of the step may have served it from the line,
+ * making a resource for it: only this blueprint's decisions do, and serving
+ * the line forgets every lease read so far (forgetRequestingLeases), so a
+ * request after it reads again and sees that resource. Each entry is also
+ * used once, for a lease's second request in a step.
  */
 export async function requestingLease(trx: Db, ctx: HandlerContext<'blueprint', { leaseId: number }>): Promise<RequestingLease | undefined> {
   const { leaseId } = ctx.payload;
@@ -44,6 +46,11 @@ export async function requestingLease(trx: Db, ctx: HandlerContext<'blueprint', 
   const lease = step.get(leaseId);
   step.delete(leaseId);
   return lease;
+}
+
+/** Forgets the leases read in the step: the line was served, and a lease served may have a resource being made for it now. */
+export function forgetRequestingLeases(trx: Db): void {
+  readInStep(trx).clear();
 }
 
 function readLeases(trx: Db, ids: readonly number[]) {

@@ -2,9 +2,10 @@ import type { Db } from '../../db/Database.ts';
 
 /**
  * The leases waiting at blueprints for capacity: waiter rows whose lease is
- * still pending. A lease released while it waits leaves the line at once
- * (the blueprint's next drain removes its row, see waitingLine.ts), so
- * every count and every decision reads the line through this.
+ * still pending. A lease released while it waits leaves the line at once,
+ * but its row stays until the blueprint next serves its line that far (see
+ * waitingLine.ts), so every count and every decision reads the line
+ * through this (the metrics' gauge spells the same join in its own query).
  */
 export function waitingLeases(db: Db) {
   return db.selectFrom('blueprint_waiters as w').innerJoin('leases as l', 'l.id', 'w.lease_id').where('l.state', '=', 'pending');
