@@ -26,7 +26,7 @@ interface Column {
   expression: string | null;
   identity: string;
   generated: string;
-  /** Per-column planner settings (ALTER COLUMN … SET), such as n_distinct. */
+  /** Per-column planner settings (ALTER COLUMN … SET n_distinct). */
   options: string | null;
 }
 
@@ -84,7 +84,9 @@ async function readCatalog(client: pg.PoolClient) {
     `
     select c.oid::regclass::text as table, quote_ident(a.attname) as name, format_type(a.atttypid, a.atttypmod) as type,
            a.attnotnull as not_null, pg_get_expr(d.adbin, d.adrelid) as expression,
-           a.attidentity as identity, a.attgenerated as generated, array_to_string(a.attoptions, ', ') as options
+           a.attidentity as identity, a.attgenerated as generated,
+           -- PostgreSQL's own planner settings only: a server may keep options of its own here (one PostgreSQL 15 build marks every column).
+           nullif(array_to_string(array(select o from unnest(a.attoptions) as o where o like 'n_distinct%'), ', '), '') as options
       from pg_class c
       join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
       left join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
