@@ -4,6 +4,7 @@ import type { Db } from '../../db/Database.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import type { FollowUp } from '../Handler.ts';
 import { perStep } from '../perStep.ts';
+import { waitingLeases } from '../sql/freeSlot.ts';
 import { forgetRequestingLeases } from '../reads/requestingLease.ts';
 
 /**
@@ -215,15 +216,13 @@ function linePage(trx: Db, blueprintId: number, after?: LineRow): Promise<LineRo
 
 /** How many leases wait at the blueprint ahead of `joining`, counted up to COUNT_CAP. */
 async function countAhead(trx: Db, blueprintId: number, joining: Joining): Promise<LineCount> {
-  const { rows } = await sql<{ n: number }>`
-    select count(*)::int as n from (
-      select 1 from blueprint_waiters w join leases l on l.id = w.lease_id and l.state = 'pending'
-      where w.blueprint_id = ${blueprintId}
-        and (w.since, w.lease_id) < (${joining.since.toISOString()}::timestamptz, ${joining.leaseId}::bigint)
-      limit ${COUNT_CAP + 1}
-    ) counted`.execute(trx);
-  const n = rows[0]!.n;
-  return n > COUNT_CAP ? { n: COUNT_CAP, orMore: true } : { n, orMore: false };
+  const ahead = await waitingLeases(trx)
+    .select('w.lease_id')
+    .where('w.blueprint_id', '=', blueprintId)
+    .where(sql<boolean>`(w.since, w.lease_id) < (${joining.since.toISOString()}::timestamptz, ${joining.leaseId}::bigint)`)
+    .limit(COUNT_CAP + 1)
+    .execute();
+  return ahead.length > COUNT_CAP ? { n: COUNT_CAP, orMore: true } : { n: ahead.length, orMore: false };
 }
 
 /** A resource the line may be sent to, and how many of its slots are still unpromised. */

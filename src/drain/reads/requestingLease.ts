@@ -40,7 +40,10 @@ export async function requestingLease(trx: Db, ctx: HandlerContext<'blueprint', 
   const { leaseId } = ctx.payload;
   const step = readInStep(trx);
   if (!step.has(leaseId)) {
-    const ahead = ctx.queued.map(requested).filter((id): id is number => Number.isSafeInteger(id) && !step.has(id as number));
+    const ahead = ctx.queued
+      .map(requested)
+      .filter((id): id is number => Number.isSafeInteger(id))
+      .filter((id) => !step.has(id));
     for (const row of await readLeases(trx, [leaseId, ...ahead])) step.set(row.id, row);
   }
   const lease = step.get(leaseId);
