@@ -10,7 +10,7 @@ export interface RequestingLease {
   readonly making: number | null;
 }
 
-/** The leases read in the step and not used yet, by id. */
+/** The leases read in the step since the line was last served, by id. */
 const readInStep = perStep(() => new Map<number, RequestingLease>());
 
 /** The lease a queued command asks for, if it is a request for a slot. */
@@ -33,8 +33,8 @@ const requested = (command: { kind: string; payload: unknown }) =>
  * `pending`. And a decision of the step may have served it from the line,
  * making a resource for it: only this blueprint's decisions do, and serving
  * the line forgets every lease read so far (forgetRequestingLeases), so a
- * request after it reads again and sees that resource. Each entry is also
- * used once, for a lease's second request in a step.
+ * request after it (a lease's second request in the step, say) reads again
+ * and sees that resource.
  */
 export async function requestingLease(trx: Db, ctx: HandlerContext<'blueprint', { leaseId: number }>): Promise<RequestingLease | undefined> {
   const { leaseId } = ctx.payload;
@@ -46,9 +46,7 @@ export async function requestingLease(trx: Db, ctx: HandlerContext<'blueprint', 
       .filter((id) => !step.has(id));
     for (const row of await readLeases(trx, [leaseId, ...ahead])) step.set(row.id, row);
   }
-  const lease = step.get(leaseId);
-  step.delete(leaseId);
-  return lease;
+  return step.get(leaseId);
 }
 
 /** Forgets the leases read in the step: the line was served, and a lease served may have a resource being made for it now. */
