@@ -145,7 +145,7 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
 }
 
 /** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = '9e4c8bb36dba26da761d5586ebf95f295500723f';
+const PREVIOUS_RELEASE = '693ec6a86a1dd1f96f0cd0b5cda021fad3f9d3f3';
 const hasPreviousRelease = (() => {
   try {
     execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
