@@ -1,6 +1,7 @@
 import type { CommandRow } from '../../migrations/schema.ts';
 import type { AppendResult } from '../queue/appendCommand.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
+import type { CommandNotices } from '../read/CommandNotices.ts';
 import { findLease, leaseSetUp, type LeaseView } from '../read/leases.ts';
 import { readObjectState } from '../read/objectState.ts';
 import { waitForSettled, type WaitRequest } from '../read/waitForSettled.ts';
@@ -28,16 +29,41 @@ export function commandAccepted(result: AppendResult): StoredResponse {
   return { status: coalesced ? 200 : 202, headers: commandLocation(command.id), body };
 }
 
+/** A request's `?wait`: its seconds, and the notices it subscribed to before its write. */
+export interface RequestWait {
+  readonly seconds: number;
+  readonly notices: CommandNotices;
+}
+
+/**
+ * Runs a POST's work with its wait's notices subscribed first, when it waits,
+ * so the wait misses no notice of what the work writes, and can start from
+ * the command it appended instead of reading it back (see waitForSettled).
+ */
+export async function subscribedFirst<T>(context: ApiContext, seconds: number | undefined, post: (wait?: RequestWait) => Promise<T>): Promise<T> {
+  if (!seconds) return post();
+  const notices = context.notices.subscribe();
+  try {
+    return await post({ seconds, notices });
+  } finally {
+    await notices.close();
+  }
+}
+
 export async function commandSettled(
   context: ApiContext,
   target: ObjectRef,
   result: AppendResult,
-  waitS: number,
+  wait: RequestWait,
   signal: AbortSignal,
 ): Promise<StoredResponse> {
   const { coalesced, record } = result;
-  const waited = await waitTree(context, { rootId: result.command.id, timeoutMs: waitS * 1000, signal });
-  const state = await readObjectState(context.database.db, target);
+  // A command this request appended has caused nothing yet; one it joined may have.
+  const since = { notices: wait.notices, tree: coalesced ? undefined : [{ ...result.command, depth: 0 }] };
+  // The target's state is read with the tree, whatever it is.
+  const object = { ref: target, until: () => true };
+  const waited = await waitTree(context, { rootId: result.command.id, object, timeoutMs: wait.seconds * 1000, signal, since });
+  const state = waited.objectState ?? (await readObjectState(context.database.db, target));
   const tree = treeOf(waited.tree);
   const body: CommandAnswer = { command: commandOf(waited.tree[0]!), coalesced, record: commandOf(record), outcome: waited.outcome, state, tree };
   return { status: coalesced || waited.outcome === 'settled' ? 200 : 202, headers: commandLocation(result.command.id), body };
@@ -52,15 +78,16 @@ export function leaseAccepted(created: { lease: LeaseView; command: CommandRow }
 export async function leaseSettled(
   context: ApiContext,
   created: { lease: LeaseView; command: CommandRow },
-  waitS: number,
+  wait: RequestWait,
   signal: AbortSignal,
 ): Promise<StoredResponse> {
   const ref = { kind: 'lease', id: created.lease.id } as const;
   const waited = await waitTree(context, {
     rootId: created.command.id,
     object: { ref, until: leaseSetUp },
-    timeoutMs: waitS * 1000,
+    timeoutMs: wait.seconds * 1000,
     signal,
+    since: { notices: wait.notices, tree: [{ ...created.command, depth: 0 }] },
   });
   const lease = await findLease(context.database.db, ref.id);
   const tree = treeOf(waited.tree);

@@ -88,7 +88,7 @@ export async function cancelCommand(trx: Db, command: CommandRow, actor: Actor):
   await wakeObjects(trx, [target]);
   // Waiters on the command learn after the commit that it settled (a
   // NOTIFY never travels inside a durable commit: see wakeSignal.ts).
-  const notice = commandNotice(target, command.id, 'cancelled');
+  const notice = JSON.stringify(commandNotice(target, command.id, 'cancelled'));
   afterCommit(trx, `cancelled:${command.id}`, async (db) => {
     await selectAsynchronously(db, sql`pg_notify(${COMMANDS_CHANNEL}, ${notice})`).catch(() => undefined);
   });

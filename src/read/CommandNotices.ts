@@ -10,6 +10,12 @@ const NoticeSchema = z.object({
   /** "<kind>:<id>" of the command's target. */
   target: z.string(),
   status: z.string(),
+  /**
+   * The commands it caused, as its settling left them (see
+   * src/drain/sql/announcements.ts); absent or null when the notice cannot
+   * tell (a cancellation, too many to list, a worker of an older release).
+   */
+  caused: z.array(z.number().int().positive()).nullish(),
 });
 export type CommandNotice = z.infer<typeof NoticeSchema>;
 
@@ -50,6 +56,16 @@ export class CommandNotices {
   resync(): void {
     this.resynced = true;
     this.arrived?.();
+  }
+
+  /** The notices received since the last `clear()`, oldest first. */
+  get sinceClear(): readonly CommandNotice[] {
+    return this.received;
+  }
+
+  /** Notices may have been missed since the last `clear()`. */
+  get lost(): boolean {
+    return this.resynced;
   }
 
   /** Forgets the notices received so far: the caller is about to read the current state. */

@@ -8,8 +8,9 @@ export type CommandTreeNode = CommandRow & { readonly depth: number };
 /** Statuses after which a command never changes again. */
 const SETTLED_STATUSES: readonly CommandStatus[] = ['done', 'failed', 'cancelled', 'coalesced'];
 
-function isSettled(status: CommandStatus): boolean {
-  return SETTLED_STATUSES.includes(status);
+/** Whether a command in this status (a row's, or a notice's) will never change again. */
+export function isSettled(status: string): boolean {
+  return SETTLED_STATUSES.includes(status as CommandStatus);
 }
 
 /**

@@ -2,12 +2,12 @@ import type { Database } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
 import { CommandNotices, type CommandNotice, type NoticeListener } from './CommandNotices.ts';
-import { treeSettled, type CommandTreeNode } from './commandTree.ts';
+import { isSettled, treeSettled, type CommandTreeNode } from './commandTree.ts';
 import { CommandTreeReads } from './CommandTreeReads.ts';
 import { readObjectState, readTransitionsSince, type Transition } from './objectState.ts';
 
 /**
- * How often the waiter looks again without a notice, by default. Notices come
+ * How often the waiter reads again without a notice, by default. Notices come
  * only when a command settles or yields (not when it starts running), and a
  * LISTEN connection can drop, so a slow timer backs them up.
  */
@@ -17,13 +17,14 @@ export interface WaitRequest {
   /** The command whose tree (it and everything it caused) must settle. */
   readonly rootId: number;
   /**
-   * An object that must also reach a state `until` accepts. A lease waiting
-   * for capacity has a settled tree while still pending: the command that
-   * will serve it belongs to another lease's tree.
+   * An object that must also reach a state `until` accepts (its state is
+   * read with the tree, and answered). A lease waiting for capacity has a
+   * settled tree while still pending: the command that will serve it belongs
+   * to another lease's tree.
    */
   readonly object?: { readonly ref: ObjectRef; readonly until: (state: string) => boolean };
   readonly timeoutMs: number;
-  /** How often to look again when no notice comes (default 1 s). */
+  /** How often to read again when no notice comes (default 1 s). */
   readonly fallbackMs?: number;
   /** Stops the wait early (the commands carry on). */
   readonly signal?: AbortSignal;
@@ -32,17 +33,29 @@ export interface WaitRequest {
    * without it the wait LISTENs on a connection of its own.
    */
   readonly listener?: NoticeListener;
+  /**
+   * Notices the caller subscribed to before it wrote the root command (the
+   * caller closes them), and, if it knows it, the tree as that write left
+   * it: a command just appended, queued, having caused nothing yet. The wait
+   * then starts from that tree instead of reading it: what happened since
+   * the write is in the notices.
+   */
+  readonly since?: { readonly notices: CommandNotices; readonly tree?: readonly CommandTreeNode[] };
   /** Tree reads shared with other waiters (a server's), sent together; without it the wait reads on its own. */
   readonly trees?: CommandTreeReads;
-  /** Called with every fresh read, for progress reports. */
+  /**
+   * Called with every fresh read, for progress reports. A wait with it reads
+   * after every notice about its tree; one without reads when the notices
+   * say the tree has settled (see waitForSettled).
+   */
   readonly onSnapshot?: (snapshot: WaitSnapshot) => void;
 }
 
 export interface WaitSnapshot {
   readonly tree: readonly CommandTreeNode[];
-  /** The watched object's state, or null when no object is watched. */
+  /** The watched object's state, or null when no object is watched (or nothing has been read yet). */
   readonly objectState: string | null;
-  /** The watched object's transitions since the root command was queued. */
+  /** The watched object's transitions since the root command was queued (read for a wait that reports progress). */
   readonly transitions: readonly Transition[];
 }
 
@@ -52,49 +65,98 @@ export interface WaitResult extends WaitSnapshot {
 
 /**
  * Waits until a command and everything it caused have settled (and, if asked,
- * an object has reached a state), waking on the drain's notices about any
- * command in the tree or on the watched object, and re-reading the tree each
- * time. It only reads: stopping the wait leaves the commands running.
+ * an object has reached a state), and answers the tree as then read. It only
+ * reads: stopping the wait leaves the commands running.
+ *
+ * Between reads it follows the drain's notices: each says a command settled
+ * (or yielded) and which commands its settling caused, so the wait learns of
+ * the tree's new commands as they are made and reads the tree again only
+ * when, by the notices, all of it has settled (or a notice cannot tell what
+ * its command caused, notices were lost, the watched object had a notice
+ * while short of its state, or the fallback timer ran out). A release that
+ * returns its slot is thus one read at the end rather than one after each
+ * notice. The read decides: a notice only says when to look.
  */
 export async function waitForSettled(database: Database, request: WaitRequest): Promise<WaitResult> {
   const deadline = Date.now() + request.timeoutMs;
-  const notices = request.listener ? request.listener.subscribe() : await CommandNotices.listen(database.pool);
+  const { since } = request;
+  const notices = since?.notices ?? (request.listener ? request.listener.subscribe() : await CommandNotices.listen(database.pool));
   const trees = request.trees ?? new CommandTreeReads(database.db);
+  const fallbackMs = request.fallbackMs ?? FALLBACK_MS;
+  let snapshot: WaitSnapshot | undefined = since?.tree && { tree: since.tree, objectState: null, transitions: [] };
   try {
     for (;;) {
-      notices.clear();
-      const snapshot = await readSnapshot(database, trees, request);
-      request.onSnapshot?.(snapshot);
-      const done = treeSettled(snapshot.tree) && (!request.object || request.object.until(snapshot.objectState!));
-      if (done) return { ...snapshot, outcome: 'settled' };
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) return { ...snapshot, outcome: 'timed_out' };
-      const sleepMs = Math.min(request.fallbackMs ?? FALLBACK_MS, remaining);
-      await notices.waitFor(concerns(snapshot, request.object?.ref), sleepMs, request.signal);
-      // No read after an abort: a Ctrl-C in a terminal also reaches an
-      // embedded PostgreSQL started by this process, which is going away.
-      if (request.signal?.aborted) return { ...snapshot, outcome: 'aborted' };
+      if (!snapshot) {
+        notices.clear();
+        snapshot = await readSnapshot(database, trees, request);
+        request.onSnapshot?.(snapshot);
+      }
+      const { object } = request;
+      const state = snapshot.objectState;
+      // Whether the watched object is in a state `until` accepts: unknown (null) until read, as
+      // the tree the caller knows comes without it (it is read with the tree, once that has settled).
+      const reached = !object || (state === null ? null : object.until(state));
+      if (treeSettled(snapshot.tree) && reached === true) return { ...snapshot, outcome: 'settled' };
+      // The object's notices matter once it has been read and found short.
+      const target = object && reached === false ? `${object.ref.kind}:${object.ref.id}` : undefined;
+      const readBy = Date.now() + fallbackMs;
+      for (;;) {
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) return { ...snapshot, outcome: 'timed_out' };
+        const eager = request.onSnapshot !== undefined;
+        const awaiting = awaited(snapshot.tree, notices, target, eager);
+        if (!awaiting || Date.now() >= readBy) break;
+        // A yield's notice (status queued) changes nothing awaited, unless progress is reported.
+        const news = (notice: CommandNotice) => (awaiting.has(notice.id) && (eager || isSettled(notice.status))) || notice.target === target;
+        await notices.waitFor(news, Math.min(readBy - Date.now(), remaining), request.signal);
+        // No read after an abort: a Ctrl-C in a terminal also reaches an
+        // embedded PostgreSQL started by this process, which is going away.
+        if (request.signal?.aborted) return { ...snapshot, outcome: 'aborted' };
+      }
+      snapshot = undefined;
     }
   } finally {
-    await notices.close();
+    if (!since) await notices.close();
   }
 }
 
-async function readSnapshot(database: Database, trees: CommandTreeReads, request: WaitRequest): Promise<WaitSnapshot> {
-  const tree = await trees.read(request.rootId);
-  if (tree.length === 0) throw new NotFoundError('command', request.rootId);
-  const object = request.object?.ref;
-  const objectState = object ? await readObjectState(database.db, object) : null;
-  const transitions = object ? await readTransitionsSince(database.db, object, request.rootId) : [];
-  return { tree, objectState, transitions };
+/**
+ * The commands whose notices the wait still waits for, from the tree last
+ * read and the notices since; null when it is time to read again: every
+ * command of the tree has settled as far as the notices tell, a notice
+ * cannot tell what its command caused, notices were lost, or a notice came
+ * for `target` (the watched object, while short of its state). `eager`:
+ * any notice about the tree is reason to read (progress is reported from
+ * reads).
+ */
+function awaited(tree: readonly CommandTreeNode[], notices: CommandNotices, target: string | undefined, eager: boolean): Set<number> | null {
+  const received = notices.sinceClear;
+  if (notices.lost || (target !== undefined && received.some((notice) => notice.target === target))) return null;
+  const last = new Map(received.map((notice) => [notice.id, notice]));
+  const waiting = new Set<number>();
+  // True while the command, and all it caused, is either awaited or known settled.
+  const follow = (id: number): boolean => {
+    const notice = last.get(id);
+    if (notice && eager) return false;
+    if (!notice || !isSettled(notice.status)) {
+      waiting.add(id);
+      return true;
+    }
+    return notice.caused?.every(follow) ?? false;
+  };
+  const open = tree.filter((node) => !isSettled(node.status));
+  if (!open.every((node) => follow(node.id))) return null;
+  // A settled tree is waited on only for its object's notices.
+  return waiting.size > 0 || (open.length === 0 && target !== undefined) ? waiting : null;
 }
 
-/**
- * A notice matters if it is about a command in the tree (whose outcome may
- * also have added children to it) or about the watched object.
- */
-function concerns(snapshot: WaitSnapshot, object: ObjectRef | undefined): (notice: CommandNotice) => boolean {
-  const ids = new Set(snapshot.tree.map((node) => node.id));
-  const target = object ? `${object.kind}:${object.id}` : undefined;
-  return (notice) => ids.has(notice.id) || notice.target === target;
+async function readSnapshot(database: Database, trees: CommandTreeReads, request: WaitRequest): Promise<WaitSnapshot> {
+  const object = request.object?.ref;
+  const [tree, objectState, transitions] = await Promise.all([
+    trees.read(request.rootId),
+    object ? readObjectState(database.db, object) : null,
+    object && request.onSnapshot ? readTransitionsSince(database.db, object, request.rootId) : [],
+  ]);
+  if (tree.length === 0) throw new NotFoundError('command', request.rootId);
+  return { tree, objectState, transitions };
 }

@@ -2,6 +2,10 @@ import { beforeAll, expect, test } from 'vitest';
 import { NotFoundError } from '../../src/domain/errors.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
+import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { NoticeListener } from '../../src/read/CommandNotices.ts';
+import type { CommandTreeNode } from '../../src/read/commandTree.ts';
+import { CommandTreeReads } from '../../src/read/CommandTreeReads.ts';
 import { waitForSettled, type WaitSnapshot } from '../../src/read/waitForSettled.ts';
 import { cliTestEnv } from './cliTestEnv.ts';
 
@@ -32,6 +36,43 @@ test('wakes on the drain’s notices, not on its fallback timer', async () => {
   expect(result.tree.map((c) => `${c.target_kind}:${c.kind}`)).toEqual(
     expect.arrayContaining(['blueprint:need_resource', 'resource:acquire', 'lease:grant']),
   );
+});
+
+/** Tree reads that count themselves. */
+class CountedTreeReads extends CommandTreeReads {
+  count = 0;
+  override read(rootId: number): Promise<CommandTreeNode[]> {
+    this.count++;
+    return super.read(rootId);
+  }
+}
+
+test('a wait that reports no progress follows the notices down the tree and reads it once, when all of it has settled', async () => {
+  const { lease, command: create } = await createLease(env.database.db, { blueprint: 'sim', holder: 'h' }, actor);
+  const object = { ref: { kind: 'lease', id: lease.id }, until: activeOrGone } as const;
+  await waitForSettled(env.database, { rootId: create.id, object, timeoutMs: 30_000 });
+  const listener = await NoticeListener.open(env.database.pool);
+  const notices = listener.subscribe();
+  try {
+    // Subscribed before the append, as the API does for `?wait`: the wait starts from the command it appended.
+    const { command } = await appendCommand(env.database.db, { target: object.ref, kind: 'release', actor });
+    const trees = new CountedTreeReads(env.database.db);
+    const result = await waitForSettled(env.database, {
+      rootId: command.id,
+      timeoutMs: 30_000,
+      // Longer than the timeout: only notices can end this wait in time.
+      fallbackMs: 60_000,
+      trees,
+      since: { notices, tree: [{ ...command, depth: 0 }] },
+    });
+    expect(result.outcome).toBe('settled');
+    // The release's notice named the slot's return it caused; that one's notice said it settled too.
+    expect(result.tree.map((c) => `${c.target_kind}:${c.kind}:${c.status}`)).toEqual(['lease:release:done', 'resource:release_slot:done']);
+    expect(trees.count).toBe(1);
+  } finally {
+    await notices.close();
+    await listener.close();
+  }
 });
 
 test('stops at once when aborted, leaving the commands to carry on', async () => {

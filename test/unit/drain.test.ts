@@ -479,10 +479,10 @@ describe('the drain', () => {
     await blueprint('announced');
     const { lease: l } = await createLease(db(), { blueprint: 'announced', holder: 'alice' }, alice);
     const listener = await database.pool.connect();
-    const notices: { id: number; target: string; status: string; committed: string | undefined }[] = [];
+    const notices: { id: number; target: string; status: string; caused: number[]; committed: string | undefined }[] = [];
     const pending: Promise<void>[] = [];
     listener.on('notification', (n) => {
-      const notice = JSON.parse(n.payload!) as { id: number; target: string; status: string };
+      const notice = JSON.parse(n.payload!) as { id: number; target: string; status: string; caused: number[] };
       // What a waiter reading on the notice would find.
       pending.push(
         db()
@@ -508,8 +508,15 @@ describe('the drain', () => {
     }
     const settled = (await commandsOf(db(), 'lease', l.id)).filter((c) => c.status === 'done');
     expect(settled.map((c) => c.kind)).toEqual(['grant', 'release']);
+    // Each notice names what its command caused: the release, its slot's return to the resource.
+    const causedBy = async (id: number) =>
+      (await db().selectFrom('commands').select('id').where('caused_by', '=', id).orderBy('id').execute()).map((c) => c.id);
+    expect(await causedBy(settled[1]!.id)).toHaveLength(1);
     for (const command of settled) {
-      expect(notices.filter((n) => n.id === command.id)).toEqual([{ id: command.id, target: `lease:${l.id}`, status: 'done', committed: 'done' }]);
+      const caused = await causedBy(command.id);
+      expect(notices.filter((n) => n.id === command.id)).toEqual([
+        { id: command.id, target: `lease:${l.id}`, status: 'done', caused, committed: 'done' },
+      ]);
     }
   });
 

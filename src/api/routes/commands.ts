@@ -6,7 +6,7 @@ import { readCommandTree } from '../../read/commandTree.ts';
 import { findCommand, listCommands } from '../../read/commands.ts';
 import type { ApiContext } from '../ApiContext.ts';
 import { requestCancel, requestCommand } from '../requestCommand.ts';
-import { commandAccepted, commandSettled } from '../commandAnswers.ts';
+import { commandAccepted, commandSettled, subscribedFirst } from '../commandAnswers.ts';
 import { OPERATIONS } from '../contract.ts';
 import { runPost } from '../respond.ts';
 import { callbackOf, commandOf, pageOf, treeOf } from '../shapes.ts';
@@ -28,15 +28,16 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
       ...routeOf(operation),
       handler: async (request, reply) => {
         const { params, query, body } = request;
-        await runPost(context, request, reply, async (db) => {
-          const target = { kind: targetKind, id: params.id };
-          const result = await requestCommand(db, context, request, target, body);
-          const wait = query.wait;
-          return {
-            response: commandAccepted(result),
-            ...(wait ? { settle: (signal: AbortSignal) => commandSettled(context, target, result, wait, signal) } : {}),
-          };
-        });
+        await subscribedFirst(context, query.wait, (wait) =>
+          runPost(context, request, reply, async (db) => {
+            const target = { kind: targetKind, id: params.id };
+            const result = await requestCommand(db, context, request, target, body);
+            return {
+              response: commandAccepted(result),
+              ...(wait ? { settle: (signal: AbortSignal) => commandSettled(context, target, result, wait, signal) } : {}),
+            };
+          }),
+        );
       },
     });
   }

@@ -6,7 +6,7 @@ import { findLease, listLeases } from '../../read/leases.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import type { ApiContext } from '../ApiContext.ts';
 import { actorOf, callerOf } from '../auth/authenticate.ts';
-import { leaseAccepted, leaseSettled } from '../commandAnswers.ts';
+import { leaseAccepted, leaseSettled, subscribedFirst } from '../commandAnswers.ts';
 import { OPERATIONS } from '../contract.ts';
 import { runPost } from '../respond.ts';
 import { historyOf, leaseOf, pageOf } from '../shapes.ts';
@@ -19,17 +19,18 @@ export async function leaseRoutes(app: FastifyInstance, context: ApiContext): Pr
   typed.route({
     ...routeOf(OPERATIONS.createLease),
     handler: async (request, reply) => {
-      await runPost(context, request, reply, async (db) => {
-        await context.backpressure.assertBacklogRoom(db);
-        const { reason, expiresAt, ...rest } = request.body;
-        const input = { ...rest, expiresAt: expiresAt?.toISOString(), holder: callerOf(request).actorName };
-        const created = await createLease(db, input, actorOf(request, reason));
-        const wait = request.query.wait;
-        return {
-          response: leaseAccepted(created),
-          ...(wait ? { settle: (signal: AbortSignal) => leaseSettled(context, created, wait, signal) } : {}),
-        };
-      });
+      await subscribedFirst(context, request.query.wait, (wait) =>
+        runPost(context, request, reply, async (db) => {
+          await context.backpressure.assertBacklogRoom(db);
+          const { reason, expiresAt, ...rest } = request.body;
+          const input = { ...rest, expiresAt: expiresAt?.toISOString(), holder: callerOf(request).actorName };
+          const created = await createLease(db, input, actorOf(request, reason));
+          return {
+            response: leaseAccepted(created),
+            ...(wait ? { settle: (signal: AbortSignal) => leaseSettled(context, created, wait, signal) } : {}),
+          };
+        }),
+      );
     },
   });
 
