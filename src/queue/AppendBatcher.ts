@@ -65,7 +65,8 @@ interface Waiting {
  * one object keep their order, so a duplicate release still coalesces into
  * the first. PostgreSQL breaks any deadlock that remains: a batch it aborts
  * is made again one append at a time. Once a batch has committed, workers
- * are signalled (wakeSignal.ts), once for the whole batch.
+ * are signalled (wakeSignal.ts), once for the whole batch, while its callers
+ * are answered.
  */
 export class AppendBatcher {
   private readonly waiting: Waiting[] = [];
@@ -124,7 +125,11 @@ export class AppendBatcher {
       for (const w of ordered) await appendInTransaction(this.db, w.request, w.options).then(w.resolve, w.reject);
       return;
     }
-    await signalWorkersQuietly(
+    // Not awaited: the signal is a hint sent after the commit (the poll is
+    // the backstop), and neither the callers' answers nor the next batch,
+    // which may start as soon as this one has committed, need wait for its
+    // round trip.
+    void signalWorkersQuietly(
       this.db,
       ordered.map((w) => w.request.target),
     );
