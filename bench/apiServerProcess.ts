@@ -12,7 +12,8 @@ import { createLogger } from '../src/log.ts';
 const config = loadConfig();
 if (!config.DATABASE_URL) throw new Error('bench/apiServerProcess.ts is started by the benchmark, which sets DATABASE_URL');
 const log = createLogger(config.LOG_LEVEL, 'bench-api');
-const database = Database.fromUrl(config.DATABASE_URL, log, { poolSize: Number(process.env.BENCH_API_POOL ?? 20) });
+// Keeps its connections, as the service's API server does (Database.open).
+const database = Database.fromUrl(config.DATABASE_URL, log, { poolSize: Number(process.env.BENCH_API_POOL ?? 20), keepConnections: true });
 const server = await ApiServer.start(database, config, log);
 process.send!({ url: server.url });
 

@@ -25,14 +25,26 @@ export class Database {
     private readonly embedded: EmbeddedDatabase | undefined,
   ) {}
 
+  /** The database of a process started from its configuration (the service, the CLI): it keeps its connections. */
   static async open(config: Config, log: Logger, options: { poolSize?: number } = {}): Promise<Database> {
     const embedded = config.DATABASE_URL ? undefined : await EmbeddedDatabase.open(config.homeDir, log);
     const url = config.DATABASE_URL ?? embedded!.url;
-    return Database.fromUrl(url, log, options, embedded);
+    return Database.fromUrl(url, log, { ...options, keepConnections: true }, embedded);
   }
 
-  static fromUrl(url: string, log: Logger, options: { poolSize?: number } = {}, embedded?: EmbeddedDatabase): Database {
-    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types });
+  /**
+   * `keepConnections`: a connection, once opened, stays open while idle
+   * (up to the pool's size), where node-postgres closes it after 10 idle
+   * seconds. A long-running process wants that: each new connection costs
+   * a PostgreSQL backend's start, and the drain's and the appends' prepared
+   * statements again, so the first burst after every quiet spell waited for
+   * a round of them (the benchmark's `?wait` answers showed it as a spike in
+   * their first half second). Test databases do without, so a run of many
+   * test files holds no more connections than it uses.
+   */
+  static fromUrl(url: string, log: Logger, options: { poolSize?: number; keepConnections?: boolean } = {}, embedded?: EmbeddedDatabase): Database {
+    const max = options.poolSize ?? 10;
+    const pool = new pg.Pool({ connectionString: url, max, min: options.keepConnections ? max : 0, types });
     // An idle client losing its connection must not crash the process.
     pool.on('error', (error) => log.warn({ err: error }, 'idle database connection failed'));
     pool.on('connect', (client) => client.on('error', (error) => log.warn({ err: error }, 'database connection failed')));
