@@ -21,6 +21,7 @@ import * as runsOfCommands from './0019_runs_of_commands.ts';
 import * as usageSamples from './0020_usage_samples.ts';
 import * as lighterWakeUps from './0021_lighter_wake_ups.ts';
 import * as queueHeadsByIndex from './0022_queue_heads_by_index.ts';
+import * as queueReadsByObject from './0023_queue_reads_by_object.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '0020_usage_samples': usageSamples,
   '0021_lighter_wake_ups': lighterWakeUps,
   '0022_queue_heads_by_index': queueHeadsByIndex,
+  '0023_queue_reads_by_object': queueReadsByObject,
 };

@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0022_queue_heads_by_index.
+-- Slipway's schema (`public`) after migration 0023_queue_reads_by_object.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -540,6 +540,7 @@ CREATE OR REPLACE FUNCTION public.slipway_drain_claim(p_room integer, p_want_kin
  RETURNS SETOF public.commands
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
+ SET enable_seqscan TO 'off'
 AS $function$
       declare
         v_kinds text[];
@@ -604,6 +605,7 @@ CREATE OR REPLACE FUNCTION public.slipway_drain_runs(p_kinds text[], p_ids bigin
  RETURNS SETOF public.commands
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
+ SET enable_seqscan TO 'off'
 AS $function$
       declare
         v_runs commands[];
@@ -622,12 +624,12 @@ AS $function$
               (select c, 2, c.id from commands c
                 where o.kind = any(v_preempting_kinds)
                   and c.target_kind = o.kind and c.target_id = o.id and c.status in ('queued', 'running') and c.status <> 'running'
-                  and c.not_before <= now() and c.target_kind || '.' || c.kind = any(p_preempting)
+                  and (c.not_before <= now()) is true and c.target_kind || '.' || c.kind = any(p_preempting)
                 order by c.id limit p_length)
               union all
               (select c, 3, c.id from commands c
                 where c.target_kind = o.kind and c.target_id = o.id and c.status in ('queued', 'running') and c.status <> 'running'
-                  and c.not_before <= now() and not coalesce(c.target_kind || '.' || c.kind = any(p_preempting), false)
+                  and (c.not_before <= now()) is true and not coalesce(c.target_kind || '.' || c.kind = any(p_preempting), false)
                 order by c.id limit p_length)
             ) as q
             order by q.rank, q.id
@@ -667,6 +669,7 @@ CREATE OR REPLACE FUNCTION public.slipway_settle_commands(p_settles jsonb, p_eve
  RETURNS void
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
+ SET enable_seqscan TO 'off'
 AS $function$
       declare
         -- The ids as an array too, so the generic plan finds the commands
