@@ -21,20 +21,21 @@ import { up as queueHeadsByIndex } from './0022_queue_heads_by_index.ts';
  * the same (the column is NOT NULL) but is no index condition, so the only
  * index that narrows the scan is the object's own (commands_queue).
  *
- * The drain's queue functions (this one, the claim, and the settlement's
- * look for the queued work a command supersedes) also plan without
- * sequential scans. Their cached generic plans are made on a lane's
- * connection the first time it runs them and kept until the table is next
- * analyzed: on a fresh database (a new deployment, a test, a benchmark) that
- * is when the tables are nearly empty, a sequential scan is the cheapest
- * plan, and autovacuum's first ANALYZE comes up to a minute later. The same
- * profile, that first minute, showed each object's read scanning all 1,343
- * commands of the table. Each of their statements reads by a key or an
- * index's order, so an index path always exists and the setting only takes
- * the sequential scan off the table.
+ * The function also plans without sequential scans. Its cached generic
+ * plans are made on a lane's connection the first time it runs them and
+ * kept until the table is next analyzed: on a fresh database (a new
+ * deployment, a test, a benchmark) that is when the tables are nearly empty,
+ * a sequential scan is the cheapest plan, and autovacuum's first ANALYZE
+ * comes up to a minute later. The same profile, that first minute, showed
+ * each object's read scanning all 1,343 commands of the table. Each of its
+ * statements reads an object's commands by the object's key, so an index
+ * path always exists and the setting only takes the sequential scan off
+ * the table. (Set on the claim and the settlement as well, it made the
+ * benchmark's latencies worse: the claim's read of the oldest due wake-ups
+ * is better left to the planner.)
  *
- * What they answer is as before, so workers of the release before run
- * unchanged on them; `down` puts back 0022's function and the settings.
+ * What it answers is as before, so workers of the release before run
+ * unchanged on it; `down` puts back 0022's function.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
@@ -88,16 +89,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         having count(*) > 0;
       end
       $fn$;
-
-    alter function slipway_drain_claim(int, text[], bigint[], boolean, text[], bigint[], text[], text) set enable_seqscan = off;
-    alter function slipway_settle_commands(jsonb, jsonb) set enable_seqscan = off;
   `.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  await sql`
-    alter function slipway_drain_claim(int, text[], bigint[], boolean, text[], bigint[], text[], text) reset enable_seqscan;
-    alter function slipway_settle_commands(jsonb, jsonb) reset enable_seqscan;
-  `.execute(db);
   await queueHeadsByIndex(db);
 }

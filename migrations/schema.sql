@@ -540,7 +540,6 @@ CREATE OR REPLACE FUNCTION public.slipway_drain_claim(p_room integer, p_want_kin
  RETURNS SETOF public.commands
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
- SET enable_seqscan TO 'off'
 AS $function$
       declare
         v_kinds text[];
@@ -669,7 +668,6 @@ CREATE OR REPLACE FUNCTION public.slipway_settle_commands(p_settles jsonb, p_eve
  RETURNS void
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
- SET enable_seqscan TO 'off'
 AS $function$
       declare
         -- The ids as an array too, so the generic plan finds the commands

@@ -85,6 +85,7 @@ export class ApiServer {
 
   static async start(database: Database, config: Config, log: Logger, health = new ProcessHealth(log)): Promise<ApiServer> {
     const notices = await NoticeListener.open(database.pool, health.part('listen'));
+    await database.openConnections();
     const stopping = new AbortController();
     const context = apiContext({ database, config, notices, stopping: stopping.signal, health }, log);
     const app = await buildApp(context, log);
