@@ -106,6 +106,8 @@ test('a full pool emptied for maintenance while disabled serves its waiting leas
     .where('target_kind', '=', 'blueprint')
     .where('target_id', '=', blueprint.id)
     .where('kind', '=', 'resource_destroyed')
+    // The last one decided: the two resources' destroys may commit their notes to the blueprint out of id order.
+    .orderBy('finished_at', 'desc')
     .orderBy('id', 'desc')
     .executeTakeFirstOrThrow();
   expect(lastDestroyed.message).toMatch(/; 1 lease\(s\) wait \(blueprint disabled: it makes no resources; 0 of 2 live, no free slot\)$/);
