@@ -83,6 +83,8 @@ export async function waitForSettled(database: Database, request: WaitRequest): 
   const notices = since?.notices ?? (request.listener ? request.listener.subscribe() : await CommandNotices.listen(database.pool));
   const trees = request.trees ?? new CommandTreeReads(database.db);
   const fallbackMs = request.fallbackMs ?? FALLBACK_MS;
+  const { object } = request;
+  const eager = request.onSnapshot !== undefined;
   let snapshot: WaitSnapshot | undefined = since?.tree && { tree: since.tree, objectState: null, transitions: [] };
   try {
     for (;;) {
@@ -91,7 +93,6 @@ export async function waitForSettled(database: Database, request: WaitRequest): 
         snapshot = await readSnapshot(database, trees, request);
         request.onSnapshot?.(snapshot);
       }
-      const { object } = request;
       const state = snapshot.objectState;
       // Whether the watched object is in a state `until` accepts: unknown (null) until read, as
       // the tree the caller knows comes without it (it is read with the tree, once that has settled).
@@ -103,7 +104,6 @@ export async function waitForSettled(database: Database, request: WaitRequest): 
       for (;;) {
         const remaining = deadline - Date.now();
         if (remaining <= 0) return { ...snapshot, outcome: 'timed_out' };
-        const eager = request.onSnapshot !== undefined;
         const awaiting = awaited(snapshot.tree, notices, target, eager);
         if (!awaiting || Date.now() >= readBy) break;
         // A yield's notice (status queued) changes nothing awaited, unless progress is reported.

@@ -1,4 +1,6 @@
+import type { CommandRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
+import { COMMAND_KINDS } from '../../domain/commandKinds.ts';
 import type { HandlerContext } from '../Handler.ts';
 import { perStep } from '../perStep.ts';
 
@@ -13,9 +15,16 @@ export interface RequestingLease {
 /** The leases read in the step since the line was last served, by id. */
 const readInStep = perStep(() => new Map<number, RequestingLease>());
 
-/** The lease a queued command asks for, if it is a request for a slot. */
-const requested = (command: { kind: string; payload: unknown }) =>
-  command.kind === 'need_resource' ? (command.payload as { leaseId?: unknown }).leaseId : undefined;
+/**
+ * The lease a queued command asks for, if it is a request for a slot. A
+ * payload its schema refuses asks for none here: read ahead for nothing,
+ * it fails in its own step.
+ */
+function requested(command: CommandRow): number | undefined {
+  if (command.kind !== 'need_resource') return undefined;
+  const payload = COMMAND_KINDS.blueprint.need_resource.versions[0].safeParse(command.payload);
+  return payload.success ? payload.data.leaseId : undefined;
+}
 
 /**
  * The lease a `need_resource` is for, as the blueprint's decision reads it
@@ -40,10 +49,7 @@ export async function requestingLease(trx: Db, ctx: HandlerContext<'blueprint', 
   const { leaseId } = ctx.payload;
   const step = readInStep(trx);
   if (!step.has(leaseId)) {
-    const ahead = ctx.queued
-      .map(requested)
-      .filter((id): id is number => Number.isSafeInteger(id))
-      .filter((id) => !step.has(id));
+    const ahead = ctx.queued.map(requested).filter((id): id is number => id !== undefined && !step.has(id));
     for (const row of await readLeases(trx, [leaseId, ...ahead])) step.set(row.id, row);
   }
   return step.get(leaseId);

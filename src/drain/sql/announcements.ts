@@ -1,16 +1,13 @@
 import { CompiledQuery } from 'kysely';
 import type { ObjectRef } from '../../queue/objectTables.ts';
+import type { CommandNotice } from '../../read/CommandNotices.ts';
 import { COMMANDS_CHANNEL } from '../commitOutcome.ts';
 import type { Outcome } from '../Handler.ts';
 
-/** One command's notice for waiters (CLI, API, web): its id, object and status (`queued` again for a yield). */
-export interface Notice {
-  readonly id: number;
-  /** "<kind>:<id>" of the command's target. */
-  readonly target: string;
-  readonly status: string;
-}
+/** A notice as the drain writes it: the waiters' own shape (read/CommandNotices.ts), less `caused`, which noticesStatement adds. */
+export type Notice = Omit<CommandNotice, 'caused'>;
 
+/** One command's notice for waiters (CLI, API, web): its id, object and status (`queued` again for a yield). */
 export function commandNotice(target: ObjectRef, commandId: number, status: Outcome['status'] | 'cancelled'): Notice {
   return { id: commandId, target: `${target.kind}:${target.id}`, status: status === 'yield' ? 'queued' : status };
 }
