@@ -50,7 +50,8 @@ beforeAll(async () => {
   // Two workers flat out and a server restart: take turns with the concurrency files.
   state.endTurn = await takeTurn();
   state.embedded = await EmbeddedDatabase.open(HOME, testLog);
-  state.database = Database.fromUrl(state.embedded.url, testLog, { poolSize: 20 });
+  // Keeps its connections, as the service's API server does (Database.open): they all die in the restarts.
+  state.database = Database.fromUrl(state.embedded.url, testLog, { poolSize: 20, keepConnections: true });
   await migrate(state.database, testLog);
   state.workers = new WorkerProcesses(state.embedded.url, { SLIPWAY_HEARTBEAT_MS: '500', SLIPWAY_GC_INTERVAL_MINUTES: '1' });
   await state.workers.start(2);
