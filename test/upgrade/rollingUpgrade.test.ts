@@ -145,7 +145,7 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
 }
 
 /** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = '693ec6a86a1dd1f96f0cd0b5cda021fad3f9d3f3';
+const PREVIOUS_RELEASE = '81bd4a2df41d066ba0da96595d9c27c06187f17d';
 const hasPreviousRelease = (() => {
   try {
     execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
