@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0023_queue_reads_by_object.
+-- Slipway's schema (`public`) after migration 0024_resource_maintenance.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -265,7 +265,7 @@ create table public.resources (
   constraint resources_capacity_check CHECK ((capacity > 0)),
   constraint resources_check CHECK (((used_slots >= 0) AND (used_slots <= capacity))),
   constraint resources_pkey PRIMARY KEY (id),
-  constraint resources_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'active'::text, 'released'::text, 'broken'::text, 'destroyed'::text])))
+  constraint resources_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'active'::text, 'maintenance'::text, 'released'::text, 'broken'::text, 'destroyed'::text])))
 );
 CREATE INDEX resources_by_blueprint_id ON public.resources USING btree (blueprint_id, id);
 CREATE INDEX resources_by_blueprint_state ON public.resources USING btree (blueprint_id, state);

@@ -137,10 +137,29 @@ const resourceKinds = {
   },
   retire: {
     versions: [none],
-    internal: true,
+    internal: false,
     dedupKey: 'retire',
     goal: 'destroyed',
     summary: 'take no new leases; destroy the resource when its leases end',
+  },
+  // drain and undrain both preempt, so they are applied in the order they
+  // were asked (among preempting kinds, by id), and a drain is applied ahead
+  // of the acquires already queued, which it then refuses.
+  drain: {
+    versions: [none],
+    internal: false,
+    dedupKey: 'drain',
+    preempts: true,
+    goal: 'maintenance',
+    summary: 'put the resource into maintenance: no new lease lands on it; its leases carry on',
+  },
+  undrain: {
+    versions: [none],
+    internal: false,
+    dedupKey: 'undrain',
+    preempts: true,
+    goal: 'active',
+    summary: 'take the resource out of maintenance: it takes leases again',
   },
 } as const satisfies Record<string, CommandKindSpec<ResourceState>>;
 
@@ -168,6 +187,18 @@ const blueprintKinds = {
     internal: false,
     dedupKey: 'top_up',
     summary: 'make resources until the warm minimum is active (within the limit)',
+  },
+  drain: {
+    versions: [none],
+    internal: false,
+    dedupKey: 'drain',
+    summary: 'put every active resource of the blueprint into maintenance (it still makes new ones: disable it to stop that)',
+  },
+  undrain: {
+    versions: [none],
+    internal: false,
+    dedupKey: 'undrain',
+    summary: 'take every resource of the blueprint out of maintenance',
   },
 } as const satisfies Record<string, CommandKindSpec<BlueprintState>>;
 

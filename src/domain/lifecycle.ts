@@ -64,13 +64,26 @@ const resource = {
     isSettingUp: true,
     tone: 'waiting',
   },
-  active: { next: ['released', 'broken'], accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire'], tone: 'good' },
+  active: {
+    next: ['maintenance', 'released', 'broken'],
+    accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire', 'drain'],
+    tone: 'good',
+  },
+  // Taken out of service by an operator: acquires are refused (the leases
+  // ask their blueprint again), the leases it has carry on, and it waits,
+  // empty or not, until it is undrained, released, reclaimed or retired.
+  // The collector leaves it alone.
+  maintenance: {
+    next: ['active', 'released', 'broken'],
+    accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire', 'undrain'],
+    tone: 'quiet',
+  },
   released: { next: ['destroyed', 'broken'], accepts: ['destroy', 'acquire', 'release_slot'], tone: 'quiet' },
   broken: { next: ['destroyed'], accepts: ['destroy', 'acquire', 'release_slot', 'release'], tone: 'bad' },
   destroyed: { next: [], accepts: ['acquire', 'release_slot'], tone: 'gone' },
 } as const satisfies Record<string, StateSpec>;
 
-const blueprintCommands = ['need_resource', 'slot_freed', 'resource_destroyed', 'serve_waiters', 'update_settings'] as const;
+const blueprintCommands = ['need_resource', 'slot_freed', 'resource_destroyed', 'serve_waiters', 'update_settings', 'drain', 'undrain'] as const;
 const blueprint = {
   // A disabled blueprint makes no new resources, so it is not topped up.
   enabled: { next: ['disabled'], accepts: [...blueprintCommands, 'top_up'], takesLeases: true, tone: 'good' },

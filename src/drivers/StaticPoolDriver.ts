@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import type { Db } from '../db/Database.ts';
+import { statesAccepting } from '../domain/lifecycle.ts';
 import { type Driver, type DriverFactory, type DriverResult, type DriverServices, type Reconciliation, TransientDriverError } from './Driver.ts';
 
 const Entry = z
@@ -121,7 +122,8 @@ export const StaticPoolDriver: DriverFactory<Settings> = {
       .innerJoin('resources as r', 'r.id', 'c.resource_id')
       .select(['c.entry', 'c.definition', 'r.id'])
       .where('c.blueprint_id', '=', blueprintId)
-      .where('r.state', 'in', ['pending', 'active'])
+      // Those that can still be retired: a resource in maintenance holds its entry too.
+      .where('r.state', 'in', statesAccepting('resource', 'retire'))
       .orderBy('r.id')
       .execute();
     const wanted = new Map(settings.entries.map((entry) => [entry.name, entry]));

@@ -17,33 +17,39 @@ import { csrfField } from './layout.ts';
  * "releasing…" until the object was gone. Where it is enabled is the state
  * table's: the states that accept its command.
  *
- * Every button here ends something, so each looks dangerous (`danger`). One
- * that ends other people's work too asks first (`confirm`, shown by the
- * browser before the form is sent): a resource's release releases every
- * lease on it.
+ * A button that ends something looks dangerous (`ends`). One that ends
+ * other people's work too asks first (`confirm`, shown by the browser
+ * before the form is sent): a resource's release releases every lease on it.
  */
 export interface ButtonSpec {
   readonly target: ObjectKind;
   readonly kind: string;
   readonly label: string;
   readonly busyLabel: string;
+  readonly ends: boolean;
   /** What to ask before the press is sent, if anything. */
   readonly confirm?: (target: ButtonTarget) => string | undefined;
 }
 
 export const BUTTONS: readonly ButtonSpec[] = [
-  { target: 'lease', kind: 'release', label: 'Release', busyLabel: 'releasing…' },
+  { target: 'lease', kind: 'release', label: 'Release', busyLabel: 'releasing…', ends: true },
+  { target: 'resource', kind: 'drain', label: 'Drain', busyLabel: 'draining…', ends: false },
+  { target: 'resource', kind: 'undrain', label: 'Undrain', busyLabel: 'undraining…', ends: false },
+  { target: 'resource', kind: 'retire', label: 'Retire', busyLabel: 'retiring…', ends: true },
   {
     target: 'resource',
     kind: 'release',
     label: 'Release',
     busyLabel: 'releasing…',
+    ends: true,
     confirm: ({ id, leases = 0 }) =>
       leases === 0
         ? undefined
         : `Release resource ${id}? ${leases === 1 ? 'Its lease is released first, whoever holds it' : `Its ${leases} leases are released first, whoever holds them`}.`,
   },
-  { target: 'resource', kind: 'reclaim', label: 'Reclaim', busyLabel: 'reclaiming…' },
+  { target: 'resource', kind: 'reclaim', label: 'Reclaim', busyLabel: 'reclaiming…', ends: true },
+  { target: 'blueprint', kind: 'drain', label: 'Drain all', busyLabel: 'draining…', ends: false },
+  { target: 'blueprint', kind: 'undrain', label: 'Undrain all', busyLabel: 'undraining…', ends: false },
 ];
 
 /** The command kinds a form may post for each object: exactly the buttons'. */
@@ -94,9 +100,11 @@ export function commandButtons(request: FastifyRequest, target: ButtonTarget): S
   }));
   const buttons = specs.map(({ spec, busy, allowed }) => {
     if (busy) return html`<button type="button" disabled class="busy" data-kind="${spec.kind}">${spec.busyLabel}</button>`;
-    const why = allowed ? '' : `a ${target.state} ${target.kind} takes no ${spec.kind} (only ${statesAccepting(target.kind, spec.kind).join(', ')})`;
+    const why = allowed
+      ? ''
+      : `${/^[aeiou]/.test(target.state) ? 'an' : 'a'} ${target.state} ${target.kind} takes no ${spec.kind} (only ${statesAccepting(target.kind, spec.kind).join(', ')})`;
     const confirm = allowed ? spec.confirm?.(target) : undefined;
-    return html`<button type="submit" name="kind" value="${spec.kind}" data-kind="${spec.kind}" class="danger"${confirm ? html` data-confirm="${confirm}"` : ''}${allowed ? '' : html` disabled title="${why}"`}>${spec.label}</button>`;
+    return html`<button type="submit" name="kind" value="${spec.kind}" data-kind="${spec.kind}"${spec.ends ? html` class="danger"` : ''}${confirm ? html` data-confirm="${confirm}"` : ''}${allowed ? '' : html` disabled title="${why}"`}>${spec.label}</button>`;
   });
   // A reason box only while a press is possible: nothing is left to explain on a destroyed object.
   const reason = specs.some(({ busy, allowed }) => allowed && !busy)

@@ -21,8 +21,13 @@ const CLI_FOR: Readonly<Record<string, string>> = {
   'queueLeaseCommand renew': 'lease renew',
   'queueResourceCommand release': 'resource release',
   'queueResourceCommand reclaim': 'resource reclaim',
+  'queueResourceCommand retire': 'resource retire',
+  'queueResourceCommand drain': 'resource drain',
+  'queueResourceCommand undrain': 'resource undrain',
   'queueBlueprintCommand update_settings': 'blueprint update',
   'queueBlueprintCommand top_up': 'blueprint top-up',
+  'queueBlueprintCommand drain': 'blueprint drain',
+  'queueBlueprintCommand undrain': 'blueprint undrain',
   cancelCommand: 'command cancel',
 };
 

@@ -262,6 +262,41 @@ describe('resource buttons', () => {
     expect((await user.get(`/resources/${resourceId}`)).text).not.toContain('data-kind="reclaim"');
     expect((await user.post(`/resources/${resourceId}/commands`, { kind: 'release' })).status).toBe(403);
   });
+
+  test('drain from a resource page puts it into maintenance, its lease carrying on; then only undrain is offered of the two', async () => {
+    const lease = await operatorLease(env);
+    const { resource_id: resourceId } = await env.database.db
+      .selectFrom('leases')
+      .select('resource_id')
+      .where('id', '=', lease.id)
+      .executeTakeFirstOrThrow();
+    const client = await signedIn('operator');
+    const page = await client.get(`/resources/${resourceId}`);
+    // Neither ends anything, so neither is red.
+    expect(page.text).toMatch(/name="kind" value="drain" data-kind="drain">Drain</);
+    expect(page.text).toMatch(
+      /name="kind" value="undrain" data-kind="undrain" disabled title="an active resource takes no undrain \(only maintenance\)">Undrain</,
+    );
+    const answer = await client.post(`/resources/${resourceId}/commands`, { kind: 'drain', reason: 'firmware' });
+    expect(answer.status).toBe(303);
+    const stateOf = async (table: 'resources' | 'leases', id: number) =>
+      (await env.database.db.selectFrom(table).select('state').where('id', '=', id).executeTakeFirstOrThrow()).state;
+    await waitFor('the resource in maintenance', async () => (await stateOf('resources', resourceId!)) === 'maintenance');
+    expect(await stateOf('leases', lease.id)).toBe('active');
+    const after = await client.get(`/resources/${resourceId}`);
+    expect(after.text).toMatch(/value="drain" data-kind="drain" disabled title="a maintenance resource takes no drain \(only active\)"/);
+    expect(after.text).toMatch(/name="kind" value="undrain" data-kind="undrain">Undrain</);
+    const drain = await env.database.db
+      .selectFrom('commands')
+      .select(['issued_by', 'source', 'reason'])
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', resourceId!)
+      .where('kind', '=', 'drain')
+      .executeTakeFirstOrThrow();
+    expect(drain).toEqual({ issued_by: 'token:operator', source: 'web', reason: 'firmware' });
+    await client.post(`/resources/${resourceId}/commands`, { kind: 'undrain' });
+    await waitFor('the resource active again', async () => (await stateOf('resources', resourceId!)) === 'active');
+  });
 });
 
 test('every page names its icon, served from memory like the other assets', async () => {

@@ -51,6 +51,18 @@ function collectSetting(value: string, previous: Record<string, unknown> = {}): 
   return { ...previous, [key]: parsed };
 }
 
+/** The commands without a payload that an operator queues on a blueprint, as data: verb, command kind, what it does. */
+const QUEUED = [
+  ['top-up', 'top_up', 'make resources until the warm minimum (--min-resources) is active, within the limit'],
+  [
+    'drain',
+    'drain',
+    'put every active resource of the blueprint into maintenance: no new lease lands on them, their leases carry on; ' +
+      'the blueprint still makes new resources for waiting leases (disable it too to stop that)',
+  ],
+  ['undrain', 'undrain', 'take every resource of the blueprint in maintenance back into service'],
+] as const;
+
 export function addBlueprintCommands(program: Command): void {
   const blueprint = program.command('blueprint').description('blueprints: named, configured pools of resources');
 
@@ -92,17 +104,19 @@ export function addBlueprintCommands(program: Command): void {
     }),
   );
 
-  addWaitOptions(
-    blueprint
-      .command('top-up')
-      .description('make resources until the warm minimum (--min-resources) is active, within the limit (waits until done)')
-      .argument('<name|id>', 'blueprint name or id', parseWith(BlueprintRefArg)),
-  ).action((ref: BlueprintRef, options: WaitOptions, command: Command) =>
-    withSession(command, async (session) => {
-      const { id } = await findBlueprint(session.db, ref);
-      await requestCommand(new LocalTransport(session), session.out, { target: { kind: 'blueprint', id }, kind: 'top_up' }, options);
-    }),
-  );
+  for (const [verb, kind, description] of QUEUED) {
+    addWaitOptions(
+      blueprint
+        .command(verb)
+        .description(`${description} (waits until done)`)
+        .argument('<name|id>', 'blueprint name or id', parseWith(BlueprintRefArg)),
+    ).action((ref: BlueprintRef, options: WaitOptions, command: Command) =>
+      withSession(command, async (session) => {
+        const { id } = await findBlueprint(session.db, ref);
+        await requestCommand(new LocalTransport(session), session.out, { target: { kind: 'blueprint', id }, kind }, options);
+      }),
+    );
+  }
 
   blueprint
     .command('limits')

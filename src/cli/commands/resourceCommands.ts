@@ -20,6 +20,9 @@ interface ListOptions extends StateListOptions {
 const REQUESTS = {
   release: 'release the resource and every lease on it, then destroy it; waits until done',
   reclaim: 'release the resource only if no lease holds it (fails otherwise); waits until done',
+  retire: 'take no new leases and destroy the resource once its leases have ended; waits until retired (and destroyed, if no lease holds it)',
+  drain: 'put the resource into maintenance: no new lease lands on it, its leases carry on; waits until done',
+  undrain: 'take the resource out of maintenance: it takes leases again; waits until done',
 } as const;
 
 export function addResourceCommands(program: Command): void {

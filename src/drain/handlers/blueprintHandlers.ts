@@ -3,6 +3,7 @@ import type { BlueprintRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import { InvalidInputError } from '../../domain/errors.ts';
+import { statesAccepting } from '../../domain/lifecycle.ts';
 import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import { done, failed, type CommandHandler, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
@@ -162,6 +163,9 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
     });
   },
 
+  drain: async (trx, _ctx, blueprint) => fanOut(trx, blueprint, 'drain'),
+  undrain: async (trx, _ctx, blueprint) => fanOut(trx, blueprint, 'undrain'),
+
   top_up: async (trx, ctx, blueprint) => {
     // Resources that are, or are becoming, ready: pending or active, with
     // no release or reclaim on their way.
@@ -201,6 +205,29 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
     );
   },
 };
+
+/**
+ * A blueprint's drain or undrain: the same command sent to each of its
+ * resources in a state that takes it. The line is left as it was: the room
+ * changes as each resource applies its own command (an undrained one offers
+ * its free slots to the line, as any freed slot is offered).
+ */
+async function fanOut(trx: Db, blueprint: BlueprintRow, kind: 'drain' | 'undrain'): Promise<Decision> {
+  const resources = await trx
+    .selectFrom('resources')
+    .select('id')
+    .where('blueprint_id', '=', blueprint.id)
+    .where('state', 'in', statesAccepting('resource', kind))
+    .orderBy('id')
+    .execute();
+  const ids = resources.map((r) => r.id);
+  return {
+    ...done<'blueprint'>(ids.length === 0 ? `no resource to ${kind}` : `${kind}ing resource(s) ${ids.join(', ')}`, {
+      followUps: ids.map((id): FollowUp => ({ target: { kind: 'resource', id }, kind, reason: `blueprint ${blueprint.name}: ${kind}` })),
+    }),
+    lineAsItWas: true,
+  };
+}
 
 /**
  * The kinds whose decisions join runs: the bursts, each deciding from the

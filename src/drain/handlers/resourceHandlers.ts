@@ -149,6 +149,7 @@ export const RESOURCE_HANDLERS = {
       if (resource.state === 'pending') return yieldFor<'resource'>(ACQUIRE_WHILE_PENDING_MS, 'waiting for the resource to become active');
       if (resource.state !== 'active')
         return done<'resource'>(`refused lease ${leaseId}: resource is ${resource.state}`, {
+          // A slot the blueprint promised this lease is not there: the lease asks again.
           followUps: [deny(resource, leaseId, `resource is ${resource.state}`)],
         });
 
@@ -245,6 +246,30 @@ export const RESOURCE_HANDLERS = {
       return done<'resource'>(empty ? 'retired with no leases' : `retired; destroyed once its ${resource.used_slots} lease(s) end`, {
         to: 'released',
         followUps: empty ? [destroySelf(resource, 'retired with no leases')] : [],
+      });
+    },
+  },
+
+  // Maintenance: from here on acquire refuses every lease (each asks its
+  // blueprint again, which counts only active resources' slots), while the
+  // leases that hold slots carry on and give them back as usual.
+  drain: {
+    async decide(_trx: Db, ctx: Ctx) {
+      const used = ctx.object.used_slots;
+      return done<'resource'>(`in maintenance: takes no new leases${used > 0 ? `; its ${used} lease(s) carry on` : ''}`, { to: 'maintenance' });
+    },
+  },
+
+  undrain: {
+    readsInTransaction: true,
+    async decide(trx: Db, ctx: Ctx) {
+      const resource = ctx.object;
+      // Idle from now, not from before the maintenance: the collector would
+      // otherwise reclaim at once a resource an operator just put back.
+      return done<'resource'>('back in service', {
+        to: 'active',
+        set: { idle_since: idleFrom(resource.used_slots) },
+        followUps: await offerFreeSlot(trx, resource, resource.used_slots),
       });
     },
   },

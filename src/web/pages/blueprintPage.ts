@@ -8,7 +8,7 @@ import { readHistory } from '../../read/objectHistory.ts';
 import { listResources } from '../../read/resources.ts';
 import { readUsage } from '../../read/usage.ts';
 import { LIVE } from '../../read/stateFilter.ts';
-import { cancelButton } from '../buttons.ts';
+import { cancelButton, commandButtons } from '../buttons.ts';
 import { attributeList, objectLink, orDash, stateBadge, stateCounts, when } from '../format.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
@@ -53,6 +53,7 @@ ${renderNotice(query)}
   <dt>Created</dt><dd>${when(blueprint.created_at)}</dd>
   <dt>Updated</dt><dd>${when(blueprint.updated_at)}</dd>
 </dl>
+${commandButtons(request, { kind: 'blueprint', id: blueprint.id, state: blueprint.state, queue })}
 </section>
 <h2>The last hour</h2>
 ${usageCharts(usage, { commands: false })}
