@@ -22,7 +22,7 @@ import * as usageSamples from './0020_usage_samples.ts';
 import * as lighterWakeUps from './0021_lighter_wake_ups.ts';
 import * as queueHeadsByIndex from './0022_queue_heads_by_index.ts';
 import * as queueReadsByObject from './0023_queue_reads_by_object.ts';
-import * as resourceMaintenance from './0024_resource_maintenance.ts';
+import * as resourceHealth from './0024_resource_health.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -49,5 +49,5 @@ export const migrations: Record<string, Migration> = {
   '0021_lighter_wake_ups': lighterWakeUps,
   '0022_queue_heads_by_index': queueHeadsByIndex,
   '0023_queue_reads_by_object': queueReadsByObject,
-  '0024_resource_maintenance': resourceMaintenance,
+  '0024_resource_health': resourceHealth,
 };

@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0024_resource_maintenance.
+-- Slipway's schema (`public`) after migration 0024_resource_health.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -58,6 +58,8 @@ create table public.blueprints (
   updated_at timestamp with time zone not null default now(),
   min_resources integer not null default 0,
   idle_timeout_ms bigint,
+  check_interval_ms bigint,
+  constraint blueprints_check_interval_ms_check CHECK ((check_interval_ms > 0)),
   constraint blueprints_idle_timeout_ms_check CHECK ((idle_timeout_ms > 0)),
   constraint blueprints_leases_per_resource_check CHECK ((leases_per_resource > 0)),
   constraint blueprints_live_resources_check CHECK ((live_resources >= 0)),
@@ -261,11 +263,15 @@ create table public.resources (
   created_at timestamp with time zone not null default now(),
   updated_at timestamp with time zone not null default now(),
   idle_since timestamp with time zone,
+  health text,
+  health_message text,
+  checked_at timestamp with time zone,
   constraint resources_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint resources_capacity_check CHECK ((capacity > 0)),
   constraint resources_check CHECK (((used_slots >= 0) AND (used_slots <= capacity))),
+  constraint resources_health_check CHECK ((health = ANY (ARRAY['healthy'::text, 'unhealthy'::text, 'gone'::text]))),
   constraint resources_pkey PRIMARY KEY (id),
-  constraint resources_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'active'::text, 'maintenance'::text, 'released'::text, 'broken'::text, 'destroyed'::text])))
+  constraint resources_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'active'::text, 'maintenance'::text, 'quarantined'::text, 'released'::text, 'broken'::text, 'destroyed'::text])))
 );
 CREATE INDEX resources_by_blueprint_id ON public.resources USING btree (blueprint_id, id);
 CREATE INDEX resources_by_blueprint_state ON public.resources USING btree (blueprint_id, state);

@@ -15,6 +15,7 @@ type JsonDefault = ColumnType<unknown, string | undefined, string>;
 
 export type ObjectKind = 'blueprint' | 'resource' | 'lease';
 export type CommandSource = 'web' | 'cli' | 'api' | 'gc' | 'system';
+export type ResourceHealth = 'healthy' | 'unhealthy' | 'gone';
 export type CommandStatus = 'queued' | 'running' | 'done' | 'failed' | 'cancelled' | 'coalesced';
 
 export interface BlueprintsTable {
@@ -28,6 +29,8 @@ export interface BlueprintsTable {
   live_resources: Generated<number>;
   min_resources: Generated<number>;
   idle_timeout_ms: number | null;
+  /** How often the collector asks each resource to be checked (null: never). */
+  check_interval_ms: Generated<number | null>;
   version: Generated<number>;
   created_at: TimestampDefault;
   updated_at: TimestampDefault;
@@ -43,6 +46,10 @@ export interface ResourcesTable {
   attributes: JsonDefault;
   message: string | null;
   idle_since: Timestamp | null;
+  /** The last answer of its driver's check, why, and when it was given (a repeated answer moves only checked_at). */
+  health: Generated<ResourceHealth | null>;
+  health_message: Generated<string | null>;
+  checked_at: Generated<Date | null>;
   version: Generated<number>;
   created_at: TimestampDefault;
   updated_at: TimestampDefault;

@@ -50,6 +50,9 @@ export const Duration = z
       .max(366 * UNIT_MS.d, 'expected at most 366 days'),
   );
 
+/** A duration, or `off` (null). */
+export const DurationOrOff = z.union([z.literal('off').transform(() => null), Duration]);
+
 export const textUpTo = (max: number) => z.string().trim().min(1, 'expected some text').max(max, `expected at most ${max} characters`);
 
 export const DriverName = z.enum(Object.keys(DRIVERS) as [string, ...string[]]);

@@ -84,6 +84,12 @@ const leaseKinds = {
     summary: 'give the lease up',
   },
   destroy: { versions: [none], internal: true, dedupKey: 'destroy', goal: 'destroyed', summary: 'finish a released or broken lease' },
+  resource_gone: {
+    versions: [z.object({ resourceId: id, reason: z.string().max(1000) }).strict()],
+    internal: true,
+    goal: 'destroyed',
+    summary: "a check found the lease's resource gone: the lease is broken",
+  },
   renew: {
     versions: [
       z.object({ expiresInMs: term.optional() }).strict(),
@@ -160,6 +166,23 @@ const resourceKinds = {
     preempts: true,
     goal: 'active',
     summary: 'take the resource out of maintenance: it takes leases again',
+  },
+  // Preempting: a check must not wait behind a backlog of slot traffic to
+  // find a resource gone, and it refuses nothing the queue holds.
+  check: {
+    versions: [none],
+    internal: false,
+    dedupKey: 'check',
+    preempts: true,
+    summary: 'ask the driver whether the resource still exists and is healthy: unhealthy quarantines it, gone breaks it and its leases',
+  },
+  repair: {
+    versions: [none],
+    internal: false,
+    dedupKey: 'repair',
+    preempts: true,
+    goal: 'active',
+    summary: 'check a quarantined resource again: healthy, it takes leases again',
   },
 } as const satisfies Record<string, CommandKindSpec<ResourceState>>;
 

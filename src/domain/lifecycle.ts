@@ -40,18 +40,18 @@ export type StateFlag = 'isSettingUp' | 'holdsSlot' | 'takesLeases';
 const lease = {
   pending: {
     next: ['acquired', 'released', 'broken'],
-    accepts: ['allocate', 'grant', 'deny', 'release', 'renew'],
+    accepts: ['allocate', 'grant', 'deny', 'release', 'renew', 'resource_gone'],
     isSettingUp: true,
     tone: 'waiting',
   },
   acquired: {
     next: ['active', 'released', 'broken'],
-    accepts: ['activate', 'grant', 'deny', 'release', 'renew'],
+    accepts: ['activate', 'grant', 'deny', 'release', 'renew', 'resource_gone'],
     isSettingUp: true,
     holdsSlot: true,
     tone: 'busy',
   },
-  active: { next: ['released', 'broken'], accepts: ['grant', 'deny', 'release', 'renew'], holdsSlot: true, tone: 'good' },
+  active: { next: ['released', 'broken'], accepts: ['grant', 'deny', 'release', 'renew', 'resource_gone'], holdsSlot: true, tone: 'good' },
   released: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny'], tone: 'quiet' },
   broken: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny', 'release'], tone: 'bad' },
   destroyed: { next: [], accepts: ['grant', 'deny'], tone: 'gone' },
@@ -65,18 +65,27 @@ const resource = {
     tone: 'waiting',
   },
   active: {
-    next: ['maintenance', 'released', 'broken'],
-    accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire', 'drain'],
+    next: ['maintenance', 'quarantined', 'released', 'broken'],
+    accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire', 'drain', 'check'],
     tone: 'good',
   },
   // Taken out of service by an operator: acquires are refused (the leases
   // ask their blueprint again), the leases it has carry on, and it waits,
   // empty or not, until it is undrained, released, reclaimed or retired.
-  // The collector leaves it alone.
+  // The collector reclaims none of it; it still checks it.
   maintenance: {
-    next: ['active', 'released', 'broken'],
-    accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire', 'undrain'],
+    next: ['active', 'quarantined', 'released', 'broken'],
+    accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire', 'undrain', 'check'],
     tone: 'quiet',
+  },
+  // A check found it unhealthy: like maintenance, no new lease lands on it
+  // and its leases carry on, until an operator repairs it (a check that
+  // finds it healthy puts it back) or releases it. A later healthy check
+  // alone does not: somebody should look at what went wrong.
+  quarantined: {
+    next: ['active', 'released', 'broken'],
+    accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire', 'repair', 'check'],
+    tone: 'bad',
   },
   released: { next: ['destroyed', 'broken'], accepts: ['destroy', 'acquire', 'release_slot'], tone: 'quiet' },
   broken: { next: ['destroyed'], accepts: ['destroy', 'acquire', 'release_slot', 'release'], tone: 'bad' },

@@ -1,4 +1,4 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { type Driver, type DriverFactory, type LeaseCall, PermanentDriverError, type ResourceCall } from './Driver.ts';
@@ -64,6 +64,17 @@ export const DirectoryDriver: DriverFactory<Settings> = {
         // slot starts from an empty one.
         await rm(slotDir(call), { recursive: true, force: true });
         return {};
+      },
+      // The resource is its directory: there, it is healthy; removed (by
+      // someone, or with its disk), it is gone.
+      async checkResource(call) {
+        const dir = resourceDir(call);
+        try {
+          return (await stat(dir)).isDirectory() ? { health: 'healthy' } : { health: 'gone', message: `${dir} is not a directory` };
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { health: 'gone', message: `${dir} does not exist` };
+          throw error;
+        }
       },
     };
     return driver;

@@ -24,6 +24,13 @@ export interface Driver {
   acquireLease(call: LeaseCall): Promise<DriverResult>;
   activateLease(call: LeaseCall): Promise<DriverResult>;
   releaseLease(call: LeaseCall): Promise<DriverResult>;
+  /**
+   * Optional: does the resource still exist, and is it healthy? Asked by the
+   * resource's `check` (the collector's observe loop, or an operator) and
+   * `repair`. Read-only, so safe to repeat; a driver without it is never
+   * asked, and its resources are trusted as made.
+   */
+  checkResource?(call: ResourceCall): Promise<CheckResult>;
 }
 
 export interface DriverCall {
@@ -57,6 +64,22 @@ export const DriverResultSchema = z
   .strict();
 export type DriverResult = z.infer<typeof DriverResultSchema>;
 
+/**
+ * What a check answers: `healthy`; `unhealthy` (it exists but should take
+ * no new leases: the resource is quarantined); or `gone` (it no longer
+ * exists: the resource and its leases are broken). Absent means healthy, so
+ * a probe program that exits 0 and prints nothing says so. The message says
+ * why, for people.
+ */
+export const CheckResultSchema = z
+  .object({
+    health: z.enum(['healthy', 'unhealthy', 'gone']).default('healthy'),
+    message: z.string().max(1000).optional(),
+  })
+  .strict();
+export type CheckResult = z.input<typeof CheckResultSchema>;
+export type CheckAnswer = z.output<typeof CheckResultSchema>;
+
 export type DriverOperation = keyof Driver;
 
 /** Every operation of the Driver interface, in lifecycle order. */
@@ -67,6 +90,7 @@ export const DRIVER_OPERATIONS = [
   'acquireLease',
   'activateLease',
   'releaseLease',
+  'checkResource',
 ] as const satisfies readonly DriverOperation[];
 
 export class TransientDriverError extends Error {

@@ -96,6 +96,7 @@ export const ExecDriver: DriverFactory<Settings> = {
     const run =
       (operation: DriverOperation) =>
       async (call: DriverCall): Promise<DriverResult> => {
+        // checkResource's answer has a shape of its own: validatingDriver checks it.
         const argv = settings.commands[operation];
         if (!argv) return {};
         const finished = await runProgram(settings, argv, { operation, ...call });
@@ -108,6 +109,10 @@ export const ExecDriver: DriverFactory<Settings> = {
       acquireLease: run('acquireLease'),
       activateLease: run('activateLease'),
       releaseLease: run('releaseLease'),
+      // Checked only where a probe program is configured: without one, the
+      // blueprint's resources are trusted as made. Exit 0 with nothing on
+      // stdout is healthy; {"health": "gone"} or "unhealthy" says otherwise.
+      ...(settings.commands.checkResource ? { checkResource: run('checkResource') as Driver['checkResource'] } : {}),
     } satisfies Driver;
   },
 };

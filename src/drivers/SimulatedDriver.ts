@@ -36,6 +36,20 @@ const Settings = z
      * not a commit per driver call that no real driver would make.
      */
     recordEffects: z.boolean().default(true),
+    /**
+     * What checkResource answers: gone or unhealthy for the resources listed
+     * (by id), or by chance; healthy otherwise. For tests of the observe
+     * loop; `blueprint update` changes it like any setting.
+     */
+    checks: z
+      .object({
+        gone: z.array(z.number().int().positive()).default([]),
+        unhealthy: z.array(z.number().int().positive()).default([]),
+        goneRate: rate.default(0),
+        unhealthyRate: rate.default(0),
+      })
+      .strict()
+      .default({ gone: [], unhealthy: [], goneRate: 0, unhealthyRate: 0 }),
   })
   .strict();
 type Settings = z.infer<typeof Settings>;
@@ -80,6 +94,15 @@ export const SimulatedDriver: DriverFactory<Settings> = {
       acquireLease: (call) => perform('acquireLease', call.lease.id, call),
       activateLease: (call) => perform('activateLease', call.lease.id, call),
       releaseLease: (call) => perform('releaseLease', call.lease.id, call),
+      async checkResource(call) {
+        await perform('checkResource', call.resource.id, call);
+        const { gone, unhealthy, goneRate, unhealthyRate } = settings.checks;
+        const id = call.resource.id;
+        if (gone.includes(id) || Math.random() < goneRate) return { health: 'gone', message: `simulated: resource ${id} is gone` };
+        if (unhealthy.includes(id) || Math.random() < unhealthyRate)
+          return { health: 'unhealthy', message: `simulated: resource ${id} is unhealthy` };
+        return { health: 'healthy' };
+      },
     } satisfies Driver;
   },
 };

@@ -1,6 +1,7 @@
 import { describeZodIssues } from '../domain/errors.ts';
 import { timeDriverCall } from '../metrics/metrics.ts';
-import { type Driver, type DriverResult, DriverResultSchema, PermanentDriverError } from './Driver.ts';
+import type { z } from 'zod';
+import { type CheckAnswer, CheckResultSchema, type Driver, type DriverResult, DriverResultSchema, PermanentDriverError } from './Driver.ts';
 
 /**
  * Wraps a driver so that whatever it returns is checked against
@@ -12,15 +13,15 @@ import { type Driver, type DriverResult, DriverResultSchema, PermanentDriverErro
  */
 export function validatingDriver(driver: Driver, beforeCall: () => Promise<void> = async () => {}, driverName = 'unnamed'): Driver {
   const check =
-    <A>(operation: keyof Driver, call: (arg: A) => Promise<DriverResult>) =>
-    async (arg: A): Promise<DriverResult> => {
+    <A, T>(operation: keyof Driver, schema: z.ZodType<T>, call: (arg: A) => Promise<unknown>) =>
+    async (arg: A): Promise<T> => {
       await beforeCall();
       // Timed and counted with its check: output Slipway cannot understand counts as a permanent failure.
       return timeDriverCall(
         driverName,
         operation,
         async () => {
-          const result = DriverResultSchema.safeParse((await call(arg)) ?? {});
+          const result = schema.safeParse((await call(arg)) ?? {});
           if (!result.success) {
             throw new PermanentDriverError(`${operation} returned invalid output: ${describeZodIssues(result.error.issues)}`);
           }
@@ -29,13 +30,22 @@ export function validatingDriver(driver: Driver, beforeCall: () => Promise<void>
         driverOutcome,
       );
     };
+  const step = <A>(operation: keyof Driver, call: (arg: A) => Promise<DriverResult>) => check<A, DriverResult>(operation, DriverResultSchema, call);
+  const { checkResource } = driver;
   return {
-    allocateResource: check('allocateResource', (a) => driver.allocateResource(a)),
-    activateResource: check('activateResource', (a) => driver.activateResource(a)),
-    destroyResource: check('destroyResource', (a) => driver.destroyResource(a)),
-    acquireLease: check('acquireLease', (a) => driver.acquireLease(a)),
-    activateLease: check('activateLease', (a) => driver.activateLease(a)),
-    releaseLease: check('releaseLease', (a) => driver.releaseLease(a)),
+    allocateResource: step('allocateResource', (a) => driver.allocateResource(a)),
+    activateResource: step('activateResource', (a) => driver.activateResource(a)),
+    destroyResource: step('destroyResource', (a) => driver.destroyResource(a)),
+    acquireLease: step('acquireLease', (a) => driver.acquireLease(a)),
+    activateLease: step('activateLease', (a) => driver.activateLease(a)),
+    releaseLease: step('releaseLease', (a) => driver.releaseLease(a)),
+    ...(checkResource
+      ? {
+          checkResource: check<Parameters<typeof checkResource>[0], CheckAnswer>('checkResource', CheckResultSchema, (a) =>
+            checkResource.call(driver, a),
+          ),
+        }
+      : {}),
   };
 }
 

@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';
 import type { Logger } from '../log.ts';
 import { recordCollectorPass } from '../metrics/metrics.ts';
+import { checkResources } from './checkResources.ts';
 import { expireLeases } from './expireLeases.ts';
 import { GcPass, type GcSettings, type StepReport } from './GcPass.ts';
 import { PRUNED, pruneHistory } from './pruneHistory.ts';
@@ -15,9 +16,10 @@ import { topUpWarmMinimum } from './topUpWarmMinimum.ts';
 /**
  * The steps of a pass, in order: leases that ran out first (their releases
  * free capacity), then reclaims for leases still waiting, then the warm
- * minimum, then history, and last a sample of use for the web UI's charts.
+ * minimum, then the resources' checks, then history, and last a sample of
+ * use for the web UI's charts.
  */
-const STEPS = { expireLeases, reclaimIdleResources, topUpWarmMinimum, pruneHistory, sampleUsage } as const;
+const STEPS = { expireLeases, reclaimIdleResources, topUpWarmMinimum, checkResources, pruneHistory, sampleUsage } as const;
 export type StepName = keyof typeof STEPS;
 
 export type GcTrigger = GcPassRow['trigger'];

@@ -23,6 +23,13 @@ export const BlueprintInputSchema = z
       .min(1000, 'expected at least 1 s')
       .max(366 * 24 * 3600 * 1000)
       .optional(),
+    /** How often the collector asks each resource to be checked by its driver; absent: never. */
+    checkIntervalMs: z
+      .number()
+      .int()
+      .min(1000, 'expected at least 1 s')
+      .max(366 * 24 * 3600 * 1000)
+      .optional(),
   })
   .strict()
   .refine((b) => b.minResources <= b.maxResources, {
@@ -40,7 +47,7 @@ export async function createBlueprint(db: Db, input: BlueprintInput, actor: Acto
 export async function createBlueprintInTransaction(trx: Db, input: BlueprintInput, actor: Actor): Promise<BlueprintRow> {
   const parsed = BlueprintInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid blueprint: ${describeZodIssues(parsed.error.issues)}`);
-  const { name, driver, maxResources, leasesPerResource, minResources, idleTimeoutMs } = parsed.data;
+  const { name, driver, maxResources, leasesPerResource, minResources, idleTimeoutMs, checkIntervalMs } = parsed.data;
   // Stored as given, not with the driver's defaults filled in: a default is
   // the code's, applied by each worker as it makes the driver (registry.ts).
   // So a setting a new release adds, with a default, never reaches the
@@ -58,6 +65,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
       leases_per_resource: leasesPerResource,
       min_resources: minResources,
       idle_timeout_ms: idleTimeoutMs ?? null,
+      check_interval_ms: checkIntervalMs ?? null,
     })
     .onConflict((oc) => oc.column('name').doNothing())
     .returningAll()

@@ -35,6 +35,8 @@ export const BUTTONS: readonly ButtonSpec[] = [
   { target: 'lease', kind: 'release', label: 'Release', busyLabel: 'releasing…', ends: true },
   { target: 'resource', kind: 'drain', label: 'Drain', busyLabel: 'draining…', ends: false },
   { target: 'resource', kind: 'undrain', label: 'Undrain', busyLabel: 'undraining…', ends: false },
+  { target: 'resource', kind: 'check', label: 'Check', busyLabel: 'checking…', ends: false },
+  { target: 'resource', kind: 'repair', label: 'Repair', busyLabel: 'repairing…', ends: false },
   { target: 'resource', kind: 'retire', label: 'Retire', busyLabel: 'retiring…', ends: true },
   {
     target: 'resource',

@@ -24,6 +24,8 @@ const CLI_FOR: Readonly<Record<string, string>> = {
   'queueResourceCommand retire': 'resource retire',
   'queueResourceCommand drain': 'resource drain',
   'queueResourceCommand undrain': 'resource undrain',
+  'queueResourceCommand check': 'resource check',
+  'queueResourceCommand repair': 'resource repair',
   'queueBlueprintCommand update_settings': 'blueprint update',
   'queueBlueprintCommand top_up': 'blueprint top-up',
   'queueBlueprintCommand drain': 'blueprint drain',

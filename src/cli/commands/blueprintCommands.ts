@@ -9,7 +9,7 @@ import { pageTable } from '../format.ts';
 import { later } from '../later.ts';
 import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } from '../options.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
-import { countBetween, DriverName, Duration, JsonObject, parseWith, Setting } from '../parsers.ts';
+import { countBetween, DriverName, Duration, DurationOrOff, JsonObject, parseWith, Setting } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
 import { LocalTransport } from '../transport/LocalTransport.ts';
@@ -23,6 +23,8 @@ interface CreateOptions {
   readonly minResources: number;
   /** Milliseconds. */
   readonly idleTimeout?: number;
+  /** Milliseconds. */
+  readonly checkInterval?: number;
   readonly settings?: Record<string, unknown>;
   /** From repeated --setting key=value. */
   readonly setting?: Record<string, unknown>;
@@ -31,6 +33,8 @@ interface CreateOptions {
 interface LimitsOptions {
   readonly maxResources?: number;
   readonly leasesPerResource?: number;
+  /** Milliseconds, or null: `off`. */
+  readonly checkInterval?: number | null;
 }
 
 interface UpdateOptions extends WaitOptions {
@@ -75,13 +79,23 @@ export function addBlueprintCommands(program: Command): void {
     .option('--leases-per-resource <n>', 'lease slots on each resource', parseWith(countBetween(1, 10_000)), 1)
     .option('--min-resources <n>', 'warm minimum: active resources the collector keeps ready', parseWith(countBetween(0, 100_000)), 0)
     .option('--idle-timeout <duration>', 'reclaim idle resources beyond the minimum after this long, e.g. 15m', parseWith(Duration))
+    .option('--check-interval <duration>', 'ask the driver this often whether each resource is still there and healthy, e.g. 5m', parseWith(Duration))
     .option('--settings <json>', 'driver settings as a JSON object', parseWith(JsonObject))
     .option('--setting <key=value>', 'one driver setting (repeatable; JSON values allowed; overrides --settings)', collectSetting)
     .action((options: CreateOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const settings = { ...options.settings, ...options.setting };
-        const { name, driver, maxResources, leasesPerResource, minResources, idleTimeout } = options;
-        const input = { name, driver, maxResources, leasesPerResource, settings, minResources, idleTimeoutMs: idleTimeout };
+        const { name, driver, maxResources, leasesPerResource, minResources, idleTimeout, checkInterval } = options;
+        const input = {
+          name,
+          driver,
+          maxResources,
+          leasesPerResource,
+          settings,
+          minResources,
+          idleTimeoutMs: idleTimeout,
+          checkIntervalMs: checkInterval,
+        };
         const created = blueprintOf(await createBlueprint(db, input, cliActor()));
         out.result(created, (b) => `created ${renderBlueprint(b)}`);
       }),
@@ -124,11 +138,14 @@ export function addBlueprintCommands(program: Command): void {
     .argument('<name|id>', 'blueprint name or id', parseWith(BlueprintRefArg))
     .option('--max-resources <n>', 'at most this many resources at once', parseWith(countBetween(1, 100_000)))
     .option('--leases-per-resource <n>', 'lease slots on each resource made from now on', parseWith(countBetween(1, 10_000)))
+    .option('--check-interval <duration|off>', 'check each resource this often (e.g. 5m), or off', parseWith(DurationOrOff))
     .action((ref: BlueprintRef, options: LimitsOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const { BlueprintChangesSchema, updateBlueprint } = await blueprintChanges();
-        const changes = BlueprintChangesSchema.safeParse(options);
-        if (!changes.success) throw new InvalidInputError('give --max-resources <n>, --leases-per-resource <n> or both');
+        const { checkInterval, ...limits } = options;
+        const changes = BlueprintChangesSchema.safeParse({ ...limits, ...(checkInterval === undefined ? {} : { checkIntervalMs: checkInterval }) });
+        if (!changes.success)
+          throw new InvalidInputError('give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>');
         const changed = blueprintOf(await withTransaction(db, (trx) => updateBlueprint(trx, ref, changes.data, cliActor())));
         out.result(changed, (b) => `changed ${renderBlueprint(b)}`);
       }),

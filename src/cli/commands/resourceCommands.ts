@@ -23,6 +23,8 @@ const REQUESTS = {
   retire: 'take no new leases and destroy the resource once its leases have ended; waits until retired (and destroyed, if no lease holds it)',
   drain: 'put the resource into maintenance: no new lease lands on it, its leases carry on; waits until done',
   undrain: 'take the resource out of maintenance: it takes leases again; waits until done',
+  check: 'ask the driver now whether the resource is still there and healthy (unhealthy: quarantined; gone: broken); waits until done',
+  repair: 'check a quarantined resource again: healthy, it takes leases again (fails if still unhealthy); waits until done',
 } as const;
 
 export function addResourceCommands(program: Command): void {

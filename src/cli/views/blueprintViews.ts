@@ -25,6 +25,7 @@ export function renderBlueprint(blueprint: Blueprint): string {
     ['resources', `${blueprint.liveResources} live, at most ${blueprint.maxResources}`],
     ['warm minimum', String(blueprint.minResources)],
     ['idle timeout', blueprint.idleTimeoutMs === null ? 'none (idle resources are kept)' : `${blueprint.idleTimeoutMs / 1000} s`],
+    ['checks', blueprint.checkIntervalMs === null ? 'none (resources are trusted as made)' : `every ${blueprint.checkIntervalMs / 1000} s`],
     ['leases/resource', String(blueprint.leasesPerResource)],
     ['created', formatTime(blueprint.createdAt)],
   ]);

@@ -11,6 +11,12 @@ export const RESOURCE_COLUMNS: readonly Column<Resource>[] = [
   { header: 'MESSAGE', value: (r) => r.message ?? '' },
 ];
 
+/** "healthy, checked <time>", with the check's message; never checked: none. */
+function healthOf(resource: Resource): string {
+  if (resource.health === null || resource.checkedAt === null) return `${NONE} (never checked)`;
+  return `${resource.health}${resource.healthMessage ? ` (${resource.healthMessage})` : ''}, checked ${formatTime(resource.checkedAt)}`;
+}
+
 export function renderResourceDetail({ resource, ...history }: { resource: ResourceDetailShape } & HistoryShapeOf): string {
   const summary = fields(`resource ${resource.id}: ${resource.state}`, [
     ['blueprint', `${resource.blueprintName} (${resource.blueprintId})`],
@@ -18,6 +24,7 @@ export function renderResourceDetail({ resource, ...history }: { resource: Resou
     ['made for lease', resource.allocatedForLeaseId === null ? NONE : String(resource.allocatedForLeaseId)],
     ['attributes', formatJson(resource.attributes)],
     ['message', resource.message ?? NONE],
+    ['health', healthOf(resource)],
     ['created', formatTime(resource.createdAt)],
     ['updated', formatTime(resource.updatedAt)],
   ]);

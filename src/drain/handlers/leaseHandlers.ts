@@ -283,6 +283,25 @@ export const LEASE_HANDLERS = {
     },
   },
 
+  // The resource's check found it gone: the lease cannot be used any more,
+  // whatever its holder does. It is broken with the check's reason (its
+  // holder sees why) and destroyed, which gives its slot back as any end
+  // does; the driver is not asked to release anything on a resource that
+  // no longer exists.
+  resource_gone: {
+    decide(_trx: Db, ctx: CtxOf<'resource_gone'>) {
+      const lease = ctx.object;
+      const { resourceId, reason } = ctx.payload;
+      // A lease that holds a slot elsewhere is not this resource's (its
+      // grant here never came through); one whose grant is still on its way
+      // has no resource yet, and that grant would land on the gone one.
+      if (lease.resource_id !== null && lease.resource_id !== resourceId)
+        return done<'lease'>(`ignored: the lease is on resource ${lease.resource_id}`);
+      const message = `resource ${resourceId} is gone: ${reason}`;
+      return done<'lease'>(message, { to: 'broken', set: { message }, followUps: [{ target: self(lease), kind: 'destroy', reason: 'broken' }] });
+    },
+  },
+
   destroy: {
     read: heldSlot,
     decide(_trx: Db, ctx: Ctx<number>) {

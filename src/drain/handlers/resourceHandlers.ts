@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { ResourceRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
-import type { DriverResult, ResourceCall } from '../../drivers/Driver.ts';
+import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall } from '../../drivers/Driver.ts';
 import { hasWaitingLeases } from '../sql/freeSlot.ts';
 import { takeSlot } from '../sql/takeSlot.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
@@ -94,6 +94,81 @@ const slotFreed = (resource: ResourceRow): FollowUp => ({
 async function offerFreeSlot(trx: Db, resource: ResourceRow, usedSlots: number): Promise<FollowUp[]> {
   if (usedSlots >= resource.capacity) return [];
   return (await blueprintHasWaiters(trx, resource.blueprint_id)) ? [slotFreed(resource)] : [];
+}
+
+/** A check's answer; `unchecked` when the driver has no check (its resources are trusted as made). */
+type Health = CheckAnswer | { readonly health: 'unchecked' };
+
+/**
+ * Asks the driver about the resource. A check whose program or output is
+ * broken (a permanent driver failure) says the resource cannot be vouched
+ * for: unhealthy, with that message, rather than the broken resource every
+ * other permanent failure makes. A transient failure is retried, as any
+ * driver call's.
+ */
+async function askDriver(ctx: Ctx): Promise<Health> {
+  const driver = ctx.driver();
+  if (!driver.checkResource) return { health: 'unchecked' };
+  try {
+    const answer = await driver.checkResource(resourceCall(ctx));
+    return { health: answer.health ?? 'healthy', ...(answer.message ? { message: answer.message } : {}) };
+  } catch (error) {
+    if (error instanceof PermanentDriverError) return { health: 'unhealthy', message: `the check failed: ${error.message}` };
+    throw error;
+  }
+}
+
+/**
+ * What a check's answer does to the resource. Its health is recorded on the
+ * row, with an event only when the answer differs from the last one, so a
+ * resource checked healthy every minute adds nothing but its checked_at.
+ * Unhealthy quarantines it (its leases carry on); gone breaks it, tells each
+ * lease on it (each is broken with the reason) and destroys it, and the
+ * blueprint then counts it out and serves its line from the room that
+ * makes. `repairing`: a healthy answer puts a quarantined resource back in
+ * service; a plain check leaves that to an operator.
+ */
+async function decideHealth(trx: Db, ctx: Ctx, answer: Health, repairing: boolean) {
+  const resource = ctx.object;
+  if (answer.health === 'unchecked') return done<'resource'>('the driver has no check: nothing to ask');
+  const message = answer.message ?? null;
+  const said = `${answer.health}${message ? `: ${message}` : ''}`;
+  const changed = resource.health !== answer.health || resource.health_message !== message;
+  // The worker's clock, as idle_since: a check interval is minutes, clock skew is not.
+  const set = { health: answer.health, health_message: message, checked_at: new Date() };
+  const events = changed ? [{ type: 'health', message: said, data: { health: answer.health, message } }] : [];
+  if (answer.health === 'gone') {
+    const holders = await trx.selectFrom('resource_slots').select('lease_id').where('resource_id', '=', resource.id).orderBy('lease_id').execute();
+    return done<'resource'>(`${said}; broken${holders.length ? `, and its ${holders.length} lease(s) with it` : ''}`, {
+      to: 'broken',
+      set: { ...set, message: said },
+      events,
+      followUps: [
+        ...holders.map(
+          (h): FollowUp => ({
+            target: { kind: 'lease', id: h.lease_id },
+            kind: 'resource_gone',
+            payload: { resourceId: resource.id, reason: said },
+            reason: `resource ${resource.id} is gone`,
+          }),
+        ),
+        destroySelf(resource, 'gone'),
+      ],
+    });
+  }
+  if (answer.health === 'unhealthy') {
+    if (resource.state === 'quarantined') return (repairing ? failed<'resource'> : done<'resource'>)(`still ${said}`, { set, events });
+    return done<'resource'>(`${said}; quarantined: it takes no new leases`, { to: 'quarantined', set: { ...set, message: said }, events });
+  }
+  if (resource.state === 'quarantined' && repairing) {
+    return done<'resource'>('healthy: repaired, back in service', {
+      to: 'active',
+      set: { ...set, message: null, idle_since: idleFrom(resource.used_slots) },
+      events,
+      followUps: await offerFreeSlot(trx, resource, resource.used_slots),
+    });
+  }
+  return done<'resource'>(resource.state === 'quarantined' ? 'healthy (quarantined until repaired)' : 'healthy', { set, events });
 }
 
 /**
@@ -272,6 +347,18 @@ export const RESOURCE_HANDLERS = {
         followUps: await offerFreeSlot(trx, resource, resource.used_slots),
       });
     },
+  },
+
+  check: {
+    readsInTransaction: true,
+    effect: askDriver,
+    decide: (trx: Db, ctx: Ctx, answer: Health) => decideHealth(trx, ctx, answer, false),
+  },
+
+  repair: {
+    readsInTransaction: true,
+    effect: askDriver,
+    decide: (trx: Db, ctx: Ctx, answer: Health) => decideHealth(trx, ctx, answer, true),
   },
 
   destroy: {

@@ -1,0 +1,42 @@
+import { type Kysely, sql } from 'kysely';
+
+/**
+ * Resources that stay healthy (src/domain/lifecycle.ts, docs/operations.md):
+ *
+ * - two new resource states: `maintenance` (an operator's `drain` took it
+ *   out of service) and `quarantined` (a check found it unhealthy); neither
+ *   takes new leases, the leases on it carry on. The state's check
+ *   constraint is the only part of the schema that lists states.
+ * - the observe loop's record on the resource row: the last answer of its
+ *   driver's check (`health`, with `health_message`) and when it was given
+ *   (`checked_at`). A check that answers as the one before changes only
+ *   `checked_at`, so a healthy resource checked every minute is one row.
+ * - a blueprint's `check_interval_ms`: how often the collector asks each of
+ *   its resources to be checked (null: never).
+ *
+ * Expand only: a worker of the release before never writes the new states or
+ * columns (but see docs/upgrades.md on draining during a roll).
+ */
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await sql`
+    alter table resources drop constraint resources_state_check;
+    alter table resources add constraint resources_state_check
+      check (state in ('pending', 'active', 'maintenance', 'quarantined', 'released', 'broken', 'destroyed'));
+    alter table resources
+      add column health text check (health in ('healthy', 'unhealthy', 'gone')),
+      add column health_message text,
+      add column checked_at timestamptz;
+    alter table blueprints add column check_interval_ms bigint check (check_interval_ms > 0);
+  `.execute(db);
+}
+
+/** Fails while a resource is in maintenance or quarantined: undrain, repair or release those first. */
+export async function down(db: Kysely<unknown>): Promise<void> {
+  await sql`
+    alter table blueprints drop column check_interval_ms;
+    alter table resources drop column health, drop column health_message, drop column checked_at;
+    alter table resources drop constraint resources_state_check;
+    alter table resources add constraint resources_state_check
+      check (state in ('pending', 'active', 'released', 'broken', 'destroyed'));
+  `.execute(db);
+}

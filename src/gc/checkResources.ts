@@ -1,0 +1,37 @@
+import { sql } from 'kysely';
+import { statesAccepting } from '../domain/lifecycle.ts';
+import type { GcPass, StepReport } from './GcPass.ts';
+
+/**
+ * The observe loop: a reconciler does not trust what it made once, it looks
+ * again. For each blueprint with a check interval, each resource that can
+ * be checked and was last checked longer ago than the interval (or never)
+ * is asked to `check`; its own drain calls the driver and decides (a check
+ * is a command like any other, so it is ordered with the resource's grants
+ * and releases, and one resource is checked by one worker at a time).
+ * Longest unchecked first; a resource with a check on its way is left alone.
+ */
+export async function checkResources(pass: GcPass): Promise<StepReport> {
+  const { rows } = await sql<{ id: number; checked_at: Date | null; check_interval_ms: number }>`
+    select r.id, r.checked_at, b.check_interval_ms
+    from blueprints b
+    join resources r on r.blueprint_id = b.id
+    where b.check_interval_ms is not null
+      and r.state = any(${statesAccepting('resource', 'check')}::text[])
+      and (r.checked_at is null or r.checked_at <= now() - make_interval(secs => b.check_interval_ms / 1000.0))
+      and not exists (
+        select 1 from commands c
+        where c.target_kind = 'resource' and c.target_id = r.id and c.kind = 'check' and c.status in ('queued', 'running'))
+    order by r.checked_at nulls first, r.id
+    limit ${pass.settings.batchSize}
+  `.execute(pass.db);
+  const actions = [];
+  for (const resource of rows) {
+    if (pass.outOfTime) break;
+    const reason = resource.checked_at ? `last checked ${resource.checked_at.toISOString()}` : 'never checked';
+    actions.push(
+      await pass.request({ kind: 'resource', id: resource.id }, 'check', `${reason}; checked every ${resource.check_interval_ms / 1000} s`),
+    );
+  }
+  return { found: rows.length, actions, truncated: rows.length >= pass.settings.batchSize || actions.length < rows.length };
+}

@@ -1,0 +1,168 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { expect, test } from 'vitest';
+import { withTransaction } from '../../src/db/withTransaction.ts';
+import { createBlueprint } from '../../src/objects/createBlueprint.ts';
+import { createLease } from '../../src/objects/createLease.ts';
+import { updateBlueprint } from '../../src/objects/updateBlueprint.ts';
+import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { commandsOf } from '../helpers/objectHistory.ts';
+import { handDrainSuite } from './support/handDrain.ts';
+
+// The observe loop (the collector asks each resource of a blueprint with a
+// check interval to `check`), what a check's answer does (gone breaks the
+// resource and its leases and the blueprint makes another; unhealthy
+// quarantines it until repaired), and that a healthy resource checked over
+// and over records one health event. Drain and collector run by hand.
+const operator = { issuedBy: 'alice@host', source: 'cli', reason: 'looking' } as const;
+const { db, hand } = handDrainSuite();
+
+const resourceOf = (id: number) => db().selectFrom('resources').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const leaseOf = (id: number) => db().selectFrom('leases').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const ask = (kind: string, id: number, payload?: unknown) =>
+  appendCommand(db(), { target: { kind: 'resource', id }, kind, actor: operator, payload });
+const healthEvents = async (id: number) =>
+  (
+    await db()
+      .selectFrom('events')
+      .select('message')
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', id)
+      .where('type', '=', 'health')
+      .orderBy('id')
+      .execute()
+  ).map((e) => e.message);
+
+async function activeLease(blueprint: string, holder: string): Promise<{ leaseId: number; resourceId: number }> {
+  const { lease } = await createLease(db(), { blueprint, holder }, operator);
+  await hand.all();
+  const row = await leaseOf(lease.id);
+  expect(row.state).toBe('active');
+  return { leaseId: lease.id, resourceId: row.resource_id! };
+}
+
+test('the collector asks for checks only on blueprints with an interval, and not twice while one is on its way', async () => {
+  await createBlueprint(db(), { name: 'watched', driver: 'simulated', maxResources: 2, checkIntervalMs: 60_000 }, operator);
+  await createBlueprint(db(), { name: 'trusted', driver: 'simulated', maxResources: 2 }, operator);
+  const watched = await activeLease('watched', 'w');
+  const trusted = await activeLease('trusted', 't');
+
+  const first = await hand.pass();
+  const asked = (first.steps.checkResources?.actions ?? []).map((a) => a.target);
+  expect(asked).toContain(`resource:${watched.resourceId}`);
+  expect(asked).not.toContain(`resource:${trusted.resourceId}`);
+  expect((await hand.pass()).steps.checkResources?.actions.map((a) => a.target)).not.toContain(`resource:${watched.resourceId}`);
+
+  // Checked: healthy, recorded once; not due again within the interval.
+  await hand.all();
+  expect(await resourceOf(watched.resourceId)).toMatchObject({ state: 'active', health: 'healthy', health_message: null });
+  expect((await resourceOf(watched.resourceId)).checked_at).not.toBeNull();
+  expect((await hand.pass()).steps.checkResources?.actions.map((a) => a.target)).not.toContain(`resource:${watched.resourceId}`);
+
+  // Asked again and again, a healthy resource adds no event, only a newer checked_at.
+  const before = (await resourceOf(watched.resourceId)).checked_at!;
+  for (let i = 0; i < 3; i++) {
+    await ask('check', watched.resourceId);
+    await hand.all();
+  }
+  expect(await healthEvents(watched.resourceId)).toEqual(['healthy']);
+  expect((await resourceOf(watched.resourceId)).checked_at!.getTime()).toBeGreaterThan(before.getTime());
+});
+
+test('a resource whose directory vanished under an active lease is found gone: the lease is broken with the reason, and the blueprint makes another', async () => {
+  const root = await mkdtemp(path.join(tmpdir(), 'slipway-health-'));
+  try {
+    const bp = await createBlueprint(
+      db(),
+      { name: 'dirs', driver: 'directory', maxResources: 1, leasesPerResource: 2, settings: { root } },
+      operator,
+    );
+    const { leaseId, resourceId } = await activeLease('dirs', 'holder');
+    await rm(path.join(root, 'dirs', `resource-${resourceId}`), { recursive: true });
+
+    await ask('check', resourceId);
+    await hand.all();
+    const resource = await resourceOf(resourceId);
+    expect(resource).toMatchObject({ state: 'destroyed', health: 'gone' });
+    expect(resource.health_message).toMatch(/resource-\d+ does not exist$/);
+    const lease = await leaseOf(leaseId);
+    expect(lease.state).toBe('destroyed');
+    expect(lease.message).toMatch(new RegExp(`^resource ${resourceId} is gone: gone: .*resource-${resourceId} does not exist$`));
+    // Its slot was given back and nothing was granted on it after the check.
+    expect(await db().selectFrom('resource_slots').select('lease_id').where('resource_id', '=', resourceId).execute()).toEqual([]);
+    const granted = await db()
+      .selectFrom('events')
+      .select('id')
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', resourceId)
+      .where('type', '=', 'slot_granted')
+      .execute();
+    expect(granted).toHaveLength(1);
+
+    // The blueprint counted it out: a new lease gets a new resource.
+    expect((await db().selectFrom('blueprints').select('live_resources').where('id', '=', bp.id).executeTakeFirstOrThrow()).live_resources).toBe(0);
+    const next = await activeLease('dirs', 'next');
+    expect(next.resourceId).not.toBe(resourceId);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+test('an unhealthy resource is quarantined: its lease carries on, nothing new lands on it, and repair puts it back once it is healthy', async () => {
+  await createBlueprint(db(), { name: 'flaky', driver: 'simulated', maxResources: 1, leasesPerResource: 2 }, operator);
+  const bp = await db().selectFrom('blueprints').select('id').where('name', '=', 'flaky').executeTakeFirstOrThrow();
+  const { leaseId, resourceId } = await activeLease('flaky', 'first');
+  const settingsWith = async (checks: Record<string, unknown>) => {
+    await appendCommand(db(), {
+      target: { kind: 'blueprint', id: bp.id },
+      kind: 'update_settings',
+      payload: { settings: { checks } },
+      actor: operator,
+    });
+    await hand.all();
+  };
+  await settingsWith({ unhealthy: [resourceId] });
+
+  await ask('check', resourceId);
+  await hand.all();
+  expect(await resourceOf(resourceId)).toMatchObject({
+    state: 'quarantined',
+    health: 'unhealthy',
+    message: `unhealthy: simulated: resource ${resourceId} is unhealthy`,
+  });
+  expect((await leaseOf(leaseId)).state).toBe('active');
+
+  // A new lease waits: the one resource is quarantined and the blueprint may make no other.
+  const { lease: waiting } = await createLease(db(), { blueprint: 'flaky', holder: 'second' }, operator);
+  await hand.all();
+  expect((await leaseOf(waiting.id)).state).toBe('pending');
+
+  // Still unhealthy: the repair fails and it stays quarantined.
+  const stillBad = await ask('repair', resourceId);
+  await hand.all();
+  const repair = (await commandsOf(db(), 'resource', resourceId)).find((c) => c.id === stillBad.command.id)!;
+  expect(repair).toMatchObject({ status: 'failed', message: `still unhealthy: simulated: resource ${resourceId} is unhealthy` });
+  expect((await resourceOf(resourceId)).state).toBe('quarantined');
+
+  // Healthy again: a plain check leaves it quarantined, a repair puts it back and the waiting lease gets its slot.
+  await settingsWith({});
+  await ask('check', resourceId);
+  await hand.all();
+  expect(await resourceOf(resourceId)).toMatchObject({ state: 'quarantined', health: 'healthy' });
+  await ask('repair', resourceId);
+  await hand.all();
+  expect(await resourceOf(resourceId)).toMatchObject({ state: 'active', health: 'healthy', message: null, used_slots: 2 });
+  expect((await leaseOf(waiting.id)).state).toBe('active');
+  expect(await healthEvents(resourceId)).toEqual([`unhealthy: simulated: resource ${resourceId} is unhealthy`, 'healthy']);
+});
+
+test('check intervals are set at creation and changed or turned off with the limits', async () => {
+  const created = await createBlueprint(db(), { name: 'interval', driver: 'simulated', maxResources: 1, checkIntervalMs: 30_000 }, operator);
+  expect(created.check_interval_ms).toBe(30_000);
+  const changed = await withTransaction(db(), (trx) => updateBlueprint(trx, 'interval', { checkIntervalMs: null }, operator));
+  expect(changed.check_interval_ms).toBeNull();
+  await expect(createBlueprint(db(), { name: 'too-often', driver: 'simulated', maxResources: 1, checkIntervalMs: 10 }, operator)).rejects.toThrow(
+    /checkIntervalMs: expected at least 1 s/,
+  );
+});
