@@ -13,6 +13,12 @@ import { type Kysely, sql } from 'kysely';
  *   `checked_at`, so a healthy resource checked every minute is one row.
  * - a blueprint's `check_interval_ms`: how often the collector asks each of
  *   its resources to be checked (null: never).
+ * - cleaning between leases: a blueprint that asks for it
+ *   (`clean_between_leases`) has each slot a lease gives back cleaned by its
+ *   driver before another lease may have it, and quarantines a resource
+ *   whose cleaning failed `clean_attempts` times in a row. A slot waiting to
+ *   be cleaned is a row of `resource_slots` with no lease: taken, so nobody
+ *   is granted it, and counted in the resource's used slots.
  *
  * Expand only: a worker of the release before never writes the new states or
  * columns (but see docs/upgrades.md on draining during a roll).
@@ -26,14 +32,20 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       add column health text check (health in ('healthy', 'unhealthy', 'gone')),
       add column health_message text,
       add column checked_at timestamptz;
-    alter table blueprints add column check_interval_ms bigint check (check_interval_ms > 0);
+    alter table blueprints
+      add column check_interval_ms bigint check (check_interval_ms > 0),
+      add column clean_between_leases boolean not null default false,
+      add column clean_attempts int not null default 3 check (clean_attempts between 1 and 100);
+    alter table resource_slots alter column lease_id drop not null;
   `.execute(db);
 }
 
 /** Fails while a resource is in maintenance or quarantined: undrain, repair or release those first. */
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
-    alter table blueprints drop column check_interval_ms;
+    delete from resource_slots where lease_id is null;
+    alter table resource_slots alter column lease_id set not null;
+    alter table blueprints drop column check_interval_ms, drop column clean_between_leases, drop column clean_attempts;
     alter table resources drop column health, drop column health_message, drop column checked_at;
     alter table resources drop constraint resources_state_check;
     alter table resources add constraint resources_state_check

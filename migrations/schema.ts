@@ -31,6 +31,10 @@ export interface BlueprintsTable {
   idle_timeout_ms: number | null;
   /** How often the collector asks each resource to be checked (null: never). */
   check_interval_ms: Generated<number | null>;
+  /** Each slot a lease gives back is cleaned by the driver before another lease may have it. */
+  clean_between_leases: Generated<boolean>;
+  /** Failed cleanings in a row that quarantine a resource. */
+  clean_attempts: Generated<number>;
   version: Generated<number>;
   created_at: TimestampDefault;
   updated_at: TimestampDefault;
@@ -76,7 +80,8 @@ export interface LeasesTable {
 export interface ResourceSlotsTable {
   resource_id: number;
   slot: number;
-  lease_id: number;
+  /** null: the slot waits to be cleaned (taken, so nobody is granted it). */
+  lease_id: number | null;
   granted_at: TimestampDefault;
 }
 

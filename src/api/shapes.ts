@@ -60,6 +60,8 @@ export const BlueprintSchema = z
     minResources: z.number().int().meta({ description: 'the warm minimum the collector keeps ready' }),
     idleTimeoutMs: z.number().int().nullable(),
     checkIntervalMs: z.number().int().nullable().meta({ description: 'how often each resource is checked by its driver (null: never)' }),
+    cleanBetweenLeases: z.boolean().meta({ description: 'each slot a lease gives back is cleaned by the driver before another lease may have it' }),
+    cleanAttempts: z.number().int().meta({ description: 'failed cleanings in a row that quarantine a resource' }),
     version: z.number().int(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
@@ -80,6 +82,8 @@ export function blueprintOf(row: BlueprintRow): Blueprint {
     minResources: row.min_resources,
     idleTimeoutMs: row.idle_timeout_ms,
     checkIntervalMs: row.check_interval_ms,
+    cleanBetweenLeases: row.clean_between_leases,
+    cleanAttempts: row.clean_attempts,
     version: row.version,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
@@ -147,6 +151,7 @@ export function resourceOf(row: ResourceView): Resource {
 
 export const ResourceDetailSchema = ResourceSchema.extend({
   slots: z.array(z.object({ slot: z.number().int(), leaseId: Id, holder: z.string(), grantedAt: Timestamp })),
+  cleaningSlots: z.array(z.number().int()).meta({ description: 'slots given back and waiting to be cleaned before another lease may have them' }),
 }).meta({ id: 'ResourceDetail', description: 'a resource with the leases holding its slots' });
 export type ResourceDetailShape = z.infer<typeof ResourceDetailSchema>;
 
@@ -154,6 +159,7 @@ export function resourceDetailOf(detail: ResourceDetail): ResourceDetailShape {
   return {
     ...resourceOf(detail),
     slots: detail.slots.map((s) => ({ slot: s.slot, leaseId: s.lease_id, holder: s.holder, grantedAt: iso(s.granted_at) })),
+    cleaningSlots: [...detail.cleaning],
   };
 }
 

@@ -50,6 +50,9 @@ export const Duration = z
       .max(366 * UNIT_MS.d, 'expected at most 366 days'),
   );
 
+/** `on` or `off`. */
+export const OnOff = z.enum(['on', 'off'], { error: 'expected on or off' }).transform((value) => value === 'on');
+
 /** A duration, or `off` (null). */
 export const DurationOrOff = z.union([z.literal('off').transform(() => null), Duration]);
 

@@ -115,6 +115,11 @@ const resourceKinds = {
   activate: { versions: [none], internal: true, goal: 'active', summary: 'make the resource usable' },
   acquire: { versions: [leaseRef], internal: true, summary: 'a lease asks for a slot' },
   release_slot: { versions: [leaseRef], internal: true, summary: 'a lease gives its slot back' },
+  clean_slot: {
+    versions: [z.object({ slot: z.number().int().min(0) }).strict()],
+    internal: true,
+    summary: 'clean a slot a lease gave back before another lease may have it (blueprints that clean between leases)',
+  },
   release: {
     versions: [none],
     internal: false,

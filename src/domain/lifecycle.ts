@@ -66,7 +66,7 @@ const resource = {
   },
   active: {
     next: ['maintenance', 'quarantined', 'released', 'broken'],
-    accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire', 'drain', 'check'],
+    accepts: ['acquire', 'release_slot', 'clean_slot', 'release', 'reclaim', 'retire', 'drain', 'check'],
     tone: 'good',
   },
   // Taken out of service by an operator: acquires are refused (the leases
@@ -75,7 +75,7 @@ const resource = {
   // The collector reclaims none of it; it still checks it.
   maintenance: {
     next: ['active', 'quarantined', 'released', 'broken'],
-    accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire', 'undrain', 'check'],
+    accepts: ['acquire', 'release_slot', 'clean_slot', 'release', 'reclaim', 'retire', 'undrain', 'check'],
     tone: 'quiet',
   },
   // A check found it unhealthy: like maintenance, no new lease lands on it
@@ -84,7 +84,7 @@ const resource = {
   // alone does not: somebody should look at what went wrong.
   quarantined: {
     next: ['active', 'released', 'broken'],
-    accepts: ['acquire', 'release_slot', 'release', 'reclaim', 'retire', 'repair', 'check'],
+    accepts: ['acquire', 'release_slot', 'clean_slot', 'release', 'reclaim', 'retire', 'repair', 'check'],
     tone: 'bad',
   },
   released: { next: ['destroyed', 'broken'], accepts: ['destroy', 'acquire', 'release_slot'], tone: 'quiet' },

@@ -1,7 +1,7 @@
 import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { type Driver, type DriverFactory, type LeaseCall, PermanentDriverError, type ResourceCall } from './Driver.ts';
+import { type Driver, type DriverFactory, type LeaseCall, PermanentDriverError, type ResourceCall, type SlotCall } from './Driver.ts';
 
 const Settings = z
   .object({
@@ -30,7 +30,7 @@ export const DirectoryDriver: DriverFactory<Settings> = {
       if (!dir.startsWith(root + path.sep)) throw new PermanentDriverError(`refusing to use ${dir} outside ${root}`);
       return dir;
     };
-    const slotDir = (call: LeaseCall) => path.join(resourceDir(call), `slot-${call.slot}`);
+    const slotDir = (call: LeaseCall | SlotCall) => path.join(resourceDir(call), `slot-${call.slot}`);
 
     const driver: Driver = {
       async allocateResource(call) {
@@ -62,6 +62,12 @@ export const DirectoryDriver: DriverFactory<Settings> = {
       async releaseLease(call) {
         // The lease's files go with its slot directory; the next lease on this
         // slot starts from an empty one.
+        await rm(slotDir(call), { recursive: true, force: true });
+        return {};
+      },
+      // Whatever the last lease left goes (its release already removes the
+      // slot's directory; cleaning makes sure, for files written after it).
+      async cleanSlot(call) {
         await rm(slotDir(call), { recursive: true, force: true });
         return {};
       },

@@ -31,6 +31,13 @@ export interface Driver {
    * asked, and its resources are trusted as made.
    */
   checkResource?(call: ResourceCall): Promise<CheckResult>;
+  /**
+   * Optional: makes a slot fit for the next lease (a blueprint with
+   * cleanBetweenLeases calls it for each slot a lease gave back, before the
+   * slot may be granted again). Keyed and repeated like every call, so it
+   * must be idempotent.
+   */
+  cleanSlot?(call: SlotCall): Promise<DriverResult>;
 }
 
 export interface DriverCall {
@@ -42,6 +49,10 @@ export interface DriverCall {
 
 export interface ResourceCall extends DriverCall {
   readonly resource: { readonly id: number; readonly capacity: number; readonly attributes: Record<string, unknown> };
+}
+
+export interface SlotCall extends ResourceCall {
+  readonly slot: number;
 }
 
 export interface LeaseCall extends DriverCall {
@@ -91,6 +102,7 @@ export const DRIVER_OPERATIONS = [
   'activateLease',
   'releaseLease',
   'checkResource',
+  'cleanSlot',
 ] as const satisfies readonly DriverOperation[];
 
 export class TransientDriverError extends Error {

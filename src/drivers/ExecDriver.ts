@@ -112,6 +112,7 @@ export const ExecDriver: DriverFactory<Settings> = {
       // Checked only where a probe program is configured: without one, the
       // blueprint's resources are trusted as made. Exit 0 with nothing on
       // stdout is healthy; {"health": "gone"} or "unhealthy" says otherwise.
+      ...(settings.commands.cleanSlot ? { cleanSlot: run('cleanSlot') } : {}),
       ...(settings.commands.checkResource ? { checkResource: run('checkResource') as Driver['checkResource'] } : {}),
     } satisfies Driver;
   },

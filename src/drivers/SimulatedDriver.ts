@@ -94,6 +94,7 @@ export const SimulatedDriver: DriverFactory<Settings> = {
       acquireLease: (call) => perform('acquireLease', call.lease.id, call),
       activateLease: (call) => perform('activateLease', call.lease.id, call),
       releaseLease: (call) => perform('releaseLease', call.lease.id, call),
+      cleanSlot: (call) => perform('cleanSlot', call.resource.id, call),
       async checkResource(call) {
         await perform('checkResource', call.resource.id, call);
         const { gone, unhealthy, goneRate, unhealthyRate } = settings.checks;

@@ -31,7 +31,7 @@ export function validatingDriver(driver: Driver, beforeCall: () => Promise<void>
       );
     };
   const step = <A>(operation: keyof Driver, call: (arg: A) => Promise<DriverResult>) => check<A, DriverResult>(operation, DriverResultSchema, call);
-  const { checkResource } = driver;
+  const { checkResource, cleanSlot } = driver;
   return {
     allocateResource: step('allocateResource', (a) => driver.allocateResource(a)),
     activateResource: step('activateResource', (a) => driver.activateResource(a)),
@@ -39,6 +39,7 @@ export function validatingDriver(driver: Driver, beforeCall: () => Promise<void>
     acquireLease: step('acquireLease', (a) => driver.acquireLease(a)),
     activateLease: step('activateLease', (a) => driver.activateLease(a)),
     releaseLease: step('releaseLease', (a) => driver.releaseLease(a)),
+    ...(cleanSlot ? { cleanSlot: step<Parameters<typeof cleanSlot>[0]>('cleanSlot', (a) => cleanSlot.call(driver, a)) } : {}),
     ...(checkResource
       ? {
           checkResource: check<Parameters<typeof checkResource>[0], CheckAnswer>('checkResource', CheckResultSchema, (a) =>

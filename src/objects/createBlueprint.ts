@@ -30,6 +30,10 @@ export const BlueprintInputSchema = z
       .min(1000, 'expected at least 1 s')
       .max(366 * 24 * 3600 * 1000)
       .optional(),
+    /** Each slot a lease gives back is cleaned by the driver before another lease may have it. */
+    cleanBetweenLeases: z.boolean().default(false),
+    /** Failed cleanings in a row that quarantine a resource. */
+    cleanAttempts: z.number().int().min(1).max(100).default(3),
   })
   .strict()
   .refine((b) => b.minResources <= b.maxResources, {
@@ -47,7 +51,8 @@ export async function createBlueprint(db: Db, input: BlueprintInput, actor: Acto
 export async function createBlueprintInTransaction(trx: Db, input: BlueprintInput, actor: Actor): Promise<BlueprintRow> {
   const parsed = BlueprintInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid blueprint: ${describeZodIssues(parsed.error.issues)}`);
-  const { name, driver, maxResources, leasesPerResource, minResources, idleTimeoutMs, checkIntervalMs } = parsed.data;
+  const { name, driver, maxResources, leasesPerResource, minResources, idleTimeoutMs, checkIntervalMs, cleanBetweenLeases, cleanAttempts } =
+    parsed.data;
   // Stored as given, not with the driver's defaults filled in: a default is
   // the code's, applied by each worker as it makes the driver (registry.ts).
   // So a setting a new release adds, with a default, never reaches the
@@ -66,6 +71,8 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
       min_resources: minResources,
       idle_timeout_ms: idleTimeoutMs ?? null,
       check_interval_ms: checkIntervalMs ?? null,
+      clean_between_leases: cleanBetweenLeases,
+      clean_attempts: cleanAttempts,
     })
     .onConflict((oc) => oc.column('name').doNothing())
     .returningAll()

@@ -12,8 +12,9 @@ import { BlueprintInputSchema } from './createBlueprint.ts';
 import { recordEvent } from './recordEvent.ts';
 
 /**
- * What may change on a blueprint directly: its limits and how often its
- * resources are checked (`checkIntervalMs`, null for never). A new
+ * What may change on a blueprint directly: its limits, how often its
+ * resources are checked (`checkIntervalMs`, null for never) and whether
+ * slots are cleaned between leases (from the next slot given back on). A new
  * `leasesPerResource` applies to resources made from then on; a lower
  * `maxResources` stops new resources until the count is below it. Every
  * change (and every enable or disable) queues `serve_waiters`, so room it
@@ -24,13 +25,15 @@ import { recordEvent } from './recordEvent.ts';
  * the blueprint's own queue (`update_settings`), whose drain reconciles the
  * resources with them. The key is named here only to say so.
  */
-const { maxResources, leasesPerResource, checkIntervalMs } = BlueprintInputSchema.shape;
+const { maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts } = BlueprintInputSchema.shape;
 export const BlueprintChangesSchema = z
   .object({
     // Without the defaults creation fills in: a field left out stays as it is.
     maxResources: maxResources.optional(),
     leasesPerResource: leasesPerResource.unwrap().optional(),
     checkIntervalMs: checkIntervalMs.unwrap().nullable().optional(),
+    cleanBetweenLeases: cleanBetweenLeases.unwrap().optional(),
+    cleanAttempts: cleanAttempts.unwrap().optional(),
     settings: z
       .undefined({
         error:
@@ -39,11 +42,20 @@ export const BlueprintChangesSchema = z
       .optional(),
   })
   .strict()
-  .refine((changes) => Object.keys(changes).length > 0, 'name at least one of maxResources, leasesPerResource, checkIntervalMs');
+  .refine(
+    (changes) => Object.keys(changes).length > 0,
+    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts',
+  );
 export type BlueprintChanges = z.input<typeof BlueprintChangesSchema>;
 
 /** The column each changeable field is stored in. */
-const COLUMNS = { maxResources: 'max_resources', leasesPerResource: 'leases_per_resource', checkIntervalMs: 'check_interval_ms' } as const;
+const COLUMNS = {
+  maxResources: 'max_resources',
+  leasesPerResource: 'leases_per_resource',
+  checkIntervalMs: 'check_interval_ms',
+  cleanBetweenLeases: 'clean_between_leases',
+  cleanAttempts: 'clean_attempts',
+} as const;
 
 /**
  * Changes a blueprint's settings, in the caller's transaction, as the
@@ -54,7 +66,7 @@ export async function updateBlueprint(trx: Db, ref: BlueprintRef, changes: Bluep
   const parsed = BlueprintChangesSchema.safeParse(changes);
   if (!parsed.success) throw new InvalidInputError(`invalid blueprint changes: ${describeZodIssues(parsed.error.issues)}`);
   const blueprint = await lockedBlueprint(trx, ref);
-  const fields = Object.entries(parsed.data).filter(([, value]) => value !== undefined) as Array<[keyof typeof COLUMNS, number | null]>;
+  const fields = Object.entries(parsed.data).filter(([, value]) => value !== undefined) as Array<[keyof typeof COLUMNS, number | boolean | null]>;
   const change = `changed ${fields.map(([field, value]) => `${field} ${blueprint[COLUMNS[field]]} → ${value}`).join(', ')}`;
   const row = await writeBlueprint(trx, blueprint, Object.fromEntries(fields.map(([field, value]) => [COLUMNS[field], value])), actor, change);
   await recordEvent(trx, {

@@ -6,9 +6,10 @@ import { statesMatching } from './stateFilter.ts';
 
 export type ResourceView = ResourceRow & { readonly blueprint_name: string };
 
-/** A resource with the leases holding its slots. */
+/** A resource with the leases holding its slots, and the slots waiting to be cleaned. */
 export interface ResourceDetail extends ResourceView {
   readonly slots: ReadonlyArray<{ slot: number; lease_id: number; holder: string; granted_at: Date }>;
+  readonly cleaning: readonly number[];
 }
 
 export interface ResourceFilter {
@@ -33,8 +34,16 @@ export async function readResourceDetail(db: Db, id: number): Promise<ResourceDe
     .select(['resource_slots.slot', 'resource_slots.lease_id', 'leases.holder', 'resource_slots.granted_at'])
     .where('resource_slots.resource_id', '=', id)
     .orderBy('resource_slots.slot')
+    .$narrowType<{ lease_id: number }>()
     .execute();
-  return { ...row, slots };
+  const cleaning = await db
+    .selectFrom('resource_slots')
+    .select('slot')
+    .where('resource_id', '=', id)
+    .where('lease_id', 'is', null)
+    .orderBy('slot')
+    .execute();
+  return { ...row, slots, cleaning: cleaning.map((c) => c.slot) };
 }
 
 export function listResources(db: Db, filter: ResourceFilter, page: ListPage): Promise<Page<ResourceView>> {

@@ -94,7 +94,9 @@ test('blueprint limits, disable and enable change the blueprint as the API does,
   expect(limits).toMatchObject({ name: 'dirs', maxResources: 5, leasesPerResource: 2 });
   const none = await env.cli('blueprint', 'limits', 'dirs');
   expect(none.code).toBe(2);
-  expect(none.stderr).toBe('error: give --max-resources <n>, --leases-per-resource <n> or both\n');
+  expect(none.stderr).toBe(
+    'error: give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>\n',
+  );
 
   const disabled = await env.cli('blueprint', 'disable', 'dirs');
   expect(disabled.code).toBe(0);

@@ -166,3 +166,95 @@ test('check intervals are set at creation and changed or turned off with the lim
     /checkIntervalMs: expected at least 1 s/,
   );
 });
+
+test('with cleaning between leases, a slot is cleaned before it is granted again; failed cleanings quarantine the resource, and repair cleans it', async () => {
+  const bp = await createBlueprint(
+    db(),
+    { name: 'clean', driver: 'simulated', maxResources: 1, leasesPerResource: 1, cleanBetweenLeases: true, cleanAttempts: 2 },
+    operator,
+  );
+  const settingsWith = async (settings: Record<string, unknown>) => {
+    await appendCommand(db(), { target: { kind: 'blueprint', id: bp.id }, kind: 'update_settings', payload: { settings }, actor: operator });
+    await hand.all();
+  };
+  const first = await activeLease('clean', 'first');
+  const { lease: second } = await createLease(db(), { blueprint: 'clean', holder: 'second' }, operator);
+  await hand.all();
+  expect((await leaseOf(second.id)).state).toBe('pending');
+
+  // Released: the slot is cleaned, then granted to the waiting lease.
+  await appendCommand(db(), { target: { kind: 'lease', id: first.leaseId }, kind: 'release', actor: operator });
+  await hand.all();
+  expect((await leaseOf(second.id)).state).toBe('active');
+  const slotEvents = async () =>
+    (
+      await db()
+        .selectFrom('events')
+        .select(['type', 'message'])
+        .where('target_kind', '=', 'resource')
+        .where('target_id', '=', first.resourceId)
+        .where('type', 'in', ['slot_granted', 'slot_freed', 'slot_cleaned', 'cleaning_failed'])
+        .orderBy('id')
+        .execute()
+    ).map((e) => `${e.type}: ${e.message}`);
+  expect(await slotEvents()).toEqual([
+    `slot_granted: slot 0 to lease ${first.leaseId}`,
+    `slot_freed: slot 0 from lease ${first.leaseId}, to be cleaned`,
+    'slot_cleaned: slot 0',
+    `slot_granted: slot 0 to lease ${second.id}`,
+  ]);
+  const cleanings = await db()
+    .selectFrom('simulated_effects')
+    .select('calls')
+    .where('operation', '=', 'cleanSlot')
+    .where('object_id', '=', first.resourceId)
+    .execute();
+  expect(cleanings).toHaveLength(1);
+
+  // Cleaning fails: retried once after its backoff, then the resource is quarantined with the slot still dirty.
+  await settingsWith({ failOperations: ['cleanSlot'], transientFailureRate: 1 });
+  const { lease: third } = await createLease(db(), { blueprint: 'clean', holder: 'third' }, operator);
+  await appendCommand(db(), { target: { kind: 'lease', id: second.id }, kind: 'release', actor: operator });
+  await hand.all();
+  expect((await resourceOf(first.resourceId)).state).toBe('active');
+  await new Promise((resolve) => setTimeout(resolve, 700)); // the first retry's backoff (0.5 s)
+  await hand.all();
+  const quarantined = await resourceOf(first.resourceId);
+  expect(quarantined).toMatchObject({ state: 'quarantined', used_slots: 1 });
+  expect(quarantined.message).toMatch(/^cleaning slot 0 failed 2 time\(s\): simulated transient failure in cleanSlot$/);
+  expect((await leaseOf(third.id)).state).toBe('pending');
+  expect(await db().selectFrom('resource_slots').select(['slot', 'lease_id']).where('resource_id', '=', first.resourceId).execute()).toEqual([
+    { slot: 0, lease_id: null },
+  ]);
+
+  // Repaired once the driver cleans again: the slot is cleaned, the resource serves the waiting lease.
+  await settingsWith({});
+  await ask('repair', first.resourceId);
+  await hand.all();
+  expect(await resourceOf(first.resourceId)).toMatchObject({ state: 'active', used_slots: 1 });
+  expect((await leaseOf(third.id)).state).toBe('active');
+});
+
+test('a resource retired while a slot waits to be cleaned is destroyed: the slot is not cleaned for nobody', async () => {
+  const bp = await createBlueprint(
+    db(),
+    { name: 'going', driver: 'simulated', maxResources: 1, leasesPerResource: 2, cleanBetweenLeases: true, cleanAttempts: 5 },
+    operator,
+  );
+  await appendCommand(db(), {
+    target: { kind: 'blueprint', id: bp.id },
+    kind: 'update_settings',
+    payload: { settings: { failOperations: ['cleanSlot'], transientFailureRate: 1, transientRetryAfterMs: 60_000 } },
+    actor: operator,
+  });
+  await hand.all();
+  const { leaseId, resourceId } = await activeLease('going', 'only');
+  await appendCommand(db(), { target: { kind: 'lease', id: leaseId }, kind: 'release', actor: operator });
+  await hand.all();
+  expect(await db().selectFrom('resource_slots').select('lease_id').where('resource_id', '=', resourceId).execute()).toEqual([{ lease_id: null }]);
+
+  await ask('retire', resourceId);
+  await hand.all();
+  expect(await resourceOf(resourceId)).toMatchObject({ state: 'destroyed', used_slots: 0 });
+  expect(await db().selectFrom('resource_slots').select('slot').where('resource_id', '=', resourceId).execute()).toEqual([]);
+});

@@ -9,7 +9,7 @@ import { pageTable } from '../format.ts';
 import { later } from '../later.ts';
 import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } from '../options.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
-import { countBetween, DriverName, Duration, DurationOrOff, JsonObject, parseWith, Setting } from '../parsers.ts';
+import { countBetween, DriverName, Duration, DurationOrOff, JsonObject, OnOff, parseWith, Setting } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
 import { LocalTransport } from '../transport/LocalTransport.ts';
@@ -25,6 +25,8 @@ interface CreateOptions {
   readonly idleTimeout?: number;
   /** Milliseconds. */
   readonly checkInterval?: number;
+  readonly cleanBetweenLeases?: boolean;
+  readonly cleanAttempts?: number;
   readonly settings?: Record<string, unknown>;
   /** From repeated --setting key=value. */
   readonly setting?: Record<string, unknown>;
@@ -35,6 +37,8 @@ interface LimitsOptions {
   readonly leasesPerResource?: number;
   /** Milliseconds, or null: `off`. */
   readonly checkInterval?: number | null;
+  readonly cleanBetweenLeases?: boolean;
+  readonly cleanAttempts?: number;
 }
 
 interface UpdateOptions extends WaitOptions {
@@ -80,12 +84,15 @@ export function addBlueprintCommands(program: Command): void {
     .option('--min-resources <n>', 'warm minimum: active resources the collector keeps ready', parseWith(countBetween(0, 100_000)), 0)
     .option('--idle-timeout <duration>', 'reclaim idle resources beyond the minimum after this long, e.g. 15m', parseWith(Duration))
     .option('--check-interval <duration>', 'ask the driver this often whether each resource is still there and healthy, e.g. 5m', parseWith(Duration))
+    .option('--clean-between-leases', 'have the driver clean each slot a lease gives back before another lease may have it')
+    .option('--clean-attempts <n>', 'failed cleanings in a row that quarantine a resource', parseWith(countBetween(1, 100)), 3)
     .option('--settings <json>', 'driver settings as a JSON object', parseWith(JsonObject))
     .option('--setting <key=value>', 'one driver setting (repeatable; JSON values allowed; overrides --settings)', collectSetting)
     .action((options: CreateOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const settings = { ...options.settings, ...options.setting };
-        const { name, driver, maxResources, leasesPerResource, minResources, idleTimeout, checkInterval } = options;
+        const { name, driver, maxResources, leasesPerResource, minResources, idleTimeout, checkInterval, cleanBetweenLeases, cleanAttempts } =
+          options;
         const input = {
           name,
           driver,
@@ -95,6 +102,8 @@ export function addBlueprintCommands(program: Command): void {
           minResources,
           idleTimeoutMs: idleTimeout,
           checkIntervalMs: checkInterval,
+          cleanBetweenLeases: cleanBetweenLeases ?? false,
+          cleanAttempts,
         };
         const created = blueprintOf(await createBlueprint(db, input, cliActor()));
         out.result(created, (b) => `created ${renderBlueprint(b)}`);
@@ -139,13 +148,18 @@ export function addBlueprintCommands(program: Command): void {
     .option('--max-resources <n>', 'at most this many resources at once', parseWith(countBetween(1, 100_000)))
     .option('--leases-per-resource <n>', 'lease slots on each resource made from now on', parseWith(countBetween(1, 10_000)))
     .option('--check-interval <duration|off>', 'check each resource this often (e.g. 5m), or off', parseWith(DurationOrOff))
+    .option('--clean-between-leases <on|off>', 'clean each slot a lease gives back from now on, or stop', parseWith(OnOff))
+    .option('--clean-attempts <n>', 'failed cleanings in a row that quarantine a resource', parseWith(countBetween(1, 100)))
     .action((ref: BlueprintRef, options: LimitsOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const { BlueprintChangesSchema, updateBlueprint } = await blueprintChanges();
         const { checkInterval, ...limits } = options;
         const changes = BlueprintChangesSchema.safeParse({ ...limits, ...(checkInterval === undefined ? {} : { checkIntervalMs: checkInterval }) });
-        if (!changes.success)
-          throw new InvalidInputError('give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>');
+        if (!changes.success) {
+          throw new InvalidInputError(
+            'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>',
+          );
+        }
         const changed = blueprintOf(await withTransaction(db, (trx) => updateBlueprint(trx, ref, changes.data, cliActor())));
         out.result(changed, (b) => `changed ${renderBlueprint(b)}`);
       }),

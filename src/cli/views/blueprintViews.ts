@@ -26,6 +26,7 @@ export function renderBlueprint(blueprint: Blueprint): string {
     ['warm minimum', String(blueprint.minResources)],
     ['idle timeout', blueprint.idleTimeoutMs === null ? 'none (idle resources are kept)' : `${blueprint.idleTimeoutMs / 1000} s`],
     ['checks', blueprint.checkIntervalMs === null ? 'none (resources are trusted as made)' : `every ${blueprint.checkIntervalMs / 1000} s`],
+    ['cleaning', blueprint.cleanBetweenLeases ? `between leases; quarantined after ${blueprint.cleanAttempts} failure(s) in a row` : 'none'],
     ['leases/resource', String(blueprint.leasesPerResource)],
     ['created', formatTime(blueprint.createdAt)],
   ]);

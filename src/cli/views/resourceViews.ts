@@ -28,6 +28,9 @@ export function renderResourceDetail({ resource, ...history }: { resource: Resou
     ['created', formatTime(resource.createdAt)],
     ['updated', formatTime(resource.updatedAt)],
   ]);
-  const slots = resource.slots.map((s) => `slot ${s.slot}: lease ${s.leaseId} (${s.holder}) since ${formatTime(s.grantedAt)}`);
+  const slots = [
+    ...resource.slots.map((s) => `slot ${s.slot}: lease ${s.leaseId} (${s.holder}) since ${formatTime(s.grantedAt)}`),
+    ...resource.cleaningSlots.map((slot) => `slot ${slot}: waiting to be cleaned`),
+  ];
   return `${summary}\n\n${section('slots', slots)}\n\n${renderHistory(history)}`;
 }

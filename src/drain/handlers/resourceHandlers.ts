@@ -2,7 +2,9 @@ import { sql } from 'kysely';
 import type { ResourceRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
-import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall } from '../../drivers/Driver.ts';
+import { accepts } from '../../domain/lifecycle.ts';
+import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall, TransientDriverError } from '../../drivers/Driver.ts';
+import { backoffMs } from '../driverFailure.ts';
 import { hasWaitingLeases } from '../sql/freeSlot.ts';
 import { takeSlot } from '../sql/takeSlot.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
@@ -41,6 +43,36 @@ const deny = (resource: ResourceRow, leaseId: number, reason: string): FollowUp 
 const idleFrom = (usedSlots: number) => (usedSlots > 0 ? null : new Date());
 
 const destroySelf = (resource: ResourceRow, reason: string): FollowUp => ({ target: self(resource), kind: 'destroy', reason });
+
+/** The leases holding the resource's slots, by id. */
+const slotHolders = (trx: Db, resourceId: number) =>
+  trx
+    .selectFrom('resource_slots')
+    .select('lease_id')
+    .where('resource_id', '=', resourceId)
+    .where('lease_id', 'is not', null)
+    .orderBy('lease_id')
+    .$narrowType<{ lease_id: number }>()
+    .execute();
+
+/**
+ * Forgets the slots waiting to be cleaned (rows with no lease) of a resource
+ * that is going away: nobody will lease them again, so they are not
+ * cleaned, and they must not keep it from being destroyed once its leases
+ * have ended. Answers how many there were.
+ */
+async function dropDirtySlots(trx: Db, resourceId: number): Promise<number> {
+  const dropped = await trx.deleteFrom('resource_slots').where('resource_id', '=', resourceId).where('lease_id', 'is', null).executeTakeFirst();
+  return Number(dropped.numDeletedRows);
+}
+
+/** A lease's slot given back on a blueprint that cleans between leases: cleaned by the driver before it is free. */
+const cleanSlot = (resource: ResourceRow, slot: number, reason: string): FollowUp => ({
+  target: self(resource),
+  kind: 'clean_slot',
+  payload: { slot },
+  reason,
+});
 
 /**
  * Does the blueprint have leases waiting? Lock the blueprint's row FOR SHARE
@@ -96,6 +128,21 @@ async function offerFreeSlot(trx: Db, resource: ResourceRow, usedSlots: number):
   return (await blueprintHasWaiters(trx, resource.blueprint_id)) ? [slotFreed(resource)] : [];
 }
 
+/** What a cleaning came to: the driver's error is the decision's to weigh (a retry, or quarantine after too many). */
+type Cleaning = { readonly ok: true } | { readonly ok: false; readonly error: Error };
+
+/** Frees slots that were waiting to be cleaned; answers how many were. */
+async function freeCleanedSlots(trx: Db, resource: ResourceRow, slots: readonly number[]): Promise<number> {
+  if (slots.length === 0) return 0;
+  const freed = await trx
+    .deleteFrom('resource_slots')
+    .where('resource_id', '=', resource.id)
+    .where('slot', 'in', slots)
+    .where('lease_id', 'is', null)
+    .executeTakeFirst();
+  return Number(freed.numDeletedRows);
+}
+
 /** A check's answer; `unchecked` when the driver has no check (its resources are trusted as made). */
 type Health = CheckAnswer | { readonly health: 'unchecked' };
 
@@ -130,7 +177,11 @@ async function askDriver(ctx: Ctx): Promise<Health> {
  */
 async function decideHealth(trx: Db, ctx: Ctx, answer: Health, repairing: boolean) {
   const resource = ctx.object;
-  if (answer.health === 'unchecked') return done<'resource'>('the driver has no check: nothing to ask');
+  if (answer.health === 'unchecked') {
+    // Nothing to ask: a repair trusts the resource as made, a check has nothing to say.
+    if (!repairing) return done<'resource'>('the driver has no check: nothing to ask');
+    return backInService(trx, resource, {}, [], 'repaired (the driver has no check), back in service');
+  }
   const message = answer.message ?? null;
   const said = `${answer.health}${message ? `: ${message}` : ''}`;
   const changed = resource.health !== answer.health || resource.health_message !== message;
@@ -138,7 +189,7 @@ async function decideHealth(trx: Db, ctx: Ctx, answer: Health, repairing: boolea
   const set = { health: answer.health, health_message: message, checked_at: new Date() };
   const events = changed ? [{ type: 'health', message: said, data: { health: answer.health, message } }] : [];
   if (answer.health === 'gone') {
-    const holders = await trx.selectFrom('resource_slots').select('lease_id').where('resource_id', '=', resource.id).orderBy('lease_id').execute();
+    const holders = await slotHolders(trx, resource.id);
     return done<'resource'>(`${said}; broken${holders.length ? `, and its ${holders.length} lease(s) with it` : ''}`, {
       to: 'broken',
       set: { ...set, message: said },
@@ -160,15 +211,55 @@ async function decideHealth(trx: Db, ctx: Ctx, answer: Health, repairing: boolea
     if (resource.state === 'quarantined') return (repairing ? failed<'resource'> : done<'resource'>)(`still ${said}`, { set, events });
     return done<'resource'>(`${said}; quarantined: it takes no new leases`, { to: 'quarantined', set: { ...set, message: said }, events });
   }
-  if (resource.state === 'quarantined' && repairing) {
-    return done<'resource'>('healthy: repaired, back in service', {
-      to: 'active',
-      set: { ...set, message: null, idle_since: idleFrom(resource.used_slots) },
-      events,
-      followUps: await offerFreeSlot(trx, resource, resource.used_slots),
-    });
-  }
+  if (resource.state === 'quarantined' && repairing) return backInService(trx, resource, set, events, 'healthy: repaired, back in service');
   return done<'resource'>(resource.state === 'quarantined' ? 'healthy (quarantined until repaired)' : 'healthy', { set, events });
+}
+
+/** A quarantined resource repaired: active again, its free slots offered to the line. */
+async function backInService(
+  trx: Db,
+  resource: ResourceRow,
+  set: Partial<Pick<ResourceRow, 'health' | 'health_message' | 'checked_at'>>,
+  events: ReadonlyArray<{ type: string; message: string; data?: unknown }>,
+  message: string,
+) {
+  return done<'resource'>(message, {
+    to: 'active',
+    set: { ...set, message: null, used_slots: resource.used_slots, idle_since: idleFrom(resource.used_slots) },
+    events,
+    followUps: await offerFreeSlot(trx, resource, resource.used_slots),
+  });
+}
+
+/** A repair's work at the driver: the check, then (unless it found the resource unhealthy or gone) a cleaning of each slot still waiting for one. */
+interface Repairing {
+  readonly answer: Health;
+  readonly cleaned: readonly number[];
+  readonly failedCleaning?: { readonly slot: number; readonly message: string };
+}
+
+async function repairAtDriver(ctx: Ctx): Promise<Repairing> {
+  const answer = await askDriver(ctx);
+  if (answer.health === 'unhealthy' || answer.health === 'gone') return { answer, cleaned: [] };
+  // The resource's drain holds its lock while its effects run, and only it writes its slots.
+  const dirty = await ctx.db
+    .selectFrom('resource_slots')
+    .select('slot')
+    .where('resource_id', '=', ctx.object.id)
+    .where('lease_id', 'is', null)
+    .orderBy('slot')
+    .execute();
+  const driver = ctx.driver();
+  const cleaned: number[] = [];
+  for (const { slot } of dirty) {
+    try {
+      await driver.cleanSlot?.({ ...resourceCall(ctx), slot });
+    } catch (error) {
+      return { answer, cleaned, failedCleaning: { slot, message: (error as Error).message } };
+    }
+    cleaned.push(slot);
+  }
+  return { answer, cleaned };
 }
 
 /**
@@ -263,6 +354,23 @@ export const RESOURCE_HANDLERS = {
     async decide(trx: Db, ctx: CtxOf<'release_slot'>) {
       const resource = ctx.object;
       const { leaseId } = ctx.payload;
+      // On a blueprint that cleans between leases, the slot stays taken,
+      // with no lease, until it is cleaned; a resource going away (released,
+      // broken) is not cleaned for nobody.
+      if (ctx.blueprint.clean_between_leases && accepts('resource', resource.state, 'clean_slot')) {
+        const dirty = await trx
+          .updateTable('resource_slots')
+          .set({ lease_id: null })
+          .where('resource_id', '=', resource.id)
+          .where('lease_id', '=', leaseId)
+          .returning('slot')
+          .executeTakeFirst();
+        if (!dirty) return done<'resource'>(`lease ${leaseId} held no slot here`);
+        return done<'resource'>(`lease ${leaseId} gave back slot ${dirty.slot}; cleaning it`, {
+          events: [{ type: 'slot_freed', message: `slot ${dirty.slot} from lease ${leaseId}, to be cleaned`, data: { leaseId, slot: dirty.slot } }],
+          followUps: [cleanSlot(resource, dirty.slot, `lease ${leaseId} gave it back`)],
+        });
+      }
       const freed = await trx
         .deleteFrom('resource_slots')
         .where('resource_id', '=', resource.id)
@@ -288,7 +396,8 @@ export const RESOURCE_HANDLERS = {
       const resource = ctx.object;
       if (resource.state === 'broken')
         return done<'resource'>('broken: destroying it again', { followUps: [destroySelf(resource, 'release of a broken resource')] });
-      const holders = await trx.selectFrom('resource_slots').select('lease_id').where('resource_id', '=', resource.id).orderBy('lease_id').execute();
+      const holders = await slotHolders(trx, resource.id);
+      const dirty = await dropDirtySlots(trx, resource.id);
       const followUps: FollowUp[] =
         holders.length === 0
           ? [destroySelf(resource, 'released with no leases')]
@@ -299,29 +408,90 @@ export const RESOURCE_HANDLERS = {
             }));
       return done<'resource'>(holders.length === 0 ? 'released' : `released; releasing its ${holders.length} lease(s) first`, {
         to: 'released',
+        ...(dirty > 0 ? { set: { used_slots: resource.used_slots - dirty } } : {}),
         followUps,
       });
     },
   },
 
   reclaim: {
-    async decide(_trx: Db, ctx: Ctx) {
+    readsInTransaction: true,
+    async decide(trx: Db, ctx: Ctx) {
       const resource = ctx.object;
-      if (resource.used_slots > 0) return failed<'resource'>(`not reclaimed: ${resource.used_slots} lease(s) hold it`);
-      return done<'resource'>('reclaimed', { to: 'released', followUps: [destroySelf(resource, 'reclaimed')] });
+      const held = (await slotHolders(trx, resource.id)).length;
+      if (held > 0) return failed<'resource'>(`not reclaimed: ${held} lease(s) hold it`);
+      const dirty = await dropDirtySlots(trx, resource.id);
+      return done<'resource'>('reclaimed', {
+        to: 'released',
+        ...(dirty > 0 ? { set: { used_slots: resource.used_slots - dirty } } : {}),
+        followUps: [destroySelf(resource, 'reclaimed')],
+      });
     },
   },
 
   // Released without releasing its leases: acquires are refused from now
   // on, and release_slot destroys it once the last lease has given its slot back.
   retire: {
-    async decide(_trx: Db, ctx: Ctx) {
+    readsInTransaction: true,
+    async decide(trx: Db, ctx: Ctx) {
       const resource = ctx.object;
-      const empty = resource.used_slots === 0;
-      return done<'resource'>(empty ? 'retired with no leases' : `retired; destroyed once its ${resource.used_slots} lease(s) end`, {
+      const used = resource.used_slots - (await dropDirtySlots(trx, resource.id));
+      const empty = used === 0;
+      return done<'resource'>(empty ? 'retired with no leases' : `retired; destroyed once its ${used} lease(s) end`, {
         to: 'released',
+        set: { used_slots: used },
         followUps: empty ? [destroySelf(resource, 'retired with no leases')] : [],
       });
+    },
+  },
+
+  // A slot a lease gave back, cleaned by the driver before it may be
+  // granted again. A failed cleaning is retried with backoff; the
+  // blueprint's clean_attempts-th failure in a row (or a permanent one)
+  // quarantines the resource, the slot still waiting: an operator's repair
+  // cleans it again.
+  clean_slot: {
+    readsInTransaction: true,
+    effect: async (ctx: CtxOf<'clean_slot'>): Promise<Cleaning> => {
+      const driver = ctx.driver();
+      if (!driver.cleanSlot) return { ok: true };
+      try {
+        await driver.cleanSlot({ ...resourceCall(ctx), slot: ctx.payload.slot });
+        return { ok: true };
+      } catch (error) {
+        return { ok: false, error: error as Error };
+      }
+    },
+    async decide(trx: Db, ctx: CtxOf<'clean_slot'>, cleaning: Cleaning) {
+      const resource = ctx.object;
+      const { slot } = ctx.payload;
+      if (cleaning.ok) {
+        if ((await freeCleanedSlots(trx, resource, [slot])) === 0) return done<'resource'>(`slot ${slot} was not waiting to be cleaned`);
+        const used = resource.used_slots - 1;
+        return done<'resource'>(`cleaned slot ${slot}`, {
+          set: { used_slots: used, idle_since: idleFrom(used) },
+          events: [{ type: 'slot_cleaned', message: `slot ${slot}`, data: { slot } }],
+          followUps: resource.state === 'active' ? await offerFreeSlot(trx, resource, used) : [],
+        });
+      }
+      const { error } = cleaning;
+      const attempt = ctx.command.attempts + 1;
+      const permanent = error instanceof PermanentDriverError;
+      if (permanent || attempt >= ctx.blueprint.clean_attempts) {
+        const message = `cleaning slot ${slot} failed${permanent ? ' for good' : ` ${attempt} time(s)`}: ${error.message}`;
+        return failed<'resource'>(resource.state === 'quarantined' ? message : `${message}; quarantined`, {
+          ...(resource.state === 'quarantined' ? {} : { to: 'quarantined' }),
+          set: { message },
+          events: [{ type: 'cleaning_failed', message, data: { slot, attempt } }],
+        });
+      }
+      const retryInMs = error instanceof TransientDriverError && error.retryAfterMs ? error.retryAfterMs : backoffMs(ctx.command.attempts);
+      return {
+        status: 'yield',
+        message: `cleaning slot ${slot} failed (attempt ${attempt} of ${ctx.blueprint.clean_attempts}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`,
+        retryInMs,
+        events: [{ type: 'driver_error', message: error.message, data: { slot, attempt, retryInMs } }],
+      };
     },
   },
 
@@ -355,10 +525,21 @@ export const RESOURCE_HANDLERS = {
     decide: (trx: Db, ctx: Ctx, answer: Health) => decideHealth(trx, ctx, answer, false),
   },
 
+  // Checks the resource again and cleans the slots still waiting for it:
+  // healthy and clean, it takes leases again.
   repair: {
     readsInTransaction: true,
-    effect: askDriver,
-    decide: (trx: Db, ctx: Ctx, answer: Health) => decideHealth(trx, ctx, answer, true),
+    effect: repairAtDriver,
+    async decide(trx: Db, ctx: Ctx, { answer, cleaned, failedCleaning }: Repairing) {
+      const freed = await freeCleanedSlots(trx, ctx.object, cleaned);
+      const resource = { ...ctx.object, used_slots: ctx.object.used_slots - freed };
+      if (failedCleaning) {
+        return failed<'resource'>(`still quarantined: cleaning slot ${failedCleaning.slot} failed: ${failedCleaning.message}`, {
+          set: { used_slots: resource.used_slots },
+        });
+      }
+      return decideHealth(trx, { ...ctx, object: resource }, answer, true);
+    },
   },
 
   destroy: {

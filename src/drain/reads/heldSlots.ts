@@ -19,6 +19,7 @@ export const heldSlot: BatchRead<number, HandlerContext<'lease'>> = {
       .selectFrom('resource_slots')
       .select(['lease_id', 'resource_id'])
       .where('lease_id', '=', (eb) => eb.fn.any(eb.val([...leaseIds])))
+      .$narrowType<{ lease_id: number }>()
       .execute();
     return new Map(rows.map((r) => [r.lease_id, r.resource_id]));
   },

@@ -47,6 +47,7 @@ ${renderNotice(query)}
   <dt>Settings</dt><dd>${attributeList(blueprint.settings)}</dd>
   <dt>Limits</dt><dd>${blueprint.min_resources}–${blueprint.max_resources} resources, ${blueprint.leases_per_resource} lease(s) each; ${idle}</dd>
   <dt>Checks</dt><dd>${blueprint.check_interval_ms === null ? 'none: resources are trusted as made' : `each resource every ${blueprint.check_interval_ms / 1000} s`}</dd>
+  <dt>Cleaning</dt><dd>${blueprint.clean_between_leases ? `each slot between leases; a resource is quarantined after ${blueprint.clean_attempts} failed cleaning(s) in a row` : 'none'}</dd>
   <dt>Resources</dt><dd>${stateCounts('resource', blueprint.resourcesByState, (s) => `/resources?blueprint=${blueprint.id}&state=${s}`)}
     <span class="muted">(${blueprint.live_resources} of at most ${blueprint.max_resources} live)</span></dd>
   <dt>Leases</dt><dd>${stateCounts('lease', blueprint.leasesByState, (s) => `/leases?blueprint=${blueprint.id}&state=${s}`)}</dd>

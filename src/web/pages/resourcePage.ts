@@ -49,6 +49,7 @@ ${
     : html`<div class="table-wrap"><table><thead><tr><th>Slot</th><th>Lease</th><th>Holder</th><th>Granted</th></tr></thead>
 <tbody>${resource.slots.map((s) => html`<tr><td>${s.slot}</td><td>${objectLink('lease', s.lease_id)}</td><td>${s.holder}</td><td>${when(s.granted_at)}</td></tr>`)}</tbody></table></div>`
 }
+${resource.cleaning.length === 0 ? '' : html`<p>Waiting to be cleaned before another lease may have them: slot(s) ${resource.cleaning.join(', ')}.</p>`}
 ${renderQueue(queue, (c) => cancelButton(request, c))}
 ${await renderTimeline(db, 'resource', timeline)}`;
       const watch = [`resource:${resource.id}`, ...resource.slots.map((s) => `lease:${s.lease_id}`)];
