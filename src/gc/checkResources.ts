@@ -10,6 +10,14 @@ import type { GcPass, StepReport } from './GcPass.ts';
  * is a command like any other, so it is ordered with the resource's grants
  * and releases, and one resource is checked by one worker at a time).
  * Longest unchecked first; a resource with a check on its way is left alone.
+ *
+ * A healthy resource checked every few minutes must not leave a command row
+ * per check: before asking again, the collector deletes its own earlier
+ * checks of these resources that changed nothing (no event recorded, so the
+ * answer was the one before; they caused nothing and nobody waits on them).
+ * Each resource so keeps one row for its latest unchanged check, its
+ * `checked_at`, and the checks that changed something, with their events.
+ * An operator's check is a person's request and stays.
  */
 export async function checkResources(pass: GcPass): Promise<StepReport> {
   const { rows } = await sql<{ id: number; checked_at: Date | null; check_interval_ms: number }>`
@@ -25,6 +33,10 @@ export async function checkResources(pass: GcPass): Promise<StepReport> {
     order by r.checked_at nulls first, r.id
     limit ${pass.settings.batchSize}
   `.execute(pass.db);
+  await forgetUnchangedChecks(
+    pass,
+    rows.map((r) => r.id),
+  );
   const actions = [];
   for (const resource of rows) {
     if (pass.outOfTime) break;
@@ -34,4 +46,17 @@ export async function checkResources(pass: GcPass): Promise<StepReport> {
     );
   }
   return { found: rows.length, actions, truncated: rows.length >= pass.settings.batchSize || actions.length < rows.length };
+}
+
+/** Deletes the collector's settled checks of these resources that recorded no event (see checkResources). */
+async function forgetUnchangedChecks(pass: GcPass, resourceIds: readonly number[]): Promise<void> {
+  if (resourceIds.length === 0) return;
+  await sql`
+    delete from commands c
+    where c.target_kind = 'resource' and c.target_id = any(${resourceIds}::bigint[])
+      and c.kind = 'check' and c.source = 'gc' and c.status = 'done'
+      and not exists (select 1 from events e where e.command_id = c.id)
+      -- Nor one that a request joined: its row names it.
+      and not exists (select 1 from commands x where x.coalesced_into = c.id)
+  `.execute(pass.db);
 }

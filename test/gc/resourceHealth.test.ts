@@ -70,6 +70,41 @@ test('the collector asks for checks only on blueprints with an interval, and not
   expect((await resourceOf(watched.resourceId)).checked_at!.getTime()).toBeGreaterThan(before.getTime());
 });
 
+test("the collector's checks that changed nothing leave one row per resource; a check that changed something stays, with its event", async () => {
+  const bp = await createBlueprint(db(), { name: 'compact', driver: 'simulated', maxResources: 1, checkIntervalMs: 1000 }, operator);
+  const { resourceId } = await activeLease('compact', 'c');
+  const collectorChecks = async () =>
+    (await commandsOf(db(), 'resource', resourceId)).filter((c) => c.kind === 'check').map((c) => `${c.source} ${c.message}`);
+  /** One pass and its checks drained, as if the interval had gone by since the last check. */
+  const round = async () => {
+    await db()
+      .updateTable('resources')
+      .set({ checked_at: new Date(Date.now() - 60_000) })
+      .where('id', '=', resourceId)
+      .execute();
+    await hand.pass();
+    await hand.all();
+  };
+  for (let i = 0; i < 3; i++) await round();
+  // The first answer changed something (never checked → healthy) and stays; of the rest, only the latest.
+  expect(await collectorChecks()).toEqual(['gc healthy', 'gc healthy']);
+
+  // Unhealthy: that check changed something and stays, with its event; the unchanged ones after it go as before.
+  await appendCommand(db(), {
+    target: { kind: 'blueprint', id: bp.id },
+    kind: 'update_settings',
+    payload: { settings: { checks: { unhealthy: [resourceId] } } },
+    actor: operator,
+  });
+  await hand.all();
+  for (let i = 0; i < 3; i++) await round();
+  expect(await collectorChecks()).toEqual([
+    'gc healthy',
+    `gc unhealthy: simulated: resource ${resourceId} is unhealthy; quarantined: it takes no new leases`,
+    `gc still unhealthy: simulated: resource ${resourceId} is unhealthy`,
+  ]);
+});
+
 test('a resource whose directory vanished under an active lease is found gone: the lease is broken with the reason, and the blueprint makes another', async () => {
   const root = await mkdtemp(path.join(tmpdir(), 'slipway-health-'));
   try {

@@ -538,7 +538,9 @@ export const RESOURCE_HANDLERS = {
           set: { used_slots: resource.used_slots },
         });
       }
-      return decideHealth(trx, { ...ctx, object: resource }, answer, true);
+      const outcome = await decideHealth(trx, { ...ctx, object: resource }, answer, true);
+      const cleanedEvents = cleaned.map((slot) => ({ type: 'slot_cleaned', message: `slot ${slot}`, data: { slot } }));
+      return { ...outcome, events: [...cleanedEvents, ...(outcome.events ?? [])] };
     },
   },
 

@@ -1,0 +1,184 @@
+import { expect, test } from 'vitest';
+import type { BlueprintRow } from '../../migrations/schema.ts';
+import type { Db } from '../../src/db/Database.ts';
+import { CommandRejectedError } from '../../src/domain/errors.ts';
+import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { waitFor } from '../helpers/waitFor.ts';
+import { peakSlotsUsed, stateTrails, trailBreaks } from './support/eventLog.ts';
+import { createLeases, releaseLease, shuffle, simulatedBlueprint, tester, waitForLeases, waitForQuietQueues } from './support/fixtures.ts';
+import { clusterForThisFile } from './support/testCluster.ts';
+
+/**
+ * Resource health under concurrency: two worker processes with random
+ * delays in every step, checks and cleanings racing grants, releases and
+ * each other. What must hold is read back from the event log: no slot is
+ * granted while it waits to be cleaned, none on a resource that is not
+ * active, none after a check found the resource gone, and capacity holds.
+ */
+const cluster = clusterForThisFile({ workers: 2, poolSize: 12, env: { SLIPWAY_CHAOS_DRAIN_DELAY_MS: '10' } });
+
+const ask = (db: Db, target: { kind: 'resource' | 'blueprint'; id: number }, kind: string, payload?: unknown) =>
+  appendCommand(db, { target, kind, payload, actor: tester });
+
+const resourcesOf = (db: Db, blueprint: BlueprintRow) =>
+  db.selectFrom('resources').select(['id', 'state']).where('blueprint_id', '=', blueprint.id).orderBy('id').execute();
+
+/**
+ * Replays each resource's events of a blueprint and lists every grant that
+ * broke a rule: a grant of a slot that was not free (held, or given back and
+ * not yet cleaned), or on a resource that was not active then.
+ */
+async function badGrants(db: Db, blueprint: BlueprintRow): Promise<string[]> {
+  const events = await db
+    .selectFrom('events')
+    .innerJoin('resources', 'resources.id', 'events.target_id')
+    .select(['events.id', 'events.target_id', 'events.type', 'events.to_state', 'events.message', 'events.data'])
+    .where('events.target_kind', '=', 'resource')
+    .where('resources.blueprint_id', '=', blueprint.id)
+    .where('events.type', 'in', ['created', 'state', 'slot_granted', 'slot_freed', 'slot_cleaned'])
+    .orderBy('events.id')
+    .execute();
+  const state = new Map<number, string>();
+  const slots = new Map<string, 'held' | 'dirty'>();
+  const bad: string[] = [];
+  for (const e of events) {
+    const slot = `${e.target_id}:${(e.data as { slot?: number } | null)?.slot}`;
+    if (e.type === 'created' || e.type === 'state') state.set(e.target_id, e.to_state!);
+    else if (e.type === 'slot_granted') {
+      if (slots.has(slot)) bad.push(`event ${e.id}: slot ${slot} granted while ${slots.get(slot)}`);
+      if (state.get(e.target_id) !== 'active') bad.push(`event ${e.id}: slot ${slot} granted on a ${state.get(e.target_id)} resource`);
+      slots.set(slot, 'held');
+    } else if (e.type === 'slot_freed') {
+      if (e.message?.endsWith('to be cleaned')) slots.set(slot, 'dirty');
+      else slots.delete(slot);
+    } else slots.delete(slot);
+  }
+  return bad;
+}
+
+test('a resource found gone while leases come and go: its leases are broken, nothing is granted on it after, and the blueprint replaces it', async () => {
+  const db = cluster.database.db;
+  const blueprint = await simulatedBlueprint(db, 'vanishing', { maxResources: 2, leasesPerResource: 3 }, { latencyMs: { min: 0, max: 15 } });
+  const first = await createLeases(db, blueprint, 6);
+  await waitForLeases(
+    db,
+    first.map((l) => l.id),
+    ['active'],
+  );
+  const [gone, kept] = await resourcesOf(db, blueprint);
+  await ask(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', {
+    settings: { latencyMs: { min: 0, max: 15 }, checks: { gone: [gone!.id] } },
+  });
+  await waitForQuietQueues(db);
+
+  // Leases released and new ones asked for while both resources are checked, over and over.
+  const churn = async () => {
+    for (const lease of shuffle(first.slice(0, 3))) await releaseLease(db, lease.id);
+    return createLeases(db, blueprint, 4);
+  };
+  const checks = async () => {
+    for (let round = 0; round < 5; round++) {
+      await Promise.all([ask(db, { kind: 'resource', id: gone!.id }, 'check'), ask(db, { kind: 'resource', id: kept!.id }, 'check')]).catch(
+        (error) => {
+          // A check of a resource already broken or destroyed is refused before it is queued.
+          if (!(error instanceof CommandRejectedError)) throw error;
+        },
+      );
+    }
+  };
+  const [later] = await Promise.all([churn(), checks()]);
+  await waitForQuietQueues(db);
+
+  expect((await db.selectFrom('resources').select(['state', 'health']).where('id', '=', gone!.id).executeTakeFirstOrThrow()).state).toBe('destroyed');
+  const goneAt = await db
+    .selectFrom('events')
+    .select('id')
+    .where('target_kind', '=', 'resource')
+    .where('target_id', '=', gone!.id)
+    .where('type', '=', 'health')
+    .executeTakeFirstOrThrow();
+  const lateGrants = await db
+    .selectFrom('events')
+    .select('id')
+    .where('target_kind', '=', 'resource')
+    .where('target_id', '=', gone!.id)
+    .where('type', '=', 'slot_granted')
+    .where('id', '>', goneAt.id)
+    .execute();
+  expect(lateGrants).toEqual([]);
+
+  // Every lease that held a slot there when it was found gone was broken, with the reason.
+  const told = await db.selectFrom('leases').select(['id', 'state', 'message']).where('message', 'like', `resource ${gone!.id} is gone:%`).execute();
+  expect(told.length).toBeGreaterThan(0);
+  expect(told.every((l) => l.state === 'destroyed')).toBe(true);
+  const trails = await stateTrails(db, 'lease');
+  for (const { id } of told) expect(trails.get(id)!.states).toContain('broken');
+
+  // The leases asked for meanwhile are served, on the kept resource or on one made to replace the gone one.
+  const waiting = later.map((l) => l.id);
+  await waitForLeases(db, waiting, ['active']);
+  const onGone = await db.selectFrom('leases').select('id').where('id', 'in', waiting).where('resource_id', '=', gone!.id).execute();
+  expect(onGone).toEqual([]);
+  for (const { resourceId, peak, capacity } of await peakSlotsUsed(db, blueprint.id))
+    expect(peak, `resource ${resourceId}`).toBeLessThanOrEqual(capacity);
+  expect(await badGrants(db, blueprint)).toEqual([]);
+  expect(trailBreaks(await stateTrails(db, 'resource'))).toEqual([]);
+  expect(cluster.workers.errors()).toEqual([]);
+}, 120_000);
+
+test('with cleanings that often fail, no slot is granted before it is cleaned nor on a quarantined resource; repaired, everything is served', async () => {
+  const db = cluster.database.db;
+  const blueprint = await simulatedBlueprint(db, 'dirty', { maxResources: 3, leasesPerResource: 2 }, { latencyMs: { min: 0, max: 10 } });
+  await db.updateTable('blueprints').set({ clean_between_leases: true, clean_attempts: 2 }).where('id', '=', blueprint.id).execute();
+  await ask(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', {
+    settings: { latencyMs: { min: 0, max: 10 }, failOperations: ['cleanSlot'], transientFailureRate: 0.4, transientRetryAfterMs: 50 },
+  });
+  await waitForQuietQueues(db);
+
+  // Waves of leases, each released once active, with releases racing the cleanings of the wave before.
+  const all: number[] = [];
+  for (let wave = 0; wave < 4; wave++) {
+    const leases = (await createLeases(db, blueprint, 6)).map((l) => l.id);
+    all.push(...leases);
+    await waitFor(
+      `wave ${wave}: each lease active or waiting`,
+      async () => {
+        const rows = await db.selectFrom('leases').select(['id', 'state']).where('id', 'in', leases).execute();
+        const active = rows.filter((l) => l.state === 'active').map((l) => l.id);
+        for (const id of shuffle(active)) await releaseLease(db, id).catch(() => undefined);
+        const quarantined = (await resourcesOf(db, blueprint)).filter((r) => r.state === 'quarantined').length;
+        // Quarantined resources hold back the leases waiting for them: those are served after the repair below.
+        return rows.every((l) => l.state !== 'active' && l.state !== 'acquired') && (quarantined > 0 || rows.every((l) => l.state === 'destroyed'));
+      },
+      60_000,
+    );
+  }
+  await waitForQuietQueues(db);
+  expect(await badGrants(db, blueprint)).toEqual([]);
+  // The faults happened: cleanings failed and were retried (0.4 a try, over some 24 cleanings).
+  const retried = await db
+    .selectFrom('events')
+    .innerJoin('commands', 'commands.id', 'events.command_id')
+    .select('events.id')
+    .where('events.type', '=', 'driver_error')
+    .where('commands.kind', '=', 'clean_slot')
+    .execute();
+  expect(retried.length).toBeGreaterThan(0);
+
+  // Cleaning works again: every quarantined resource is repaired, and every lease still waiting is served.
+  await ask(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', { settings: { latencyMs: { min: 0, max: 10 } } });
+  await waitForQuietQueues(db);
+  for (const r of (await resourcesOf(db, blueprint)).filter((r) => r.state === 'quarantined'))
+    await ask(db, { kind: 'resource', id: r.id }, 'repair');
+  await waitFor('every lease served and released', async () => {
+    const rows = await db.selectFrom('leases').select(['id', 'state']).where('id', 'in', all).execute();
+    for (const l of rows.filter((l) => l.state === 'active')) await releaseLease(db, l.id).catch(() => undefined);
+    return rows.every((l) => l.state === 'destroyed');
+  });
+  await waitForQuietQueues(db);
+  expect(await badGrants(db, blueprint)).toEqual([]);
+  for (const { resourceId, peak, capacity } of await peakSlotsUsed(db, blueprint.id))
+    expect(peak, `resource ${resourceId}`).toBeLessThanOrEqual(capacity);
+  expect((await resourcesOf(db, blueprint)).every((r) => r.state === 'active')).toBe(true);
+  expect(cluster.workers.errors()).toEqual([]);
+}, 180_000);
