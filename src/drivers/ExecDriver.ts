@@ -24,7 +24,8 @@ const PIPE_GRACE_MS = 1000;
 /** A program printing more than this on stdout is not printing a driver result. */
 const STDOUT_LIMIT_BYTES = 1024 * 1024;
 
-const Argv = z
+/** A program and its arguments, run without a shell. */
+export const Argv = z
   .array(z.string().min(1, 'argument must not be empty').max(4096))
   .min(1, 'give the program and its arguments, e.g. ["./workspace.sh", "create"]')
   .max(100);

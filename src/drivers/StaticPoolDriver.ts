@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Db } from '../db/Database.ts';
 import { statesAccepting } from '../domain/lifecycle.ts';
 import { type Driver, type DriverFactory, type DriverResult, type DriverServices, type Reconciliation, TransientDriverError } from './Driver.ts';
+import { Argv, ExecDriver } from './ExecDriver.ts';
 
 const Entry = z
   .object({
@@ -16,8 +17,23 @@ const Entry = z
   .strict();
 type Entry = z.infer<typeof Entry>;
 
+/**
+ * A probe run to check each entry's resource, as the exec driver runs its
+ * checkResource program (the same call on stdin, with the entry's name and
+ * attributes in the resource's attributes; exit 0 printing nothing is
+ * healthy). Without one, entries are trusted as listed.
+ */
+const Probe = z
+  .object({
+    command: Argv,
+    timeoutMs: z.number().int().min(100).max(3_600_000).default(10_000),
+    env: z.record(z.string(), z.string().max(32_768)).default({}),
+  })
+  .strict();
+
 const Settings = z
   .object({
+    probe: Probe.optional(),
     entries: z
       .array(Entry)
       .min(1, 'list at least one entry (disable the blueprint to take the whole pool out of use)')
@@ -90,8 +106,15 @@ export const StaticPoolDriver: DriverFactory<Settings> = {
   name: 'static-pool',
   description: 'a fixed list of named entries (hosts...) from the settings, each with its own number of lease slots',
   settingsSchema: Settings,
-  create(_settings, services) {
+  create(settings, services) {
+    const probe = settings.probe
+      ? ExecDriver.create(
+          ExecDriver.settingsSchema.parse({ commands: { checkResource: settings.probe.command }, timeoutMs: settings.probe.timeoutMs, env: settings.probe.env }),
+          services,
+        ).checkResource
+      : undefined;
     return {
+      ...(probe ? { checkResource: probe } : {}),
       async allocateResource(call) {
         const entry = await claimEntry(services, call.blueprint.id, call.resource.id);
         return { attributes: { ...entry.attributes, entry: entry.name }, capacity: entry.slots };

@@ -293,3 +293,33 @@ test('a resource retired while a slot waits to be cleaned is destroyed: the slot
   expect(await resourceOf(resourceId)).toMatchObject({ state: 'destroyed', used_slots: 0 });
   expect(await db().selectFrom('resource_slots').select('slot').where('resource_id', '=', resourceId).execute()).toEqual([]);
 });
+
+test("a static pool's probe program checks each entry's resource: the entry it finds down is quarantined, the other stays", async () => {
+  // The probe reads the call on stdin, as an exec driver's program does: the entry's name is in the resource's attributes.
+  const probe = `let s = ''; process.stdin.on('data', (d) => (s += d)).on('end', () => {
+    const call = JSON.parse(s);
+    if (call.resource.attributes.entry === 'b') console.log(JSON.stringify({ health: 'unhealthy', message: 'b is down' }));
+  });`;
+  await createBlueprint(
+    db(),
+    {
+      name: 'hosts',
+      driver: 'static-pool',
+      maxResources: 2,
+      settings: { probe: { command: [process.execPath, '-e', probe] }, entries: [{ name: 'a' }, { name: 'b' }] },
+    },
+    operator,
+  );
+  const one = await activeLease('hosts', 'one');
+  const two = await activeLease('hosts', 'two');
+  for (const { resourceId } of [one, two]) await ask('check', resourceId);
+  await hand.all();
+  const byEntry = async ({ resourceId }: { resourceId: number }) => {
+    const r = await resourceOf(resourceId);
+    return { entry: (r.attributes as { entry: string }).entry, state: r.state, health: r.health, message: r.health_message };
+  };
+  expect([await byEntry(one), await byEntry(two)].sort((x, y) => x.entry.localeCompare(y.entry))).toEqual([
+    { entry: 'a', state: 'active', health: 'healthy', message: null },
+    { entry: 'b', state: 'quarantined', health: 'unhealthy', message: 'b is down' },
+  ]);
+});
