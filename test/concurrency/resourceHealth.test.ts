@@ -182,3 +182,40 @@ test('with cleanings that often fail, no slot is granted before it is cleaned no
   expect((await resourcesOf(db, blueprint)).every((r) => r.state === 'active')).toBe(true);
   expect(cluster.workers.errors()).toEqual([]);
 }, 180_000);
+
+test('resources released while their slots are being cleaned are destroyed, with nothing left behind', async () => {
+  const db = cluster.database.db;
+  const blueprint = await simulatedBlueprint(db, 'scrubbed', { maxResources: 2, leasesPerResource: 3 }, { latencyMs: { min: 0, max: 10 } });
+  await db.updateTable('blueprints').set({ clean_between_leases: true, clean_attempts: 5 }).where('id', '=', blueprint.id).execute();
+  await ask(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', {
+    settings: { latencyMs: { min: 0, max: 10 }, operationLatencyMs: { cleanSlot: 150 }, failOperations: ['cleanSlot'], transientFailureRate: 0.3 },
+  });
+  await waitForQuietQueues(db);
+  const leases = (await createLeases(db, blueprint, 6)).map((l) => l.id);
+  await waitForLeases(db, leases, ['active']);
+
+  // Half the leases released (their slots go to cleaning), and at once every resource released.
+  const resources = await resourcesOf(db, blueprint);
+  await Promise.all([
+    ...shuffle(leases.slice(0, 3)).map((id) => releaseLease(db, id)),
+    ...resources.map((r) => ask(db, { kind: 'resource', id: r.id }, 'release')),
+  ]);
+  await waitForQuietQueues(db);
+
+  expect((await resourcesOf(db, blueprint)).map((r) => r.state)).toEqual(resources.map(() => 'destroyed'));
+  const left = await db
+    .selectFrom('resource_slots')
+    .select(['resource_id', 'slot', 'lease_id'])
+    .where(
+      'resource_id',
+      'in',
+      resources.map((r) => r.id),
+    )
+    .execute();
+  expect(left).toEqual([]);
+  const states = await db.selectFrom('leases').select('state').where('id', 'in', leases).execute();
+  expect(states.every((l) => l.state === 'destroyed')).toBe(true);
+  expect(await badGrants(db, blueprint)).toEqual([]);
+  expect(trailBreaks(await stateTrails(db, 'resource'))).toEqual([]);
+  expect(cluster.workers.errors()).toEqual([]);
+}, 120_000);
