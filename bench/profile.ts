@@ -7,6 +7,7 @@ import type { Db } from '../src/db/Database.ts';
 import { EmbeddedDatabase } from '../src/db/EmbeddedDatabase.ts';
 import { createLogger } from '../src/log.ts';
 import { openBenchDatabase } from './benchDatabase.ts';
+import { cpuOf, postmasterPid, serverCpu } from './processCpu.ts';
 import { measureActiveReleases } from './activeReleases.ts';
 import { loadBenchSettings } from './settings.ts';
 import { SlipwaySystem } from './SlipwaySystem.ts';
@@ -33,8 +34,6 @@ import { WorkerFleet } from './WorkerFleet.ts';
 const HOME = path.resolve('.slipway', 'profile');
 const PROFILE_DIR = path.join(HOME, 'cpu');
 const TOP = 15;
-/** Linux's USER_HZ, the unit of /proc's CPU times. */
-const CLOCK_TICKS = 100;
 
 const settings = loadBenchSettings();
 const count = settings.BENCH_LIFECYCLE_LEASES;
@@ -59,40 +58,9 @@ async function preloadStatementStatistics(): Promise<void> {
   await server.stop();
 }
 
-async function postmasterPid(db: Db): Promise<number> {
-  const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db);
-  return (await procStat(rows[0]!.pid)).ppid;
-}
-
 async function nextCommandId(db: Db): Promise<number> {
   const { rows } = await sql<{ id: number }>`select coalesce(max(id), 0) + 1 as id from commands`.execute(db);
   return Number(rows[0]!.id);
-}
-
-/** One process's parent and CPU seconds (user + system), from /proc/<pid>/stat. */
-async function procStat(pid: number): Promise<{ ppid: number; cpuSeconds: number }> {
-  const text = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // The fields after the command name, which is in parentheses and may hold spaces.
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { ppid: Number(fields[1]), cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS };
-}
-
-async function cpuOf(pids: readonly number[]): Promise<number> {
-  const stats = await Promise.all(pids.map(procStat));
-  return stats.reduce((sum, s) => sum + s.cpuSeconds, 0);
-}
-
-/** The postmaster's CPU and that of every process it runs (backends, WAL writer, checkpointer…). */
-async function serverCpu(postmaster: number): Promise<number> {
-  const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
-  const stats = await Promise.all(
-    pids.map((pid) =>
-      procStat(pid)
-        .then((s) => ({ pid, ...s }))
-        .catch(() => undefined),
-    ),
-  );
-  return stats.filter((s) => s && (s.pid === postmaster || s.ppid === postmaster)).reduce((sum, s) => sum + s!.cpuSeconds, 0);
 }
 
 async function topStatements(db: Db) {

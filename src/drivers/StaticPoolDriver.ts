@@ -109,7 +109,11 @@ export const StaticPoolDriver: DriverFactory<Settings> = {
   create(settings, services) {
     const probe = settings.probe
       ? ExecDriver.create(
-          ExecDriver.settingsSchema.parse({ commands: { checkResource: settings.probe.command }, timeoutMs: settings.probe.timeoutMs, env: settings.probe.env }),
+          ExecDriver.settingsSchema.parse({
+            commands: { checkResource: settings.probe.command },
+            timeoutMs: settings.probe.timeoutMs,
+            env: settings.probe.env,
+          }),
           services,
         ).checkResource
       : undefined;

@@ -1,0 +1,44 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { sql } from 'kysely';
+import type { Db } from '../src/db/Database.ts';
+
+/**
+ * CPU seconds of processes, from /proc (Linux only): what the profiling and
+ * the check-pass benchmarks read around a measured window.
+ */
+
+/** Linux's USER_HZ, the unit of /proc's CPU times. */
+const CLOCK_TICKS = 100;
+
+/** The PostgreSQL server process (the postmaster) behind a database handle's connections. */
+export async function postmasterPid(db: Db): Promise<number> {
+  const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db);
+  return (await procStat(rows[0]!.pid)).ppid;
+}
+
+/** One process's parent and CPU seconds (user + system), from /proc/<pid>/stat. */
+async function procStat(pid: number): Promise<{ ppid: number; cpuSeconds: number }> {
+  const text = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // The fields after the command name, which is in parentheses and may hold spaces.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { ppid: Number(fields[1]), cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS };
+}
+
+/** The CPU seconds of these processes together. */
+export async function cpuOf(pids: readonly number[]): Promise<number> {
+  const stats = await Promise.all(pids.map(procStat));
+  return stats.reduce((sum, s) => sum + s.cpuSeconds, 0);
+}
+
+/** The postmaster's CPU and that of every process it runs (backends, WAL writer, checkpointer…). */
+export async function serverCpu(postmaster: number): Promise<number> {
+  const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
+  const stats = await Promise.all(
+    pids.map((pid) =>
+      procStat(pid)
+        .then((s) => ({ pid, ...s }))
+        .catch(() => undefined),
+    ),
+  );
+  return stats.filter((s) => s && (s.pid === postmaster || s.ppid === postmaster)).reduce((sum, s) => sum + s!.cpuSeconds, 0);
+}
