@@ -1,6 +1,9 @@
 import { sql } from 'kysely';
 import { statesAccepting } from '../domain/lifecycle.ts';
-import type { GcPass, StepReport } from './GcPass.ts';
+import type { GcAction, GcPass, StepReport } from './GcPass.ts';
+
+/** Checks requested at once by a pass (each holds a pool connection while it is appended). */
+const REQUESTS_AT_ONCE = 4;
 
 /**
  * The observe loop: a reconciler does not trust what it made once, it looks
@@ -10,6 +13,8 @@ import type { GcPass, StepReport } from './GcPass.ts';
  * is a command like any other, so it is ordered with the resource's grants
  * and releases, and one resource is checked by one worker at a time).
  * Longest unchecked first; a resource with a check on its way is left alone.
+ * A pass asks every resource due, a batch (SLIPWAY_GC_BATCH_SIZE) at a time,
+ * for as long as its time budget lasts.
  *
  * A healthy resource checked every few minutes must not leave a command row
  * per check: before asking again, the collector deletes its own earlier
@@ -20,6 +25,27 @@ import type { GcPass, StepReport } from './GcPass.ts';
  * An operator's check is a person's request and stays.
  */
 export async function checkResources(pass: GcPass): Promise<StepReport> {
+  // Page after page while the pass has time: a large fleet of resources due
+  // at one interval is asked in one pass, not one batch a minute (a resource
+  // asked leaves the due ones, as its check is then on its way).
+  const actions: GcAction[] = [];
+  let found = 0;
+  let full = true;
+  while (full && !pass.outOfTime) {
+    const due = await dueResources(pass);
+    found += due.length;
+    full = due.length >= pass.settings.batchSize;
+    await forgetUnchangedChecks(
+      pass,
+      due.map((r) => r.id),
+    );
+    actions.push(...(await requestChecks(pass, due)));
+  }
+  return { found, actions, truncated: full };
+}
+
+/** Resources due a check, longest unchecked first, one batch of them. */
+async function dueResources(pass: GcPass) {
   const { rows } = await sql<{ id: number; checked_at: Date | null; check_interval_ms: number }>`
     select r.id, r.checked_at, b.check_interval_ms
     from blueprints b
@@ -33,19 +59,28 @@ export async function checkResources(pass: GcPass): Promise<StepReport> {
     order by r.checked_at nulls first, r.id
     limit ${pass.settings.batchSize}
   `.execute(pass.db);
-  await forgetUnchangedChecks(
-    pass,
-    rows.map((r) => r.id),
-  );
-  const actions = [];
-  for (const resource of rows) {
-    if (pass.outOfTime) break;
-    const reason = resource.checked_at ? `last checked ${resource.checked_at.toISOString()}` : 'never checked';
-    actions.push(
-      await pass.request({ kind: 'resource', id: resource.id }, 'check', `${reason}; checked every ${resource.check_interval_ms / 1000} s`),
-    );
-  }
-  return { found: rows.length, actions, truncated: rows.length >= pass.settings.batchSize || actions.length < rows.length };
+  return rows;
+}
+
+/**
+ * A `check` for each, a few requests at a time: the drains then find
+ * several checks due at once and take them in one step, where one at a time
+ * each would cost a step of its own.
+ */
+async function requestChecks(pass: GcPass, due: Awaited<ReturnType<typeof dueResources>>): Promise<GcAction[]> {
+  const actions: GcAction[] = [];
+  let next = 0;
+  const requester = async () => {
+    while (next < due.length && !pass.outOfTime) {
+      const resource = due[next++]!;
+      const reason = resource.checked_at ? `last checked ${resource.checked_at.toISOString()}` : 'never checked';
+      actions.push(
+        await pass.request({ kind: 'resource', id: resource.id }, 'check', `${reason}; checked every ${resource.check_interval_ms / 1000} s`),
+      );
+    }
+  };
+  await Promise.all(Array.from({ length: REQUESTS_AT_ONCE }, requester));
+  return actions;
 }
 
 /** Deletes the collector's settled checks of these resources that recorded no event (see checkResources). */
