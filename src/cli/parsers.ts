@@ -53,8 +53,8 @@ export const Duration = z
 /** `on` or `off`. */
 export const OnOff = z.enum(['on', 'off'], { error: 'expected on or off' }).transform((value) => value === 'on');
 
-/** A duration, or `off` (null). */
-export const DurationOrOff = z.union([z.literal('off').transform(() => null), Duration]);
+/** A duration, or `off` (kept as the word: commander turns an option's null into an empty string). */
+export const DurationOrOff = z.union([z.literal('off'), Duration]);
 
 export const textUpTo = (max: number) => z.string().trim().min(1, 'expected some text').max(max, `expected at most ${max} characters`);
 

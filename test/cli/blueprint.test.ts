@@ -92,6 +92,10 @@ test('exit codes say what went wrong: usage 2, not found 3, conflict 4', async (
 test('blueprint limits, disable and enable change the blueprint as the API does, recording who asked', async () => {
   const limits = parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--max-resources', '5', '--leases-per-resource', '2'));
   expect(limits).toMatchObject({ name: 'dirs', maxResources: 5, leasesPerResource: 2 });
+  const checked = parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--check-interval', '5m', '--clean-between-leases', 'on'));
+  expect(checked).toMatchObject({ checkIntervalMs: 300_000, cleanBetweenLeases: true });
+  const unchecked = parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--check-interval', 'off', '--clean-between-leases', 'off'));
+  expect(unchecked).toMatchObject({ checkIntervalMs: null, cleanBetweenLeases: false });
   const none = await env.cli('blueprint', 'limits', 'dirs');
   expect(none.code).toBe(2);
   expect(none.stderr).toBe(
@@ -118,6 +122,8 @@ test('blueprint limits, disable and enable change the blueprint as the API does,
     .execute();
   expect(events).toEqual([
     { type: 'created', to_state: 'enabled' },
+    { type: 'updated', to_state: null },
+    { type: 'updated', to_state: null },
     { type: 'updated', to_state: null },
     { type: 'state', to_state: 'disabled' },
     { type: 'state', to_state: 'enabled' },

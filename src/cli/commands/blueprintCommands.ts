@@ -35,8 +35,8 @@ interface CreateOptions {
 interface LimitsOptions {
   readonly maxResources?: number;
   readonly leasesPerResource?: number;
-  /** Milliseconds, or null: `off`. */
-  readonly checkInterval?: number | null;
+  /** Milliseconds, or `off`. */
+  readonly checkInterval?: number | 'off';
   readonly cleanBetweenLeases?: boolean;
   readonly cleanAttempts?: number;
 }
@@ -154,7 +154,10 @@ export function addBlueprintCommands(program: Command): void {
       withSession(command, async ({ db, out }) => {
         const { BlueprintChangesSchema, updateBlueprint } = await blueprintChanges();
         const { checkInterval, ...limits } = options;
-        const changes = BlueprintChangesSchema.safeParse({ ...limits, ...(checkInterval === undefined ? {} : { checkIntervalMs: checkInterval }) });
+        const changes = BlueprintChangesSchema.safeParse({
+          ...limits,
+          ...(checkInterval === undefined ? {} : { checkIntervalMs: checkInterval === 'off' ? null : checkInterval }),
+        });
         if (!changes.success) {
           throw new InvalidInputError(
             'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>',
