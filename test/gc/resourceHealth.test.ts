@@ -123,7 +123,7 @@ test('a resource whose directory vanished under an active lease is found gone: t
     expect(resource.health_message).toMatch(/resource-\d+ does not exist$/);
     const lease = await leaseOf(leaseId);
     expect(lease.state).toBe('destroyed');
-    expect(lease.message).toMatch(new RegExp(`^resource ${resourceId} is gone: gone: .*resource-${resourceId} does not exist$`));
+    expect(lease.message).toMatch(new RegExp(`^resource ${resourceId} is gone: /.*resource-${resourceId} does not exist$`));
     // Its slot was given back and nothing was granted on it after the check.
     expect(await db().selectFrom('resource_slots').select('lease_id').where('resource_id', '=', resourceId).execute()).toEqual([]);
     const granted = await db()

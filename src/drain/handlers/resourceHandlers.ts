@@ -199,7 +199,7 @@ async function decideHealth(trx: Db, ctx: Ctx, answer: Health, repairing: boolea
           (h): FollowUp => ({
             target: { kind: 'lease', id: h.lease_id },
             kind: 'resource_gone',
-            payload: { resourceId: resource.id, reason: said },
+            payload: { resourceId: resource.id, reason: message ?? 'its driver found it gone' },
             reason: `resource ${resource.id} is gone`,
           }),
         ),
@@ -215,7 +215,12 @@ async function decideHealth(trx: Db, ctx: Ctx, answer: Health, repairing: boolea
   return done<'resource'>(resource.state === 'quarantined' ? 'healthy (quarantined until repaired)' : 'healthy', { set, events });
 }
 
-/** A quarantined resource repaired: active again, its free slots offered to the line. */
+/**
+ * A resource back in service (undrained, or repaired): active again, its
+ * message cleared and its free slots offered to the line. Idle from now,
+ * not from before: the collector would otherwise reclaim at once a resource
+ * an operator just put back.
+ */
 async function backInService(
   trx: Db,
   resource: ResourceRow,
@@ -507,16 +512,7 @@ export const RESOURCE_HANDLERS = {
 
   undrain: {
     readsInTransaction: true,
-    async decide(trx: Db, ctx: Ctx) {
-      const resource = ctx.object;
-      // Idle from now, not from before the maintenance: the collector would
-      // otherwise reclaim at once a resource an operator just put back.
-      return done<'resource'>('back in service', {
-        to: 'active',
-        set: { idle_since: idleFrom(resource.used_slots) },
-        followUps: await offerFreeSlot(trx, resource, resource.used_slots),
-      });
-    },
+    decide: (trx: Db, ctx: Ctx) => backInService(trx, ctx.object, {}, [], 'back in service'),
   },
 
   check: {
