@@ -13,6 +13,8 @@ import { type Kysely, sql } from 'kysely';
  *   `checked_at`, so a healthy resource checked every minute is one row.
  * - a blueprint's `check_interval_ms`: how often the collector asks each of
  *   its resources to be checked (null: never).
+ * - a lease's `callback_url`: the holder's callback, told when Slipway ends
+ *   the lease itself because a check found its resource gone.
  * - cleaning between leases: a blueprint that asks for it
  *   (`clean_between_leases`) has each slot a lease gives back cleaned by its
  *   driver before another lease may have it, and quarantines a resource
@@ -37,12 +39,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       add column clean_between_leases boolean not null default false,
       add column clean_attempts int not null default 3 check (clean_attempts between 1 and 100);
     alter table resource_slots alter column lease_id drop not null;
+    alter table leases add column callback_url text;
   `.execute(db);
 }
 
 /** Fails while a resource is in maintenance or quarantined: undrain, repair or release those first. */
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
+    alter table leases drop column callback_url;
     delete from resource_slots where lease_id is null;
     alter table resource_slots alter column lease_id set not null;
     alter table blueprints drop column check_interval_ms, drop column clean_between_leases, drop column clean_attempts;

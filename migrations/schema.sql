@@ -225,6 +225,7 @@ create table public.leases (
   term_ms bigint,
   heartbeat_ms integer,
   heartbeat_deadline timestamp with time zone,
+  callback_url text,
   constraint leases_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint leases_heartbeat_ms_check CHECK ((heartbeat_ms > 0)),
   constraint leases_pkey PRIMARY KEY (id),

@@ -59,9 +59,12 @@ const answer = <S extends z.ZodType>(description: string, schema: S): Answer<S> 
  * A lease request: the shared lease body (with its expiry fields and rules)
  * without a holder, which is always the calling token's actor
  * (`token:<name>`), so a `user` token can later release what it created.
- * No `callback`: a lease's first command can settle while the lease still
- * waits for capacity (see docs/api.md, "Asynchronous semantics"), so a callback could not say what a
- * caller wants to know; `?wait` and polling the lease do.
+ * Its `callback` is the holder's, not a command's: a lease's first command
+ * can settle while the lease still waits for capacity (see docs/api.md,
+ * "Asynchronous semantics"), so a callback on it could not say what a caller
+ * wants to know (`?wait` and polling the lease do). The holder's callback is
+ * told instead when Slipway ends the lease itself: when a check finds its
+ * resource gone (docs/operations.md, resource health).
  */
 export const CreateLeaseBody = leaseBodySchema({
   blueprint: z
@@ -69,6 +72,10 @@ export const CreateLeaseBody = leaseBodySchema({
     .meta({ description: "the blueprint's name, or its id" }),
   attributes: z.record(z.string().max(100), z.unknown()).optional().meta({ description: "the requester's own labels, kept on the lease" }),
   reason: Reason.optional(),
+  callback: CallbackRequestSchema.optional().meta({
+    description:
+      "the holder's callback: told, as a command's callback is, when Slipway ends the lease itself because a check found its resource gone",
+  }),
 });
 
 export const LeaseListQuery = z

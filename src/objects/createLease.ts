@@ -53,6 +53,8 @@ export const LeaseInputSchema = leaseBodySchema({
   holder: z.string().min(1).max(200),
   /** The requester's own labels, kept on the lease beside what the driver reports. */
   attributes: z.record(z.string(), z.unknown()).optional(),
+  /** The holder's callback, already checked against the allow-list (the API's checkCallbackUrl). */
+  callbackUrl: z.string().max(2048).optional(),
 });
 export type LeaseInput = z.input<typeof LeaseInputSchema>;
 
@@ -71,7 +73,7 @@ export type LeaseInput = z.input<typeof LeaseInputSchema>;
 export async function createLease(db: Db, input: LeaseInput, actor: Actor): Promise<{ lease: LeaseView; command: CommandRow }> {
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
-  const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, attributes } = parsed.data;
+  const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, attributes, callbackUrl } = parsed.data;
   // An absolute expiry's term (for renewals) is what was left of it when asked.
   const termMs = expiresInMs ?? (expiresAt ? expiresAt.getTime() - Date.now() : undefined);
   // A relative expiry counts on the database's clock, as every deadline does
@@ -92,9 +94,9 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
       select id, name, state from blueprints where ${sql.ref(typeof ref === 'number' ? 'id' : 'name')} = ${ref}
     ),
     lease as (
-      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, attributes)
+      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, attributes, callback_url)
       select b.id, ${holder}, ${expiry}, ${termMs === undefined ? null : Math.max(1000, Math.round(termMs))}::bigint,
-             ${heartbeatMs ?? null}::int, ${JSON.stringify(attributes ?? {})}::jsonb
+             ${heartbeatMs ?? null}::int, ${JSON.stringify(attributes ?? {})}::jsonb, ${callbackUrl ?? null}::text
       from b where b.state = any(${statesWith('blueprint', 'takesLeases')}::text[])
       returning *
     ),

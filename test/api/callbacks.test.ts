@@ -185,3 +185,38 @@ test('the roles table applies to a request with a callback: refused with 403 and
   expect(await rowCounts()).toEqual(before);
   expect(receiver.received('/forbidden')).toEqual([]);
 });
+
+test("a lease's holder callback is told when a check finds its resource gone; a callback to a host not allowed is refused at creation", async () => {
+  const refused = await env.as.user.post('/v1/leases', { blueprint, callback: { url: 'http://example.com/hook' } });
+  expect(refused.status).toBe(400);
+  expect(refused.body.message).toMatch(/callback/);
+
+  const { id: bpId, name } = await simulatedBlueprint(env.as.admin, {}, { maxResources: 2, leasesPerResource: 1 });
+  const created = await env.as.user.post('/v1/leases?wait=60', { blueprint: name, callback: { url: receiver.url('/holder') } });
+  expect(created.status, JSON.stringify(created.body)).toBe(200);
+  const leaseId = created.body.lease.id;
+  const resourceId = await resourceOf(leaseId);
+
+  // The driver now finds that resource gone; an operator asks for a check.
+  const settings = await env.as.admin.post(`/v1/blueprints/${bpId}/commands?wait=30`, {
+    kind: 'update_settings',
+    payload: { settings: { checks: { gone: [resourceId] } } },
+  });
+  expect(settings.status, JSON.stringify(settings.body)).toBe(200);
+  const check = await env.as.operator.post(`/v1/resources/${resourceId}/commands?wait=30`, { kind: 'check' });
+  expect(check.status, JSON.stringify(check.body)).toBe(200);
+
+  const [delivered] = await waitFor('the holder callback', async () =>
+    receiver.received('/holder').length > 0 ? receiver.received('/holder') : undefined,
+  );
+  expect(verified(delivered!)).toBe(true);
+  const body = JSON.parse(delivered!.body);
+  expect(body).toMatchObject({
+    event: 'command.settled',
+    outcome: 'succeeded',
+    command: { kind: 'resource_gone', targetKind: 'lease', targetId: leaseId, status: 'done', issuedBy: 'token:operator' },
+  });
+  expect(body.tree.map((c: { kind: string }) => c.kind)).toEqual(['resource_gone', 'destroy', 'release_slot']);
+  expect(body.command.message).toBe(`resource ${resourceId} is gone: simulated: resource ${resourceId} is gone`);
+  expect((await env.as.viewer.get(`/v1/leases/${leaseId}`)).body.lease).toMatchObject({ state: 'destroyed' });
+});

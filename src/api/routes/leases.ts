@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { checkCallbackUrl } from '../../callbacks/CallbackRequest.ts';
 import { createLease } from '../../objects/createLease.ts';
 import { blueprintIdFilter } from '../../read/blueprints.ts';
 import { findLease, listLeases } from '../../read/leases.ts';
@@ -22,8 +23,13 @@ export async function leaseRoutes(app: FastifyInstance, context: ApiContext): Pr
       await subscribedFirst(context, request.query.wait, (wait) =>
         runPost(context, request, reply, async (db) => {
           await context.backpressure.assertBacklogRoom(db);
-          const { reason, expiresAt, ...rest } = request.body;
-          const input = { ...rest, expiresAt: expiresAt?.toISOString(), holder: callerOf(request).actorName };
+          const { reason, expiresAt, callback, ...rest } = request.body;
+          const input = {
+            ...rest,
+            expiresAt: expiresAt?.toISOString(),
+            holder: callerOf(request).actorName,
+            ...(callback ? { callbackUrl: checkCallbackUrl(callback.url, context.config.SLIPWAY_CALLBACK_ALLOWED_HOSTS) } : {}),
+          };
           const created = await createLease(db, input, actorOf(request, reason));
           return {
             response: leaseAccepted(created),

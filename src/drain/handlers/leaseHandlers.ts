@@ -289,7 +289,8 @@ export const LEASE_HANDLERS = {
   // does; the driver is not asked to release anything on a resource that
   // no longer exists.
   resource_gone: {
-    decide(_trx: Db, ctx: CtxOf<'resource_gone'>) {
+    readsInTransaction: true,
+    async decide(trx: Db, ctx: CtxOf<'resource_gone'>) {
       const lease = ctx.object;
       const { resourceId, reason } = ctx.payload;
       // A lease that holds a slot elsewhere is not this resource's (its
@@ -297,6 +298,16 @@ export const LEASE_HANDLERS = {
       // has no resource yet, and that grant would land on the gone one.
       if (lease.resource_id !== null && lease.resource_id !== resourceId)
         return done<'lease'>(`ignored: the lease is on resource ${lease.resource_id}`);
+      // The holder's callback rides on this command: delivered, as any
+      // command's, once it and the destroy it causes have settled (the
+      // deferred trigger of migration 0005 queues it at that commit).
+      if (lease.callback_url) {
+        await trx
+          .insertInto('command_callbacks')
+          .values({ command_id: ctx.command.id, url: lease.callback_url })
+          .onConflict((oc) => oc.columns(['command_id', 'url']).doNothing())
+          .execute();
+      }
       const message = `resource ${resourceId} is gone: ${reason}`;
       return done<'lease'>(message, { to: 'broken', set: { message }, followUps: [{ target: self(lease), kind: 'destroy', reason: 'broken' }] });
     },
