@@ -186,13 +186,13 @@ const BAD_REQUESTS: readonly BadRequest[] = [
     says: /body\.heartbeatMs/,
   },
   {
-    what: 'a callback on lease create',
+    what: "a holder's callback on lease create to a host not allowed",
     method: 'POST',
     path: () => '/v1/leases',
-    options: (f) => json({ blueprint: f.blueprint, callback: { url: 'http://127.0.0.1:9/x' } }),
+    options: (f) => json({ blueprint: f.blueprint, callback: { url: 'http://169.254.169.254/latest' } }),
     status: 400,
     code: 'invalid_input',
-    says: /body: Unrecognized key: "callback"/,
+    says: /callback\.url: host "169\.254\.169\.254" is not allowed/,
   },
   {
     what: 'a renewal with a negative term',
