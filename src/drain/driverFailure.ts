@@ -8,6 +8,11 @@ export function backoffMs(attempts: number): number {
   return Math.min(500 * 2 ** attempts, 60_000);
 }
 
+/** How long after a transient failure (its `attempts`-th before this one) a call is tried again: the driver's hint, else the backoff. */
+export function retryDelayMs(error: Error, attempts: number): number {
+  return error instanceof TransientDriverError && error.retryAfterMs ? error.retryAfterMs : backoffMs(attempts);
+}
+
 /**
  * A driver call failed. Transient (or unknown) errors leave the command
  * queued to retry with backoff; a permanent one breaks the object, which is
@@ -28,7 +33,7 @@ export function driverFailure(kind: ObjectKind, state: string, command: CommandR
         : {}),
     };
   }
-  const retryInMs = error instanceof TransientDriverError && error.retryAfterMs ? error.retryAfterMs : backoffMs(command.attempts);
+  const retryInMs = retryDelayMs(error, command.attempts);
   return {
     status: 'yield',
     message: `driver error (attempt ${command.attempts + 1}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`,

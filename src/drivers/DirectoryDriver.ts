@@ -31,6 +31,10 @@ export const DirectoryDriver: DriverFactory<Settings> = {
       return dir;
     };
     const slotDir = (call: LeaseCall | SlotCall) => path.join(resourceDir(call), `slot-${call.slot}`);
+    const emptySlot = async (call: LeaseCall | SlotCall) => {
+      await rm(slotDir(call), { recursive: true, force: true });
+      return {};
+    };
 
     const driver: Driver = {
       async allocateResource(call) {
@@ -59,18 +63,12 @@ export const DirectoryDriver: DriverFactory<Settings> = {
         await writeFile(path.join(slotDir(call), '.slipway-lease.json'), JSON.stringify({ lease: call.lease.id, holder: call.lease.holder }));
         return {};
       },
-      async releaseLease(call) {
-        // The lease's files go with its slot directory; the next lease on this
-        // slot starts from an empty one.
-        await rm(slotDir(call), { recursive: true, force: true });
-        return {};
-      },
-      // Whatever the last lease left goes (its release already removes the
-      // slot's directory; cleaning makes sure, for files written after it).
-      async cleanSlot(call) {
-        await rm(slotDir(call), { recursive: true, force: true });
-        return {};
-      },
+      // The lease's files go with its slot directory; the next lease on this
+      // slot starts from an empty one.
+      releaseLease: emptySlot,
+      // Whatever the last lease left goes: its release already removed the
+      // slot's directory, cleaning makes sure (of files written after it).
+      cleanSlot: emptySlot,
       // The resource is its directory: there, it is healthy; removed (by
       // someone, or with its disk), it is gone.
       async checkResource(call) {

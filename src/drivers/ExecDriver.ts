@@ -97,7 +97,6 @@ export const ExecDriver: DriverFactory<Settings> = {
     const run =
       (operation: DriverOperation) =>
       async (call: DriverCall): Promise<DriverResult> => {
-        // checkResource's answer has a shape of its own: validatingDriver checks it.
         const argv = settings.commands[operation];
         if (!argv) return {};
         const finished = await runProgram(settings, argv, { operation, ...call });
@@ -110,10 +109,11 @@ export const ExecDriver: DriverFactory<Settings> = {
       acquireLease: run('acquireLease'),
       activateLease: run('activateLease'),
       releaseLease: run('releaseLease'),
+      ...(settings.commands.cleanSlot ? { cleanSlot: run('cleanSlot') } : {}),
       // Checked only where a probe program is configured: without one, the
       // blueprint's resources are trusted as made. Exit 0 with nothing on
-      // stdout is healthy; {"health": "gone"} or "unhealthy" says otherwise.
-      ...(settings.commands.cleanSlot ? { cleanSlot: run('cleanSlot') } : {}),
+      // stdout is healthy; {"health": "gone"} or "unhealthy" says otherwise
+      // (an answer of its own shape, which validatingDriver checks).
       ...(settings.commands.checkResource ? { checkResource: run('checkResource') as Driver['checkResource'] } : {}),
     } satisfies Driver;
   },

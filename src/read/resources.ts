@@ -28,22 +28,16 @@ function resourcesWithBlueprint(db: Db) {
 export async function readResourceDetail(db: Db, id: number): Promise<ResourceDetail> {
   const row = await resourcesWithBlueprint(db).where('resources.id', '=', id).executeTakeFirst();
   if (!row) throw new NotFoundError('resource', id);
-  const slots = await db
+  // Held and waiting to be cleaned (no lease) in one read.
+  const rows = await db
     .selectFrom('resource_slots')
-    .innerJoin('leases', 'leases.id', 'resource_slots.lease_id')
+    .leftJoin('leases', 'leases.id', 'resource_slots.lease_id')
     .select(['resource_slots.slot', 'resource_slots.lease_id', 'leases.holder', 'resource_slots.granted_at'])
     .where('resource_slots.resource_id', '=', id)
     .orderBy('resource_slots.slot')
-    .$narrowType<{ lease_id: number }>()
     .execute();
-  const cleaning = await db
-    .selectFrom('resource_slots')
-    .select('slot')
-    .where('resource_id', '=', id)
-    .where('lease_id', 'is', null)
-    .orderBy('slot')
-    .execute();
-  return { ...row, slots, cleaning: cleaning.map((c) => c.slot) };
+  const slots = rows.flatMap((s) => (s.lease_id === null || s.holder === null ? [] : [{ ...s, lease_id: s.lease_id, holder: s.holder }]));
+  return { ...row, slots, cleaning: rows.filter((s) => s.lease_id === null).map((s) => s.slot) };
 }
 
 export function listResources(db: Db, filter: ResourceFilter, page: ListPage): Promise<Page<ResourceView>> {

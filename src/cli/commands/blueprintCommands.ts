@@ -102,7 +102,7 @@ export function addBlueprintCommands(program: Command): void {
           minResources,
           idleTimeoutMs: idleTimeout,
           checkIntervalMs: checkInterval,
-          cleanBetweenLeases: cleanBetweenLeases ?? false,
+          cleanBetweenLeases,
           cleanAttempts,
         };
         const created = blueprintOf(await createBlueprint(db, input, cliActor()));

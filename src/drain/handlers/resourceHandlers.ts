@@ -3,8 +3,8 @@ import type { ResourceRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import { accepts } from '../../domain/lifecycle.ts';
-import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall, TransientDriverError } from '../../drivers/Driver.ts';
-import { backoffMs } from '../driverFailure.ts';
+import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall } from '../../drivers/Driver.ts';
+import { retryDelayMs } from '../driverFailure.ts';
 import { hasWaitingLeases } from '../sql/freeSlot.ts';
 import { takeSlot } from '../sql/takeSlot.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
@@ -131,6 +131,16 @@ async function offerFreeSlot(trx: Db, resource: ResourceRow, usedSlots: number):
 /** What a cleaning came to: the driver's error is the decision's to weigh (a retry, or quarantine after too many). */
 type Cleaning = { readonly ok: true } | { readonly ok: false; readonly error: Error };
 
+/** Has the driver clean one slot (nothing to do for a driver that does not clean). */
+async function cleanAtDriver(ctx: Ctx, slot: number): Promise<Cleaning> {
+  try {
+    await ctx.driver().cleanSlot?.({ ...resourceCall(ctx), slot });
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, error: error as Error };
+  }
+}
+
 /** Frees slots that were waiting to be cleaned; answers how many were. */
 async function freeCleanedSlots(trx: Db, resource: ResourceRow, slots: readonly number[]): Promise<number> {
   if (slots.length === 0) return 0;
@@ -254,14 +264,10 @@ async function repairAtDriver(ctx: Ctx): Promise<Repairing> {
     .where('lease_id', 'is', null)
     .orderBy('slot')
     .execute();
-  const driver = ctx.driver();
   const cleaned: number[] = [];
   for (const { slot } of dirty) {
-    try {
-      await driver.cleanSlot?.({ ...resourceCall(ctx), slot });
-    } catch (error) {
-      return { answer, cleaned, failedCleaning: { slot, message: (error as Error).message } };
-    }
+    const cleaning = await cleanAtDriver(ctx, slot);
+    if (!cleaning.ok) return { answer, cleaned, failedCleaning: { slot, message: cleaning.error.message } };
     cleaned.push(slot);
   }
   return { answer, cleaned };
@@ -457,16 +463,7 @@ export const RESOURCE_HANDLERS = {
   // cleans it again.
   clean_slot: {
     readsInTransaction: true,
-    effect: async (ctx: CtxOf<'clean_slot'>): Promise<Cleaning> => {
-      const driver = ctx.driver();
-      if (!driver.cleanSlot) return { ok: true };
-      try {
-        await driver.cleanSlot({ ...resourceCall(ctx), slot: ctx.payload.slot });
-        return { ok: true };
-      } catch (error) {
-        return { ok: false, error: error as Error };
-      }
-    },
+    effect: (ctx: CtxOf<'clean_slot'>) => cleanAtDriver(ctx, ctx.payload.slot),
     async decide(trx: Db, ctx: CtxOf<'clean_slot'>, cleaning: Cleaning) {
       const resource = ctx.object;
       const { slot } = ctx.payload;
@@ -490,7 +487,7 @@ export const RESOURCE_HANDLERS = {
           events: [{ type: 'cleaning_failed', message, data: { slot, attempt } }],
         });
       }
-      const retryInMs = error instanceof TransientDriverError && error.retryAfterMs ? error.retryAfterMs : backoffMs(ctx.command.attempts);
+      const retryInMs = retryDelayMs(error, ctx.command.attempts);
       return {
         status: 'yield',
         message: `cleaning slot ${slot} failed (attempt ${attempt} of ${ctx.blueprint.clean_attempts}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`,
