@@ -1,9 +1,8 @@
 import { expect, test } from 'vitest';
 import type { Db } from '../../src/db/Database.ts';
-import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { peakSlotsUsed, stateTrails, trailBreaks } from './support/eventLog.ts';
-import { createLeases, releaseLease, shuffle, simulatedBlueprint, tester, waitForLeases, waitForQuietQueues } from './support/fixtures.ts';
+import { askFor, createLeases, releaseLease, shuffle, simulatedBlueprint, waitForLeases, waitForQuietQueues } from './support/fixtures.ts';
 import { clusterForThisFile } from './support/testCluster.ts';
 
 /**
@@ -16,10 +15,8 @@ import { clusterForThisFile } from './support/testCluster.ts';
  */
 const cluster = clusterForThisFile({ workers: 2, poolSize: 12, env: { SLIPWAY_CHAOS_DRAIN_DELAY_MS: '10' } });
 
-const operator = { ...tester, reason: 'kernel update' };
-
-/** Appends `kind` to the object as an operator would, from outside. */
-const ask = (db: Db, target: { kind: 'resource' | 'blueprint'; id: number }, kind: string) => appendCommand(db, { target, kind, actor: operator });
+/** Appends `kind` to the object as an operator would, from outside, with the reason the tests look for. */
+const ask = (db: Db, target: { kind: 'resource' | 'blueprint'; id: number }, kind: string) => askFor(db, target, kind, undefined, 'kernel update');
 
 const resourceState = async (db: Db, id: number) =>
   await db.selectFrom('resources').select(['state', 'used_slots']).where('id', '=', id).executeTakeFirstOrThrow();

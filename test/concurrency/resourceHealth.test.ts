@@ -2,10 +2,9 @@ import { expect, test } from 'vitest';
 import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../../src/db/Database.ts';
 import { CommandRejectedError } from '../../src/domain/errors.ts';
-import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { peakSlotsUsed, stateTrails, trailBreaks } from './support/eventLog.ts';
-import { createLeases, releaseLease, shuffle, simulatedBlueprint, tester, waitForLeases, waitForQuietQueues } from './support/fixtures.ts';
+import { askFor, createLeases, releaseLease, shuffle, simulatedBlueprint, waitForLeases, waitForQuietQueues } from './support/fixtures.ts';
 import { clusterForThisFile } from './support/testCluster.ts';
 
 /**
@@ -16,9 +15,6 @@ import { clusterForThisFile } from './support/testCluster.ts';
  * active, none after a check found the resource gone, and capacity holds.
  */
 const cluster = clusterForThisFile({ workers: 2, poolSize: 12, env: { SLIPWAY_CHAOS_DRAIN_DELAY_MS: '10' } });
-
-const ask = (db: Db, target: { kind: 'resource' | 'blueprint'; id: number }, kind: string, payload?: unknown) =>
-  appendCommand(db, { target, kind, payload, actor: tester });
 
 const resourcesOf = (db: Db, blueprint: BlueprintRow) =>
   db.selectFrom('resources').select(['id', 'state']).where('blueprint_id', '=', blueprint.id).orderBy('id').execute();
@@ -66,7 +62,7 @@ test('a resource found gone while leases come and go: its leases are broken, not
     ['active'],
   );
   const [gone, kept] = await resourcesOf(db, blueprint);
-  await ask(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', {
+  await askFor(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', {
     settings: { latencyMs: { min: 0, max: 15 }, checks: { gone: [gone!.id] } },
   });
   await waitForQuietQueues(db);
@@ -91,7 +87,7 @@ test('a resource found gone while leases come and go: its leases are broken, not
   };
   const checks = async () => {
     for (let round = 0; round < 5; round++) {
-      await Promise.all([ask(db, { kind: 'resource', id: gone!.id }, 'check'), ask(db, { kind: 'resource', id: kept!.id }, 'check')]).catch(
+      await Promise.all([askFor(db, { kind: 'resource', id: gone!.id }, 'check'), askFor(db, { kind: 'resource', id: kept!.id }, 'check')]).catch(
         (error) => {
           // A check of a resource already broken or destroyed is refused before it is queued.
           if (!(error instanceof CommandRejectedError)) throw error;
@@ -155,7 +151,7 @@ test('with cleanings that often fail, no slot is granted before it is cleaned no
   const db = cluster.database.db;
   const blueprint = await simulatedBlueprint(db, 'dirty', { maxResources: 3, leasesPerResource: 2 }, { latencyMs: { min: 0, max: 10 } });
   await db.updateTable('blueprints').set({ clean_between_leases: true, clean_attempts: 2 }).where('id', '=', blueprint.id).execute();
-  await ask(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', {
+  await askFor(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', {
     settings: { latencyMs: { min: 0, max: 10 }, failOperations: ['cleanSlot'], transientFailureRate: 0.4, transientRetryAfterMs: 50 },
   });
   await waitForQuietQueues(db);
@@ -191,10 +187,10 @@ test('with cleanings that often fail, no slot is granted before it is cleaned no
   expect(retried.length).toBeGreaterThan(0);
 
   // Cleaning works again: every quarantined resource is repaired, and every lease still waiting is served.
-  await ask(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', { settings: { latencyMs: { min: 0, max: 10 } } });
+  await askFor(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', { settings: { latencyMs: { min: 0, max: 10 } } });
   await waitForQuietQueues(db);
   for (const r of (await resourcesOf(db, blueprint)).filter((r) => r.state === 'quarantined'))
-    await ask(db, { kind: 'resource', id: r.id }, 'repair');
+    await askFor(db, { kind: 'resource', id: r.id }, 'repair');
   await waitFor('every lease served and released', async () => {
     const rows = await db.selectFrom('leases').select(['id', 'state']).where('id', 'in', all).execute();
     for (const l of rows.filter((l) => l.state === 'active')) await releaseLease(db, l.id).catch(() => undefined);
@@ -212,7 +208,7 @@ test('resources released while their slots are being cleaned are destroyed, with
   const db = cluster.database.db;
   const blueprint = await simulatedBlueprint(db, 'scrubbed', { maxResources: 2, leasesPerResource: 3 }, { latencyMs: { min: 0, max: 10 } });
   await db.updateTable('blueprints').set({ clean_between_leases: true, clean_attempts: 5 }).where('id', '=', blueprint.id).execute();
-  await ask(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', {
+  await askFor(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', {
     settings: { latencyMs: { min: 0, max: 10 }, operationLatencyMs: { cleanSlot: 150 }, failOperations: ['cleanSlot'], transientFailureRate: 0.3 },
   });
   await waitForQuietQueues(db);
@@ -223,7 +219,7 @@ test('resources released while their slots are being cleaned are destroyed, with
   const resources = await resourcesOf(db, blueprint);
   await Promise.all([
     ...shuffle(leases.slice(0, 3)).map((id) => releaseLease(db, id)),
-    ...resources.map((r) => ask(db, { kind: 'resource', id: r.id }, 'release')),
+    ...resources.map((r) => askFor(db, { kind: 'resource', id: r.id }, 'release')),
   ]);
   await waitForQuietQueues(db);
 

@@ -115,17 +115,13 @@ describe('in a browser', () => {
 
   test("releasing a resource that holds someone's lease asks first; declining sends nothing", async () => {
     const lease = await operatorLease(env);
-    const { resource_id: resourceId } = await env.database.db
-      .selectFrom('leases')
-      .select('resource_id')
-      .where('id', '=', lease.id)
-      .executeTakeFirstOrThrow();
+    const { resourceId } = lease;
     const resourceReleases = () =>
       env.database.db
         .selectFrom('commands')
         .select('id')
         .where('target_kind', '=', 'resource')
-        .where('target_id', '=', resourceId!)
+        .where('target_id', '=', resourceId)
         .where('kind', '=', 'release')
         .execute();
     const context = await signedInContext(browser, env.server.url, env.as.operator.token!);

@@ -200,11 +200,7 @@ describe('buttons and forms', () => {
 describe('resource buttons', () => {
   test('while a command is under way its button is busy, the other buttons are not, and the page says where it is heading', async () => {
     const lease = await operatorLease(env);
-    const { resource_id: resourceId } = await env.database.db
-      .selectFrom('leases')
-      .select('resource_id')
-      .where('id', '=', lease.id)
-      .executeTakeFirstOrThrow();
+    const { resourceId } = lease;
     await env.stopWorker();
     try {
       const client = await signedIn('operator');
@@ -230,11 +226,7 @@ describe('resource buttons', () => {
 
   test('an idle resource is reclaimed from its page, then shows both buttons disabled', async () => {
     const lease = await operatorLease(env);
-    const { resource_id: resourceId } = await env.database.db
-      .selectFrom('leases')
-      .select('resource_id')
-      .where('id', '=', lease.id)
-      .executeTakeFirstOrThrow();
+    const { resourceId } = lease;
     await env.as.operator.post(`/v1/leases/${lease.id}/commands?wait=30`, { kind: 'release' });
     const client = await signedIn('operator');
     const page = await client.get(`/resources/${resourceId}`);
@@ -246,7 +238,7 @@ describe('resource buttons', () => {
     await waitFor(
       'the resource destroyed',
       async () =>
-        (await env.database.db.selectFrom('resources').select('state').where('id', '=', resourceId!).executeTakeFirstOrThrow()).state === 'destroyed',
+        (await env.database.db.selectFrom('resources').select('state').where('id', '=', resourceId).executeTakeFirstOrThrow()).state === 'destroyed',
     );
     const after = await client.get(`/resources/${resourceId}`);
     expect(after.text).toMatch(/value="release" data-kind="release" class="danger" disabled title="a destroyed resource takes no release/);
@@ -265,11 +257,7 @@ describe('resource buttons', () => {
 
   test('drain from a resource page puts it into maintenance, its lease carrying on; then only undrain is offered of the two', async () => {
     const lease = await operatorLease(env);
-    const { resource_id: resourceId } = await env.database.db
-      .selectFrom('leases')
-      .select('resource_id')
-      .where('id', '=', lease.id)
-      .executeTakeFirstOrThrow();
+    const { resourceId } = lease;
     const client = await signedIn('operator');
     const page = await client.get(`/resources/${resourceId}`);
     // Neither ends anything, so neither is red.
@@ -281,7 +269,7 @@ describe('resource buttons', () => {
     expect(answer.status).toBe(303);
     const stateOf = async (table: 'resources' | 'leases', id: number) =>
       (await env.database.db.selectFrom(table).select('state').where('id', '=', id).executeTakeFirstOrThrow()).state;
-    await waitFor('the resource in maintenance', async () => (await stateOf('resources', resourceId!)) === 'maintenance');
+    await waitFor('the resource in maintenance', async () => (await stateOf('resources', resourceId)) === 'maintenance');
     expect(await stateOf('leases', lease.id)).toBe('active');
     const after = await client.get(`/resources/${resourceId}`);
     expect(after.text).toMatch(/value="drain" data-kind="drain" disabled title="a maintenance resource takes no drain \(only active\)"/);
@@ -290,12 +278,12 @@ describe('resource buttons', () => {
       .selectFrom('commands')
       .select(['issued_by', 'source', 'reason'])
       .where('target_kind', '=', 'resource')
-      .where('target_id', '=', resourceId!)
+      .where('target_id', '=', resourceId)
       .where('kind', '=', 'drain')
       .executeTakeFirstOrThrow();
     expect(drain).toEqual({ issued_by: 'token:operator', source: 'web', reason: 'firmware' });
     await client.post(`/resources/${resourceId}/commands`, { kind: 'undrain' });
-    await waitFor('the resource active again', async () => (await stateOf('resources', resourceId!)) === 'active');
+    await waitFor('the resource active again', async () => (await stateOf('resources', resourceId)) === 'active');
   });
 });
 

@@ -22,7 +22,7 @@ export async function simulatedBlueprint(
 }
 
 /** A lease made through the API by `client`, waited for until it is active. */
-export async function activeLease(client: ApiClient, blueprint: string): Promise<{ id: number; holder: string }> {
+export async function activeLease(client: ApiClient, blueprint: string): Promise<{ id: number; holder: string; resourceId: number }> {
   const answer = await client.post('/v1/leases?wait=60', { blueprint });
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   expect(answer.body.lease.state).toBe('active');

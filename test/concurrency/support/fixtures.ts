@@ -30,6 +30,17 @@ export function releaseLease(db: Db, leaseId: number): Promise<AppendResult> {
   return appendCommand(db, { target: { kind: 'lease', id: leaseId }, kind: 'release', actor: tester });
 }
 
+/** Asks a resource or blueprint for `kind`, as an operator would from the CLI (`reason` recorded, if given). */
+export function askFor(
+  db: Db,
+  target: { kind: 'resource' | 'blueprint'; id: number },
+  kind: string,
+  payload?: unknown,
+  reason?: string,
+): Promise<AppendResult> {
+  return appendCommand(db, { target, kind, payload, actor: { ...tester, reason } });
+}
+
 /** Waits until every lease in `ids` is in one of `states`. */
 export async function waitForLeases(db: Db, ids: readonly number[], states: readonly string[], timeoutMs = 60_000): Promise<void> {
   await waitFor(
