@@ -693,6 +693,36 @@ const BAD_COMMAND_LINES: readonly BadCommandLine[] = [
     says: /invalid settings for the simulated driver: settings\.latencyMs/,
   },
   {
+    what: 'blueprint create with a check interval that is not a duration',
+    args: () => ['blueprint', 'create', '--name', 'x7', '--driver', 'simulated', '--max-resources', '1', '--check-interval', 'often'],
+    exitCode: 2,
+    says: /--check-interval .*expected a duration like 90s/,
+  },
+  {
+    what: 'blueprint create with a check interval under a second',
+    args: () => ['blueprint', 'create', '--name', 'x8', '--driver', 'simulated', '--max-resources', '1', '--check-interval', '0s'],
+    exitCode: 2,
+    says: /--check-interval .*expected a duration longer than 0/,
+  },
+  {
+    what: 'blueprint create with no cleaning attempts',
+    args: () => ['blueprint', 'create', '--name', 'x9', '--driver', 'simulated', '--max-resources', '1', '--clean-attempts', '0'],
+    exitCode: 2,
+    says: /--clean-attempts /,
+  },
+  {
+    what: 'blueprint limits with cleaning neither on nor off',
+    args: (f) => ['blueprint', 'limits', f.blueprint, '--clean-between-leases', 'maybe'],
+    exitCode: 2,
+    says: /--clean-between-leases .*expected on or off/,
+  },
+  {
+    what: 'a drain of a resource that does not exist',
+    args: () => ['resource', 'drain', '99999999'],
+    exitCode: 3,
+    says: /resource 99999999/,
+  },
+  {
     what: 'blueprint create with a bad name',
     args: () => ['blueprint', 'create', '--name', 'Not A Name', '--driver', 'simulated', '--max-resources', '1'],
     exitCode: 2,
