@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import { filesAtOnce } from './test/helpers/filesAtOnce.ts';
 
 /**
  * Tests that need more than `npm install`: Debian's chromium for the browser
@@ -9,14 +10,17 @@ import { configDefaults, defineConfig } from 'vitest/config';
  */
 export const SYSTEM_TESTS = ['test/web/browser.test.ts', 'test/docs/shellExamples.test.ts', 'test/metrics/promtool.test.ts'];
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    exclude: [...configDefaults.exclude, ...SYSTEM_TESTS],
+/** What `npm test` and `npm run test:system` share. */
+export async function sharedSettings() {
+  return {
     globalSetup: ['test/helpers/globalSetup.ts'],
-    // Test files run in parallel; each has its own database.
-    maxWorkers: 2,
+    // Test files run in parallel, as many as the server's connections allow; each has its own database.
+    maxWorkers: await filesAtOnce(),
     testTimeout: 120_000,
     hookTimeout: 120_000,
-  },
-});
+  };
+}
+
+export default defineConfig(async () => ({
+  test: { ...(await sharedSettings()), include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...SYSTEM_TESTS] },
+}));

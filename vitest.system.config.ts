@@ -1,5 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
-import base, { SYSTEM_TESTS } from './vitest.config.ts';
+import { SYSTEM_TESTS, sharedSettings } from './vitest.config.ts';
 
 /** `npm run test:system`: the tests that need system packages (see SYSTEM_TESTS), with the suite's other settings. */
-export default defineConfig({ test: { ...base.test, include: SYSTEM_TESTS, exclude: configDefaults.exclude } });
+export default defineConfig(async () => ({ test: { ...(await sharedSettings()), include: SYSTEM_TESTS, exclude: configDefaults.exclude } }));

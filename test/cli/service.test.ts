@@ -67,7 +67,7 @@ test('start runs a worker that serves leases until SIGTERM, then stops cleanly',
 
   expect((await runCli(['blueprint', 'create', '--name', 'sim', '--driver', 'simulated', '--max-resources', '1'], empty.url)).code).toBe(0);
   const lease = await runCli(['--json', 'lease', 'create', '--blueprint', 'sim', '--timeout', '30'], empty.url);
-  expect(lease.code).toBe(0);
+  expect(lease.code, lease.stderr).toBe(0);
   expect(parseJson(lease).lease.state).toBe('active');
 
   start.kill('SIGTERM');
