@@ -23,6 +23,7 @@ import * as lighterWakeUps from './0021_lighter_wake_ups.ts';
 import * as queueHeadsByIndex from './0022_queue_heads_by_index.ts';
 import * as queueReadsByObject from './0023_queue_reads_by_object.ts';
 import * as resourceHealth from './0024_resource_health.ts';
+import * as waitDeadlines from './0025_wait_deadlines.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -50,4 +51,5 @@ export const migrations: Record<string, Migration> = {
   '0022_queue_heads_by_index': queueHeadsByIndex,
   '0023_queue_reads_by_object': queueReadsByObject,
   '0024_resource_health': resourceHealth,
+  '0025_wait_deadlines': waitDeadlines,
 };

@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0024_resource_health.
+-- Slipway's schema (`public`) after migration 0025_wait_deadlines.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -226,6 +226,7 @@ create table public.leases (
   heartbeat_ms integer,
   heartbeat_deadline timestamp with time zone,
   callback_url text,
+  wait_deadline timestamp with time zone,
   constraint leases_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint leases_heartbeat_ms_check CHECK ((heartbeat_ms > 0)),
   constraint leases_pkey PRIMARY KEY (id),
@@ -241,6 +242,7 @@ CREATE INDEX leases_by_state_id ON public.leases USING btree (state, id);
 CREATE INDEX leases_destroyed ON public.leases USING btree (updated_at) WHERE (state = 'destroyed'::text);
 CREATE INDEX leases_expiring ON public.leases USING btree (expires_at) WHERE ((expires_at IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
 CREATE INDEX leases_heartbeat_due ON public.leases USING btree (heartbeat_deadline) WHERE ((heartbeat_deadline IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
+CREATE INDEX leases_wait_due ON public.leases USING btree (wait_deadline) WHERE ((wait_deadline IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text])));
 
 create table public.resource_slots (
   resource_id bigint not null,

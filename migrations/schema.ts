@@ -71,6 +71,8 @@ export interface LeasesTable {
   term_ms: number | null;
   heartbeat_ms: number | null;
   heartbeat_deadline: Timestamp | null;
+  /** The time by which the lease must be active, or the collector releases it as `system:deadline`. */
+  wait_deadline: Timestamp | null;
   /** The holder's callback: told when Slipway ends the lease itself (its resource found gone). */
   callback_url: Generated<string | null>;
   message: string | null;

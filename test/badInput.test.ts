@@ -186,6 +186,15 @@ const BAD_REQUESTS: readonly BadRequest[] = [
     says: /body\.heartbeatMs/,
   },
   {
+    what: 'a wait timeout under a second',
+    method: 'POST',
+    path: () => '/v1/leases',
+    options: (f) => json({ blueprint: f.blueprint, waitTimeoutMs: 500 }),
+    status: 400,
+    code: 'invalid_input',
+    says: /body\.waitTimeoutMs: expected at least 1 s/,
+  },
+  {
     what: "a holder's callback on lease create to a host not allowed",
     method: 'POST',
     path: () => '/v1/leases',
@@ -814,6 +823,12 @@ const BAD_COMMAND_LINES: readonly BadCommandLine[] = [
     args: (f) => ['lease', 'create', '--blueprint', f.blueprint, '--expires-in', '10 minutes'],
     exitCode: 2,
     says: /--expires-in .*expected a duration like/,
+  },
+  {
+    what: 'lease create with a wait timeout that is not a duration',
+    args: (f) => ['lease', 'create', '--blueprint', f.blueprint, '--wait-timeout', 'soon'],
+    exitCode: 2,
+    says: /--wait-timeout .*expected a duration like/,
   },
   {
     what: 'lease create without a blueprint',

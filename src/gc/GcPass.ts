@@ -59,14 +59,15 @@ export class GcPass {
   }
 
   /**
-   * Asks an object for something, as `system:gc`, the one way everyone does.
-   * An object that moved on since the collector looked refuses; that is
+   * Asks an object for something, as `system:gc` (or the system part named
+   * by `issuedBy`, e.g. `system:deadline`), the one way everyone does. An
+   * object that moved on since the collector looked refuses; that is
    * recorded, not thrown: the next pass looks again.
    */
-  async request(target: ObjectRef, kind: string, reason: string, payload?: unknown): Promise<GcAction> {
+  async request(target: ObjectRef, kind: string, reason: string, payload?: unknown, issuedBy: string = GC_ACTOR.issuedBy): Promise<GcAction> {
     const base = { target: `${target.kind}:${target.id}`, kind, reason };
     try {
-      const { command, coalesced } = await appendCommand(this.db, { target, kind, payload, actor: { ...GC_ACTOR, reason } });
+      const { command, coalesced } = await appendCommand(this.db, { target, kind, payload, actor: { ...GC_ACTOR, issuedBy, reason } });
       return { ...base, commandId: command.id, coalesced };
     } catch (error) {
       if (error instanceof CommandRejectedError || error instanceof NotFoundError) {

@@ -13,8 +13,9 @@ import { appendCall, signalWorkersOnCommit } from '../queue/appendCommand.ts';
 const DAY_MS = 24 * 3600 * 1000;
 
 /**
- * How long a lease lives, shared by every interface that creates leases (the
- * CLI's and the API's bodies are this plus their own fields).
+ * How long a lease may wait and how long it lives, shared by every interface
+ * that creates leases (the CLI's and the API's bodies are this plus their own
+ * fields).
  */
 const LEASE_EXPIRY_FIELDS = {
   /** An absolute expiry, with its offset, e.g. 2030-01-01T12:00:00Z. */
@@ -32,6 +33,13 @@ const LEASE_EXPIRY_FIELDS = {
     .optional(),
   /** A heartbeat lease: released when its holder stops renewing it (see leaseDeadlines). */
   heartbeatMs: z.number().int().min(1000, 'expected at least 1 s').max(DAY_MS).optional(),
+  /** The wait deadline: not active this long after the request, the lease is released as `system:deadline`. */
+  waitTimeoutMs: z
+    .number()
+    .int()
+    .min(1000, 'expected at least 1 s')
+    .max(366 * DAY_MS)
+    .optional(),
 };
 
 type ExpiryOutput = z.output<z.ZodObject<typeof LEASE_EXPIRY_FIELDS>>;
@@ -73,7 +81,7 @@ export type LeaseInput = z.input<typeof LeaseInputSchema>;
 export async function createLease(db: Db, input: LeaseInput, actor: Actor): Promise<{ lease: LeaseView; command: CommandRow }> {
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
-  const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, attributes, callbackUrl } = parsed.data;
+  const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, waitTimeoutMs, attributes, callbackUrl } = parsed.data;
   // An absolute expiry's term (for renewals) is what was left of it when asked.
   const termMs = expiresInMs ?? (expiresAt ? expiresAt.getTime() - Date.now() : undefined);
   // A relative expiry counts on the database's clock, as every deadline does
@@ -94,9 +102,10 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
       select id, name, state from blueprints where ${sql.ref(typeof ref === 'number' ? 'id' : 'name')} = ${ref}
     ),
     lease as (
-      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, attributes, callback_url)
+      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, wait_deadline, attributes, callback_url)
       select b.id, ${holder}, ${expiry}, ${termMs === undefined ? null : Math.max(1000, Math.round(termMs))}::bigint,
-             ${heartbeatMs ?? null}::int, ${JSON.stringify(attributes ?? {})}::jsonb, ${callbackUrl ?? null}::text
+             ${heartbeatMs ?? null}::int, ${waitTimeoutMs === undefined ? sql`null::timestamptz` : fromNow(waitTimeoutMs)},
+             ${JSON.stringify(attributes ?? {})}::jsonb, ${callbackUrl ?? null}::text
       from b where b.state = any(${statesWith('blueprint', 'takesLeases')}::text[])
       returning *
     ),

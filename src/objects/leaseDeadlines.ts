@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { LeaseRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
+import { isSettingUp } from '../domain/lifecycle.ts';
 
 /**
  * A heartbeat lease is released when this many of its intervals pass without
@@ -37,19 +38,43 @@ export async function deadlinesFromNow(db: Db, lengths: { termMs?: number | null
   };
 }
 
-/** Why a lease is past one of its deadlines (as of the database's now), or undefined if it is not. */
-export async function expiryReason(db: Db, lease: Pick<LeaseRow, 'expires_at' | 'heartbeat_deadline' | 'heartbeat_ms'>): Promise<string | undefined> {
-  const { rows } = await sql<{ now: Date }>`select now() as now`.execute(db);
-  return describeExpiry(lease, rows[0]!.now);
+/** A lease past one of its deadlines: why, and who the collector releases it as. */
+export interface PastDeadline {
+  readonly reason: string;
+  /** `system:gc` for its expiry or heartbeat; `system:deadline` for a lease not active by its wait deadline. */
+  readonly issuedBy: 'system:gc' | 'system:deadline';
 }
 
-/** The reason the collector gives, and the release re-checks when it is applied. */
-export function describeExpiry(lease: Pick<LeaseRow, 'expires_at' | 'heartbeat_deadline' | 'heartbeat_ms'>, now: Date): string | undefined {
-  if (lease.expires_at && lease.expires_at.getTime() <= now.getTime()) {
-    return `expired: its expiry time ${lease.expires_at.toISOString()} passed`;
+/** What of a lease its deadlines depend on. */
+export type DeadlineFields = Pick<LeaseRow, 'state' | 'expires_at' | 'heartbeat_deadline' | 'heartbeat_ms' | 'wait_deadline' | 'created_at'>;
+
+/** Why a lease is past one of its deadlines (as of the database's now), or undefined if it is not. */
+export async function pastDeadline(db: Db, lease: DeadlineFields): Promise<PastDeadline | undefined> {
+  const { rows } = await sql<{ now: Date }>`select now() as now`.execute(db);
+  return describeDeadline(lease, rows[0]!.now);
+}
+
+/**
+ * Why a lease is past a deadline at `now`: the reason the collector gives,
+ * and the release checks again when it is applied. The wait deadline counts
+ * only while the lease is setting up (not active yet): one granted before the
+ * collector's release is applied keeps its slot.
+ */
+export function describeDeadline(lease: DeadlineFields, now: Date): PastDeadline | undefined {
+  const passed = (at: Date | null): at is Date => at !== null && at.getTime() <= now.getTime();
+  if (passed(lease.expires_at)) return { reason: `expired: its expiry time ${lease.expires_at.toISOString()} passed`, issuedBy: 'system:gc' };
+  if (passed(lease.heartbeat_deadline)) {
+    return {
+      reason: `expired: no heartbeat renewal for ${HEARTBEAT_INTERVALS_MISSED} × ${lease.heartbeat_ms} ms (deadline ${lease.heartbeat_deadline.toISOString()})`,
+      issuedBy: 'system:gc',
+    };
   }
-  if (lease.heartbeat_deadline && lease.heartbeat_deadline.getTime() <= now.getTime()) {
-    return `expired: no heartbeat renewal for ${HEARTBEAT_INTERVALS_MISSED} × ${lease.heartbeat_ms} ms (deadline ${lease.heartbeat_deadline.toISOString()})`;
+  if (passed(lease.wait_deadline) && isSettingUp('lease', lease.state)) {
+    const waitedS = Math.round((lease.wait_deadline.getTime() - lease.created_at.getTime()) / 1000);
+    return {
+      reason: `deadline: not active by its wait deadline ${lease.wait_deadline.toISOString()} (${waitedS} s after it was requested)`,
+      issuedBy: 'system:deadline',
+    };
   }
   return undefined;
 }

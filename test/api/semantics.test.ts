@@ -123,6 +123,16 @@ test('lease create with wait answers once the lease is active', async () => {
   expect(created.body.lease.attributes).toMatchObject({ team: 'ci', simulated: true });
 });
 
+test('lease create takes a wait timeout: the lease shows its wait deadline, counted from its creation', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const created = await env.as.user.post('/v1/leases', { blueprint: name, waitTimeoutMs: 600_000 });
+  expect(created.status, JSON.stringify(created.body)).toBe(202);
+  const { lease } = created.body;
+  expect(Date.parse(lease.waitDeadline) - Date.parse(lease.createdAt)).toBe(600_000);
+  const plain = await env.as.user.post('/v1/leases', { blueprint: name });
+  expect(plain.body.lease.waitDeadline).toBeNull();
+});
+
 test('lease create takes an expiry time or a term and a heartbeat; renew through the commands route pushes the expiry back', async () => {
   const { name } = await simulatedBlueprint(env.as.admin);
   const HOUR = 3_600_000;

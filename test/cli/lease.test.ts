@@ -58,6 +58,34 @@ test('lease create keeps waiting while the lease waits for capacity, though its 
   expect((await leaseRow(waiter.lease_id)).state).toBe('active');
 });
 
+test('lease create --wait-timeout: a lease still waiting at its deadline is released by the collector, and the CLI exits 1 saying so', async () => {
+  // A pool of one slot of its own: the tests before leave 'single' taken.
+  await createBlueprint(env.database.db, { name: 'one-slot', driver: 'simulated', maxResources: 1 }, actor);
+  const first = await activeLease('one-slot');
+  const second = spawnCli(['lease', 'create', '--blueprint', 'one-slot', '--holder', 'late', '--wait-timeout', '1s'], env.database.url);
+  const output = finished(second);
+  const waiter = await waitFor('the lease to wait at the blueprint', () =>
+    env.database.db.selectFrom('blueprint_waiters').select('lease_id').executeTakeFirst(),
+  );
+  const deadline = (await leaseRow(waiter.lease_id)).wait_deadline!;
+  await waitFor('its wait deadline to pass', async () => deadline.getTime() < Date.now() - 100);
+  expect((await env.cli('gc', 'run')).code).toBe(0);
+  const run = await output;
+  expect(run.code).toBe(1);
+  expect(run.stderr).toBe(`error: lease ${waiter.lease_id} was not active by its wait deadline ${deadline.toISOString()}; it is destroyed\n`);
+  const [released] = await env.database.db
+    .selectFrom('commands')
+    .select(['issued_by', 'source'])
+    .where('target_kind', '=', 'lease')
+    .where('target_id', '=', waiter.lease_id)
+    .where('kind', '=', 'release')
+    .execute();
+  expect(released).toEqual({ issued_by: 'system:deadline', source: 'gc' });
+  // The lease that held the slot keeps it.
+  expect((await leaseRow(first)).state).toBe('active');
+  await appendCommand(env.database.db, { target: { kind: 'lease', id: first }, kind: 'release', actor });
+});
+
 test('lease create --json ends with the active lease and its settled command tree', async () => {
   const run = await env.cli('--json', 'lease', 'create', '--blueprint', 'sim', '--expires-in', '1h30m');
   expect(run.code).toBe(0);

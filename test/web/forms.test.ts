@@ -310,7 +310,7 @@ test('a lease waiting for capacity says so on its page, with how many wait ahead
   const holder = await env.as.operator.post('/v1/leases?wait=30', { blueprint: name });
   expect(holder.status, JSON.stringify(holder.body)).toBe(200);
   const first = (await env.as.operator.post('/v1/leases', { blueprint: name })).body.lease.id;
-  const second = (await env.as.operator.post('/v1/leases', { blueprint: name })).body.lease.id;
+  const second = (await env.as.operator.post('/v1/leases', { blueprint: name, waitTimeoutMs: 3_600_000 })).body.lease.id;
   const client = await signedIn('operator');
   const waiting = (id: number, place: string) =>
     waitFor(`lease ${id} shown ${place}`, async () =>
@@ -318,6 +318,11 @@ test('a lease waiting for capacity says so on its page, with how many wait ahead
     );
   await waiting(first, 'next in line');
   await waiting(second, '1 ahead');
+  // Only a lease with a wait deadline shows one, and only while it waits.
+  expect((await client.get(`/leases/${second}`)).text).toMatch(
+    /<dt>Wait deadline<\/dt><dd><time[^>]*>[^<]+<\/time> <span class="muted">not active by then, it is released/,
+  );
+  expect((await client.get(`/leases/${first}`)).text).not.toContain('Wait deadline');
   const holderPage = (await client.get(`/leases/${holder.body.lease.id}`)).text;
   expect(holderPage).not.toContain('<dt>Waiting</dt>');
   expect(holderPage).toContain(`<a href="/blueprints/${blueprintId}">${name}</a>`);

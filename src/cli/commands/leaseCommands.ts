@@ -22,6 +22,8 @@ interface CreateOptions extends WaitOptions {
   readonly expiresIn?: number;
   /** Milliseconds. */
   readonly heartbeat?: number;
+  /** Milliseconds. */
+  readonly waitTimeout?: number;
 }
 
 interface RenewOptions extends WaitOptions {
@@ -50,8 +52,15 @@ export function addLeaseCommands(program: Command): void {
         '--heartbeat <duration>',
         'a heartbeat lease: released once two of these intervals pass without a `lease renew`, e.g. 30s',
         parseWith(Duration),
+      )
+      .option(
+        '--wait-timeout <duration>',
+        'give up if the lease is not active this long after the request: the collector releases it (as system:deadline), e.g. 10m',
+        parseWith(Duration),
       ),
-  ).action((options: CreateOptions, command: Command) => withTransport(command, (transport, out) => requestLease(transport, out, options)));
+  ).action((options: CreateOptions, command: Command) =>
+    withTransport(command, (transport, out) => requestLease(transport, out, { ...options, timeout: waitFor(options, command) })),
+  );
 
   addWaitOptions(
     lease.command('release').description('give a lease up and wait until it is destroyed').argument('<id>', 'lease id', parseWith(PositiveId)),
@@ -98,13 +107,28 @@ export function addLeaseCommands(program: Command): void {
 }
 
 /**
+ * How long to wait for a new lease, in seconds: --timeout, or, with a
+ * --wait-timeout and no --timeout, until the collector has had time to
+ * release the lease after its deadline (it runs once a minute by default,
+ * SLIPWAY_GC_INTERVAL_MINUTES), so the CLI reports the deadline rather than
+ * a wait of its own that ended first.
+ */
+function waitFor(options: CreateOptions, command: Command): number {
+  if (options.waitTimeout === undefined || command.getOptionValueSource('timeout') !== 'default') return options.timeout;
+  return Math.max(options.timeout, Math.ceil(options.waitTimeout / 1000) + DEADLINE_MARGIN_S);
+}
+
+/** Two of the collector's default passes. */
+const DEADLINE_MARGIN_S = 120;
+
+/**
  * Creates the lease, then (unless --no-wait) waits until it is active or has
  * failed for good. A wait that stops first (--timeout, Ctrl-C) leaves the
  * lease being set up: the message names it and how to give it up.
  */
 async function requestLease(transport: Transport, out: Output, options: CreateOptions): Promise<void> {
-  const { blueprint, holder, expiresIn, heartbeat, reason } = options;
-  const input = { blueprint, holder, expiresInMs: expiresIn, heartbeatMs: heartbeat, reason };
+  const { blueprint, holder, expiresIn, heartbeat, waitTimeout, reason } = options;
+  const input = { blueprint, holder, expiresInMs: expiresIn, heartbeatMs: heartbeat, waitTimeoutMs: waitTimeout, reason };
   const requested = ({ lease, command }: LeaseAnswer) => `lease ${lease.id} requested for ${lease.holder} (command ${command.id})`;
   if (!options.wait) {
     out.result(await transport.createLease(input), requested);
@@ -133,6 +157,9 @@ async function requestLease(transport: Transport, out: Output, options: CreateOp
   }
   assertTreeSucceeded(result, { rootId: result.command.id, timeoutSeconds });
   if (lease.state !== READY_STATE.lease) {
+    // Past its wait deadline (the collector releases it then, as system:deadline): say so, not only the state it ended in.
+    const deadline = lease.waitDeadline !== null && Date.parse(lease.waitDeadline) <= Date.now() ? lease.waitDeadline : undefined;
+    if (deadline) throw new CliFailure(`lease ${lease.id} was not active by its wait deadline ${deadline}; it is ${lease.state}`, EXIT.failed);
     throw new CliFailure(`lease ${lease.id} is ${lease.state}${lease.message ? `: ${lease.message}` : ''}`, EXIT.failed);
   }
 }

@@ -35,6 +35,7 @@ export interface LeaseRequest {
   readonly holder?: string;
   readonly expiresInMs?: number;
   readonly heartbeatMs?: number;
+  readonly waitTimeoutMs?: number;
   readonly reason?: string;
 }
 

@@ -4,7 +4,7 @@ import type { Db } from '../../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import type { DriverResult, LeaseCall } from '../../drivers/Driver.ts';
 import { holdsSlot } from '../../domain/lifecycle.ts';
-import { deadlinesFromNow, expiryReason } from '../../objects/leaseDeadlines.ts';
+import { deadlinesFromNow, pastDeadline } from '../../objects/leaseDeadlines.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
 import { driverFailure } from '../driverFailure.ts';
 import { heldSlot } from '../reads/heldSlots.ts';
@@ -50,13 +50,14 @@ const giveBackSlot = (lease: LeaseRow, resourceId: number, reason: string): Foll
  * Whether a release should go ahead. The collector's expiry release
  * (`ifExpired`) is conditional: when it is applied, the lease must still be
  * past a deadline. A renewal queued before it (renew and release both
- * preempt, so they run in the order they were queued) moves the deadline and
- * the release settles as a no-op. Anyone's plain release that coalesced into
- * it makes it unconditional again.
+ * preempt, so they run in the order they were queued) moves the deadline,
+ * and a grant applied before it ends the wait a wait deadline counts, and
+ * the release settles as a no-op. Anyone's plain release that coalesced
+ * into it makes it unconditional again.
  */
 async function releaseWanted(db: Db, ctx: CtxOf<'release'>): Promise<boolean> {
   if (!ctx.payload.ifExpired) return true;
-  if (await expiryReason(db, ctx.object)) return true;
+  if (await pastDeadline(db, ctx.object)) return true;
   const joined = await db
     .selectFrom('commands')
     .select('id')
@@ -266,7 +267,11 @@ export const LEASE_HANDLERS = {
       if (effect.skipped) {
         // Someone's release may have joined this one since the effect looked.
         if (await releaseWanted(trx, ctx)) return yieldFor<'lease'>(0, 'a release from someone else joined this one; releasing');
-        return done<'lease'>('not released: the lease was renewed before its expiry release was applied');
+        return done<'lease'>(
+          ctx.command.issued_by === 'system:deadline'
+            ? 'not released: the lease became active before its wait-deadline release was applied'
+            : 'not released: the lease was renewed before its expiry release was applied',
+        );
       }
       // Released and destroyed in this one command: a released lease has
       // nothing left to do but give its slot back, which is a message to its

@@ -12,7 +12,7 @@ import { attributeList, namedLink, objectLink, orDash, stateFields, stateHeading
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
-import { accepts } from '../../domain/lifecycle.ts';
+import { accepts, isSettingUp } from '../../domain/lifecycle.ts';
 import { renderQueue, renderTimeline } from '../timeline.ts';
 
 /** `/leases/:id`: a lease's fields, its release button, its queue and its timeline. */
@@ -37,6 +37,12 @@ ${renderNotice(query)}
   ${
     line
       ? html`<dt>Waiting</dt><dd>for a free slot at ${lease.blueprint_name}: ${line.ahead === 0 ? 'next in line' : `${line.ahead} ahead`}, since ${when(line.since)}</dd>`
+      : ''
+  }
+  ${
+    // A wait deadline matters only until the lease is active.
+    isSettingUp('lease', lease.state) && lease.wait_deadline
+      ? html`<dt>Wait deadline</dt><dd>${when(lease.wait_deadline)} <span class="muted">not active by then, it is released</span></dd>`
       : ''
   }
   <dt>Holder</dt><dd>${lease.holder}</dd>
