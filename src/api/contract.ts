@@ -16,6 +16,7 @@ import {
   CommandTreeSchema,
   HistoryShape,
   LeaseSchema,
+  LineStandingSchema,
   pageSchema,
   ResourceDetailSchema,
   ResourceSchema,
@@ -175,7 +176,14 @@ export const LeaseAnswerSchema = z
   .meta({ id: 'LeaseAnswer' });
 export type LeaseAnswer = z.infer<typeof LeaseAnswerSchema>;
 
-export const LeaseDetailSchema = z.object({ lease: LeaseSchema, ...HistoryShape }).meta({ id: 'LeaseDetail' });
+export const LeaseDetailSchema = z
+  .object({
+    lease: LeaseSchema,
+    line: LineStandingSchema.nullable().meta({ description: "where the lease stands in its blueprint's waiting line; null when it is not waiting" }),
+    ...HistoryShape,
+  })
+  .meta({ id: 'LeaseDetail' });
+export type LeaseDetail = z.infer<typeof LeaseDetailSchema>;
 export const ResourceDetailAnswerSchema = z.object({ resource: ResourceDetailSchema, ...HistoryShape }).meta({ id: 'ResourceWithHistory' });
 export const BlueprintDetailAnswerSchema = z.object({ blueprint: BlueprintDetailSchema, ...HistoryShape }).meta({ id: 'BlueprintWithHistory' });
 export const CommandDetailSchema = z

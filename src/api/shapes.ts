@@ -5,6 +5,7 @@ import type { BlueprintDetail } from '../read/blueprints.ts';
 import type { CallbackView } from '../read/callbacks.ts';
 import type { CommandTreeNode } from '../read/commandTree.ts';
 import type { LeaseView } from '../read/leases.ts';
+import type { LineStanding } from '../read/lineStanding.ts';
 import type { ObjectHistory, TimelineEntry } from '../read/objectHistory.ts';
 import type { Page } from '../read/page.ts';
 import type { TokenView } from './auth/tokens.ts';
@@ -208,6 +209,26 @@ export function leaseOf(row: LeaseView): Lease {
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
   };
+}
+
+export const LineStandingSchema = z
+  .object({
+    blueprintName: z.string(),
+    position: z.number().int().min(1).meta({ description: '1: the next lease its blueprint serves' }),
+    waiting: z.number().int().min(1).meta({ description: 'how many leases wait at the blueprint, this one included' }),
+    since: Timestamp,
+    estimateSeconds: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: "about how long until the lease is active, from the blueprint's recent grant rate; null when there is none to go by" }),
+    basis: z.string().meta({ description: 'how the estimate was made, or why there is none' }),
+  })
+  .meta({ id: 'LineStanding', description: "where a waiting lease stands in its blueprint's line" });
+export type LineStandingShape = z.infer<typeof LineStandingSchema>;
+
+export function lineStandingOf(standing: LineStanding): LineStandingShape {
+  return { ...standing, since: iso(standing.since) };
 }
 
 // --- commands -----------------------------------------------------------------

@@ -1,4 +1,6 @@
-import { treeOf } from '../api/shapes.ts';
+import { lineStandingOf, treeOf } from '../api/shapes.ts';
+import { INITIAL_STATE } from '../domain/lifecycle.ts';
+import { readLineStanding } from '../read/lineStanding.ts';
 import { failedCommands } from '../read/commandTree.ts';
 import { countLiveWorkers } from '../read/liveWorkers.ts';
 import type { WaitRequest, WaitResult } from '../read/waitForSettled.ts';
@@ -35,7 +37,12 @@ export async function awaitTree(session: Session, request: AwaitRequest): Promis
     object: request.object,
     timeoutMs: request.timeoutSeconds * 1000,
     signal: session.interrupted,
-    onSnapshot: (snapshot) => printProgress({ ...snapshot, tree: treeOf(snapshot.tree) }),
+    onSnapshot: async (snapshot) => {
+      // A lease waiting for capacity: where it stands in line, read with each snapshot.
+      const waiting = request.object?.ref.kind === 'lease' && snapshot.objectState !== null && snapshot.objectState === INITIAL_STATE.lease;
+      const standing = waiting ? await readLineStanding(db, request.object!.ref.id) : undefined;
+      printProgress({ ...snapshot, tree: treeOf(snapshot.tree), standing: standing && lineStandingOf(standing) });
+    },
   });
   if (result.outcome === 'aborted') throw new CliFailure(`stopped waiting; ${carriesOn(request.rootId)}`, EXIT.interrupted);
   return { ...result, outcome: result.outcome };

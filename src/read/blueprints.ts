@@ -60,10 +60,11 @@ export async function readBlueprintDetail(db: Db, ref: BlueprintRef): Promise<Bl
  * many wait ahead of it: the line in the order the blueprint serves it
  * (oldest first, as waitingLine.ts reads it).
  */
-function waitingLine(db: Db, blueprintIds: number | RawBuilder<number>) {
+export function waitingLine(db: Db, blueprintIds: number | RawBuilder<number>) {
   return waitingLeases(db)
     .select([
       'w.lease_id',
+      'w.blueprint_id',
       'w.since',
       'l.holder',
       sql<number>`(row_number() over (partition by w.blueprint_id order by w.since, w.lease_id) - 1)::int`.as('ahead'),
@@ -74,16 +75,6 @@ function waitingLine(db: Db, blueprintIds: number | RawBuilder<number>) {
 /** A blueprint's waiting line, in the order it is served: the first `limit` leases. */
 export function readWaitingLine(db: Db, blueprintId: number, limit: number) {
   return waitingLine(db, blueprintId).orderBy('ahead').limit(limit).execute();
-}
-
-/** Where a lease stands in its blueprint's waiting line, and since when it waits; undefined when it is not waiting. */
-export function placeInLine(db: Db, leaseId: number): Promise<{ ahead: number; since: Date } | undefined> {
-  const itsBlueprint = sql<number>`(select blueprint_id from blueprint_waiters where lease_id = ${leaseId})`;
-  return db
-    .selectFrom(waitingLine(db, itsBlueprint).as('line'))
-    .select(['line.ahead', 'line.since'])
-    .where('line.lease_id', '=', leaseId)
-    .executeTakeFirst();
 }
 
 export function listBlueprints(db: Db, page: ListPage): Promise<Page<BlueprintRow>> {

@@ -46,9 +46,10 @@ export interface WaitRequest {
   /**
    * Called with every fresh read, for progress reports. A wait with it reads
    * after every notice about its tree; one without reads when the notices
-   * say the tree has settled (see waitForSettled).
+   * say the tree has settled (see waitForSettled). The wait reads on once
+   * it has returned (a report may read more, e.g. a lease's place in line).
    */
-  readonly onSnapshot?: (snapshot: WaitSnapshot) => void;
+  readonly onSnapshot?: (snapshot: WaitSnapshot) => void | Promise<void>;
 }
 
 export interface WaitSnapshot {
@@ -91,7 +92,7 @@ export async function waitForSettled(database: Database, request: WaitRequest): 
       if (!snapshot) {
         notices.clear();
         snapshot = await readSnapshot(database, trees, request);
-        request.onSnapshot?.(snapshot);
+        await request.onSnapshot?.(snapshot);
       }
       const state = snapshot.objectState;
       // Whether the watched object is in a state `until` accepts: unknown (null) until read, as

@@ -189,7 +189,7 @@ test('GET answers are the read models the CLI prints with --json', async () => {
     200,
   );
   const shown = await env.as.viewer.get(`/v1/leases/${lease.id}`);
-  expect(Object.keys(shown.body)).toEqual(['lease', 'queue', 'timeline']);
+  expect(Object.keys(shown.body)).toEqual(['lease', 'line', 'queue', 'timeline']);
   expect(shown.body.timeline.entries.length).toBeGreaterThan(0);
   const blueprint = await env.as.viewer.get(`/v1/blueprints/${name}`);
   expect(blueprint.body.blueprint).toMatchObject({ id, name, leasesByState: { active: 1 } });

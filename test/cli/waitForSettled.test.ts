@@ -26,7 +26,9 @@ test('wakes on the drain’s notices, not on its fallback timer', async () => {
     object: { ref: { kind: 'lease', id: lease.id }, until: activeOrGone },
     timeoutMs: 30_000,
     fallbackMs: 60_000,
-    onSnapshot: (snapshot) => snapshots.push(snapshot),
+    onSnapshot: (snapshot) => {
+      snapshots.push(snapshot);
+    },
   });
   expect(result.outcome).toBe('settled');
   expect(result.objectState).toBe('active');

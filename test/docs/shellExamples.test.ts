@@ -23,6 +23,7 @@ const PAGES = [
   'docs/callbacks.md',
   'docs/drivers.md',
   'docs/operations.md',
+  'docs/scheduling.md',
   'docs/web-ui.md',
   'docs/concepts.md',
   'docs/guarantees.md',

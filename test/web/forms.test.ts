@@ -318,6 +318,10 @@ test('a lease waiting for capacity says so on its page, with how many wait ahead
     );
   await waiting(first, 'next in line');
   await waiting(second, '1 ahead');
+  // The API gives the same place, with the estimate's basis.
+  const detail = await env.as.operator.get(`/v1/leases/${second}`);
+  expect(detail.body.line).toMatchObject({ blueprintName: name, position: 2, waiting: 2, basis: expect.any(String) });
+  expect((await env.as.operator.get(`/v1/leases/${holder.body.lease.id}`)).body.line).toBeNull();
   // Only a lease with a wait deadline shows one, and only while it waits.
   expect((await client.get(`/leases/${second}`)).text).toMatch(
     /<dt>Wait deadline<\/dt><dd><time[^>]*>[^<]+<\/time> <span class="muted">not active by then, it is released/,
@@ -337,6 +341,8 @@ test('a lease waiting for capacity says so on its page, with how many wait ahead
     [1, first],
     [2, second],
   ]);
+  expect(page.text).toContain('<th>Active in</th>');
+  expect(page.text).toMatch(/<p class="muted">Estimates from the recent grant rate: [^<]+\.<\/p>/);
   expect(page.text).toContain(`<a href="/resources/${holder.body.lease.resourceId}">resource ${holder.body.lease.resourceId}</a>`);
   expect(page.text).toContain('<h2>Timeline</h2>');
   expect((await client.get('/blueprints/999999')).status).toBe(404);

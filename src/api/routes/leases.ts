@@ -3,14 +3,14 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { checkCallbackUrl } from '../../callbacks/CallbackRequest.ts';
 import { createLease } from '../../objects/createLease.ts';
 import { blueprintIdFilter } from '../../read/blueprints.ts';
-import { findLease, listLeases } from '../../read/leases.ts';
-import { readHistory } from '../../read/objectHistory.ts';
+import { listLeases } from '../../read/leases.ts';
 import type { ApiContext } from '../ApiContext.ts';
 import { actorOf, callerOf } from '../auth/authenticate.ts';
+import { readLeaseDetail } from '../leaseDetail.ts';
 import { leaseAccepted, leaseSettled, subscribedFirst } from '../commandAnswers.ts';
 import { OPERATIONS } from '../contract.ts';
 import { runPost } from '../respond.ts';
-import { historyOf, leaseOf, pageOf } from '../shapes.ts';
+import { leaseOf, pageOf } from '../shapes.ts';
 import { routeOf } from '../typedRoutes.ts';
 
 export async function leaseRoutes(app: FastifyInstance, context: ApiContext): Promise<void> {
@@ -50,9 +50,6 @@ export async function leaseRoutes(app: FastifyInstance, context: ApiContext): Pr
 
   typed.route({
     ...routeOf(OPERATIONS.getLease),
-    handler: async ({ params }) => ({
-      lease: leaseOf(await findLease(db, params.id)),
-      ...historyOf(await readHistory(db, { kind: 'lease', id: params.id })),
-    }),
+    handler: ({ params }) => readLeaseDetail(db, params.id),
   });
 }

@@ -1,4 +1,5 @@
-import { commandOf, callbackOf, historyOf, leaseOf, pageOf, treeOf } from '../../api/shapes.ts';
+import { commandOf, callbackOf, leaseOf, pageOf, treeOf } from '../../api/shapes.ts';
+import { readLeaseDetail } from '../../api/leaseDetail.ts';
 import { cliActor } from '../../domain/Actor.ts';
 import type { AppendResult } from '../../queue/appendCommand.ts';
 import { blueprintIdFilter } from '../../read/blueprints.ts';
@@ -6,7 +7,6 @@ import { readCallbacks } from '../../read/callbacks.ts';
 import { readCommandTree } from '../../read/commandTree.ts';
 import { findCommand, listCommands, type CommandFilter } from '../../read/commands.ts';
 import { findLease, leaseSetUp, listLeases } from '../../read/leases.ts';
-import { readHistory } from '../../read/objectHistory.ts';
 import { readObjectState } from '../../read/objectState.ts';
 import type { ListPage } from '../../read/page.ts';
 import { awaitTree } from '../awaitTree.ts';
@@ -65,9 +65,8 @@ export class LocalTransport implements Transport {
     return { command: commandOf(waited.tree[0]!), coalesced, record: commandOf(record), outcome: waited.outcome, state, tree: treeOf(waited.tree) };
   }
 
-  async showLease(id: number) {
-    const { db } = this.session;
-    return { lease: leaseOf(await findLease(db, id)), ...historyOf(await readHistory(db, { kind: 'lease', id })) };
+  showLease(id: number) {
+    return readLeaseDetail(this.session.db, id);
   }
 
   async listLeases(filter: LeaseListFilter, page: ListPage) {

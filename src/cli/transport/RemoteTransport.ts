@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommandAnswer, LeaseAnswer } from '../../api/contract.ts';
-import type { CommandTreeNodeShape } from '../../api/shapes.ts';
+import type { CommandTreeNodeShape, LineStandingShape } from '../../api/shapes.ts';
 import {
   ApiRefusal,
   UnexpectedAnswer,
@@ -65,8 +65,8 @@ export class RemoteTransport implements Transport {
     wait.accepted(first);
     const waited = await this.untilSettled({ ...first, tree: first.tree ?? [] }, first.outcome, deadline, async () => {
       const { tree } = (await this.call('getCommand', { params: { id: first.command.id } })).body;
-      const { lease } = (await this.call('getLease', { params: { id: first.lease.id } })).body;
-      return { tree, lease, settled: treeSettled(tree) && leaseSetUp(lease.state) };
+      const { lease, line } = (await this.call('getLease', { params: { id: first.lease.id } })).body;
+      return { tree, lease, standing: line, settled: treeSettled(tree) && leaseSetUp(lease.state) };
     });
     return { lease: waited.lease, command: rootOf(waited.tree), outcome: waited.outcome, tree: waited.tree };
   }
@@ -134,19 +134,18 @@ export class RemoteTransport implements Transport {
     first: T,
     outcome: string | undefined,
     deadline: number,
-    read: () => Promise<Partial<T> & { tree: readonly CommandTreeNodeShape[]; settled: boolean }>,
+    read: () => Promise<Partial<T> & { tree: readonly CommandTreeNodeShape[]; standing?: LineStandingShape | null; settled: boolean }>,
   ): Promise<T & { outcome: 'settled' | 'timed_out' }> {
     const printProgress = progressPrinter(this.out);
-    const show = (tree: readonly CommandTreeNodeShape[]) => printProgress({ tree, transitions: [] });
-    show(first.tree);
+    printProgress({ tree: first.tree, transitions: [] });
     let latest = first;
     let settled = outcome === 'settled';
     while (!settled && Date.now() < deadline) {
       await this.pause(Math.min(POLL_MS, deadline - Date.now()), rootOf(first.tree).id);
-      const { settled: now, ...fresh } = await read();
+      const { settled: now, standing, ...fresh } = await read();
       latest = { ...latest, ...fresh };
       settled = now;
-      show(latest.tree);
+      printProgress({ tree: latest.tree, transitions: [], standing });
     }
     return { ...latest, outcome: settled ? 'settled' : 'timed_out' };
   }

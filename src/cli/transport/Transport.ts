@@ -1,5 +1,4 @@
-import type { z } from 'zod';
-import type { CancelAnswer, CommandAnswer, CommandDetailShape, LeaseAnswer, LeaseDetailSchema } from '../../api/contract.ts';
+import type { CancelAnswer, CommandAnswer, CommandDetailShape, LeaseAnswer, LeaseDetail } from '../../api/contract.ts';
 import type { Command, CommandTreeNodeShape, Lease } from '../../api/shapes.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
 import type { BlueprintRef } from '../../read/blueprints.ts';
@@ -68,5 +67,3 @@ export interface LeaseListFilter {
   readonly blueprint?: BlueprintRef;
   readonly holder?: string;
 }
-
-export type LeaseDetail = z.infer<typeof LeaseDetailSchema>;

@@ -1,4 +1,5 @@
-import type { HistoryShapeOf, Lease } from '../../api/shapes.ts';
+import type { HistoryShapeOf, Lease, LineStandingShape } from '../../api/shapes.ts';
+import { describeStanding } from '../../read/lineStanding.ts';
 import { type Column, fields, formatJson, formatTime, NONE } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
 
@@ -30,6 +31,13 @@ export function renderLease(lease: Lease): string {
   ]);
 }
 
-export function renderLeaseDetail({ lease, ...history }: { lease: Lease } & HistoryShapeOf): string {
-  return `${renderLease(lease)}\n\n${renderHistory(history)}`;
+export function renderLeaseDetail({ lease, line, ...history }: { lease: Lease; line: LineStandingShape | null } & HistoryShapeOf): string {
+  const standing = line
+    ? `\n\n${fields('waiting', [
+        ['line', describeStanding(line)],
+        ['since', formatTime(line.since)],
+        ['estimate from', line.basis],
+      ])}`
+    : '';
+  return `${renderLease(lease)}${standing}\n\n${renderHistory(history)}`;
 }

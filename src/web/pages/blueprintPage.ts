@@ -4,6 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
 import { readBlueprintDetail, readWaitingLine } from '../../read/blueprints.ts';
+import { describeEstimate, estimateFor, recentGrantRate } from '../../read/lineStanding.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { listResources } from '../../read/resources.ts';
 import { readUsage } from '../../read/usage.ts';
@@ -32,6 +33,8 @@ export async function blueprintPage(app: FastifyInstance, db: Db): Promise<void>
       const blueprint = await readBlueprintDetail(db, params.id);
       const { queue, timeline } = await readHistory(db, { kind: 'blueprint', id: blueprint.id });
       const line = await readWaitingLine(db, blueprint.id, SHOWN);
+      const rate = await recentGrantRate(db, blueprint.id, blueprint.name);
+      const estimate = (position: number) => describeEstimate(estimateFor(position, rate));
       const usage = await readUsage(db, blueprint.id);
       const resources = await listResources(db, { state: LIVE, blueprintId: blueprint.id }, { limit: SHOWN, order: 'newest' });
       const idle =
@@ -63,9 +66,10 @@ ${usageCharts(usage, { commands: false })}
 ${
   line.length === 0
     ? html`<p class="muted">No lease waits for capacity.</p>`
-    : html`<div class="table-wrap"><table><thead><tr><th>Place</th><th>Lease</th><th>Holder</th><th>Waiting since</th></tr></thead>
-<tbody>${line.map((w) => html`<tr><td>${w.ahead + 1}</td><td>${objectLink('lease', w.lease_id)}</td><td>${w.holder}</td><td>${when(w.since)}</td></tr>`)}</tbody></table></div>
-${blueprint.waitingLeases > line.length ? html`<p class="muted">and ${blueprint.waitingLeases - line.length} more.</p>` : ''}`
+    : html`<div class="table-wrap"><table><thead><tr><th>Place</th><th>Lease</th><th>Holder</th><th>Waiting since</th><th>Active in</th></tr></thead>
+<tbody>${line.map((w) => html`<tr><td>${w.ahead + 1}</td><td>${objectLink('lease', w.lease_id)}</td><td>${w.holder}</td><td>${when(w.since)}</td><td>${estimate(w.ahead + 1)}</td></tr>`)}</tbody></table></div>
+${blueprint.waitingLeases > line.length ? html`<p class="muted">and ${blueprint.waitingLeases - line.length} more.</p>` : ''}
+<p class="muted">Estimates from the recent grant rate: ${rate.basis}.</p>`
 }
 <h2>Live resources</h2>
 ${

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
-import { placeInLine } from '../../read/blueprints.ts';
+import { describeEstimate, readLineStanding } from '../../read/lineStanding.ts';
 import { findLease } from '../../read/leases.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { targetState } from '../../read/targetState.ts';
@@ -28,7 +28,7 @@ export async function leasePage(app: FastifyInstance, db: Db): Promise<void> {
       const lease = await findLease(db, params.id);
       const { queue, timeline } = await readHistory(db, { kind: 'lease', id: lease.id });
       const goal = targetState('lease', lease.state, queue);
-      const line = await placeInLine(db, lease.id);
+      const line = await readLineStanding(db, lease.id);
       const main = html`${stateHeading(`Lease ${lease.id}`, 'lease', lease.state, goal)}
 ${renderNotice(query)}
 <section class="card">
@@ -36,7 +36,7 @@ ${renderNotice(query)}
   ${stateFields(lease.state, goal)}
   ${
     line
-      ? html`<dt>Waiting</dt><dd>for a free slot at ${lease.blueprint_name}: ${line.ahead === 0 ? 'next in line' : `${line.ahead} ahead`}, since ${when(line.since)}</dd>`
+      ? html`<dt>Waiting</dt><dd>for a free slot at ${lease.blueprint_name}: ${line.position === 1 ? 'next in line' : `${line.position - 1} ahead`}, since ${when(line.since)}; ${describeEstimate(line.estimateSeconds)} <span class="muted">(${line.basis})</span></dd>`
       : ''
   }
   ${

@@ -1,0 +1,99 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/Database.ts';
+import { waitingLeases } from '../drain/sql/freeSlot.ts';
+import { waitingLine } from './blueprints.ts';
+
+/** How far back the grant rate an estimate rests on looks. */
+const RATE_WINDOW_MINUTES = 15;
+
+/**
+ * How fast a blueprint has been making leases active lately: from the
+ * collector's usage samples (src/gc/sampleUsage.ts) of the last
+ * RATE_WINDOW_MINUTES, each of which counts the blueprint's leases made
+ * active since the sample before. Two samples at least, so the rate has a
+ * span to be a rate over.
+ */
+export interface GrantRate {
+  /** Leases made active per second; 0 when none were, or there were not two samples to measure with. */
+  readonly perSecond: number;
+  /** How the rate was measured, in words: the basis of every estimate made from it. */
+  readonly basis: string;
+}
+
+export async function recentGrantRate(db: Db, blueprintId: number, blueprintName: string): Promise<GrantRate> {
+  const { rows } = await sql<{ samples: number; span_s: number | null; activated: number }>`
+    with recent as (
+      select pass_id, sampled_at from usage_samples
+      where sampled_at > now() - make_interval(mins => ${RATE_WINDOW_MINUTES})
+    )
+    select count(*)::int as samples,
+           extract(epoch from max(sampled_at) - min(sampled_at))::float8 as span_s,
+           -- The first sample's count is of the time before the window's span.
+           coalesce((select sum(b.leases_activated) from blueprint_usage_samples b
+                     where b.blueprint_id = ${blueprintId}
+                       and b.pass_id in (select pass_id from recent) and b.pass_id > (select min(pass_id) from recent)), 0)::int as activated
+    from recent
+  `.execute(db);
+  const { samples, span_s: spanS, activated } = rows[0]!;
+  if (samples < 2 || !spanS) return { perSecond: 0, basis: `the collector has not sampled the last ${RATE_WINDOW_MINUTES} min twice` };
+  const minutes = Math.max(1, Math.round(spanS / 60));
+  return { perSecond: activated / spanS, basis: `${activated} lease(s) made active at ${blueprintName} in the last ${minutes} min` };
+}
+
+/** Seconds until a waiter at `position` may expect to be active at `rate`; null when nothing was made active to go by. */
+export function estimateFor(position: number, rate: GrantRate): number | null {
+  return rate.perSecond > 0 ? Math.ceil(position / rate.perSecond) : null;
+}
+
+/** Where a waiting lease stands in its blueprint's line, and when it may expect to be active. */
+export interface LineStanding {
+  readonly blueprintName: string;
+  /** 1: next to be served. */
+  readonly position: number;
+  /** How many wait at the blueprint, this lease included. */
+  readonly waiting: number;
+  readonly since: Date;
+  /** Seconds from now, from the blueprint's recent grant rate; null when there is no rate to go by. */
+  readonly estimateSeconds: number | null;
+  /** What the estimate rests on (the recent grant rate), or why there is none. */
+  readonly basis: string;
+}
+
+/** Where lease `leaseId` stands in its blueprint's waiting line; undefined when it is not waiting. */
+export async function readLineStanding(db: Db, leaseId: number): Promise<LineStanding | undefined> {
+  const itsBlueprint = sql<number>`(select blueprint_id from blueprint_waiters where lease_id = ${leaseId})`;
+  const row = await db
+    .selectFrom(waitingLine(db, itsBlueprint).as('line'))
+    .innerJoin('blueprints as b', 'b.id', 'line.blueprint_id')
+    .select(['line.ahead', 'line.since', 'line.blueprint_id', 'b.name'])
+    .where('line.lease_id', '=', leaseId)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const position = row.ahead + 1;
+  const rate = await recentGrantRate(db, row.blueprint_id, row.name);
+  const waiting = await waitingLeases(db)
+    .select(sql<number>`count(*)::int`.as('n'))
+    .where('w.blueprint_id', '=', row.blueprint_id)
+    .executeTakeFirstOrThrow();
+  return { blueprintName: row.name, position, waiting: waiting.n, since: row.since, estimateSeconds: estimateFor(position, rate), basis: rate.basis };
+}
+
+/** An estimate in words, as the CLI and the web UI give it: "about 2 min", "about 1 h 20 min", "under a minute". */
+export function describeEstimate(seconds: number | null): string {
+  if (seconds === null) return 'no estimate';
+  if (seconds < 60) return 'under a minute';
+  const minutes = Math.round(seconds / 60);
+  return minutes < 60 ? `about ${minutes} min` : `about ${Math.floor(minutes / 60)} h${minutes % 60 ? ` ${minutes % 60} min` : ''}`;
+}
+
+/** A place in line as an ordinal: 1st, 2nd, 3rd, 4th, 11th, 21st. */
+export function ordinal(n: number): string {
+  const teen = n % 100 >= 11 && n % 100 <= 13;
+  const suffix = teen ? 'th' : (({ 1: 'st', 2: 'nd', 3: 'rd' } as Record<number, string>)[n % 10] ?? 'th');
+  return `${n}${suffix}`;
+}
+
+/** The waiting CLI's progress line and `lease show`'s: "3rd in line at sandboxes (of 7), about 2 min". */
+export function describeStanding(standing: Pick<LineStanding, 'position' | 'waiting' | 'blueprintName' | 'estimateSeconds'>): string {
+  return `${ordinal(standing.position)} in line at ${standing.blueprintName} (of ${standing.waiting}), ${describeEstimate(standing.estimateSeconds)}`;
+}

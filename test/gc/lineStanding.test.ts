@@ -1,0 +1,71 @@
+import { expect, test } from 'vitest';
+import { createBlueprint } from '../../src/objects/createBlueprint.ts';
+import { createLease } from '../../src/objects/createLease.ts';
+import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { describeEstimate, describeStanding, ordinal, readLineStanding } from '../../src/read/lineStanding.ts';
+import { handDrainSuite } from './support/handDrain.ts';
+
+// A waiting lease's place in line and its estimate, from the collector's
+// usage samples, with the drain and the collector run by hand.
+const alice = { issuedBy: 'alice@host', source: 'cli' } as const;
+const { db, hand } = handDrainSuite();
+
+const release = (id: number) => appendCommand(db(), { target: { kind: 'lease', id }, kind: 'release', actor: alice });
+const newLease = async (holder: string, blueprint = 'line') => (await createLease(db(), { blueprint, holder }, alice)).lease.id;
+
+test('a waiting lease knows its place; its estimate comes from the leases the blueprint made active between two samples', async () => {
+  await createBlueprint(db(), { name: 'line', driver: 'simulated', maxResources: 1, leasesPerResource: 1 }, alice);
+  // A second pool whose line does not move between the samples.
+  await createBlueprint(db(), { name: 'still', driver: 'simulated', maxResources: 1, leasesPerResource: 1 }, alice);
+  const holder = await newLease('holder');
+  const stillHolder = await newLease('holder', 'still');
+  await hand.all();
+  const stuck = await newLease('stuck', 'still');
+  const [a, b, c, d] = [await newLease('a'), await newLease('b'), await newLease('c'), await newLease('d')];
+  await hand.all();
+  expect(await readLineStanding(db(), holder)).toBeUndefined();
+  // Before two samples there is nothing to estimate from.
+  expect(await readLineStanding(db(), c!)).toMatchObject({
+    blueprintName: 'line',
+    position: 3,
+    waiting: 4,
+    estimateSeconds: null,
+    basis: 'the collector has not sampled the last 15 min twice',
+  });
+
+  await hand.pass();
+  // Two leases made active (and done with) between this pass's sample and the next.
+  for (const id of [holder, a!]) {
+    await release(id);
+    await hand.all();
+  }
+  await hand.pass();
+  const standing = (await readLineStanding(db(), d!))!;
+  expect(standing).toMatchObject({ position: 2, waiting: 2 });
+  expect(standing.basis).toBe('2 lease(s) made active at line in the last 1 min');
+  // Two leases in the samples' span (well under a second here): the second in line is one span away.
+  expect(standing.estimateSeconds).toBe(1);
+  expect(describeStanding(standing)).toBe('2nd in line at line (of 2), under a minute');
+
+  // Nothing made active at the other pool between the samples: no estimate, and it says why.
+  const still = (await readLineStanding(db(), stuck))!;
+  expect(still).toMatchObject({ position: 1, waiting: 1, estimateSeconds: null, basis: '0 lease(s) made active at still in the last 1 min' });
+  expect(describeStanding(still)).toBe('1st in line at still (of 1), no estimate');
+  await release(stillHolder);
+  await release(stuck);
+  for (const id of [b!, c!, d!]) await release(id);
+  await hand.all();
+  expect(await readLineStanding(db(), d!)).toBeUndefined();
+});
+
+test('estimates and places read as words', () => {
+  expect([1, 2, 3, 4, 11, 12, 13, 21, 102, 111].map(ordinal)).toEqual(['1st', '2nd', '3rd', '4th', '11th', '12th', '13th', '21st', '102nd', '111th']);
+  expect([null, 30, 90, 150, 3600, 4800].map(describeEstimate)).toEqual([
+    'no estimate',
+    'under a minute',
+    'about 2 min',
+    'about 3 min',
+    'about 1 h',
+    'about 1 h 20 min',
+  ]);
+});
