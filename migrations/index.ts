@@ -24,6 +24,7 @@ import * as queueHeadsByIndex from './0022_queue_heads_by_index.ts';
 import * as queueReadsByObject from './0023_queue_reads_by_object.ts';
 import * as resourceHealth from './0024_resource_health.ts';
 import * as waitDeadlines from './0025_wait_deadlines.ts';
+import * as leasePriorities from './0026_lease_priorities.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -52,4 +53,5 @@ export const migrations: Record<string, Migration> = {
   '0023_queue_reads_by_object': queueReadsByObject,
   '0024_resource_health': resourceHealth,
   '0025_wait_deadlines': waitDeadlines,
+  '0026_lease_priorities': leasePriorities,
 };

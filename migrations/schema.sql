@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0025_wait_deadlines.
+-- Slipway's schema (`public`) after migration 0026_lease_priorities.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -61,6 +61,7 @@ create table public.blueprints (
   check_interval_ms bigint,
   clean_between_leases boolean not null default false,
   clean_attempts integer not null default 3,
+  priority_step_ms bigint not null default 60000,
   constraint blueprints_check_interval_ms_check CHECK ((check_interval_ms > 0)),
   constraint blueprints_clean_attempts_check CHECK (((clean_attempts >= 1) AND (clean_attempts <= 100))),
   constraint blueprints_idle_timeout_ms_check CHECK ((idle_timeout_ms > 0)),
@@ -72,6 +73,7 @@ create table public.blueprints (
   constraint blueprints_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'::text)),
   constraint blueprints_name_key UNIQUE (name),
   constraint blueprints_pkey PRIMARY KEY (id),
+  constraint blueprints_priority_step_ms_check CHECK (((priority_step_ms >= 0) AND (priority_step_ms <= 86400000))),
   constraint blueprints_state_check CHECK ((state = ANY (ARRAY['enabled'::text, 'disabled'::text])))
 );
 
@@ -227,9 +229,11 @@ create table public.leases (
   heartbeat_deadline timestamp with time zone,
   callback_url text,
   wait_deadline timestamp with time zone,
+  priority smallint not null default 0,
   constraint leases_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint leases_heartbeat_ms_check CHECK ((heartbeat_ms > 0)),
   constraint leases_pkey PRIMARY KEY (id),
+  constraint leases_priority_check CHECK (((priority >= 0) AND (priority <= 9))),
   constraint leases_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES public.resources(id),
   constraint leases_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text, 'released'::text, 'broken'::text, 'destroyed'::text]))),
   constraint leases_term_ms_check CHECK ((term_ms > 0))

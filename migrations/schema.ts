@@ -35,6 +35,8 @@ export interface BlueprintsTable {
   clean_between_leases: Generated<boolean>;
   /** Failed cleanings in a row that quarantine a resource. */
   clean_attempts: Generated<number>;
+  /** How much waiting one level of a lease's priority is worth in this blueprint's line. */
+  priority_step_ms: Generated<number>;
   version: Generated<number>;
   created_at: TimestampDefault;
   updated_at: TimestampDefault;
@@ -73,6 +75,8 @@ export interface LeasesTable {
   heartbeat_deadline: Timestamp | null;
   /** The time by which the lease must be active, or the collector releases it as `system:deadline`. */
   wait_deadline: Timestamp | null;
+  /** 0–9: served ahead of lower priorities that have waited less than priority × the blueprint's priority_step_ms. */
+  priority: Generated<number>;
   /** The holder's callback: told when Slipway ends the lease itself (its resource found gone). */
   callback_url: Generated<string | null>;
   message: string | null;

@@ -186,6 +186,15 @@ const BAD_REQUESTS: readonly BadRequest[] = [
     says: /body\.heartbeatMs/,
   },
   {
+    what: 'a priority above 9',
+    method: 'POST',
+    path: () => '/v1/leases',
+    options: (f) => json({ blueprint: f.blueprint, priority: 10 }),
+    status: 400,
+    code: 'invalid_input',
+    says: /body\.priority: expected a priority of 0 to 9/,
+  },
+  {
     what: 'a wait timeout under a second',
     method: 'POST',
     path: () => '/v1/leases',
@@ -823,6 +832,12 @@ const BAD_COMMAND_LINES: readonly BadCommandLine[] = [
     args: (f) => ['lease', 'create', '--blueprint', f.blueprint, '--expires-in', '10 minutes'],
     exitCode: 2,
     says: /--expires-in .*expected a duration like/,
+  },
+  {
+    what: 'lease create with a priority of 12',
+    args: (f) => ['lease', 'create', '--blueprint', f.blueprint, '--priority', '12'],
+    exitCode: 2,
+    says: /--priority .*12/,
   },
   {
     what: 'lease create with a wait timeout that is not a duration',

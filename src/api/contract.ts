@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { CallbackRequestSchema } from '../callbacks/CallbackRequest.ts';
 import { COMMAND_KINDS, type CommandKindSpec } from '../domain/commandKinds.ts';
+import { PrioritySchema } from '../domain/priority.ts';
 import { BlueprintInputSchema } from '../objects/createBlueprint.ts';
 import { leaseBodySchema } from '../objects/createLease.ts';
 import { BlueprintChangesSchema } from '../objects/updateBlueprint.ts';
@@ -73,6 +74,9 @@ export const CreateLeaseBody = leaseBodySchema({
     .meta({ description: "the blueprint's name, or its id" }),
   attributes: z.record(z.string().max(100), z.unknown()).optional().meta({ description: "the requester's own labels, kept on the lease" }),
   reason: Reason.optional(),
+  priority: PrioritySchema.optional().meta({
+    description: "0 (the default) to 9: served ahead of lower priorities that have waited less than priority × the blueprint's priorityStepMs; a user token may ask for 0–4",
+  }),
   callback: CallbackRequestSchema.optional().meta({
     description:
       "the holder's callback: told, as a command's callback is, when Slipway ends the lease itself because a check found its resource gone",

@@ -63,6 +63,7 @@ export const BlueprintSchema = z
     checkIntervalMs: z.number().int().nullable().meta({ description: 'how often each resource is checked by its driver (null: never)' }),
     cleanBetweenLeases: z.boolean().meta({ description: 'each slot a lease gives back is cleaned by the driver before another lease may have it' }),
     cleanAttempts: z.number().int().meta({ description: 'failed cleanings in a row that quarantine a resource' }),
+    priorityStepMs: z.number().int().meta({ description: "how much waiting one level of a lease's priority is worth in the line" }),
     version: z.number().int(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
@@ -85,6 +86,7 @@ export function blueprintOf(row: BlueprintRow): Blueprint {
     checkIntervalMs: row.check_interval_ms,
     cleanBetweenLeases: row.clean_between_leases,
     cleanAttempts: row.clean_attempts,
+    priorityStepMs: row.priority_step_ms,
     version: row.version,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
@@ -181,6 +183,10 @@ export const LeaseSchema = z
     heartbeatMs: z.number().int().nullable(),
     heartbeatDeadline: OptionalTimestamp,
     waitDeadline: OptionalTimestamp.meta({ description: 'active by then, or the collector releases it as system:deadline' }),
+    priority: z
+      .number()
+      .int()
+      .meta({ description: '0–9: served ahead of lower priorities that have waited less than priority × its blueprint’s priorityStepMs' }),
     message: z.string().nullable(),
     version: z.number().int(),
     createdAt: Timestamp,
@@ -204,6 +210,7 @@ export function leaseOf(row: LeaseView): Lease {
     heartbeatMs: row.heartbeat_ms,
     heartbeatDeadline: isoOrNull(row.heartbeat_deadline),
     waitDeadline: isoOrNull(row.wait_deadline),
+    priority: row.priority,
     message: row.message,
     version: row.version,
     createdAt: iso(row.created_at),

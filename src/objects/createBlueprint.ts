@@ -34,6 +34,13 @@ export const BlueprintInputSchema = z
     cleanBetweenLeases: z.boolean().default(false),
     /** Failed cleanings in a row that quarantine a resource. */
     cleanAttempts: z.number().int().min(1).max(100).default(3),
+    /** How much waiting one level of a lease's priority is worth in the line (0: priorities do not count). */
+    priorityStepMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(24 * 3600 * 1000, 'expected at most a day')
+      .default(60_000),
   })
   .strict()
   .refine((b) => b.minResources <= b.maxResources, {
@@ -51,8 +58,18 @@ export async function createBlueprint(db: Db, input: BlueprintInput, actor: Acto
 export async function createBlueprintInTransaction(trx: Db, input: BlueprintInput, actor: Actor): Promise<BlueprintRow> {
   const parsed = BlueprintInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid blueprint: ${describeZodIssues(parsed.error.issues)}`);
-  const { name, driver, maxResources, leasesPerResource, minResources, idleTimeoutMs, checkIntervalMs, cleanBetweenLeases, cleanAttempts } =
-    parsed.data;
+  const {
+    name,
+    driver,
+    maxResources,
+    leasesPerResource,
+    minResources,
+    idleTimeoutMs,
+    checkIntervalMs,
+    cleanBetweenLeases,
+    cleanAttempts,
+    priorityStepMs,
+  } = parsed.data;
   // Stored as given, not with the driver's defaults filled in: a default is
   // the code's, applied by each worker as it makes the driver (registry.ts).
   // So a setting a new release adds, with a default, never reaches the
@@ -73,6 +90,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
       check_interval_ms: checkIntervalMs ?? null,
       clean_between_leases: cleanBetweenLeases,
       clean_attempts: cleanAttempts,
+      priority_step_ms: priorityStepMs,
     })
     .onConflict((oc) => oc.column('name').doNothing())
     .returningAll()

@@ -5,6 +5,7 @@ import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError } from '../domain/errors.ts';
 import { statesWith } from '../domain/lifecycle.ts';
+import { PrioritySchema } from '../domain/priority.ts';
 import { recordAppended } from '../metrics/metrics.ts';
 import type { LeaseView } from '../read/leases.ts';
 import { fromNow } from './leaseDeadlines.ts';
@@ -63,6 +64,8 @@ export const LeaseInputSchema = leaseBodySchema({
   attributes: z.record(z.string(), z.unknown()).optional(),
   /** The holder's callback, already checked against the allow-list (the API's checkCallbackUrl). */
   callbackUrl: z.string().max(2048).optional(),
+  /** 0–9 (the API checks it against the caller's role): where the lease joins its blueprint's line. */
+  priority: PrioritySchema.optional(),
 });
 export type LeaseInput = z.input<typeof LeaseInputSchema>;
 
@@ -81,7 +84,7 @@ export type LeaseInput = z.input<typeof LeaseInputSchema>;
 export async function createLease(db: Db, input: LeaseInput, actor: Actor): Promise<{ lease: LeaseView; command: CommandRow }> {
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
-  const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, waitTimeoutMs, attributes, callbackUrl } = parsed.data;
+  const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, waitTimeoutMs, attributes, callbackUrl, priority } = parsed.data;
   // An absolute expiry's term (for renewals) is what was left of it when asked.
   const termMs = expiresInMs ?? (expiresAt ? expiresAt.getTime() - Date.now() : undefined);
   // A relative expiry counts on the database's clock, as every deadline does
@@ -102,10 +105,10 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
       select id, name, state from blueprints where ${sql.ref(typeof ref === 'number' ? 'id' : 'name')} = ${ref}
     ),
     lease as (
-      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, wait_deadline, attributes, callback_url)
+      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, wait_deadline, attributes, callback_url, priority)
       select b.id, ${holder}, ${expiry}, ${termMs === undefined ? null : Math.max(1000, Math.round(termMs))}::bigint,
              ${heartbeatMs ?? null}::int, ${waitTimeoutMs === undefined ? sql`null::timestamptz` : fromNow(waitTimeoutMs)},
-             ${JSON.stringify(attributes ?? {})}::jsonb, ${callbackUrl ?? null}::text
+             ${JSON.stringify(attributes ?? {})}::jsonb, ${callbackUrl ?? null}::text, ${priority ?? 0}::smallint
       from b where b.state = any(${statesWith('blueprint', 'takesLeases')}::text[])
       returning *
     ),

@@ -25,7 +25,7 @@ import { recordEvent } from './recordEvent.ts';
  * the blueprint's own queue (`update_settings`), whose drain reconciles the
  * resources with them. The key is named here only to say so.
  */
-const { maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts } = BlueprintInputSchema.shape;
+const { maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs } = BlueprintInputSchema.shape;
 export const BlueprintChangesSchema = z
   .object({
     // Without the defaults creation fills in: a field left out stays as it is.
@@ -34,6 +34,7 @@ export const BlueprintChangesSchema = z
     checkIntervalMs: checkIntervalMs.unwrap().nullable().optional(),
     cleanBetweenLeases: cleanBetweenLeases.unwrap().optional(),
     cleanAttempts: cleanAttempts.unwrap().optional(),
+    priorityStepMs: priorityStepMs.unwrap().optional(),
     settings: z
       .undefined({
         error:
@@ -44,7 +45,7 @@ export const BlueprintChangesSchema = z
   .strict()
   .refine(
     (changes) => Object.keys(changes).length > 0,
-    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts',
+    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs',
   );
 export type BlueprintChanges = z.input<typeof BlueprintChangesSchema>;
 
@@ -55,6 +56,7 @@ const COLUMNS = {
   checkIntervalMs: 'check_interval_ms',
   cleanBetweenLeases: 'clean_between_leases',
   cleanAttempts: 'clean_attempts',
+  priorityStepMs: 'priority_step_ms',
 } as const;
 
 /**

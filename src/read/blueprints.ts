@@ -65,7 +65,9 @@ export function waitingLine(db: Db, blueprintIds: number | RawBuilder<number>) {
     .select([
       'w.lease_id',
       'w.blueprint_id',
-      'w.since',
+      // Waiting since its request: the row's own since is its place, which a priority moves earlier.
+      'l.created_at as since',
+      'l.priority',
       'l.holder',
       sql<number>`(row_number() over (partition by w.blueprint_id order by w.since, w.lease_id) - 1)::int`.as('ahead'),
     ])

@@ -123,6 +123,22 @@ test('lease create with wait answers once the lease is active', async () => {
   expect(created.body.lease.attributes).toMatchObject({ team: 'ci', simulated: true });
 });
 
+test("lease create takes a priority within the caller's role's range; above it, a 403 naming the range, and nothing written", async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const asUser = await env.as.user.post('/v1/leases', { blueprint: name, priority: 4 });
+  expect(asUser.status, JSON.stringify(asUser.body)).toBe(202);
+  expect(asUser.body.lease.priority).toBe(4);
+  const before = await env.database.db.selectFrom('leases').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const tooHigh = await env.as.user.post('/v1/leases', { blueprint: name, priority: 7 });
+  expect(tooHigh.status).toBe(403);
+  expect(tooHigh.body).toMatchObject({ code: 'forbidden', message: 'a user token may ask for priority 0 to 4, not 7: ask an operator' });
+  const after = await env.database.db.selectFrom('leases').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  expect(Number(after.n)).toBe(Number(before.n));
+  const asOperator = await env.as.operator.post('/v1/leases', { blueprint: name, priority: 9 });
+  expect(asOperator.body.lease.priority).toBe(9);
+  expect((await env.as.user.post('/v1/leases', { blueprint: name })).body.lease.priority).toBe(0);
+});
+
 test('lease create takes a wait timeout: the lease shows its wait deadline, counted from its creation', async () => {
   const { name } = await simulatedBlueprint(env.as.admin);
   const created = await env.as.user.post('/v1/leases', { blueprint: name, waitTimeoutMs: 600_000 });

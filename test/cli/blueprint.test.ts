@@ -96,10 +96,13 @@ test('blueprint limits, disable and enable change the blueprint as the API does,
   expect(checked).toMatchObject({ checkIntervalMs: 300_000, cleanBetweenLeases: true });
   const unchecked = parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--check-interval', 'off', '--clean-between-leases', 'off'));
   expect(unchecked).toMatchObject({ checkIntervalMs: null, cleanBetweenLeases: false });
+  expect(unchecked.priorityStepMs).toBe(60_000);
+  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--priority-step', '30s'))).toMatchObject({ priorityStepMs: 30_000 });
+  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--priority-step', 'off'))).toMatchObject({ priorityStepMs: 0 });
   const none = await env.cli('blueprint', 'limits', 'dirs');
   expect(none.code).toBe(2);
   expect(none.stderr).toBe(
-    'error: give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>\n',
+    'error: give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>\n',
   );
 
   const disabled = await env.cli('blueprint', 'disable', 'dirs');
@@ -122,6 +125,8 @@ test('blueprint limits, disable and enable change the blueprint as the API does,
     .execute();
   expect(events).toEqual([
     { type: 'created', to_state: 'enabled' },
+    { type: 'updated', to_state: null },
+    { type: 'updated', to_state: null },
     { type: 'updated', to_state: null },
     { type: 'updated', to_state: null },
     { type: 'updated', to_state: null },

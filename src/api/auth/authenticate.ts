@@ -4,7 +4,7 @@ import type { Db } from '../../db/Database.ts';
 import type { Actor } from '../../domain/Actor.ts';
 import { ApiError } from '../errors.ts';
 import { FailureLimiter } from './FailureLimiter.ts';
-import { reachOf, type Action, type Reach } from './roles.ts';
+import { MAX_PRIORITY, reachOf, type Action, type Reach } from './roles.ts';
 import { tokenActorName, type LiveToken } from './tokens.ts';
 import { TrustedTokens } from './TrustedTokens.ts';
 
@@ -118,5 +118,16 @@ export function assertMayTouch(caller: Caller, owner: string, what: string): voi
   throw new ApiError('forbidden', `a ${caller.role} token may only act on its own ${what}; this one belongs to ${owner}`, {
     role: caller.role,
     owner,
+  });
+}
+
+/** Refuses a lease priority above what the caller's role may ask for (MAX_PRIORITY). */
+export function assertPriorityAllowed(caller: Caller, priority: number | undefined): void {
+  const most = MAX_PRIORITY[caller.role];
+  if (priority === undefined || priority <= most) return;
+  throw new ApiError('forbidden', `a ${caller.role} token may ask for priority 0 to ${most}, not ${priority}: ask an operator`, {
+    role: caller.role,
+    priority,
+    maxPriority: most,
   });
 }

@@ -37,3 +37,10 @@ export const GRANTS: Readonly<Record<TokenRole, Partial<Record<Action, Reach>>>>
 export function reachOf(role: TokenRole, action: Action): Reach | undefined {
   return GRANTS[role][action];
 }
+
+/**
+ * The highest lease priority each role may ask for (docs/scheduling.md):
+ * a user's urgent request may go ahead of the everyday ones, an operator's
+ * ahead of any. The CLI on the database acts as an operator would.
+ */
+export const MAX_PRIORITY: Readonly<Record<TokenRole, number>> = { viewer: 0, user: 4, operator: 9, admin: 9 };

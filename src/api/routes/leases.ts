@@ -5,7 +5,7 @@ import { createLease } from '../../objects/createLease.ts';
 import { blueprintIdFilter } from '../../read/blueprints.ts';
 import { listLeases } from '../../read/leases.ts';
 import type { ApiContext } from '../ApiContext.ts';
-import { actorOf, callerOf } from '../auth/authenticate.ts';
+import { actorOf, assertPriorityAllowed, callerOf } from '../auth/authenticate.ts';
 import { readLeaseDetail } from '../leaseDetail.ts';
 import { leaseAccepted, leaseSettled, subscribedFirst } from '../commandAnswers.ts';
 import { OPERATIONS } from '../contract.ts';
@@ -24,6 +24,7 @@ export async function leaseRoutes(app: FastifyInstance, context: ApiContext): Pr
         runPost(context, request, reply, async (db) => {
           await context.backpressure.assertBacklogRoom(db);
           const { reason, expiresAt, callback, ...rest } = request.body;
+          assertPriorityAllowed(callerOf(request), rest.priority);
           const input = {
             ...rest,
             expiresAt: expiresAt?.toISOString(),

@@ -27,6 +27,8 @@ interface CreateOptions {
   readonly checkInterval?: number;
   readonly cleanBetweenLeases?: boolean;
   readonly cleanAttempts?: number;
+  /** Milliseconds, or `off`. */
+  readonly priorityStep?: number | 'off';
   readonly settings?: Record<string, unknown>;
   /** From repeated --setting key=value. */
   readonly setting?: Record<string, unknown>;
@@ -39,6 +41,8 @@ interface LimitsOptions {
   readonly checkInterval?: number | 'off';
   readonly cleanBetweenLeases?: boolean;
   readonly cleanAttempts?: number;
+  /** Milliseconds, or `off`. */
+  readonly priorityStep?: number | 'off';
 }
 
 interface UpdateOptions extends WaitOptions {
@@ -86,13 +90,28 @@ export function addBlueprintCommands(program: Command): void {
     .option('--check-interval <duration>', 'ask the driver this often whether each resource is still there and healthy, e.g. 5m', parseWith(Duration))
     .option('--clean-between-leases', 'have the driver clean each slot a lease gives back before another lease may have it')
     .option('--clean-attempts <n>', 'failed cleanings in a row that quarantine a resource', parseWith(countBetween(1, 100)), 3)
+    .option(
+      '--priority-step <duration|off>',
+      "how much waiting one level of a lease's priority is worth in the line (default 1m), or off",
+      parseWith(DurationOrOff),
+    )
     .option('--settings <json>', 'driver settings as a JSON object', parseWith(JsonObject))
     .option('--setting <key=value>', 'one driver setting (repeatable; JSON values allowed; overrides --settings)', collectSetting)
     .action((options: CreateOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const settings = { ...options.settings, ...options.setting };
-        const { name, driver, maxResources, leasesPerResource, minResources, idleTimeout, checkInterval, cleanBetweenLeases, cleanAttempts } =
-          options;
+        const {
+          name,
+          driver,
+          maxResources,
+          leasesPerResource,
+          minResources,
+          idleTimeout,
+          checkInterval,
+          cleanBetweenLeases,
+          cleanAttempts,
+          priorityStep,
+        } = options;
         const input = {
           name,
           driver,
@@ -104,6 +123,7 @@ export function addBlueprintCommands(program: Command): void {
           checkIntervalMs: checkInterval,
           cleanBetweenLeases,
           cleanAttempts,
+          priorityStepMs: stepMs(priorityStep),
         };
         const created = blueprintOf(await createBlueprint(db, input, cliActor()));
         out.result(created, (b) => `created ${renderBlueprint(b)}`);
@@ -150,17 +170,23 @@ export function addBlueprintCommands(program: Command): void {
     .option('--check-interval <duration|off>', 'check each resource this often (e.g. 5m), or off', parseWith(DurationOrOff))
     .option('--clean-between-leases <on|off>', 'clean each slot a lease gives back from now on, or stop', parseWith(OnOff))
     .option('--clean-attempts <n>', 'failed cleanings in a row that quarantine a resource', parseWith(countBetween(1, 100)))
+    .option(
+      '--priority-step <duration|off>',
+      "how much waiting one level of a lease's priority is worth in the line (default 1m), or off",
+      parseWith(DurationOrOff),
+    )
     .action((ref: BlueprintRef, options: LimitsOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const { BlueprintChangesSchema, updateBlueprint } = await blueprintChanges();
-        const { checkInterval, ...limits } = options;
+        const { checkInterval, priorityStep, ...limits } = options;
         const changes = BlueprintChangesSchema.safeParse({
           ...limits,
           ...(checkInterval === undefined ? {} : { checkIntervalMs: checkInterval === 'off' ? null : checkInterval }),
+          ...(priorityStep === undefined ? {} : { priorityStepMs: stepMs(priorityStep) }),
         });
         if (!changes.success) {
           throw new InvalidInputError(
-            'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>',
+            'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>',
           );
         }
         const changed = blueprintOf(await withTransaction(db, (trx) => updateBlueprint(trx, ref, changes.data, cliActor())));
@@ -202,4 +228,9 @@ export function addBlueprintCommands(program: Command): void {
       out.result(page, (p) => pageTable(p, BLUEPRINT_COLUMNS));
     }),
   );
+}
+
+/** A --priority-step as stored: `off` is 0 (priorities do not count); absent leaves the default. */
+function stepMs(step: number | 'off' | undefined): number | undefined {
+  return step === 'off' ? 0 : step;
 }

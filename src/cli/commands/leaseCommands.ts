@@ -8,7 +8,7 @@ import { pageTable } from '../format.ts';
 import { addPageOptions, addStateOptions, addWaitOptions, stateFilter, type StateListOptions, type WaitOptions } from '../options.ts';
 import type { Output } from '../output.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
-import { Duration, LeaseStateArg, parseWith, PositiveId, textUpTo } from '../parsers.ts';
+import { countBetween, Duration, LeaseStateArg, parseWith, PositiveId, textUpTo } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
 import type { LeaseAnswer } from '../../api/contract.ts';
 import type { LeaseWaited, Transport } from '../transport/Transport.ts';
@@ -24,6 +24,7 @@ interface CreateOptions extends WaitOptions {
   readonly heartbeat?: number;
   /** Milliseconds. */
   readonly waitTimeout?: number;
+  readonly priority?: number;
 }
 
 interface RenewOptions extends WaitOptions {
@@ -52,6 +53,11 @@ export function addLeaseCommands(program: Command): void {
         '--heartbeat <duration>',
         'a heartbeat lease: released once two of these intervals pass without a `lease renew`, e.g. 30s',
         parseWith(Duration),
+      )
+      .option(
+        '--priority <0-9>',
+        "how urgent: served ahead of lower priorities that have waited less than this many of the blueprint's priority steps",
+        parseWith(countBetween(0, 9)),
       )
       .option(
         '--wait-timeout <duration>',
@@ -127,8 +133,8 @@ const DEADLINE_MARGIN_S = 120;
  * lease being set up: the message names it and how to give it up.
  */
 async function requestLease(transport: Transport, out: Output, options: CreateOptions): Promise<void> {
-  const { blueprint, holder, expiresIn, heartbeat, waitTimeout, reason } = options;
-  const input = { blueprint, holder, expiresInMs: expiresIn, heartbeatMs: heartbeat, waitTimeoutMs: waitTimeout, reason };
+  const { blueprint, holder, expiresIn, heartbeat, waitTimeout, priority, reason } = options;
+  const input = { blueprint, holder, expiresInMs: expiresIn, heartbeatMs: heartbeat, waitTimeoutMs: waitTimeout, priority, reason };
   const requested = ({ lease, command }: LeaseAnswer) => `lease ${lease.id} requested for ${lease.holder} (command ${command.id})`;
   if (!options.wait) {
     out.result(await transport.createLease(input), requested);

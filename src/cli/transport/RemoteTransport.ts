@@ -195,8 +195,8 @@ function leaseBody(request: LeaseRequest) {
   for (const [option, flag] of LOCAL_ONLY_LEASE_OPTIONS) {
     if (request[option] !== undefined) throw new CliFailure(`${flag} is not available in remote mode (SLIPWAY_URL)`, EXIT.usage);
   }
-  const { blueprint, expiresInMs, heartbeatMs, waitTimeoutMs, reason } = request;
-  return { blueprint, ...defined({ expiresInMs, heartbeatMs, waitTimeoutMs, reason }) };
+  const { blueprint, expiresInMs, heartbeatMs, waitTimeoutMs, priority, reason } = request;
+  return { blueprint, ...defined({ expiresInMs, heartbeatMs, waitTimeoutMs, priority, reason }) };
 }
 
 function commandBody({ kind, payload, reason }: CommandRequest) {

@@ -35,6 +35,7 @@ export interface LeaseRequest {
   readonly expiresInMs?: number;
   readonly heartbeatMs?: number;
   readonly waitTimeoutMs?: number;
+  readonly priority?: number;
   readonly reason?: string;
 }
 

@@ -1,3 +1,4 @@
+import { describePriorityStep } from '../../domain/priority.ts';
 import type { Blueprint, BlueprintDetailShape, HistoryShapeOf } from '../../api/shapes.ts';
 import { type Column, fields, formatJson, formatTime, NONE } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
@@ -27,6 +28,7 @@ export function renderBlueprint(blueprint: Blueprint): string {
     ['idle timeout', blueprint.idleTimeoutMs === null ? 'none (idle resources are kept)' : `${blueprint.idleTimeoutMs / 1000} s`],
     ['checks', blueprint.checkIntervalMs === null ? 'none (resources are trusted as made)' : `every ${blueprint.checkIntervalMs / 1000} s`],
     ['cleaning', blueprint.cleanBetweenLeases ? `between leases; quarantined after ${blueprint.cleanAttempts} failure(s) in a row` : 'none'],
+    ['priorities', describePriorityStep(blueprint.priorityStepMs)],
     ['leases/resource', String(blueprint.leasesPerResource)],
     ['created', formatTime(blueprint.createdAt)],
   ]);

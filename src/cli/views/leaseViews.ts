@@ -19,6 +19,7 @@ export function renderLease(lease: Lease): string {
     ['holder', lease.holder],
     ['resource', lease.resourceId === null ? NONE : `${lease.resourceId}, slot ${lease.slot}`],
     ['attributes', formatJson(lease.attributes)],
+    ['priority', String(lease.priority)],
     ['wait deadline', formatTime(lease.waitDeadline)],
     ['expires', formatTime(lease.expiresAt)],
     [

@@ -8,6 +8,7 @@ import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts
 import { makeResource } from '../../objects/makeResource.ts';
 import { done, failed, type CommandHandler, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
 import { requestingLease } from '../reads/requestingLease.ts';
+import { placeInLine } from '../../domain/priority.ts';
 import { type Joining, type LineCount, type Serving, serveWaitingLine } from './waitingLine.ts';
 
 /**
@@ -106,7 +107,7 @@ function withServing(decision: Outcome<'blueprint'>, after: BlueprintRow, servin
 /** Each command kind's decision, its payload typed by the kind's schema. */
 const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
   /** A lease wants a slot (a new lease, or one refused): it joins the line, served at once if there is room. */
-  need_resource: async (trx, ctx) => {
+  need_resource: async (trx, ctx, blueprint) => {
     const { leaseId } = ctx.payload;
     const lease = await requestingLease(trx, ctx);
     if (lease?.state !== 'pending' || lease.resource_id !== null) {
@@ -120,7 +121,15 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
         lineAsItWas: true,
       };
     }
-    return { ...done<'blueprint'>(`lease ${leaseId} needs a slot`), joining: { leaseId, since: lease.created_at } };
+    return {
+      ...done<'blueprint'>(`lease ${leaseId} needs a slot`),
+      joining: {
+        leaseId,
+        since: placeInLine(lease.created_at, lease.priority, blueprint.priority_step_ms),
+        requestedAt: lease.created_at,
+        priority: lease.priority,
+      },
+    };
   },
 
   /** A resource has a slot the line may take (counted, with any others, by serving the line). */

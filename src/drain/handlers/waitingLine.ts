@@ -63,10 +63,16 @@ const acquire = (resourceId: number, leaseId: number, reason: string): FollowUp 
   reason,
 });
 
-/** A lease coming to the line: it takes its place by the time it was created, as if it had waited since then. */
+/**
+ * A lease coming to the line: it takes its place (`since`) by the time it
+ * was requested less what its priority is worth (domain/priority.ts), as
+ * if it had waited since then.
+ */
 export interface Joining {
   readonly leaseId: number;
   readonly since: Date;
+  readonly requestedAt: Date;
+  readonly priority: number;
 }
 
 /** A row of the line as read: `key` is its place (`since` to the microsecond, as text) for reading on after it. */
@@ -75,6 +81,13 @@ interface LineRow {
   readonly since: Date;
   readonly key: string;
   readonly state: string;
+  readonly priority: number;
+  readonly requested_at: Date;
+}
+
+/** Why a waiting lease was the one served, as the decision records it: "priority 5, waited 41 s". */
+function whyChosen(lease: { priority: number; requestedAt: Date }, now: number): string {
+  return `priority ${lease.priority}, waited ${Math.max(0, Math.round((now - lease.requestedAt.getTime()) / 1000))} s`;
 }
 
 /**
@@ -122,8 +135,13 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const slots = await freeSlots(trx, blueprint.id, promised);
   const mayMake = () => blueprint.state === 'enabled' && live < blueprint.max_resources;
   const hasRoom = () => slots.some((s) => s.free > 0) || mayMake();
-  /** Serves one lease from the room left, making a resource if it may. */
-  const serve = async (leaseId: number) => {
+  const now = Date.now();
+  /**
+   * Serves one lease from the room left, making a resource if it may. `why`
+   * it was chosen, when it was chosen over others in the line (a lease
+   * served the moment it asked, with nobody waiting behind, has none).
+   */
+  const serve = async (leaseId: number, why?: string) => {
     let slot = slots.find((s) => s.free > 0);
     if (!slot && mayMake()) {
       slot = { id: await makeResource(trx, blueprint, cause, { leaseId }), free: blueprint.leases_per_resource, madeFor: leaseId };
@@ -135,13 +153,19 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     slot.free--;
     promised.set(slot.id, (promised.get(slot.id) ?? 0) + 1);
     const made = slot.madeFor === leaseId;
+    const count = `${live} of ${blueprint.max_resources}`;
     served.set(
       leaseId,
       made
-        ? `allocating resource ${slot.id} for lease ${leaseId} (${live} of ${blueprint.max_resources})`
-        : `sent lease ${leaseId} to resource ${slot.id}`,
+        ? `allocating resource ${slot.id} for lease ${leaseId} (${why ? `${count}; ${why}` : count})`
+        : `sent lease ${leaseId} to resource ${slot.id}${why ? ` (${why})` : ''}`,
     );
-    followUps.push(acquire(slot.id, leaseId, made ? `made for lease ${leaseId}` : `lease ${leaseId} waited for a slot`));
+    const reason = made
+      ? `made for lease ${leaseId}${why ? ` (${why})` : ''}`
+      : why
+        ? `lease ${leaseId} chosen for a slot: ${why}`
+        : `lease ${leaseId} asked for a slot`;
+    followUps.push(acquire(slot.id, leaseId, reason));
   };
 
   // The line from its head while there is room (and a page already read,
@@ -166,11 +190,11 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
         continue;
       }
       if (newcomer && comesBefore(newcomer, row) && hasRoom()) {
-        await serve(newcomer.leaseId);
+        await serve(newcomer.leaseId, whyChosen(newcomer, now));
         newcomer = undefined;
       }
       if (row.state !== 'pending') departed.push(row.lease_id);
-      else if (hasRoom()) await serve(row.lease_id);
+      else if (hasRoom()) await serve(row.lease_id, whyChosen({ priority: row.priority, requestedAt: row.requested_at }, now));
       else unserved.push(row);
     }
     page = undefined;
@@ -205,7 +229,7 @@ function linePage(trx: Db, blueprintId: number, after?: LineRow): Promise<LineRo
   return trx
     .selectFrom('blueprint_waiters as w')
     .innerJoin('leases as l', 'l.id', 'w.lease_id')
-    .select(['w.lease_id', 'w.since', sql<string>`w.since::text`.as('key'), 'l.state'])
+    .select(['w.lease_id', 'w.since', sql<string>`w.since::text`.as('key'), 'l.state', 'l.priority', 'l.created_at as requested_at'])
     .where('w.blueprint_id', '=', blueprintId)
     .$if(after !== undefined, (qb) => qb.where(sql<boolean>`(w.since, w.lease_id) > (${after!.key}::timestamptz, ${after!.lease_id}::bigint)`))
     .orderBy('w.since')

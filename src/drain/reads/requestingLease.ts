@@ -9,6 +9,7 @@ export interface RequestingLease {
   readonly state: string;
   readonly resource_id: number | null;
   readonly created_at: Date;
+  readonly priority: number;
   readonly making: number | null;
 }
 
@@ -63,7 +64,7 @@ export function forgetRequestingLeases(trx: Db): void {
 function readLeases(trx: Db, ids: readonly number[]) {
   return trx
     .selectFrom('leases as l')
-    .select(['l.id', 'l.state', 'l.resource_id', 'l.created_at'])
+    .select(['l.id', 'l.state', 'l.resource_id', 'l.created_at', 'l.priority'])
     .select((eb) =>
       eb
         .selectFrom('resources as r')

@@ -4,6 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
 import { readBlueprintDetail, readWaitingLine } from '../../read/blueprints.ts';
+import { describePriorityStep } from '../../domain/priority.ts';
 import { describeEstimate, estimateFor, recentGrantRate } from '../../read/lineStanding.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { listResources } from '../../read/resources.ts';
@@ -50,6 +51,7 @@ ${renderNotice(query)}
   <dt>Settings</dt><dd>${attributeList(blueprint.settings)}</dd>
   <dt>Limits</dt><dd>${blueprint.min_resources}–${blueprint.max_resources} resources, ${blueprint.leases_per_resource} lease(s) each; ${idle}</dd>
   <dt>Checks</dt><dd>${blueprint.check_interval_ms === null ? 'none: resources are trusted as made' : `each resource every ${blueprint.check_interval_ms / 1000} s`}</dd>
+  <dt>Priorities</dt><dd>${describePriorityStep(blueprint.priority_step_ms)}</dd>
   <dt>Cleaning</dt><dd>${blueprint.clean_between_leases ? `each slot between leases; a resource is quarantined after ${blueprint.clean_attempts} failed cleaning(s) in a row` : 'none'}</dd>
   <dt>Resources</dt><dd>${stateCounts('resource', blueprint.resourcesByState, (s) => `/resources?blueprint=${blueprint.id}&state=${s}`)}
     <span class="muted">(${blueprint.live_resources} of at most ${blueprint.max_resources} live)</span></dd>
@@ -66,8 +68,8 @@ ${usageCharts(usage, { commands: false })}
 ${
   line.length === 0
     ? html`<p class="muted">No lease waits for capacity.</p>`
-    : html`<div class="table-wrap"><table><thead><tr><th>Place</th><th>Lease</th><th>Holder</th><th>Waiting since</th><th>Active in</th></tr></thead>
-<tbody>${line.map((w) => html`<tr><td>${w.ahead + 1}</td><td>${objectLink('lease', w.lease_id)}</td><td>${w.holder}</td><td>${when(w.since)}</td><td>${estimate(w.ahead + 1)}</td></tr>`)}</tbody></table></div>
+    : html`<div class="table-wrap"><table><thead><tr><th>Place</th><th>Lease</th><th>Holder</th><th>Priority</th><th>Waiting since</th><th>Active in</th></tr></thead>
+<tbody>${line.map((w) => html`<tr><td>${w.ahead + 1}</td><td>${objectLink('lease', w.lease_id)}</td><td>${w.holder}</td><td>${w.priority}</td><td>${when(w.since)}</td><td>${estimate(w.ahead + 1)}</td></tr>`)}</tbody></table></div>
 ${blueprint.waitingLeases > line.length ? html`<p class="muted">and ${blueprint.waitingLeases - line.length} more.</p>` : ''}
 <p class="muted">Estimates from the recent grant rate: ${rate.basis}.</p>`
 }

@@ -45,6 +45,7 @@ ${renderNotice(query)}
       ? html`<dt>Wait deadline</dt><dd>${when(lease.wait_deadline)} <span class="muted">not active by then, it is released</span></dd>`
       : ''
   }
+  <dt>Priority</dt><dd>${lease.priority}</dd>
   <dt>Holder</dt><dd>${lease.holder}</dd>
   <dt>Blueprint</dt><dd>${namedLink('blueprint', lease.blueprint_id, lease.blueprint_name)}</dd>
   <dt>Resource</dt><dd>${lease.resource_id === null ? orDash(null) : html`${objectLink('resource', lease.resource_id)} <span class="muted">slot ${lease.slot}</span>`}</dd>
