@@ -9,6 +9,9 @@ import { waitFor } from '../helpers/waitFor.ts';
 import { ApiClient } from './support/ApiClient.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
 import { activeLease, simulatedBlueprint } from './support/fixtures.ts';
+import { runCollectorPass } from '../../src/gc/runCollector.ts';
+import { TEST_GC } from '../gc/support/handDrain.ts';
+import { testLog } from '../helpers/testDatabase.ts';
 
 /**
  * Callbacks through the API: a real server, a real worker (graphile-worker in
@@ -219,4 +222,42 @@ test("a lease's holder callback is told when a check finds its resource gone; a 
   expect(body.tree.map((c: { kind: string }) => c.kind)).toEqual(['resource_gone', 'destroy', 'release_slot']);
   expect(body.command.message).toBe(`resource ${resourceId} is gone: simulated: resource ${resourceId} is gone`);
   expect((await env.as.viewer.get(`/v1/leases/${leaseId}`)).body.lease).toMatchObject({ state: 'destroyed' });
+});
+
+test("a lease's holder callback is told when the collector releases it for its wait deadline or its expiry", async () => {
+  const expiring = await env.as.user.post('/v1/leases?wait=60', { blueprint, expiresInMs: 1000, callback: { url: receiver.url('/expired') } });
+  expect(expiring.status, JSON.stringify(expiring.body)).toBe(200);
+  // A pool of its own, held, so the expiry's freed slot cannot reach the waiting lease.
+  const { name } = await simulatedBlueprint(env.as.admin, {}, { maxResources: 1, leasesPerResource: 1 });
+  const holder = await env.as.user.post('/v1/leases?wait=60', { blueprint: name });
+  expect(holder.status, JSON.stringify(holder.body)).toBe(200);
+  const waiting = await env.as.user.post('/v1/leases', { blueprint: name, waitTimeoutMs: 1000, callback: { url: receiver.url('/deadline') } });
+  expect(waiting.status, JSON.stringify(waiting.body)).toBe(202);
+  // Both deadlines pass; a collector pass ends both leases (this one, or the worker's scheduled one if it comes first).
+  await new Promise((resolve) => setTimeout(resolve, 1200));
+  await runCollectorPass(env.database, TEST_GC, 'cli', testLog);
+
+  const told = async (path: string) => {
+    const [delivered] = await waitFor(`the holder callback at ${path}`, async () =>
+      receiver.received(path).length > 0 ? receiver.received(path) : undefined,
+    );
+    expect(verified(delivered!)).toBe(true);
+    return JSON.parse(delivered!.body);
+  };
+  const deadline = await told('/deadline');
+  expect(deadline).toMatchObject({
+    event: 'command.settled',
+    outcome: 'succeeded',
+    command: { kind: 'release', targetKind: 'lease', targetId: waiting.body.lease.id, status: 'done', issuedBy: 'system:deadline' },
+  });
+  expect(deadline.command.reason).toMatch(/^deadline: not active by its wait deadline/);
+  const expired = await told('/expired');
+  expect(expired.command).toMatchObject({
+    kind: 'release',
+    targetId: expiring.body.lease.id,
+    issuedBy: 'system:gc',
+    message: 'released and destroyed',
+  });
+  expect(expired.command.reason).toMatch(/^expired: its expiry time/);
+  expect((await env.as.user.post(`/v1/leases/${holder.body.lease.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
 });

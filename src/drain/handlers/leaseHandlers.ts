@@ -68,6 +68,22 @@ async function releaseWanted(db: Db, ctx: CtxOf<'release'>): Promise<boolean> {
   return joined !== undefined;
 }
 
+/**
+ * Tells the lease's holder, through its callback if it gave one, that
+ * Slipway ended the lease itself (a check found its resource gone, or the
+ * collector released it for a deadline): the callback rides on `commandId`,
+ * delivered as any command's once it and all it caused have settled (the
+ * deferred trigger of migration 0005 queues it at that commit).
+ */
+async function tellHolder(trx: Db, lease: LeaseRow, commandId: number): Promise<void> {
+  if (!lease.callback_url) return;
+  await trx
+    .insertInto('command_callbacks')
+    .values({ command_id: commandId, url: lease.callback_url })
+    .onConflict((oc) => oc.columns(['command_id', 'url']).doNothing())
+    .execute();
+}
+
 /** The lease's current slot as a driver call. */
 const heldCall = (ctx: Ctx<ResourceIdentity>) => leaseCall(ctx, ctx.object.slot!);
 
@@ -279,6 +295,8 @@ export const LEASE_HANDLERS = {
       // and a row version (docs/decisions/0024-a-release-destroys-the-lease.md).
       // The slot it holds is the one its row records: a grant still on its
       // way finds the lease destroyed and returns its slot itself.
+      // The collector's release (expiry, heartbeat or wait deadline): Slipway ends the lease itself.
+      if (ctx.payload.ifExpired) await tellHolder(trx, lease, ctx.command.id);
       const slotHeld = holdsSlot('lease', lease.state) && lease.resource_id !== null;
       return done<'lease'>(slotHeld ? 'released and destroyed' : 'released before it got a slot, and destroyed', {
         to: 'destroyed',
@@ -303,16 +321,7 @@ export const LEASE_HANDLERS = {
       // has no resource yet, and that grant would land on the gone one.
       if (lease.resource_id !== null && lease.resource_id !== resourceId)
         return done<'lease'>(`ignored: the lease is on resource ${lease.resource_id}`);
-      // The holder's callback rides on this command: delivered, as any
-      // command's, once it and the destroy it causes have settled (the
-      // deferred trigger of migration 0005 queues it at that commit).
-      if (lease.callback_url) {
-        await trx
-          .insertInto('command_callbacks')
-          .values({ command_id: ctx.command.id, url: lease.callback_url })
-          .onConflict((oc) => oc.columns(['command_id', 'url']).doNothing())
-          .execute();
-      }
+      await tellHolder(trx, lease, ctx.command.id);
       const message = `resource ${resourceId} is gone: ${reason}`;
       return done<'lease'>(message, { to: 'broken', set: { message }, followUps: [{ target: self(lease), kind: 'destroy', reason: 'broken' }] });
     },

@@ -352,7 +352,8 @@ export const RESOURCE_HANDLERS = {
             target: { kind: 'lease', id: leaseId },
             kind: 'grant',
             payload: { resourceId: resource.id, slot },
-            reason: `resource ${resource.id} has a slot`,
+            // Why the blueprint chose this lease rides along, so the lease's timeline says it.
+            reason: `resource ${resource.id} has a slot${ctx.command.reason ? ` — ${ctx.command.reason}` : ''}`,
           },
         ],
       });
