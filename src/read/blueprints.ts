@@ -1,4 +1,4 @@
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
@@ -56,27 +56,25 @@ export async function readBlueprintDetail(db: Db, ref: BlueprintRef): Promise<Bl
 }
 
 /**
- * The waiting leases of the blueprints `blueprintIds` selects, each with how
- * many wait ahead of it: the line in the order the blueprint serves it
- * (oldest first, as waitingLine.ts reads it).
+ * A blueprint's waiting line, in the order it serves it (each lease's place,
+ * as waitingLine.ts reads it): the first `limit` leases, each with how many
+ * wait ahead of it.
  */
-export function waitingLine(db: Db, blueprintIds: number | RawBuilder<number>) {
+export function readWaitingLine(db: Db, blueprintId: number, limit: number) {
   return waitingLeases(db)
     .select([
       'w.lease_id',
-      'w.blueprint_id',
       // Waiting since its request: the row's own since is its place, which a priority moves earlier.
       'l.created_at as since',
       'l.priority',
       'l.holder',
-      sql<number>`(row_number() over (partition by w.blueprint_id order by w.since, w.lease_id) - 1)::int`.as('ahead'),
+      sql<number>`(row_number() over (order by w.since, w.lease_id) - 1)::int`.as('ahead'),
     ])
-    .where('w.blueprint_id', '=', blueprintIds);
-}
-
-/** A blueprint's waiting line, in the order it is served: the first `limit` leases. */
-export function readWaitingLine(db: Db, blueprintId: number, limit: number) {
-  return waitingLine(db, blueprintId).orderBy('ahead').limit(limit).execute();
+    .where('w.blueprint_id', '=', blueprintId)
+    .orderBy('w.since')
+    .orderBy('w.lease_id')
+    .limit(limit)
+    .execute();
 }
 
 export function listBlueprints(db: Db, page: ListPage): Promise<Page<BlueprintRow>> {

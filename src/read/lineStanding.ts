@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/Database.ts';
 import { waitingLeases } from '../drain/sql/freeSlot.ts';
-import { waitingLine } from './blueprints.ts';
 
 /** How far back the grant rate an estimate rests on looks. */
 const RATE_WINDOW_MINUTES = 15;
@@ -59,23 +58,29 @@ export interface LineStanding {
   readonly basis: string;
 }
 
-/** Where lease `leaseId` stands in its blueprint's waiting line; undefined when it is not waiting. */
+/**
+ * Where lease `leaseId` stands in its blueprint's waiting line; undefined
+ * when it is not waiting. Two counts along the line's index (those ahead of
+ * its place, and all), not a numbering of the whole line: a waiting client
+ * may ask every second.
+ */
 export async function readLineStanding(db: Db, leaseId: number): Promise<LineStanding | undefined> {
-  const itsBlueprint = sql<number>`(select blueprint_id from blueprint_waiters where lease_id = ${leaseId})`;
-  const row = await db
-    .selectFrom(waitingLine(db, itsBlueprint).as('line'))
-    .innerJoin('blueprints as b', 'b.id', 'line.blueprint_id')
-    .select(['line.ahead', 'line.since', 'line.blueprint_id', 'b.name'])
-    .where('line.lease_id', '=', leaseId)
+  const mine = await waitingLeases(db)
+    .innerJoin('blueprints as b', 'b.id', 'w.blueprint_id')
+    .select(['w.blueprint_id', 'w.since', sql<string>`w.since::text`.as('place'), 'l.created_at', 'b.name'])
+    .where('w.lease_id', '=', leaseId)
     .executeTakeFirst();
-  if (!row) return undefined;
-  const position = row.ahead + 1;
-  const rate = await recentGrantRate(db, row.blueprint_id, row.name);
-  const waiting = await waitingLeases(db)
-    .select(sql<number>`count(*)::int`.as('n'))
-    .where('w.blueprint_id', '=', row.blueprint_id)
-    .executeTakeFirstOrThrow();
-  return { blueprintName: row.name, position, waiting: waiting.n, since: row.since, estimateSeconds: estimateFor(position, rate), basis: rate.basis };
+  if (!mine) return undefined;
+  const { rows } = await sql<{ ahead: number; waiting: number }>`
+    select count(*) filter (where (w.since, w.lease_id) < (${mine.place}::timestamptz, ${leaseId}::bigint))::int as ahead,
+           count(*)::int as waiting
+    from blueprint_waiters w join leases l on l.id = w.lease_id and l.state = 'pending'
+    where w.blueprint_id = ${mine.blueprint_id}
+  `.execute(db);
+  const { ahead, waiting } = rows[0]!;
+  const position = ahead + 1;
+  const rate = await recentGrantRate(db, mine.blueprint_id, mine.name);
+  return { blueprintName: mine.name, position, waiting, since: mine.created_at, estimateSeconds: estimateFor(position, rate), basis: rate.basis };
 }
 
 /** An estimate in words, as the CLI and the web UI give it: "about 2 min", "about 1 h 20 min", "under a minute". */
