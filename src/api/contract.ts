@@ -75,7 +75,8 @@ export const CreateLeaseBody = leaseBodySchema({
   attributes: z.record(z.string().max(100), z.unknown()).optional().meta({ description: "the requester's own labels, kept on the lease" }),
   reason: Reason.optional(),
   priority: PrioritySchema.optional().meta({
-    description: "0 (the default) to 9: served ahead of lower priorities that have waited less than priority × the blueprint's priorityStepMs; a user token may ask for 0–4",
+    description:
+      "0 (the default) to 9: served ahead of lower priorities that have waited less than priority × the blueprint's priorityStepMs; a user token may ask for 0–4",
   }),
   callback: CallbackRequestSchema.optional().meta({
     description:

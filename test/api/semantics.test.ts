@@ -128,11 +128,17 @@ test("lease create takes a priority within the caller's role's range; above it, 
   const asUser = await env.as.user.post('/v1/leases', { blueprint: name, priority: 4 });
   expect(asUser.status, JSON.stringify(asUser.body)).toBe(202);
   expect(asUser.body.lease.priority).toBe(4);
-  const before = await env.database.db.selectFrom('leases').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const before = await env.database.db
+    .selectFrom('leases')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   const tooHigh = await env.as.user.post('/v1/leases', { blueprint: name, priority: 7 });
   expect(tooHigh.status).toBe(403);
   expect(tooHigh.body).toMatchObject({ code: 'forbidden', message: 'a user token may ask for priority 0 to 4, not 7: ask an operator' });
-  const after = await env.database.db.selectFrom('leases').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const after = await env.database.db
+    .selectFrom('leases')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   expect(Number(after.n)).toBe(Number(before.n));
   const asOperator = await env.as.operator.post('/v1/leases', { blueprint: name, priority: 9 });
   expect(asOperator.body.lease.priority).toBe(9);
