@@ -8,9 +8,11 @@ import { waitingLeases } from '../sql/freeSlot.ts';
 import { forgetRequestingLeases } from '../reads/requestingLease.ts';
 
 /**
- * A blueprint's waiting line: the leases that found no free slot, served
- * oldest first. Its invariant, which the blueprint's drain restores after
- * every command it applies (see blueprintHandlers.ts):
+ * A blueprint's waiting line: the leases that found no free slot, served in
+ * the order of their places (the request time less what the lease's
+ * priority is worth, domain/priority.ts). Its invariant, which the
+ * blueprint's drain restores after every command it applies (see
+ * blueprintHandlers.ts):
  *
  *   no lease waits while the blueprint has room for it.
  *
@@ -224,7 +226,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   return { liveResources: live, served, waiting, joinedAhead, why: why(), events, followUps };
 }
 
-/** The line's rows after `after` (from its head without), oldest first, with their leases' states. */
+/** The line's rows after `after` (from its head without), in the order of their places, with their leases' states. */
 function linePage(trx: Db, blueprintId: number, after?: LineRow): Promise<LineRow[]> {
   return trx
     .selectFrom('blueprint_waiters as w')
