@@ -66,7 +66,8 @@ const answer = <S extends z.ZodType>(description: string, schema: S): Answer<S> 
  * "Asynchronous semantics"), so a callback on it could not say what a caller
  * wants to know (`?wait` and polling the lease do). The holder's callback is
  * told instead when Slipway ends the lease itself: when a check finds its
- * resource gone (docs/operations.md, resource health).
+ * resource gone, or the collector releases it for a deadline
+ * (docs/callbacks.md, "The holder's callback").
  */
 export const CreateLeaseBody = leaseBodySchema({
   blueprint: z
@@ -80,7 +81,7 @@ export const CreateLeaseBody = leaseBodySchema({
   }),
   callback: CallbackRequestSchema.optional().meta({
     description:
-      "the holder's callback: told, as a command's callback is, when Slipway ends the lease itself because a check found its resource gone",
+      "the holder's callback: told, as a command's callback is, when Slipway ends the lease itself (a check found its resource gone, or the collector released it for its expiry, heartbeat or wait deadline)",
   }),
 });
 

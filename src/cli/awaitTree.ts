@@ -39,7 +39,7 @@ export async function awaitTree(session: Session, request: AwaitRequest): Promis
     signal: session.interrupted,
     onSnapshot: async (snapshot) => {
       // A lease waiting for capacity: where it stands in line, read with each snapshot.
-      const waiting = request.object?.ref.kind === 'lease' && snapshot.objectState !== null && snapshot.objectState === INITIAL_STATE.lease;
+      const waiting = request.object?.ref.kind === 'lease' && snapshot.objectState === INITIAL_STATE.lease;
       const standing = waiting ? await readLineStanding(db, request.object!.ref.id) : undefined;
       printProgress({ ...snapshot, tree: treeOf(snapshot.tree), standing: standing && lineStandingOf(standing) });
     },

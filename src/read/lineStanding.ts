@@ -67,17 +67,17 @@ export interface LineStanding {
 export async function readLineStanding(db: Db, leaseId: number): Promise<LineStanding | undefined> {
   const mine = await waitingLeases(db)
     .innerJoin('blueprints as b', 'b.id', 'w.blueprint_id')
-    .select(['w.blueprint_id', 'w.since', sql<string>`w.since::text`.as('place'), 'l.created_at', 'b.name'])
+    .select(['w.blueprint_id', sql<string>`w.since::text`.as('place'), 'l.created_at', 'b.name'])
     .where('w.lease_id', '=', leaseId)
     .executeTakeFirst();
   if (!mine) return undefined;
-  const { rows } = await sql<{ ahead: number; waiting: number }>`
-    select count(*) filter (where (w.since, w.lease_id) < (${mine.place}::timestamptz, ${leaseId}::bigint))::int as ahead,
-           count(*)::int as waiting
-    from blueprint_waiters w join leases l on l.id = w.lease_id and l.state = 'pending'
-    where w.blueprint_id = ${mine.blueprint_id}
-  `.execute(db);
-  const { ahead, waiting } = rows[0]!;
+  const { ahead, waiting } = await waitingLeases(db)
+    .select([
+      sql<number>`(count(*) filter (where (w.since, w.lease_id) < (${mine.place}::timestamptz, ${leaseId}::bigint)))::int`.as('ahead'),
+      sql<number>`count(*)::int`.as('waiting'),
+    ])
+    .where('w.blueprint_id', '=', mine.blueprint_id)
+    .executeTakeFirstOrThrow();
   const position = ahead + 1;
   const rate = await recentGrantRate(db, mine.blueprint_id, mine.name);
   return { blueprintName: mine.name, position, waiting, since: mine.created_at, estimateSeconds: estimateFor(position, rate), basis: rate.basis };

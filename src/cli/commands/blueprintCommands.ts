@@ -90,39 +90,18 @@ export function addBlueprintCommands(program: Command): void {
     .option('--check-interval <duration>', 'ask the driver this often whether each resource is still there and healthy, e.g. 5m', parseWith(Duration))
     .option('--clean-between-leases', 'have the driver clean each slot a lease gives back before another lease may have it')
     .option('--clean-attempts <n>', 'failed cleanings in a row that quarantine a resource', parseWith(countBetween(1, 100)), 3)
-    .option(
-      '--priority-step <duration|off>',
-      "how much waiting one level of a lease's priority is worth in the line (default 1m), or off",
-      parseWith(DurationOrOff),
-    )
+    .option(...PRIORITY_STEP_OPTION)
     .option('--settings <json>', 'driver settings as a JSON object', parseWith(JsonObject))
     .option('--setting <key=value>', 'one driver setting (repeatable; JSON values allowed; overrides --settings)', collectSetting)
     .action((options: CreateOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
-        const settings = { ...options.settings, ...options.setting };
-        const {
-          name,
-          driver,
-          maxResources,
-          leasesPerResource,
-          minResources,
-          idleTimeout,
-          checkInterval,
-          cleanBetweenLeases,
-          cleanAttempts,
-          priorityStep,
-        } = options;
+        // The options named as the blueprint's fields pass as they are; durations become milliseconds.
+        const { idleTimeout, checkInterval, priorityStep, settings, setting, ...named } = options;
         const input = {
-          name,
-          driver,
-          maxResources,
-          leasesPerResource,
-          settings,
-          minResources,
+          ...named,
+          settings: { ...settings, ...setting },
           idleTimeoutMs: idleTimeout,
           checkIntervalMs: checkInterval,
-          cleanBetweenLeases,
-          cleanAttempts,
           priorityStepMs: stepMs(priorityStep),
         };
         const created = blueprintOf(await createBlueprint(db, input, cliActor()));
@@ -170,11 +149,7 @@ export function addBlueprintCommands(program: Command): void {
     .option('--check-interval <duration|off>', 'check each resource this often (e.g. 5m), or off', parseWith(DurationOrOff))
     .option('--clean-between-leases <on|off>', 'clean each slot a lease gives back from now on, or stop', parseWith(OnOff))
     .option('--clean-attempts <n>', 'failed cleanings in a row that quarantine a resource', parseWith(countBetween(1, 100)))
-    .option(
-      '--priority-step <duration|off>',
-      "how much waiting one level of a lease's priority is worth in the line (default 1m), or off",
-      parseWith(DurationOrOff),
-    )
+    .option(...PRIORITY_STEP_OPTION)
     .action((ref: BlueprintRef, options: LimitsOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const { BlueprintChangesSchema, updateBlueprint } = await blueprintChanges();
@@ -229,6 +204,13 @@ export function addBlueprintCommands(program: Command): void {
     }),
   );
 }
+
+/** `blueprint create` and `blueprint limits` take the same --priority-step. */
+const PRIORITY_STEP_OPTION = [
+  '--priority-step <duration|off>',
+  "how much waiting one level of a lease's priority is worth in the line (default 1m), or off",
+  parseWith(DurationOrOff),
+] as const;
 
 /** A --priority-step as stored: `off` is 0 (priorities do not count); absent leaves the default. */
 function stepMs(step: number | 'off' | undefined): number | undefined {
