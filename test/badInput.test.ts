@@ -413,6 +413,15 @@ const BAD_REQUESTS: readonly BadRequest[] = [
     says: /at least one/,
   },
   {
+    what: 'a priority step longer than a day',
+    method: 'PATCH',
+    path: (f) => `/v1/blueprints/${f.blueprint}`,
+    options: () => json({ priorityStepMs: 2 * 24 * 3600 * 1000 }),
+    status: 400,
+    code: 'invalid_input',
+    says: /body\.priorityStepMs: expected at most a day/,
+  },
+  {
     what: 'a route that does not exist',
     method: 'GET',
     path: () => '/v1/leasez',
@@ -727,6 +736,12 @@ const BAD_COMMAND_LINES: readonly BadCommandLine[] = [
     args: () => ['blueprint', 'create', '--name', 'x9', '--driver', 'simulated', '--max-resources', '1', '--clean-attempts', '0'],
     exitCode: 2,
     says: /--clean-attempts /,
+  },
+  {
+    what: 'blueprint limits with a priority step that is neither a duration nor off',
+    args: (f) => ['blueprint', 'limits', f.blueprint, '--priority-step', 'soon'],
+    exitCode: 2,
+    says: /--priority-step /,
   },
   {
     what: 'blueprint limits with cleaning neither on nor off',
