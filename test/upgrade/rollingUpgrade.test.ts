@@ -145,7 +145,7 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
 }
 
 /** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = '81bd4a2df41d066ba0da96595d9c27c06187f17d';
+const PREVIOUS_RELEASE = 'cfbcfb1d8192fd456569930ec81dbe06b7a2010f';
 const hasPreviousRelease = (() => {
   try {
     execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
