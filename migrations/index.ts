@@ -25,6 +25,7 @@ import * as queueReadsByObject from './0023_queue_reads_by_object.ts';
 import * as resourceHealth from './0024_resource_health.ts';
 import * as waitDeadlines from './0025_wait_deadlines.ts';
 import * as leasePriorities from './0026_lease_priorities.ts';
+import * as teams from './0027_teams.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -54,4 +55,5 @@ export const migrations: Record<string, Migration> = {
   '0024_resource_health': resourceHealth,
   '0025_wait_deadlines': waitDeadlines,
   '0026_lease_priorities': leasePriorities,
+  '0027_teams': teams,
 };

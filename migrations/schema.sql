@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0026_lease_priorities.
+-- Slipway's schema (`public`) after migration 0027_teams.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -11,11 +11,13 @@ create table public.api_tokens (
   created_at timestamp with time zone not null default now(),
   last_used_at timestamp with time zone,
   revoked_at timestamp with time zone,
+  team text not null default 'default'::text,
   constraint api_tokens_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'::text)),
   constraint api_tokens_name_key UNIQUE (name),
   constraint api_tokens_pkey PRIMARY KEY (id),
   constraint api_tokens_role_check CHECK ((role = ANY (ARRAY['viewer'::text, 'user'::text, 'operator'::text, 'admin'::text]))),
-  constraint api_tokens_secret_sha256_key UNIQUE (secret_sha256)
+  constraint api_tokens_secret_sha256_key UNIQUE (secret_sha256),
+  constraint api_tokens_team_fkey FOREIGN KEY (team) REFERENCES public.teams(name)
 );
 
 create table public.blueprint_usage_samples (
@@ -38,10 +40,12 @@ create table public.blueprint_waiters (
   blueprint_id bigint not null,
   since timestamp with time zone not null,
   created_at timestamp with time zone not null default now(),
+  team text not null default 'default'::text,
   constraint blueprint_waiters_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint blueprint_waiters_lease_id_fkey FOREIGN KEY (lease_id) REFERENCES public.leases(id),
   constraint blueprint_waiters_pkey PRIMARY KEY (lease_id)
 );
+CREATE INDEX blueprint_waiters_by_team ON public.blueprint_waiters USING btree (blueprint_id, team, since, lease_id);
 CREATE INDEX blueprint_waiters_queue ON public.blueprint_waiters USING btree (blueprint_id, since, lease_id);
 
 create table public.blueprints (
@@ -141,6 +145,7 @@ create table public.commands (
   constraint commands_target_kind_check CHECK ((target_kind = ANY (ARRAY['blueprint'::text, 'resource'::text, 'lease'::text])))
 );
 ALTER TABLE public.commands ALTER COLUMN target_id SET (n_distinct=-0.05);
+CREATE INDEX commands_acquires_in_flight ON public.commands USING btree (target_id) WHERE ((target_kind = 'resource'::text) AND (kind = 'acquire'::text) AND (status = ANY (ARRAY['queued'::text, 'running'::text])));
 CREATE INDEX commands_by_cause ON public.commands USING btree (caused_by) WHERE (caused_by IS NOT NULL);
 CREATE INDEX commands_by_coalesced_into ON public.commands USING btree (coalesced_into) WHERE (coalesced_into IS NOT NULL);
 CREATE INDEX commands_by_issuer_id ON public.commands USING btree (issued_by, id);
@@ -230,12 +235,14 @@ create table public.leases (
   callback_url text,
   wait_deadline timestamp with time zone,
   priority smallint not null default 0,
+  team text not null default 'default'::text,
   constraint leases_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint leases_heartbeat_ms_check CHECK ((heartbeat_ms > 0)),
   constraint leases_pkey PRIMARY KEY (id),
   constraint leases_priority_check CHECK (((priority >= 0) AND (priority <= 9))),
   constraint leases_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES public.resources(id),
   constraint leases_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text, 'released'::text, 'broken'::text, 'destroyed'::text]))),
+  constraint leases_team_fkey FOREIGN KEY (team) REFERENCES public.teams(name),
   constraint leases_term_ms_check CHECK ((term_ms > 0))
 );
 CREATE INDEX leases_by_blueprint_id ON public.leases USING btree (blueprint_id, id);
@@ -247,6 +254,23 @@ CREATE INDEX leases_destroyed ON public.leases USING btree (updated_at) WHERE (s
 CREATE INDEX leases_expiring ON public.leases USING btree (expires_at) WHERE ((expires_at IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
 CREATE INDEX leases_heartbeat_due ON public.leases USING btree (heartbeat_deadline) WHERE ((heartbeat_deadline IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
 CREATE INDEX leases_wait_due ON public.leases USING btree (wait_deadline) WHERE ((wait_deadline IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text])));
+
+create table public.quotas (
+  id bigint not null generated always as identity,
+  team text not null,
+  holder text,
+  blueprint_id bigint,
+  max_leases integer not null,
+  created_by text not null,
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now(),
+  constraint quotas_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id) ON DELETE CASCADE,
+  constraint quotas_holder_check CHECK (((length(holder) >= 1) AND (length(holder) <= 200))),
+  constraint quotas_max_leases_check CHECK (((max_leases >= 0) AND (max_leases <= 100000))),
+  constraint quotas_pkey PRIMARY KEY (id),
+  constraint quotas_team_fkey FOREIGN KEY (team) REFERENCES public.teams(name)
+);
+CREATE UNIQUE INDEX quotas_one_per_scope ON public.quotas USING btree (team, COALESCE(holder, ''::text), COALESCE(blueprint_id, (0)::bigint));
 
 create table public.resource_slots (
   resource_id bigint not null,
@@ -311,6 +335,31 @@ create table public.static_pool_claims (
   constraint static_pool_claims_resource_id_key UNIQUE (resource_id)
 );
 
+create table public.team_events (
+  id bigint not null generated always as identity,
+  team text not null,
+  type text not null,
+  message text not null,
+  data jsonb not null default '{}'::jsonb,
+  actor text not null,
+  source text not null,
+  created_at timestamp with time zone not null default now(),
+  constraint team_events_pkey PRIMARY KEY (id),
+  constraint team_events_team_fkey FOREIGN KEY (team) REFERENCES public.teams(name)
+);
+CREATE INDEX team_events_by_team ON public.team_events USING btree (team, id);
+
+create table public.teams (
+  name text not null,
+  weight integer not null default 1,
+  created_by text not null,
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now(),
+  constraint teams_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'::text)),
+  constraint teams_pkey PRIMARY KEY (name),
+  constraint teams_weight_check CHECK (((weight >= 1) AND (weight <= 1000)))
+);
+
 create table public.usage_samples (
   pass_id bigint not null,
   sampled_at timestamp with time zone not null default now(),
@@ -357,7 +406,9 @@ create sequence public.commands_id_seq as bigint increment 1 minvalue 1 maxvalue
 create sequence public.events_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.events.id (identity);
 create sequence public.gc_passes_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.gc_passes.id (identity);
 create sequence public.leases_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.leases.id (identity);
+create sequence public.quotas_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.quotas.id (identity);
 create sequence public.resources_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.resources.id (identity);
+create sequence public.team_events_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.team_events.id (identity);
 
 CREATE OR REPLACE FUNCTION public.command_ancestry_ids(leaf bigint)
  RETURNS SETOF bigint

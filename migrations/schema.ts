@@ -77,6 +77,8 @@ export interface LeasesTable {
   wait_deadline: Timestamp | null;
   /** 0–9: served ahead of lower priorities that have waited less than priority × the blueprint's priority_step_ms. */
   priority: Generated<number>;
+  /** The requester's team (its token's; `default` for a lease of the release before 0027). */
+  team: Generated<string>;
   /** The holder's callback: told when Slipway ends the lease itself (its resource found gone). */
   callback_url: Generated<string | null>;
   message: string | null;
@@ -97,6 +99,8 @@ export interface BlueprintWaitersTable {
   lease_id: number;
   blueprint_id: number;
   since: Timestamp;
+  /** The lease's team: the line is read by team (0027). */
+  team: Generated<string>;
   created_at: TimestampDefault;
 }
 
@@ -243,10 +247,45 @@ export interface ApiTokensTable {
   name: string;
   role: TokenRole;
   secret_sha256: string;
+  /** The team its leases belong to (0027). */
+  team: Generated<string>;
   created_by: string;
   created_at: TimestampDefault;
   last_used_at: Timestamp | null;
   revoked_at: Timestamp | null;
+}
+
+/** A team: every token and lease belongs to one; its weight is its share of a contended blueprint (0027). */
+export interface TeamsTable {
+  name: string;
+  weight: Generated<number>;
+  created_by: string;
+  created_at: TimestampDefault;
+  updated_at: TimestampDefault;
+}
+
+/** At most max_leases leases of a team (or of one holder in it) counted at once, at one blueprint or (blueprint_id null) overall. */
+export interface QuotasTable {
+  id: GeneratedAlways<number>;
+  team: string;
+  holder: string | null;
+  blueprint_id: number | null;
+  max_leases: number;
+  created_by: string;
+  created_at: TimestampDefault;
+  updated_at: TimestampDefault;
+}
+
+/** Every change to a team, its weight or its quotas, with who made it. */
+export interface TeamEventsTable {
+  id: GeneratedAlways<number>;
+  team: string;
+  type: string;
+  message: string;
+  data: JsonDefault;
+  actor: string;
+  source: string;
+  created_at: TimestampDefault;
 }
 
 export interface IdempotencyKeysTable {
@@ -293,6 +332,9 @@ export interface DB {
   usage_samples: UsageSamplesTable;
   blueprint_usage_samples: BlueprintUsageSamplesTable;
   api_tokens: ApiTokensTable;
+  teams: TeamsTable;
+  quotas: QuotasTable;
+  team_events: TeamEventsTable;
   idempotency_keys: IdempotencyKeysTable;
   web_sessions: WebSessionsTable;
 }
@@ -307,3 +349,6 @@ export type NewCommand = Insertable<CommandsTable>;
 export type CallbackRow = Selectable<CommandCallbacksTable>;
 export type CallbackAttemptRow = Selectable<CallbackAttemptsTable>;
 export type ApiTokenRow = Selectable<ApiTokensTable>;
+export type TeamRow = Selectable<TeamsTable>;
+export type QuotaRow = Selectable<QuotasTable>;
+export type TeamEventRow = Selectable<TeamEventsTable>;

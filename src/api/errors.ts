@@ -55,6 +55,7 @@ const SLIPWAY_ERROR_STATUS: Record<SlipwayError['code'], number> = {
   not_found: 404,
   conflict: 409,
   unsupported_version: 409,
+  over_quota: 429,
 };
 
 /**

@@ -26,6 +26,7 @@ const BY_SLIPWAY_CODE: Record<SlipwayError['code'], ExitCode> = {
   not_found: EXIT.notFound,
   conflict: EXIT.conflict,
   unsupported_version: EXIT.conflict,
+  over_quota: EXIT.conflict,
 };
 
 /**

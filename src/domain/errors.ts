@@ -5,7 +5,7 @@
  */
 export class SlipwayError extends Error {
   constructor(
-    readonly code: 'invalid_input' | 'not_found' | 'conflict' | 'unsupported_version',
+    readonly code: 'invalid_input' | 'not_found' | 'conflict' | 'unsupported_version' | 'over_quota',
     message: string,
     readonly details: Record<string, unknown> = {},
   ) {
@@ -30,6 +30,13 @@ export class NotFoundError extends SlipwayError {
 export class CommandRejectedError extends SlipwayError {
   constructor(message: string, details: Record<string, unknown>) {
     super('conflict', message, details);
+  }
+}
+
+/** A request that asked not to wait (`queue: false`) while a quota of its team or holder is reached. */
+export class OverQuotaError extends SlipwayError {
+  constructor(message: string, details: Record<string, unknown>) {
+    super('over_quota', message, details);
   }
 }
 

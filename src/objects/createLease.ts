@@ -3,7 +3,11 @@ import { sql } from 'kysely';
 import type { CommandRow, LeaseRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
-import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError } from '../domain/errors.ts';
+import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError, OverQuotaError } from '../domain/errors.ts';
+import { describeQuota } from '../domain/quotas.ts';
+import { quotaReachedNow } from '../drain/reads/countedLeases.ts';
+import { findBlueprint } from '../read/blueprints.ts';
+import { assertTeamExists, DEFAULT_TEAM, TeamNameSchema } from './teams.ts';
 import { statesWith } from '../domain/lifecycle.ts';
 import { PrioritySchema } from '../domain/priority.ts';
 import { recordAppended } from '../metrics/metrics.ts';
@@ -66,6 +70,10 @@ export const LeaseInputSchema = leaseBodySchema({
   callbackUrl: z.string().max(2048).optional(),
   /** 0–9 (the API checks it against the caller's role): where the lease joins its blueprint's line. */
   priority: PrioritySchema.optional(),
+  /** The requester's team (the API's is its token's); `default` unless given. */
+  team: TeamNameSchema.optional(),
+  /** false: refused at once (OverQuotaError) when a quota of the team or holder is reached, rather than waiting in line. */
+  queue: z.boolean().optional(),
 });
 export type LeaseInput = z.input<typeof LeaseInputSchema>;
 
@@ -84,7 +92,10 @@ export type LeaseInput = z.input<typeof LeaseInputSchema>;
 export async function createLease(db: Db, input: LeaseInput, actor: Actor): Promise<{ lease: LeaseView; command: CommandRow }> {
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
-  const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, waitTimeoutMs, attributes, callbackUrl, priority } = parsed.data;
+  const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, waitTimeoutMs, attributes, callbackUrl, priority, queue } = parsed.data;
+  const team = parsed.data.team ?? DEFAULT_TEAM;
+  if (team !== DEFAULT_TEAM) await assertTeamExists(db, team);
+  if (queue === false) await refuseOverQuota(db, ref, team, holder);
   // An absolute expiry's term (for renewals) is what was left of it when asked.
   const termMs = expiresInMs ?? (expiresAt ? expiresAt.getTime() - Date.now() : undefined);
   // A relative expiry counts on the database's clock, as every deadline does
@@ -105,10 +116,10 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
       select id, name, state from blueprints where ${sql.ref(typeof ref === 'number' ? 'id' : 'name')} = ${ref}
     ),
     lease as (
-      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, wait_deadline, attributes, callback_url, priority)
+      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, wait_deadline, attributes, callback_url, priority, team)
       select b.id, ${holder}, ${expiry}, ${termMs === undefined ? null : Math.max(1000, Math.round(termMs))}::bigint,
              ${heartbeatMs ?? null}::int, ${waitTimeoutMs === undefined ? sql`null::timestamptz` : fromNow(waitTimeoutMs)},
-             ${JSON.stringify(attributes ?? {})}::jsonb, ${callbackUrl ?? null}::text, ${priority ?? 0}::smallint
+             ${JSON.stringify(attributes ?? {})}::jsonb, ${callbackUrl ?? null}::text, ${priority ?? 0}::smallint, ${team}::text
       from b where b.state = any(${statesWith('blueprint', 'takesLeases')}::text[])
       returning *
     ),
@@ -132,6 +143,21 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
   recordAppended(command, actor.source);
   await signalWorkersOnCommit(db, { kind: 'blueprint', id: lease.blueprint_id! });
   return { lease: lease as LeaseView, command };
+}
+
+/** A request that asked not to wait, refused if a quota of its team or holder is reached, naming the quota. */
+async function refuseOverQuota(db: Db, ref: string | number, team: string, holder: string): Promise<void> {
+  const blueprint = await findBlueprint(db, ref);
+  const hit = await quotaReachedNow(db, { team, holder, blueprintId: blueprint.id });
+  if (!hit) return;
+  const quota = describeQuota(hit.quota, () => blueprint.name);
+  throw new OverQuotaError(`${quota} is reached (${hit.count} counted); the request asked not to wait (queue: false), so no lease was made`, {
+    team,
+    holder: hit.quota.holder,
+    blueprint: hit.quota.blueprintId === null ? null : blueprint.name,
+    maxLeases: hit.quota.maxLeases,
+    counted: hit.count,
+  });
 }
 
 /** What createLease's statement answers: the lease's row and its blueprint's name, or only the blueprint's name and state if it takes no leases. */

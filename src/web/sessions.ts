@@ -46,12 +46,12 @@ export async function findSession(db: Db, id: string): Promise<WebSession | unde
   const row = await db
     .selectFrom('web_sessions')
     .innerJoin('api_tokens', 'api_tokens.id', 'web_sessions.token_id')
-    .select(['api_tokens.id', 'api_tokens.name', 'api_tokens.role', 'web_sessions.csrf_token'])
+    .select(['api_tokens.id', 'api_tokens.name', 'api_tokens.role', 'api_tokens.team', 'web_sessions.csrf_token'])
     .where('web_sessions.id_sha256', '=', hash(id))
     .where('web_sessions.expires_at', '>', sql<Date>`now()`)
     .where('api_tokens.revoked_at', 'is', null)
     .executeTakeFirst();
-  return row && { token: { id: row.id, name: row.name, role: row.role }, csrfToken: row.csrf_token };
+  return row && { token: { id: row.id, name: row.name, role: row.role, team: row.team }, csrfToken: row.csrf_token };
 }
 
 export async function closeSession(db: Db, id: string): Promise<void> {

@@ -15,6 +15,8 @@ export interface Caller {
   readonly role: TokenRole;
   /** `token:<name>`: the actor recorded on its commands, and the holder of its leases. */
   readonly actorName: string;
+  /** Its token's team: the team of the leases it creates. */
+  readonly team: string;
   readonly reach: Reach;
   /** Where its commands come from: `api` for a bearer token, `web` for a signed-in browser. */
   readonly source: CommandSource;
@@ -75,7 +77,7 @@ export function authorize(token: LiveToken, action: Action, source: CommandSourc
   if (!reach) {
     throw new ApiError('forbidden', `a ${token.role} token may not ${ACTION_TEXT[action]}`, { role: token.role, action });
   }
-  return { tokenId: token.id, name: token.name, role: token.role, actorName: tokenActorName(token.name), reach, source };
+  return { tokenId: token.id, name: token.name, role: token.role, actorName: tokenActorName(token.name), team: token.team, reach, source };
 }
 
 function bearerToken(request: FastifyRequest): string | undefined {

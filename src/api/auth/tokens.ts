@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ApiTokenRow, TokenRole } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError } from '../../domain/errors.ts';
+import { assertTeamExists, DEFAULT_TEAM, TeamNameSchema } from '../../objects/teams.ts';
 import { ROLES } from './roles.ts';
 
 /**
@@ -19,6 +20,8 @@ export const TokenInputSchema = z
   .object({
     name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'use 1-63 lower-case letters, digits, ".", "_" or "-", starting with a letter or digit'),
     role: z.enum(ROLES),
+    /** The team its leases belong to (docs/scheduling.md); `default` unless given. */
+    team: TeamNameSchema.optional(),
   })
   .strict();
 export type TokenInput = z.input<typeof TokenInputSchema>;
@@ -35,23 +38,27 @@ export function tokenActorName(name: string): string {
   return `token:${name}`;
 }
 
+const TOKEN_COLUMNS = ['id', 'name', 'role', 'team', 'created_by', 'created_at', 'last_used_at', 'revoked_at'] as const;
+
 /** Creates a token; the returned secret is the only copy there will ever be. */
 export async function createToken(db: Db, input: TokenInput, createdBy: string): Promise<{ token: TokenView; secret: string }> {
   const parsed = TokenInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid token: ${describeZodIssues(parsed.error.issues)}`);
+  const team = parsed.data.team ?? DEFAULT_TEAM;
+  await assertTeamExists(db, team);
   const secret = PREFIX + randomBytes(32).toString('base64url');
   const row = await db
     .insertInto('api_tokens')
-    .values({ name: parsed.data.name, role: parsed.data.role, secret_sha256: hashSecret(secret), created_by: createdBy })
+    .values({ name: parsed.data.name, role: parsed.data.role, team, secret_sha256: hashSecret(secret), created_by: createdBy })
     .onConflict((oc) => oc.column('name').doNothing())
-    .returning(['id', 'name', 'role', 'created_by', 'created_at', 'last_used_at', 'revoked_at'])
+    .returning(TOKEN_COLUMNS)
     .executeTakeFirst();
   if (!row) throw new CommandRejectedError(`a token named "${parsed.data.name}" already exists`, { field: 'name' });
   return { token: row, secret };
 }
 
 export function listTokens(db: Db): Promise<TokenView[]> {
-  return db.selectFrom('api_tokens').select(['id', 'name', 'role', 'created_by', 'created_at', 'last_used_at', 'revoked_at']).orderBy('id').execute();
+  return db.selectFrom('api_tokens').select(TOKEN_COLUMNS).orderBy('id').execute();
 }
 
 /** Revokes a token by name; revoking one already revoked is refused, saying when it was. */
@@ -61,7 +68,7 @@ export async function revokeToken(db: Db, name: string): Promise<TokenView> {
     .set({ revoked_at: sql<Date>`now()` })
     .where('name', '=', name)
     .where('revoked_at', 'is', null)
-    .returning(['id', 'name', 'role', 'created_by', 'created_at', 'last_used_at', 'revoked_at'])
+    .returning(TOKEN_COLUMNS)
     .executeTakeFirst();
   if (row) return row;
   const existing = await db.selectFrom('api_tokens').select('revoked_at').where('name', '=', name).executeTakeFirst();
@@ -75,6 +82,8 @@ export interface LiveToken {
   readonly id: number;
   readonly name: string;
   readonly role: TokenRole;
+  /** The team its leases belong to. */
+  readonly team: string;
 }
 
 /** The live (not revoked) token whose secret this is. */
@@ -82,7 +91,7 @@ export async function findLiveToken(db: Db, secret: string): Promise<LiveToken |
   if (!secret.startsWith(PREFIX)) return undefined;
   return db
     .selectFrom('api_tokens')
-    .select(['id', 'name', 'role'])
+    .select(['id', 'name', 'role', 'team'])
     .where('secret_sha256', '=', hashSecret(secret))
     .where('revoked_at', 'is', null)
     .executeTakeFirst();

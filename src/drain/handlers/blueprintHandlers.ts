@@ -77,8 +77,9 @@ function servingTheLine<C extends CommandKindOf<'blueprint'>>(
 function withServing(decision: Outcome<'blueprint'>, after: BlueprintRow, serving: Serving, joined: number | undefined): Outcome<'blueprint'> {
   const { joinedAhead: ahead, waiting } = serving;
   const counted = ({ n, orMore }: LineCount) => `${n}${orMore ? ' or more' : ''}`;
+  const joinedWhy = serving.joinedWhy ?? serving.why;
   const still = ahead
-    ? `lease ${joined} waits (${serving.why}; ${counted(ahead)} waiting ahead)`
+    ? `lease ${joined} waits (${joinedWhy}; ${counted(ahead)} waiting ahead)`
     : waiting.n > 0
       ? `${counted(waiting)} lease(s) wait (${serving.why})`
       : '';
@@ -94,7 +95,7 @@ function withServing(decision: Outcome<'blueprint'>, after: BlueprintRow, servin
         ? [
             {
               type: 'lease_waiting',
-              message: `lease ${joined} waits: ${serving.why}; ${counted(ahead)} waiting ahead`,
+              message: `lease ${joined} waits: ${joinedWhy}; ${counted(ahead)} waiting ahead`,
               data: { leaseId: joined, ahead: ahead.n, ...(ahead.orMore ? { orMore: true } : {}) },
             },
           ]
@@ -128,6 +129,8 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
         since: placeInLine(lease.created_at, lease.priority, blueprint.priority_step_ms),
         requestedAt: lease.created_at,
         priority: lease.priority,
+        team: lease.team,
+        holder: lease.holder,
       },
     };
   },

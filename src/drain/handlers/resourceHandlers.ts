@@ -9,6 +9,7 @@ import { hasWaitingLeases } from '../sql/freeSlot.ts';
 import { takeSlot } from '../sql/takeSlot.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
 import { perStep } from '../perStep.ts';
+import { blueprintsWhereTeamWaits } from '../sql/teamWaiters.ts';
 
 type Ctx = HandlerContext<'resource'>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
@@ -108,6 +109,34 @@ function blueprintHasWaiters(trx: Db, blueprintId: number): Promise<boolean> {
   return answer;
 }
 const waitersAsked = perStep(() => new Map<number, Promise<boolean>>());
+
+/**
+ * A slot given back stops counting against its lease's team's quotas: the
+ * blueprints where a quota held the team's waiters back serve their lines
+ * again (see blueprintsWhereTeamWaits).
+ */
+async function quotaFreed(trx: Db, leaseId: number): Promise<FollowUp[]> {
+  if (!(await anyQuota(trx))) return [];
+  const blueprints = await blueprintsWhereTeamWaits(trx, { leaseId }, { anyQuota: true });
+  return blueprints.map((id) => ({
+    target: { kind: 'blueprint', id },
+    kind: 'serve_waiters',
+    reason: `lease ${leaseId} gave its slot back: its team counts one lease fewer`,
+  }));
+}
+
+/** Whether any quota exists, asked once a step: most fleets have none, and then a slot given back costs no read for them. */
+const anyQuota = (trx: Db) => {
+  const asked = quotasAsked(trx);
+  asked.answer ??= trx
+    .selectFrom('quotas')
+    .select('id')
+    .limit(1)
+    .executeTakeFirst()
+    .then((row) => row !== undefined);
+  return asked.answer;
+};
+const quotasAsked = perStep((): { answer?: Promise<boolean> } => ({}));
 
 const slotFreed = (resource: ResourceRow): FollowUp => ({
   target: { kind: 'blueprint', id: resource.blueprint_id },
@@ -380,7 +409,7 @@ export const RESOURCE_HANDLERS = {
         if (!dirty) return done<'resource'>(`lease ${leaseId} held no slot here`);
         return done<'resource'>(`lease ${leaseId} gave back slot ${dirty.slot}; cleaning it`, {
           events: [{ type: 'slot_freed', message: `slot ${dirty.slot} from lease ${leaseId}, to be cleaned`, data: { leaseId, slot: dirty.slot } }],
-          followUps: [cleanSlot(resource, dirty.slot, `lease ${leaseId} gave it back`)],
+          followUps: [cleanSlot(resource, dirty.slot, `lease ${leaseId} gave it back`), ...(await quotaFreed(trx, leaseId))],
         });
       }
       const freed = await trx
@@ -394,6 +423,7 @@ export const RESOURCE_HANDLERS = {
       const followUps: FollowUp[] = [];
       if (resource.state === 'released' && used === 0) followUps.push(destroySelf(resource, 'released and empty'));
       if (resource.state === 'active') followUps.push(...(await offerFreeSlot(trx, resource, used)));
+      followUps.push(...(await quotaFreed(trx, leaseId)));
       return done<'resource'>(`lease ${leaseId} gave back slot ${freed.slot}`, {
         set: { used_slots: used, idle_since: idleFrom(used) },
         events: [{ type: 'slot_freed', message: `slot ${freed.slot} from lease ${leaseId}`, data: { leaseId, slot: freed.slot } }],

@@ -3,18 +3,23 @@ import type { BlueprintRow, CommandRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import type { FollowUp } from '../Handler.ts';
+import { type Candidate as FairCandidate, describeChoice, pickNext, type TeamUse } from '../../domain/fairShare.ts';
+import { describeQuota, type Quota, quotaReached } from '../../domain/quotas.ts';
 import { perStep } from '../perStep.ts';
 import { waitingLeases } from '../sql/freeSlot.ts';
+import { countedAtBlueprint, countedOverall, countPromised, quotasFor } from '../reads/countedLeases.ts';
 import { forgetRequestingLeases } from '../reads/requestingLease.ts';
 
 /**
- * A blueprint's waiting line: the leases that found no free slot, served in
- * the order of their places (the request time less what the lease's
- * priority is worth, domain/priority.ts). Its invariant, which the
- * blueprint's drain restores after every command it applies (see
- * blueprintHandlers.ts):
+ * A blueprint's waiting line: the leases that found no free slot. Each
+ * team's part of it is in the order of its places (the request time less
+ * what the lease's priority is worth, domain/priority.ts), and the first
+ * waiters of the teams compete for each slot (domain/fairShare.ts). Its
+ * invariant, which the blueprint's drain restores after every command it
+ * applies (see blueprintHandlers.ts):
  *
- *   no lease waits while the blueprint has room for it.
+ *   no lease waits while the blueprint has room for it, unless a quota of
+ *   its team or holder holds it back (domain/quotas.ts).
  *
  * Room is a free slot on an active resource, not already promised to an
  * acquire on its way there, or, while the blueprint is enabled, a resource it
@@ -38,6 +43,8 @@ export interface Serving {
   readonly joinedAhead: LineCount | undefined;
   /** Why they wait. */
   readonly why: string;
+  /** Why the joining lease waits, when it is not the room's lack (a quota it is at). */
+  readonly joinedWhy?: string;
   readonly events: ReadonlyArray<{ type: string; message: string; data?: unknown }>;
   readonly followUps: readonly FollowUp[];
 }
@@ -55,8 +62,6 @@ export interface LineCount {
 
 /** The most waiting leases a decision counts for its message. */
 const COUNT_CAP = 100;
-/** How many of the line's rows one read takes, from the head on, while there is room to serve them. */
-const PAGE = 64;
 
 const acquire = (resourceId: number, leaseId: number, reason: string): FollowUp => ({
   target: { kind: 'resource', id: resourceId },
@@ -75,6 +80,8 @@ export interface Joining {
   readonly since: Date;
   readonly requestedAt: Date;
   readonly priority: number;
+  readonly team: string;
+  readonly holder: string;
 }
 
 /** A row of the line as read: `key` is its place (`since` to the microsecond, as text) for reading on after it. */
@@ -82,15 +89,25 @@ interface LineRow {
   readonly lease_id: number;
   readonly since: Date;
   readonly key: string;
+  readonly team: string;
+  readonly holder: string;
   readonly state: string;
   readonly priority: number;
   readonly requested_at: Date;
 }
 
-/** Why a waiting lease was the one served, as the decision records it: "priority 5, waited 41 s". */
-function whyChosen(lease: { priority: number; requestedAt: Date }, now: number): string {
-  return `priority ${lease.priority}, waited ${Math.max(0, Math.round((now - lease.requestedAt.getTime()) / 1000))} s`;
-}
+/** A lease that may be served next: the joining lease, or a row of the line. */
+type Candidate = FairCandidate & { readonly holder: string; readonly row?: LineRow };
+
+const candidateOf = (row: LineRow): Candidate => ({
+  leaseId: row.lease_id,
+  team: row.team,
+  holder: row.holder,
+  since: row.since,
+  requestedAt: row.requested_at,
+  priority: row.priority,
+  row,
+});
 
 /**
  * Whether `joining` comes before `row` in the line (since, then lease id);
@@ -106,11 +123,14 @@ const comesBefore = (joining: Joining, row: LineRow) =>
  * waiters. A joining lease served at once never has a row in the line; one
  * left waiting gets its row here.
  *
- * The line is read from its head, a page at a time, only while there is
- * room: a decision that serves nobody reads none of it, so a long line
- * costs a decision no more than a short one. Rows of leases that left the
- * line (released while they waited) are removed as they are read; every
- * other reader of the line passes over the rest (see waitingLeases).
+ * Each team's part of the line is read from its head, a few rows at a time
+ * and only while there is room: a decision that serves nobody reads none of
+ * it, and one that serves reads one index probe per team waiting, however
+ * long the line (domain/fairShare.ts says which team's first waiter wins).
+ * Rows of leases that left the line (released while they waited) are
+ * removed as they are read; every other reader of the line passes over the
+ * rest (see waitingLeases). A waiter whose team or holder is at a quota is
+ * passed over, and stays in its place (domain/quotas.ts).
  */
 export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: CommandRow, joining?: Joining): Promise<Serving> {
   let live = blueprint.live_resources;
@@ -118,8 +138,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     `${blueprint.state === 'enabled' ? 'at its limit' : `blueprint ${blueprint.state}: it makes no resources`}; ` +
     `${live} of ${blueprint.max_resources} live, no free slot`;
   // With nobody joining, an empty line needs no room counted.
-  let page = joining ? undefined : await linePage(trx, blueprint.id);
-  if (page?.length === 0)
+  if (!joining && !(await hasLineRows(trx, blueprint.id)))
     return {
       liveResources: live,
       served: new Map(),
@@ -137,13 +156,9 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const slots = await freeSlots(trx, blueprint.id, promised);
   const mayMake = () => blueprint.state === 'enabled' && live < blueprint.max_resources;
   const hasRoom = () => slots.some((s) => s.free > 0) || mayMake();
-  const now = Date.now();
-  /**
-   * Serves one lease from the room left, making a resource if it may. `why`
-   * it was chosen, when it was chosen over others in the line (a lease
-   * served the moment it asked, with nobody waiting behind, has none).
-   */
-  const serve = async (leaseId: number, why?: string) => {
+  /** Serves one lease from the room left, making a resource if it may; `why` it was chosen over others, if it was. */
+  const serve = async (lease: Candidate, why?: string) => {
+    const leaseId = lease.leaseId;
     let slot = slots.find((s) => s.free > 0);
     if (!slot && mayMake()) {
       slot = { id: await makeResource(trx, blueprint, cause, { leaseId }), free: blueprint.leases_per_resource, madeFor: leaseId };
@@ -154,6 +169,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     if (!slot) return;
     slot.free--;
     promised.set(slot.id, (promised.get(slot.id) ?? 0) + 1);
+    countPromised(trx, { team: lease.team, holder: lease.holder, blueprintId: blueprint.id });
     const made = slot.madeFor === leaseId;
     const count = `${live} of ${blueprint.max_resources}`;
     served.set(
@@ -170,74 +186,260 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     followUps.push(acquire(slot.id, leaseId, reason));
   };
 
-  // The line from its head while there is room (and a page already read,
-  // to its end), the joining lease served in its place; what was read and
-  // not served still waits.
-  let newcomer = joining;
-  let joinedHasRow = false;
-  let endReached = false;
-  let pagesRead = 0;
-  let last: LineRow | undefined;
   const departed: number[] = [];
-  const unserved: LineRow[] = [];
-  while (!endReached && (page !== undefined || hasRoom())) {
-    page ??= await linePage(trx, blueprint.id, last);
-    pagesRead++;
-    endReached = page.length < PAGE;
-    for (const row of page) {
-      last = row;
-      if (row.lease_id === joining?.leaseId) {
-        // A lease asking again (after a refusal) may already have its row.
-        joinedHasRow = true;
-        continue;
+  const servedRows: number[] = [];
+  let joinedHasRow = false;
+  let joinedWhy: string | undefined;
+  if (hasRoom()) {
+    const now = Date.now();
+    const competition = await readCompetition(trx, blueprint, joining);
+    const lines = competition.lines;
+    let newcomer: Candidate | undefined = joining && { ...joining, row: undefined };
+    while (hasRoom()) {
+      const candidates: Candidate[] = [];
+      for (const line of lines.values()) {
+        if (competition.blocks({ team: line.team, holder: undefined })) continue;
+        const row = await line.head((r) => {
+          if (r.lease_id === joining?.leaseId) {
+            // A lease asking again (after a refusal) may already have its row.
+            joinedHasRow = true;
+            return 'skip';
+          }
+          if (r.state !== 'pending') {
+            departed.push(r.lease_id);
+            return 'skip';
+          }
+          return competition.blocks(r) ? 'pass' : 'take';
+        });
+        if (newcomer?.team === line.team && !competition.blocks(newcomer) && (!row || comesBefore(joining!, row))) candidates.push(newcomer);
+        else if (row) candidates.push(candidateOf(row));
       }
-      if (newcomer && comesBefore(newcomer, row) && hasRoom()) {
-        await serve(newcomer.leaseId, whyChosen(newcomer, now));
-        newcomer = undefined;
+      const chosen = pickNext(candidates, competition.uses, now, blueprint.priority_step_ms);
+      if (!chosen) break;
+      // A lease that asked with nobody else in line was served, not chosen.
+      const alone = chosen === newcomer && candidates.length === 1 && competition.lineWasEmpty;
+      await serve(chosen, alone ? undefined : describeChoice(chosen, competition.uses, competition.capacity, now));
+      competition.count(chosen);
+      if (chosen === newcomer) newcomer = undefined;
+      else {
+        servedRows.push(chosen.leaseId);
+        lines.get(chosen.team)!.take();
       }
-      if (row.state !== 'pending') departed.push(row.lease_id);
-      else if (hasRoom()) await serve(row.lease_id, whyChosen({ priority: row.priority, requestedAt: row.requested_at }, now));
-      else unserved.push(row);
     }
-    page = undefined;
+    if (served.size > 0) forgetRequestingLeases(trx);
+    if (newcomer) joinedWhy = competition.describeBlock(newcomer);
   }
-  if (newcomer && endReached && hasRoom()) await serve(newcomer.leaseId);
-  if (served.size > 0) forgetRequestingLeases(trx);
 
-  const leaving = [...departed, ...served.keys()].filter((leaseId) => leaseId !== joining?.leaseId || joinedHasRow);
+  const leaving = [...departed, ...servedRows, ...(joining && served.has(joining.leaseId) && joinedHasRow ? [joining.leaseId] : [])];
   if (leaving.length > 0) await trx.deleteFrom('blueprint_waiters').where('lease_id', 'in', leaving).execute();
   const joinedWaits = joining !== undefined && !served.has(joining.leaseId);
   if (joinedWaits) {
     await trx
       .insertInto('blueprint_waiters')
-      .values({ blueprint_id: blueprint.id, lease_id: joining.leaseId, since: joining.since })
+      .values({ blueprint_id: blueprint.id, lease_id: joining.leaseId, since: joining.since, team: joining.team })
       .onConflict((oc) => oc.column('lease_id').doNothing())
       .execute();
   }
-  // Counted from what was read when the read got that far; otherwise by a count that stops at COUNT_CAP.
-  const readPast = (j: Joining) => endReached || (last !== undefined && comesBefore(j, last));
-  const joinedAhead = !joinedWaits
-    ? undefined
-    : readPast(joining)
-      ? { n: unserved.filter((row) => !comesBefore(joining, row)).length, orMore: false }
-      : await countAhead(trx, blueprint.id, joining);
-  // Only a joining lease with no room reads no page: it waits, behind those counted ahead of it.
-  const waiting = pagesRead > 0 ? { n: unserved.length + (joinedWaits ? 1 : 0), orMore: !endReached } : { n: joinedAhead!.n + 1, orMore: true };
-  return { liveResources: live, served, waiting, joinedAhead, why: why(), events, followUps };
+  const joinedAhead = joinedWaits ? await countAhead(trx, blueprint.id, joining) : undefined;
+  const waiting = await countWaiting(trx, blueprint.id);
+  return { liveResources: live, served, waiting, joinedAhead, why: why(), ...(joinedWhy ? { joinedWhy } : {}), events, followUps };
 }
 
-/** The line's rows after `after` (from its head without), in the order of their places, with their leases' states. */
-function linePage(trx: Db, blueprintId: number, after?: LineRow): Promise<LineRow[]> {
+/**
+ * What a decision that has room weighs (domain/fairShare.ts,
+ * domain/quotas.ts): each waiting team's part of the line, each competing
+ * team's weight and use of the blueprint, and the quotas that may hold a
+ * waiter back with what they count; kept up to date as the decision
+ * serves.
+ */
+interface Competition {
+  readonly lines: ReadonlyMap<string, TeamLine>;
+  readonly uses: ReadonlyMap<string, TeamUse>;
+  /** Slots the blueprint has at its limit, which the teams share. */
+  readonly capacity: number;
+  /** No row in the line when the decision began. */
+  readonly lineWasEmpty: boolean;
+  /** Whether a quota keeps a lease of `team` (and `holder`; undefined: any holder of it) from being served now. */
+  blocks(lease: { team: string; holder: string | undefined }): boolean;
+  /** Why a lease waits although there is room: the quota it is at. */
+  describeBlock(lease: { team: string; holder: string }): string | undefined;
+  /** Counts a lease just served. */
+  count(lease: { team: string; holder: string }): void;
+}
+
+async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joining | undefined): Promise<Competition> {
+  const [quotas, heads, atBlueprint] = await Promise.all([
+    quotasFor(trx, blueprint.id),
+    teamHeads(trx, blueprint.id),
+    countedAtBlueprint(trx, blueprint.id),
+  ]);
+  const lines = new Map<string, TeamLine>();
+  for (const row of heads) {
+    const line = lines.get(row.team) ?? new TeamLine(row.team, (after) => teamPage(trx, blueprint.id, row.team, after));
+    lines.set(row.team, line);
+    line.add(row);
+  }
+  for (const line of lines.values()) line.readAhead(HEAD_ROWS);
+  if (joining && !lines.has(joining.team)) lines.set(joining.team, new TeamLine(joining.team, async () => [], true));
+  const overallTeams = [...new Set(quotas.filter((q) => q.blueprintId === null && lines.has(q.team)).map((q) => q.team))];
+  const overall = overallTeams.length > 0 ? await countedOverall(trx, overallTeams) : [];
+  const competing = new Set([...lines.keys(), ...atBlueprint.map((c) => c.team)]);
+  const weights = await trx
+    .selectFrom('teams')
+    .select(['name', 'weight'])
+    .where('name', '=', (eb) => eb.fn.any(eb.val([...competing])))
+    .execute();
+  const uses = new Map<string, { weight: number; use: number }>(weights.map((t) => [t.name, { weight: t.weight, use: 0 }]));
+  for (const c of atBlueprint) uses.get(c.team)!.use += c.n;
+  const countedFor = (q: Quota) => (q.blueprintId === null ? overall : atBlueprint);
+  const reached = (lease: { team: string; holder: string | undefined }) =>
+    quotaReached(lease.holder === undefined ? quotas.filter((q) => q.holder === null) : quotas, countedFor, {
+      team: lease.team,
+      holder: lease.holder ?? '',
+      blueprintId: blueprint.id,
+    });
+  return {
+    lines,
+    uses,
+    capacity: blueprint.max_resources * blueprint.leases_per_resource,
+    lineWasEmpty: heads.length === 0,
+    blocks: (lease) => reached(lease) !== undefined,
+    describeBlock(lease) {
+      const hit = reached(lease);
+      return hit && `${describeQuota(hit.quota, () => blueprint.name)} is reached (${hit.count} counted)`;
+    },
+    count(lease) {
+      const one = { team: lease.team, holder: lease.holder, blueprintId: blueprint.id, n: 1 };
+      atBlueprint.push(one);
+      if (overallTeams.includes(lease.team)) overall.push(one);
+      uses.get(lease.team)!.use++;
+    },
+  };
+}
+
+/** The rows each team's read of its part of the line starts with (more are read as they are served or passed over). */
+const HEAD_ROWS = 2;
+/** How many rows a team's later reads take. */
+const PAGE = 16;
+/**
+ * How many of a team's rows a decision passes over (their holders at a
+ * quota) before it counts the team as held back too: a holder at its quota
+ * with a long line of its own would otherwise cost every decision a read
+ * of all of it (docs/known-limits.md).
+ */
+const PASS_OVER_LIMIT = 256;
+
+/**
+ * One team's part of the line, read from its head: `head` answers the first
+ * row the decision may serve, passing over rows that `judge` says to skip
+ * (gone from the line) or pass (held back, kept in place).
+ */
+class TeamLine {
+  private readonly rows: LineRow[] = [];
+  private pos = 0;
+  private passed = 0;
+  private last: LineRow | undefined;
+  constructor(
+    readonly team: string,
+    private readonly read: (after: LineRow | undefined) => Promise<LineRow[]>,
+    private endReached = false,
+  ) {}
+
+  add(row: LineRow): void {
+    this.rows.push(row);
+    this.last = row;
+  }
+
+  /** After the first read: fewer rows than asked for means the team's line ended. */
+  readAhead(asked: number): void {
+    if (this.rows.length < asked) this.endReached = true;
+  }
+
+  async head(judge: (row: LineRow) => 'skip' | 'pass' | 'take'): Promise<LineRow | undefined> {
+    for (;;) {
+      if (this.pos === this.rows.length) {
+        if (this.endReached || this.passed >= PASS_OVER_LIMIT) return undefined;
+        const page = await this.read(this.last);
+        if (page.length < PAGE) this.endReached = true;
+        for (const row of page) this.add(row);
+        continue;
+      }
+      const row = this.rows[this.pos]!;
+      const verdict = judge(row);
+      if (verdict === 'take') return row;
+      if (verdict === 'pass') this.passed++;
+      this.pos++;
+    }
+  }
+
+  /** The head was served. */
+  take(): void {
+    this.pos++;
+  }
+}
+
+const LINE_COLUMNS = [
+  'w.lease_id',
+  'w.since',
+  sql<string>`w.since::text`.as('key'),
+  'w.team',
+  'l.holder',
+  'l.state',
+  'l.priority',
+  'l.created_at as requested_at',
+] as const;
+
+/** Whether the blueprint's line has any row (a lease that left it included: serving removes it). */
+async function hasLineRows(trx: Db, blueprintId: number): Promise<boolean> {
+  const row = await trx.selectFrom('blueprint_waiters').select('lease_id').where('blueprint_id', '=', blueprintId).limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
+/** The first HEAD_ROWS rows of each team's part of the line: one probe of blueprint_waiters_by_team per team. */
+function teamHeads(trx: Db, blueprintId: number): Promise<LineRow[]> {
+  return trx
+    .selectFrom('teams as t')
+    .innerJoinLateral(
+      (eb) =>
+        eb
+          .selectFrom('blueprint_waiters as w')
+          .innerJoin('leases as l', 'l.id', 'w.lease_id')
+          .select(LINE_COLUMNS)
+          .where('w.blueprint_id', '=', blueprintId)
+          .whereRef('w.team', '=', 't.name')
+          .orderBy('w.since')
+          .orderBy('w.lease_id')
+          .limit(HEAD_ROWS)
+          .as('h'),
+      (join) => join.onTrue(),
+    )
+    .selectAll('h')
+    .execute();
+}
+
+/** A team's rows after `after`, in the order of their places. */
+function teamPage(trx: Db, blueprintId: number, team: string, after: LineRow | undefined): Promise<LineRow[]> {
   return trx
     .selectFrom('blueprint_waiters as w')
     .innerJoin('leases as l', 'l.id', 'w.lease_id')
-    .select(['w.lease_id', 'w.since', sql<string>`w.since::text`.as('key'), 'l.state', 'l.priority', 'l.created_at as requested_at'])
+    .select(LINE_COLUMNS)
     .where('w.blueprint_id', '=', blueprintId)
+    .where('w.team', '=', team)
     .$if(after !== undefined, (qb) => qb.where(sql<boolean>`(w.since, w.lease_id) > (${after!.key}::timestamptz, ${after!.lease_id}::bigint)`))
     .orderBy('w.since')
     .orderBy('w.lease_id')
     .limit(PAGE)
     .execute();
+}
+
+/** How many leases wait at the blueprint, counted up to COUNT_CAP. */
+async function countWaiting(trx: Db, blueprintId: number): Promise<LineCount> {
+  const rows = await waitingLeases(trx)
+    .select('w.lease_id')
+    .where('w.blueprint_id', '=', blueprintId)
+    .limit(COUNT_CAP + 1)
+    .execute();
+  return rows.length > COUNT_CAP ? { n: COUNT_CAP, orMore: true } : { n: rows.length, orMore: false };
 }
 
 /** How many leases wait at the blueprint ahead of `joining`, counted up to COUNT_CAP. */

@@ -10,6 +10,8 @@ export interface RequestingLease {
   readonly resource_id: number | null;
   readonly created_at: Date;
   readonly priority: number;
+  readonly team: string;
+  readonly holder: string;
   readonly making: number | null;
 }
 
@@ -64,7 +66,7 @@ export function forgetRequestingLeases(trx: Db): void {
 function readLeases(trx: Db, ids: readonly number[]) {
   return trx
     .selectFrom('leases as l')
-    .select(['l.id', 'l.state', 'l.resource_id', 'l.created_at', 'l.priority'])
+    .select(['l.id', 'l.state', 'l.resource_id', 'l.created_at', 'l.priority', 'l.team', 'l.holder'])
     .select((eb) =>
       eb
         .selectFrom('resources as r')
