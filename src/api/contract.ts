@@ -5,6 +5,8 @@ import { COMMAND_KINDS, type CommandKindSpec } from '../domain/commandKinds.ts';
 import { PrioritySchema } from '../domain/priority.ts';
 import { BlueprintInputSchema } from '../objects/createBlueprint.ts';
 import { leaseBodySchema } from '../objects/createLease.ts';
+import { TeamNameSchema, WeightSchema } from '../domain/team.ts';
+import { QuotaInputSchema, QuotaScopeSchema } from '../domain/quotas.ts';
 import { BlueprintChangesSchema } from '../objects/updateBlueprint.ts';
 import { stateFilterOf } from '../read/stateFilter.ts';
 import type { Action } from './auth/roles.ts';
@@ -19,6 +21,8 @@ import {
   LeaseSchema,
   LineStandingSchema,
   pageSchema,
+  TeamDetailSchema,
+  TeamSchema,
   ResourceDetailSchema,
   ResourceSchema,
 } from './shapes.ts';
@@ -79,6 +83,10 @@ export const CreateLeaseBody = leaseBodySchema({
     description:
       "0 (the default) to 9: served ahead of lower priorities that have waited less than priority × the blueprint's priorityStepMs; a user token may ask for 0–4",
   }),
+  queue: z.boolean().optional().meta({
+    description:
+      "false: refused at once (429, naming the quota) if a quota of the token's team or of the holder is reached, rather than waiting in line; true (the default): such a request waits, and says why",
+  }),
   callback: CallbackRequestSchema.optional().meta({
     description:
       "the holder's callback: told, as a command's callback is, when Slipway ends the lease itself (a check found its resource gone, or the collector released it for its expiry, heartbeat or wait deadline)",
@@ -117,6 +125,11 @@ export const CommandListQuery = z
   .strict();
 
 export const CancelBody = z.object({ reason: Reason.optional() }).strict();
+
+const TeamParams = z.object({ name: TeamNameSchema }).strict();
+/** A quota's scope and maximum, the team named by the path. */
+const QuotaBody = QuotaInputSchema.omit({ team: true }).strict();
+const QuotaScopeBody = QuotaScopeSchema.omit({ team: true }).strict();
 
 /** The kinds a caller may request of each object (the others Slipway issues itself). */
 function requestableKinds(target: ObjectKind): [string, ...string[]] {
@@ -383,6 +396,60 @@ export const OPERATIONS = {
     params: IdParams,
     body: CancelBody,
     responses: { 200: answer('cancelled', CancelAnswerSchema) },
+  },
+  listTeams: {
+    operationId: 'listTeams',
+    method: 'GET',
+    url: '/v1/teams',
+    summary: 'List teams',
+    description: 'Every team, by name, with its weight, its quotas and what it holds and waits for now.',
+    action: 'read',
+    responses: { 200: answer('the teams', z.object({ items: z.array(TeamSchema) })) },
+  },
+  getTeam: {
+    operationId: 'getTeam',
+    method: 'GET',
+    url: '/v1/teams/:name',
+    summary: 'Show a team',
+    description: 'A team, its quotas with what each counts now, and every change made to it, with who made it.',
+    action: 'read',
+    params: TeamParams,
+    responses: { 200: answer('the team', TeamDetailSchema) },
+  },
+  setTeam: {
+    operationId: 'setTeam',
+    method: 'POST',
+    url: '/v1/teams/:name',
+    summary: 'Make a team, or set its weight',
+    description:
+      "A team's weight is its share of a contended blueprint against the weights of the other teams waiting or holding there (1 unless given).",
+    action: 'team.write',
+    params: TeamParams,
+    body: z.object({ weight: WeightSchema.optional() }).strict(),
+    responses: { 200: answer('the team as it is now', TeamSchema) },
+  },
+  setQuota: {
+    operationId: 'setQuota',
+    method: 'POST',
+    url: '/v1/teams/:name/quotas',
+    summary: 'Set a quota',
+    description:
+      'At most maxLeases leases of the team (or of one holder in it) at once, at one blueprint or overall. A request over it waits (or, with queue: false, is refused with 429); a lower quota ends no lease.',
+    action: 'team.write',
+    params: TeamParams,
+    body: QuotaBody,
+    responses: { 200: answer('the team as it is now', TeamSchema) },
+  },
+  removeQuota: {
+    operationId: 'removeQuota',
+    method: 'POST',
+    url: '/v1/teams/:name/quotas/remove',
+    summary: 'Remove a quota',
+    description: 'The quota of that scope goes; the waiters it held back are served.',
+    action: 'team.write',
+    params: TeamParams,
+    body: QuotaScopeBody,
+    responses: { 200: answer('the team as it is now', TeamSchema) },
   },
 } as const satisfies Record<string, Operation>;
 

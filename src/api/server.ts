@@ -21,11 +21,12 @@ import { healthRoutes } from './routes/health.ts';
 import { leaseRoutes } from './routes/leases.ts';
 import { installRequestMetrics, metricsRoutes } from './routes/metrics.ts';
 import { resourceRoutes } from './routes/resources.ts';
+import { teamRoutes } from './routes/teams.ts';
 import { installTypedRoutes } from './typedRoutes.ts';
 import { webRoutes } from '../web/webRoutes.ts';
 
 /** Route plugins, in registration order: the API's, then the web UI's (pages under `/`, see src/web/). */
-const ROUTES = [healthRoutes, metricsRoutes, blueprintRoutes, leaseRoutes, resourceRoutes, commandRoutes, webRoutes] as const;
+const ROUTES = [healthRoutes, metricsRoutes, blueprintRoutes, leaseRoutes, resourceRoutes, commandRoutes, teamRoutes, webRoutes] as const;
 
 const PRUNE_KEYS_EVERY_MS = 3_600_000;
 

@@ -9,6 +9,7 @@ import type { LineStanding } from '../read/lineStanding.ts';
 import type { ObjectHistory, TimelineEntry } from '../read/objectHistory.ts';
 import type { Page } from '../read/page.ts';
 import type { TokenView } from './auth/tokens.ts';
+import type { TeamDetail, TeamView } from '../read/teams.ts';
 import type { ResourceDetail, ResourceView } from '../read/resources.ts';
 
 /**
@@ -187,6 +188,7 @@ export const LeaseSchema = z
       .number()
       .int()
       .meta({ description: '0–9: served ahead of lower priorities that have waited less than priority × its blueprint’s priorityStepMs' }),
+    team: z.string().meta({ description: "its requester's team (the token's): shares and quotas count it there" }),
     message: z.string().nullable(),
     version: z.number().int(),
     createdAt: Timestamp,
@@ -211,6 +213,7 @@ export function leaseOf(row: LeaseView): Lease {
     heartbeatDeadline: isoOrNull(row.heartbeat_deadline),
     waitDeadline: isoOrNull(row.wait_deadline),
     priority: row.priority,
+    team: row.team,
     message: row.message,
     version: row.version,
     createdAt: iso(row.created_at),
@@ -429,6 +432,7 @@ export const TokenSchema = z.object({
   id: Id,
   name: z.string(),
   role: z.enum(['viewer', 'user', 'operator', 'admin']),
+  team: z.string(),
   createdBy: z.string(),
   createdAt: Timestamp,
   lastUsedAt: OptionalTimestamp,
@@ -441,6 +445,7 @@ export function tokenOf(row: TokenView): Token {
     id: row.id,
     name: row.name,
     role: row.role,
+    team: row.team,
     createdBy: row.created_by,
     createdAt: iso(row.created_at),
     lastUsedAt: isoOrNull(row.last_used_at),
@@ -462,4 +467,62 @@ export function pageSchema<T extends z.ZodType>(item: T, id: string) {
 
 export function pageOf<Row extends { id: number }, T>(page: Page<Row>, itemOf: (row: Row) => T): { items: T[]; next: number | null } {
   return { items: page.items.map(itemOf), next: page.next };
+}
+
+// --- teams ----------------------------------------------------------------------
+
+export const QuotaSchema = z
+  .object({
+    holder: z.string().nullable().meta({ description: 'one holder of the team; null: the whole team' }),
+    blueprintId: Id.nullable().meta({ description: 'null: overall, at every blueprint' }),
+    blueprintName: z.string().nullable(),
+    maxLeases: z.number().int(),
+    counted: z.number().int().meta({ description: 'leases it counts now: holding slots, or sent to take one' }),
+    createdBy: z.string(),
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Quota', description: 'at most maxLeases leases of the team (or holder) at once; a request over it waits' });
+
+export const TeamSchema = z
+  .object({
+    name: z.string(),
+    weight: z.number().int().meta({ description: "its share of a contended blueprint, against the other teams' weights" }),
+    tokens: z.number().int().meta({ description: 'live tokens in the team' }),
+    counted: z.number().int().meta({ description: 'its leases holding slots, or sent to take one, at every blueprint' }),
+    waiting: z.number().int().meta({ description: "its leases waiting in blueprints' lines" }),
+    quotas: z.array(QuotaSchema),
+    createdBy: z.string(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Team', description: 'every token, and every lease, belongs to a team' });
+export type Team = z.infer<typeof TeamSchema>;
+
+export const TeamChangeSchema = z
+  .object({ type: z.string(), message: z.string(), data: z.unknown(), actor: z.string(), source: z.string(), at: Timestamp })
+  .meta({ id: 'TeamChange', description: 'a change to a team, its weight or its quotas, and who made it' });
+
+export const TeamDetailSchema = TeamSchema.extend({ changes: z.array(TeamChangeSchema).meta({ description: 'newest first, the last 100' }) }).meta({
+  id: 'TeamDetail',
+});
+
+export function teamOf(team: TeamView): Team {
+  return {
+    name: team.name,
+    weight: team.weight,
+    tokens: team.tokens,
+    counted: team.counted,
+    waiting: team.waiting,
+    quotas: team.quotas.map((q) => ({ ...q, updatedAt: iso(q.updatedAt) })),
+    createdBy: team.created_by,
+    createdAt: iso(team.created_at),
+    updatedAt: iso(team.updated_at),
+  };
+}
+
+export function teamDetailOf(team: TeamDetail): z.infer<typeof TeamDetailSchema> {
+  return {
+    ...teamOf(team),
+    changes: team.changes.map((c) => ({ type: c.type, message: c.message, data: c.data, actor: c.actor, source: c.source, at: iso(c.created_at) })),
+  };
 }

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { addBlueprintCommands } from './commands/blueprintCommands.ts';
 import { addCommandCommands } from './commands/commandCommands.ts';
+import { addTeamCommands } from './commands/teamCommands.ts';
 import { addGcCommands } from './commands/gcCommands.ts';
 import { addLeaseCommands } from './commands/leaseCommands.ts';
 import { addResourceCommands } from './commands/resourceCommands.ts';
@@ -30,5 +31,6 @@ export function buildProgram(): Command {
   addCommandCommands(program);
   addGcCommands(program);
   addTokenCommands(program);
+  addTeamCommands(program);
   return program;
 }

@@ -1,3 +1,6 @@
+import { z } from 'zod';
+import { TeamNameSchema } from './team.ts';
+
 /**
  * Quotas (docs/scheduling.md): at most `maxLeases` leases of a team, or of
  * one holder in it, counted at once, at one blueprint or overall. A lease
@@ -59,3 +62,20 @@ export function describeQuota(q: Quota, blueprintName: (id: number) => string): 
   const where = q.blueprintId === null ? 'overall' : `at ${blueprintName(q.blueprintId)}`;
   return `${whose} quota of ${q.maxLeases} lease${q.maxLeases === 1 ? '' : 's'} ${where}`;
 }
+
+/** Where a quota applies: a team's every holder or one of them, at one blueprint or overall. */
+export const QuotaScopeSchema = z
+  .object({
+    team: TeamNameSchema,
+    /** One holder of the team (as leases name it, e.g. `token:ci-bot`); left out: the whole team. */
+    holder: z.string().min(1).max(200).optional(),
+    /** A blueprint's name or id; left out: overall, at every blueprint. */
+    blueprint: z.union([z.string().min(1).max(63), z.number().int().positive().max(Number.MAX_SAFE_INTEGER)]).optional(),
+  })
+  .strict();
+export type QuotaScope = z.input<typeof QuotaScopeSchema>;
+
+export const QuotaInputSchema = QuotaScopeSchema.extend({
+  maxLeases: z.number().int().min(0, 'expected 0 (no new leases) or more').max(100000, 'expected at most 100000'),
+}).strict();
+export type QuotaInput = z.input<typeof QuotaInputSchema>;

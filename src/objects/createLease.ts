@@ -7,7 +7,8 @@ import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundErr
 import { describeQuota } from '../domain/quotas.ts';
 import { quotaReachedNow } from '../drain/reads/countedLeases.ts';
 import { findBlueprint } from '../read/blueprints.ts';
-import { assertTeamExists, DEFAULT_TEAM, TeamNameSchema } from './teams.ts';
+import { DEFAULT_TEAM, TeamNameSchema } from '../domain/team.ts';
+import { assertTeamExists } from './teams.ts';
 import { statesWith } from '../domain/lifecycle.ts';
 import { PrioritySchema } from '../domain/priority.ts';
 import { recordAppended } from '../metrics/metrics.ts';

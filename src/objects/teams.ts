@@ -5,45 +5,20 @@ import type { Db } from '../db/Database.ts';
 import { withTransaction } from '../db/withTransaction.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { describeZodIssues, InvalidInputError, NotFoundError } from '../domain/errors.ts';
-import { describeQuota } from '../domain/quotas.ts';
+import { describeQuota, QuotaInputSchema, type QuotaInput, type QuotaScope, QuotaScopeSchema } from '../domain/quotas.ts';
+import { TeamNameSchema, WeightSchema } from '../domain/team.ts';
 import { blueprintsWhereTeamWaits } from '../drain/sql/teamWaiters.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
 import { findBlueprint } from '../read/blueprints.ts';
 
 /**
- * Teams, their weights and their quotas (docs/scheduling.md). Every token
- * belongs to a team, and every lease to its requester's; the team
- * `default` (made by migration 0027) holds whoever was not put in another.
- * A team is never deleted: leases and their history name it. Every change
- * is recorded in team_events with who made it.
+ * Changing teams, their weights and their quotas (docs/scheduling.md). A
+ * team is never deleted: leases and their history name it. Every change is
+ * recorded in team_events with who made it.
  */
-export const DEFAULT_TEAM = 'default';
-
-export const TeamNameSchema = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'use 1-63 lower-case letters, digits, ".", "_" or "-", starting with a letter or digit');
-
-export const WeightSchema = z.number().int().min(1, 'expected a weight of 1 to 1000').max(1000, 'expected a weight of 1 to 1000');
 
 export const TeamInputSchema = z.object({ name: TeamNameSchema, weight: WeightSchema.optional() }).strict();
 export type TeamInput = z.input<typeof TeamInputSchema>;
-
-/** Where a quota applies: a team's every holder or one of them, at one blueprint or overall. */
-export const QuotaScopeSchema = z
-  .object({
-    team: TeamNameSchema,
-    /** One holder of the team (as leases name it, e.g. `token:ci-bot`); left out: the whole team. */
-    holder: z.string().min(1).max(200).optional(),
-    /** A blueprint's name or id; left out: overall, at every blueprint. */
-    blueprint: z.union([z.string().min(1).max(63), z.number().int().positive().max(Number.MAX_SAFE_INTEGER)]).optional(),
-  })
-  .strict();
-export type QuotaScope = z.input<typeof QuotaScopeSchema>;
-
-export const QuotaInputSchema = QuotaScopeSchema.extend({
-  maxLeases: z.number().int().min(0, 'expected 0 (no new leases) or more').max(100000, 'expected at most 100000'),
-}).strict();
-export type QuotaInput = z.input<typeof QuotaInputSchema>;
 
 function parse<T extends z.ZodType>(schema: T, input: unknown, what: string): z.output<T> {
   const parsed = schema.safeParse(input);
@@ -55,7 +30,7 @@ function parse<T extends z.ZodType>(schema: T, input: unknown, what: string): z.
 export async function assertTeamExists(db: Db, team: string): Promise<void> {
   const row = await db.selectFrom('teams').select('name').where('name', '=', team).executeTakeFirst();
   if (!row)
-    throw new InvalidInputError(`team ${team} does not exist: make it with \`slipway team set ${team}\` (or PUT /v1/teams/${team})`, { team });
+    throw new InvalidInputError(`team ${team} does not exist: make it with \`slipway team set ${team}\` (or POST /v1/teams/${team})`, { team });
 }
 
 /** Makes a team, or sets the weight of one (a team made without a weight has 1). */

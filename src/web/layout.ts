@@ -9,6 +9,7 @@ const NAV = [
   { href: '/resources', label: 'Resources' },
   { href: '/leases', label: 'Leases' },
   { href: '/commands', label: 'Commands' },
+  { href: '/teams', label: 'Teams' },
 ] as const;
 
 export interface PageContent {

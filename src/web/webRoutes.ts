@@ -13,6 +13,7 @@ import { listPages } from './pages/lists.ts';
 import { overviewPage } from './pages/overview.ts';
 import { resourcePage } from './pages/resourcePage.ts';
 import { signInPages } from './pages/signIn.ts';
+import { teamsPage } from './pages/teamsPage.ts';
 import { installWebAuthentication } from './webAuth.ts';
 import { installWebErrors } from './webErrors.ts';
 
@@ -38,6 +39,7 @@ export async function webRoutes(app: FastifyInstance, context: ApiContext): Prom
   await blueprintPage(app, db);
   await leasePage(app, db);
   await resourcePage(app, db);
+  await teamsPage(app, db);
   await commandPage(app, db);
   await commandForms(app, context);
   await eventStreamRoutes(app, feed, { stopping: context.stopping, heartbeatMs: context.config.SLIPWAY_WEB_HEARTBEAT_MS });

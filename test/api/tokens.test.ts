@@ -17,7 +17,7 @@ test('token create prints the secret once; only its hash is stored; it works unt
   expect(created.code).toBe(0);
   const secret = created.stdout.split('\n')[1]!;
   expect(secret).toMatch(/^slw_[\w-]{43}$/);
-  expect(created.stdout).toMatch(/^created token ci-bot \(role user\)\. Its secret, shown only now:\n/);
+  expect(created.stdout).toMatch(/^created token ci-bot \(role user, team default\)\. Its secret, shown only now:\n/);
 
   const row = await env.database.db.selectFrom('api_tokens').selectAll().where('name', '=', 'ci-bot').executeTakeFirstOrThrow();
   expect(row.secret_sha256).toBe(hashSecret(secret));

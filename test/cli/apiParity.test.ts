@@ -31,6 +31,9 @@ const CLI_FOR: Readonly<Record<string, string>> = {
   'queueBlueprintCommand drain': 'blueprint drain',
   'queueBlueprintCommand undrain': 'blueprint undrain',
   cancelCommand: 'command cancel',
+  setTeam: 'team set',
+  setQuota: 'team quota',
+  removeQuota: 'team unquota',
 };
 
 /** "operationId", or "operationId kind" for each kind a command-queueing operation accepts. */

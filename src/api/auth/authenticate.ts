@@ -93,6 +93,7 @@ const ACTION_TEXT: Record<Action, string> = {
   'resource.command': 'send commands to resources',
   'command.cancel': 'cancel commands',
   'blueprint.write': 'create or change blueprints',
+  'team.write': 'change teams, their weights or their quotas',
 };
 
 /** The caller of an authenticated route (set by the hook above). */

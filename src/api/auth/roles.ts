@@ -3,7 +3,7 @@ import type { TokenRole } from '../../../migrations/schema.ts';
 export const ROLES = ['viewer', 'user', 'operator', 'admin'] as const satisfies readonly TokenRole[];
 
 /** Everything a route can require of its caller. */
-export type Action = 'read' | 'lease.create' | 'lease.command' | 'resource.command' | 'command.cancel' | 'blueprint.write';
+export type Action = 'read' | 'lease.create' | 'lease.command' | 'resource.command' | 'command.cancel' | 'blueprint.write' | 'team.write';
 
 /** How far a grant reaches: everything, or only what the caller owns. */
 export type Reach = 'any' | 'own';
@@ -31,6 +31,7 @@ export const GRANTS: Readonly<Record<TokenRole, Partial<Record<Action, Reach>>>>
     'resource.command': 'any',
     'command.cancel': 'any',
     'blueprint.write': 'any',
+    'team.write': 'any',
   },
 };
 

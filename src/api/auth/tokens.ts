@@ -4,7 +4,8 @@ import { z } from 'zod';
 import type { ApiTokenRow, TokenRole } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError } from '../../domain/errors.ts';
-import { assertTeamExists, DEFAULT_TEAM, TeamNameSchema } from '../../objects/teams.ts';
+import { DEFAULT_TEAM, TeamNameSchema } from '../../domain/team.ts';
+import { assertTeamExists } from '../../objects/teams.ts';
 import { ROLES } from './roles.ts';
 
 /**

@@ -29,6 +29,7 @@ export async function leaseRoutes(app: FastifyInstance, context: ApiContext): Pr
             ...rest,
             expiresAt: expiresAt?.toISOString(),
             holder: callerOf(request).actorName,
+            team: callerOf(request).team,
             ...(callback ? { callbackUrl: checkCallbackUrl(callback.url, context.config.SLIPWAY_CALLBACK_ALLOWED_HOSTS) } : {}),
           };
           const created = await createLease(db, input, actorOf(request, reason));

@@ -13,6 +13,7 @@ import { requestCommand } from '../requestCommand.ts';
 import type { LeaseAnswer } from '../../api/contract.ts';
 import type { LeaseWaited, Transport } from '../transport/Transport.ts';
 import { withTransport } from '../transport/withTransport.ts';
+import { TeamNameSchema } from '../../domain/team.ts';
 import { LEASE_COLUMNS, renderLease, renderLeaseDetail } from '../views/leaseViews.ts';
 
 interface CreateOptions extends WaitOptions {
@@ -25,6 +26,9 @@ interface CreateOptions extends WaitOptions {
   /** Milliseconds. */
   readonly waitTimeout?: number;
   readonly priority?: number;
+  readonly team?: string;
+  /** false with --no-queue: refused at once when a quota is reached. */
+  readonly queue: boolean;
 }
 
 interface RenewOptions extends WaitOptions {
@@ -63,7 +67,9 @@ export function addLeaseCommands(program: Command): void {
         '--wait-timeout <duration>',
         'give up if the lease is not active this long after the request: the collector releases it (as system:deadline), e.g. 10m',
         parseWith(Duration),
-      ),
+      )
+      .option('--team <name>', "the team the lease counts for (default: default; remote mode: the token's team)", parseWith(TeamNameSchema))
+      .option('--no-queue', 'refuse at once, rather than wait in line, if a quota of the team or holder is reached'),
   ).action((options: CreateOptions, command: Command) =>
     withTransport(command, (transport, out) => requestLease(transport, out, { ...options, timeout: waitFor(options, command) })),
   );
@@ -133,8 +139,18 @@ const DEADLINE_MARGIN_S = 120;
  * lease being set up: the message names it and how to give it up.
  */
 async function requestLease(transport: Transport, out: Output, options: CreateOptions): Promise<void> {
-  const { blueprint, holder, expiresIn, heartbeat, waitTimeout, priority, reason } = options;
-  const input = { blueprint, holder, expiresInMs: expiresIn, heartbeatMs: heartbeat, waitTimeoutMs: waitTimeout, priority, reason };
+  const { blueprint, holder, expiresIn, heartbeat, waitTimeout, priority, team, queue, reason } = options;
+  const input = {
+    blueprint,
+    holder,
+    expiresInMs: expiresIn,
+    heartbeatMs: heartbeat,
+    waitTimeoutMs: waitTimeout,
+    priority,
+    team,
+    ...(queue ? {} : { queue: false }),
+    reason,
+  };
   const requested = ({ lease, command }: LeaseAnswer) => `lease ${lease.id} requested for ${lease.holder} (command ${command.id})`;
   if (!options.wait) {
     out.result(await transport.createLease(input), requested);

@@ -7,6 +7,7 @@ import { formatTime, NONE, table, type Column } from '../format.ts';
 import { later } from '../later.ts';
 import { parseWith } from '../parsers.ts';
 import { withSession } from '../session.ts';
+import { TeamNameSchema } from '../../domain/team.ts';
 
 const tokens = () => import('../../api/auth/tokens.ts');
 const createToken = later(tokens, 'createToken');
@@ -19,6 +20,7 @@ const Role = z.enum(ROLES);
 const TOKEN_COLUMNS: readonly Column<Token>[] = [
   { header: 'NAME', value: (t) => t.name },
   { header: 'ROLE', value: (t) => t.role },
+  { header: 'TEAM', value: (t) => t.team },
   { header: 'CREATED', value: (t) => formatTime(t.createdAt) },
   { header: 'BY', value: (t) => t.createdBy },
   { header: 'LAST USED', value: (t) => formatTime(t.lastUsedAt) },
@@ -34,13 +36,16 @@ export function addTokenCommands(program: Command): void {
     .description('create a token and print its secret (shown this once; only a hash is kept)')
     .requiredOption('--name <name>', 'the token\'s name; its requests are recorded as "token:<name>"', parseWith(TokenName))
     .requiredOption('--role <role>', `one of: ${ROLES.join(', ')}`, parseWith(Role))
-    .action((options: { name: string; role: (typeof ROLES)[number] }, command: Command) =>
+    .option('--team <name>', 'the team its leases count for (default: default; make teams with `slipway team set`)', parseWith(TeamNameSchema))
+    .action((options: { name: string; role: (typeof ROLES)[number]; team?: string }, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const { token: made, secret } = await createToken(db, options, cliActor().issuedBy);
         out.result({ token: tokenOf(made), secret }, ({ token: t, secret }) =>
-          [`created token ${t.name} (role ${t.role}). Its secret, shown only now:`, secret, 'Send it as "Authorization: Bearer <secret>".'].join(
-            '\n',
-          ),
+          [
+            `created token ${t.name} (role ${t.role}, team ${t.team}). Its secret, shown only now:`,
+            secret,
+            'Send it as "Authorization: Bearer <secret>".',
+          ].join('\n'),
         );
       }),
     );

@@ -27,7 +27,10 @@ const API_MAX_WAIT_S = 60;
 const POLL_MS = 1000;
 
 /** Lease options the API's POST /v1/leases does not take: refused rather than silently dropped. */
-const LOCAL_ONLY_LEASE_OPTIONS: ReadonlyArray<readonly [keyof LeaseRequest, string]> = [['holder', '--holder (the API makes the token the holder)']];
+const LOCAL_ONLY_LEASE_OPTIONS: ReadonlyArray<readonly [keyof LeaseRequest, string]> = [
+  ['holder', '--holder (the API makes the token the holder)'],
+  ['team', "--team (the API puts the lease in the token's team)"],
+];
 
 /** The operation that queues a command on each kind of object. */
 const QUEUE_COMMAND = { lease: 'queueLeaseCommand', resource: 'queueResourceCommand', blueprint: 'queueBlueprintCommand' } as const;
@@ -40,6 +43,9 @@ const EXIT_BY_STATUS: Readonly<Record<number, CliFailure['exitCode']>> = {
   404: EXIT.notFound,
   409: EXIT.conflict,
 };
+
+/** Refusals whose code says more than their status: a quota's 429 exits as a local run's over-quota refusal does, not as a rate limit. */
+const EXIT_BY_CODE: Readonly<Record<string, CliFailure['exitCode']>> = { over_quota: EXIT.conflict };
 
 /**
  * The lease and command subcommands through the HTTP API (SLIPWAY_URL), as
@@ -181,7 +187,10 @@ function failureOf(error: unknown, signal: AbortSignal | undefined): CliFailure 
     // The request id is the server's business; the rest is the refusal.
     const { requestId: _requestId, ...details } = error.body.details;
     // The API's messages already say when to retry (429, 503).
-    return new CliFailure(error.body.message, EXIT_BY_STATUS[error.status] ?? EXIT.failed, { code: error.body.code, details });
+    return new CliFailure(error.body.message, EXIT_BY_CODE[error.body.code] ?? EXIT_BY_STATUS[error.status] ?? EXIT.failed, {
+      code: error.body.code,
+      details,
+    });
   }
   if (error instanceof UnexpectedAnswer) return new CliFailure(`${error.message} (SLIPWAY_URL)`, EXIT.failed);
   if (error instanceof Unreachable)
@@ -195,8 +204,8 @@ function leaseBody(request: LeaseRequest) {
   for (const [option, flag] of LOCAL_ONLY_LEASE_OPTIONS) {
     if (request[option] !== undefined) throw new CliFailure(`${flag} is not available in remote mode (SLIPWAY_URL)`, EXIT.usage);
   }
-  const { blueprint, expiresInMs, heartbeatMs, waitTimeoutMs, priority, reason } = request;
-  return { blueprint, ...defined({ expiresInMs, heartbeatMs, waitTimeoutMs, priority, reason }) };
+  const { blueprint, expiresInMs, heartbeatMs, waitTimeoutMs, priority, queue, reason } = request;
+  return { blueprint, ...defined({ expiresInMs, heartbeatMs, waitTimeoutMs, priority, queue, reason }) };
 }
 
 function commandBody({ kind, payload, reason }: CommandRequest) {

@@ -36,6 +36,10 @@ export interface LeaseRequest {
   readonly heartbeatMs?: number;
   readonly waitTimeoutMs?: number;
   readonly priority?: number;
+  /** Absent: `default` (remote mode: the token's team). */
+  readonly team?: string;
+  /** false: refused at once when a quota is reached. */
+  readonly queue?: boolean;
   readonly reason?: string;
 }
 

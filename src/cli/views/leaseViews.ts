@@ -20,6 +20,7 @@ export function renderLease(lease: Lease): string {
     ['resource', lease.resourceId === null ? NONE : `${lease.resourceId}, slot ${lease.slot}`],
     ['attributes', formatJson(lease.attributes)],
     ['priority', String(lease.priority)],
+    ['team', lease.team],
     ['wait deadline', formatTime(lease.waitDeadline)],
     ['expires', formatTime(lease.expiresAt)],
     [

@@ -1,0 +1,75 @@
+import { expect, test } from 'vitest';
+import { type Candidate, describeChoice, levelOf, pickNext, shareOf, type TeamUse } from '../../src/domain/fairShare.ts';
+import { type Counted, countFor, describeQuota, type Quota, quotaReached } from '../../src/domain/quotas.ts';
+
+// The choice among the teams' first waiters, and the quotas' arithmetic,
+// without a database (the waiting line's tests run them on one).
+const NOW = Date.parse('2030-01-01T12:00:00Z');
+const STEP = 60_000;
+const at = (secondsAgo: number) => new Date(NOW - secondsAgo * 1000);
+/** A waiter of `team` that asked `secondsAgo` with `priority`: its place is its request less priority × step. */
+const waiter = (leaseId: number, team: string, secondsAgo: number, priority = 0): Candidate => ({
+  leaseId,
+  team,
+  requestedAt: at(secondsAgo),
+  since: new Date(at(secondsAgo).getTime() - priority * STEP),
+  priority,
+});
+const uses = (entries: Record<string, [weight: number, use: number]>): Map<string, TeamUse> =>
+  new Map(Object.entries(entries).map(([team, [weight, use]]) => [team, { weight, use }]));
+
+test("a lease's level is its priority plus the steps it has waited; with the step off every lease is level 0", () => {
+  expect(levelOf(waiter(1, 'a', 0, 5), NOW, STEP)).toBe(5);
+  expect(levelOf(waiter(1, 'a', 150, 2), NOW, STEP)).toBe(4);
+  expect(levelOf(waiter(1, 'a', 150, 9), NOW, 0)).toBe(0);
+});
+
+test('the highest level wins whatever the teams hold', () => {
+  const teams = uses({ busy: [1, 10], idle: [1, 0] });
+  expect(pickNext([waiter(1, 'idle', 0, 2), waiter(2, 'busy', 0, 3)], teams, NOW, STEP)?.leaseId).toBe(2);
+  // Aging: two steps waited lift a priority 1 past a fresh priority 2.
+  expect(pickNext([waiter(1, 'idle', 0, 2), waiter(2, 'busy', 180, 1)], teams, NOW, STEP)?.leaseId).toBe(2);
+});
+
+test('among equal levels the team of least use against its weight wins, then the earlier place', () => {
+  // ci holds 4 with weight 2 (2 per weight), web holds 3 with weight 1 (3 per weight): ci is further below its share.
+  const teams = uses({ ci: [2, 4], web: [1, 3] });
+  expect(pickNext([waiter(1, 'web', 50), waiter(2, 'ci', 10)], teams, NOW, STEP)?.leaseId).toBe(2);
+  // Equal loads: the place decides, then the id.
+  const even = uses({ ci: [2, 4], web: [1, 2] });
+  expect(pickNext([waiter(1, 'web', 10), waiter(2, 'ci', 50)], even, NOW, STEP)?.leaseId).toBe(2);
+  expect(pickNext([waiter(3, 'web', 10), waiter(2, 'ci', 10)], even, NOW, STEP)?.leaseId).toBe(2);
+  expect(pickNext([], even, NOW, STEP)).toBeUndefined();
+});
+
+test("a team's share is its weight's part of the competing teams' weights; the choice says why", () => {
+  const teams = uses({ ci: [2, 2], web: [1, 5], qa: [1, 0] });
+  expect(shareOf(teams, 'ci', 12)).toBe(6);
+  expect(shareOf(teams, 'web', 12)).toBe(3);
+  expect(describeChoice(waiter(7, 'ci', 41, 5), teams, 12, NOW)).toBe('priority 5; team ci holds 2 of its share of 6; waited 41 s');
+  expect(describeChoice(waiter(7, 'qa', 0), uses({ qa: [1, 0], web: [2, 1] }), 10, NOW)).toBe(
+    'priority 0; team qa holds 0 of its share of 3.3; waited 0 s',
+  );
+});
+
+test('a quota counts the leases it covers, and is reached at its maximum', () => {
+  const counted: Counted[] = [
+    { team: 'ci', holder: 'token:bot', blueprintId: 1, n: 2 },
+    { team: 'ci', holder: 'token:dev', blueprintId: 2, n: 1 },
+    { team: 'web', holder: 'token:bot', blueprintId: 1, n: 5 },
+  ];
+  const teamAtOne: Quota = { team: 'ci', holder: null, blueprintId: 1, maxLeases: 3 };
+  const teamOverall: Quota = { team: 'ci', holder: null, blueprintId: null, maxLeases: 3 };
+  const botOverall: Quota = { team: 'ci', holder: 'token:bot', blueprintId: null, maxLeases: 2 };
+  expect([countFor(teamAtOne, counted), countFor(teamOverall, counted), countFor(botOverall, counted)]).toEqual([2, 3, 2]);
+  const all = () => counted;
+  // At blueprint 1, the team has room (2 of 3) but the overall quota is reached (3 of 3).
+  expect(quotaReached([teamAtOne], all, { team: 'ci', holder: 'token:dev', blueprintId: 1 })).toBeUndefined();
+  expect(quotaReached([teamAtOne, teamOverall], all, { team: 'ci', holder: 'token:dev', blueprintId: 1 })).toEqual({ quota: teamOverall, count: 3 });
+  // A holder's quota holds back only that holder, and only in its team.
+  expect(quotaReached([botOverall], all, { team: 'ci', holder: 'token:bot', blueprintId: 2 })).toEqual({ quota: botOverall, count: 2 });
+  expect(quotaReached([botOverall], all, { team: 'ci', holder: 'token:dev', blueprintId: 2 })).toBeUndefined();
+  expect(quotaReached([botOverall], all, { team: 'web', holder: 'token:bot', blueprintId: 1 })).toBeUndefined();
+  expect(describeQuota(teamAtOne, () => 'sandboxes')).toBe("team ci's quota of 3 leases at sandboxes");
+  expect(describeQuota({ ...botOverall, maxLeases: 1 }, () => 'unused')).toBe("holder token:bot of team ci's quota of 1 lease overall");
+});
