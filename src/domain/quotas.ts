@@ -59,9 +59,16 @@ export function quotaReached(
 /** A quota in words: "team ci's quota of 3 leases at sandboxes", "holder bot of team ci's quota of 1 lease overall". */
 export function describeQuota(q: Quota, blueprintName: (id: number) => string): string {
   const whose = q.holder === null ? `team ${q.team}'s` : `holder ${q.holder} of team ${q.team}'s`;
-  const where = q.blueprintId === null ? 'overall' : `at ${blueprintName(q.blueprintId)}`;
-  return `${whose} quota of ${q.maxLeases} lease${q.maxLeases === 1 ? '' : 's'} ${where}`;
+  return `${whose} quota of ${q.maxLeases} lease${q.maxLeases === 1 ? '' : 's'} ${whereOf(q, blueprintName)}`;
 }
+
+/** Where a quota applies, in words: "team ci at sandboxes", "holder bot of team ci overall". */
+export function describeScope(q: Omit<Quota, 'maxLeases'>, blueprintName: (id: number) => string): string {
+  return `${q.holder === null ? `team ${q.team}` : `holder ${q.holder} of team ${q.team}`} ${whereOf(q, blueprintName)}`;
+}
+
+const whereOf = (q: Pick<Quota, 'blueprintId'>, blueprintName: (id: number) => string) =>
+  q.blueprintId === null ? 'overall' : `at ${blueprintName(q.blueprintId)}`;
 
 /** Where a quota applies: a team's every holder or one of them, at one blueprint or overall. */
 export const QuotaScopeSchema = z

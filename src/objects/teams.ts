@@ -4,8 +4,8 @@ import type { QuotaRow, TeamRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { withTransaction } from '../db/withTransaction.ts';
 import type { Actor } from '../domain/Actor.ts';
-import { describeZodIssues, InvalidInputError, NotFoundError } from '../domain/errors.ts';
-import { describeQuota, QuotaInputSchema, type QuotaInput, type QuotaScope, QuotaScopeSchema } from '../domain/quotas.ts';
+import { describeZodIssues, InvalidInputError, SlipwayError } from '../domain/errors.ts';
+import { describeQuota, describeScope, QuotaInputSchema, type QuotaInput, type QuotaScope, QuotaScopeSchema } from '../domain/quotas.ts';
 import { TeamNameSchema, WeightSchema } from '../domain/team.ts';
 import { blueprintsWhereTeamWaits } from '../drain/sql/teamWaiters.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
@@ -89,8 +89,8 @@ export async function removeQuota(db: Db, input: QuotaScope, actor: Actor): Prom
       .where(sql<boolean>`coalesce(holder, '') = ${where.holder ?? ''} and coalesce(blueprint_id, 0) = ${where.blueprintId ?? 0}`)
       .returningAll()
       .executeTakeFirst();
-    const text = describeQuota({ ...where, maxLeases: row?.max_leases ?? 0 }, () => where.blueprintName!);
-    if (!row) throw new NotFoundError('quota', text.replace(/ quota of \d+ leases?/, ' quota'));
+    if (!row) throw new SlipwayError('not_found', `no quota is set for ${describeScope(where, () => where.blueprintName!)}`, { ...scope });
+    const text = describeQuota({ ...where, maxLeases: row.max_leases }, () => where.blueprintName!);
     await recordTeamEvent(trx, where.team, 'quota_removed', `${text} removed`, { holder: where.holder, blueprintId: where.blueprintId }, actor);
     await serveTeamWaiters(trx, where, `${text} removed`, actor);
     return row;

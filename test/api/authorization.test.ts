@@ -34,6 +34,7 @@ const shared = async () => (blueprint ??= await simulatedBlueprint(env.as.admin,
 
 const CASES: readonly Case[] = [
   { what: 'list leases', allowed: ROLES, setup: async () => ({ method: 'GET', path: '/v1/leases' }) },
+  { what: 'list teams', allowed: ROLES, setup: async () => ({ method: 'GET', path: '/v1/teams' }) },
   { what: 'show a command', allowed: ROLES, setup: async () => ({ method: 'GET', path: '/v1/commands?limit=1' }) },
   {
     what: 'create a lease',
@@ -107,6 +108,16 @@ const CASES: readonly Case[] = [
     setup: async () => ({ method: 'PATCH', path: `/v1/blueprints/${(await shared()).name}`, body: { maxResources: 60 } }),
   },
   {
+    what: 'make a team',
+    allowed: ['admin'],
+    setup: async () => ({ method: 'POST', path: `/v1/teams/t-${Math.random().toString(36).slice(2, 8)}`, body: { weight: 2 } }),
+  },
+  {
+    what: 'set a quota',
+    allowed: ['admin'],
+    setup: async () => ({ method: 'POST', path: '/v1/teams/default/quotas', body: { holder: 'token:nobody', maxLeases: 5 } }),
+  },
+  {
     what: 'disable a blueprint',
     allowed: ['admin'],
     setup: async () => ({ method: 'POST', path: `/v1/blueprints/${(await simulatedBlueprint(env.as.admin)).name}/disable` }),
@@ -131,7 +142,7 @@ async function everyRowCount(): Promise<Record<string, number>> {
     select (select count(*) from blueprints)::int as blueprints, (select count(*) from leases)::int as leases,
            (select count(*) from resources)::int as resources, (select count(*) from commands)::int as commands,
            (select count(*) from events)::int as events, (select count(*) from idempotency_keys)::int as keys,
-           (select count(*) from api_tokens)::int as tokens,
+           (select count(*) from api_tokens)::int as tokens, (select count(*) from team_events)::int as team_changes,
            (select coalesce(max(version), 0) from blueprints)::int as blueprint_versions
   `.execute(env.database.db);
   return rows[0]!;
