@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Db } from '../src/db/Database.ts';
 import { createLease } from '../src/objects/createLease.ts';
+import { setTeam } from '../src/objects/teams.ts';
 import { createLogger } from '../src/log.ts';
 import { appendCommand } from '../src/queue/appendCommand.ts';
 import { openBenchDatabase } from './benchDatabase.ts';
@@ -17,7 +18,8 @@ import { WorkerFleet } from './WorkerFleet.ts';
  * and 10,000; the first is the baseline the others are compared with, and
  * each is longer than the releases, so the line never runs dry), a fresh
  * blueprint of HOLDERS slots, all held, and that many leases waiting, of
- * priorities 0–9 from 100 holders. Then BENCH_LINE_RELEASES releases of
+ * priorities 0–9 from TEAMS teams (weights 1–3, each lease its team's holder), so a decision weighs every team's
+ * first waiter (docs/scheduling.md). Then BENCH_LINE_RELEASES releases of
  * active leases at BENCH_LINE_RATE a second (open loop): each frees a slot,
  * which the blueprint gives to the first lease of its line.
  *
@@ -41,6 +43,8 @@ const Settings = z.object({
 });
 const settings = Settings.parse(process.env);
 const HOLDERS = 20;
+const TEAMS = 100;
+const teamOf = (i: number) => `team-${i % TEAMS}`;
 const log = createLogger(process.env.LOG_LEVEL ?? 'warn', 'bench-line');
 const progress = (step: string) => process.stderr.write(`[line ${new Date().toISOString().slice(11, 19)}] ${step}\n`);
 const TIMEOUT_MS = 30 * 60_000;
@@ -57,6 +61,8 @@ const { database } = bench;
 let fleet: WorkerFleet | undefined;
 try {
   progress(`launching ${settings.BENCH_WORKERS} Slipway worker processes`);
+  progress(`making ${TEAMS} teams`);
+  for (let i = 0; i < TEAMS; i++) await setTeam(database.db, { name: teamOf(i), weight: 1 + (i % 3) }, BENCH_ACTOR);
   fleet = await WorkerFleet.launch(settings.BENCH_WORKERS, database.url, { env: { SLIPWAY_GC_INTERVAL_MINUTES: '0' } });
   await fleet.start();
   const figures: LineFigures[] = [];
@@ -73,7 +79,7 @@ try {
   });
   process.stdout.write(
     [
-      `A blueprint's waiting line, ${settings.BENCH_WORKERS} worker processes, simulated driver at zero latency, ${settings.BENCH_LINE_RELEASES} releases at ${settings.BENCH_LINE_RATE}/s`,
+      `A blueprint's waiting line of ${TEAMS} teams, ${settings.BENCH_WORKERS} worker processes, simulated driver at zero latency, ${settings.BENCH_LINE_RELEASES} releases at ${settings.BENCH_LINE_RATE}/s`,
       ...lines,
       '',
     ].join('\n'),
@@ -87,7 +93,7 @@ async function measureLine(db: Db, workers: WorkerFleet, waiters: number): Promi
   const name = `line-${waiters}`;
   const blueprintId = await createSimulatedBlueprint(db, name, { maxResources: 2, leasesPerResource: HOLDERS / 2 });
   progress(`${name}: ${HOLDERS} holders, then ${waiters} waiting leases`);
-  await runClients(8, HOLDERS, (i) => createLease(db, { blueprint: name, holder: `team-${i % 100}` }, BENCH_ACTOR));
+  await runClients(8, HOLDERS, (i) => createLease(db, { blueprint: name, holder: teamOf(i), team: teamOf(i) }, BENCH_ACTOR));
   const activeCount = () =>
     db
       .selectFrom('leases')
@@ -96,7 +102,7 @@ async function measureLine(db: Db, workers: WorkerFleet, waiters: number): Promi
       .where('state', '=', 'active')
       .executeTakeFirstOrThrow();
   await workers.whileRunning(pollUntil('the holders active', async () => (await activeCount()).n === HOLDERS, TIMEOUT_MS, 100));
-  await runClients(16, waiters, (i) => createLease(db, { blueprint: name, holder: `team-${i % 100}`, priority: i % 10 }, BENCH_ACTOR));
+  await runClients(16, waiters, (i) => createLease(db, { blueprint: name, holder: teamOf(i), team: teamOf(i), priority: i % 10 }, BENCH_ACTOR));
   const inLine = () =>
     db.selectFrom('blueprint_waiters').select(sql<number>`count(*)::int`.as('n')).where('blueprint_id', '=', blueprintId).executeTakeFirstOrThrow();
   await workers.whileRunning(pollUntil(`${waiters} leases in the line`, async () => (await inLine()).n === waiters, TIMEOUT_MS, 200));
