@@ -112,14 +112,16 @@ async function measureLine(db: Db, workers: WorkerFleet, waiters: number): Promi
   const released = new Set<number>();
   const run = await openLoop(settings.BENCH_LINE_RELEASES, settings.BENCH_LINE_RATE, async () => {
     // An active lease not yet released: a holder, or a waiter granted since.
-    const lease = await db
+    // Releases run concurrently: each claims its lease before it awaits again.
+    const active = await db
       .selectFrom('leases')
       .select('id')
       .where('blueprint_id', '=', blueprintId)
       .where('state', '=', 'active')
       .$if(released.size > 0, (qb) => qb.where('id', 'not in', [...released]))
-      .limit(1)
-      .executeTakeFirst();
+      .limit(HOLDERS)
+      .execute();
+    const lease = active.find((l) => !released.has(l.id));
     if (!lease) return undefined;
     released.add(lease.id);
     return (await appendCommand(db, { target: { kind: 'lease', id: lease.id }, kind: 'release', actor: BENCH_ACTOR })).command.id;

@@ -49,28 +49,27 @@ export async function readTeam(db: Db, name: string): Promise<TeamDetail> {
 async function teamViews(db: Db, teams: readonly TeamRow[]): Promise<TeamView[]> {
   const names = teams.map((t) => t.name);
   if (names.length === 0) return [];
-  const [counted, tokens, waiting, quotas] = await Promise.all([
-    countedOverall(db, names),
-    db
-      .selectFrom('api_tokens')
-      .select(['team', sql<number>`count(*)::int`.as('n')])
-      .where('revoked_at', 'is', null)
-      .where('team', 'in', names)
-      .groupBy('team')
-      .execute(),
-    waitingLeases(db)
-      .select(['w.team', sql<number>`count(*)::int`.as('n')])
-      .where('w.team', 'in', names)
-      .groupBy('w.team')
-      .execute(),
-    db
-      .selectFrom('quotas as q')
-      .leftJoin('blueprints as b', 'b.id', 'q.blueprint_id')
-      .select(['q.team', 'q.holder', 'q.blueprint_id', 'b.name as blueprint_name', 'q.max_leases', 'q.created_by', 'q.updated_at'])
-      .where('q.team', 'in', names)
-      .orderBy('q.id')
-      .execute(),
-  ]);
+  // One after the other: `db` may be a request's transaction, one connection.
+  const counted = await countedOverall(db, names);
+  const tokens = await db
+    .selectFrom('api_tokens')
+    .select(['team', sql<number>`count(*)::int`.as('n')])
+    .where('revoked_at', 'is', null)
+    .where('team', 'in', names)
+    .groupBy('team')
+    .execute();
+  const waiting = await waitingLeases(db)
+    .select(['w.team', sql<number>`count(*)::int`.as('n')])
+    .where('w.team', 'in', names)
+    .groupBy('w.team')
+    .execute();
+  const quotas = await db
+    .selectFrom('quotas as q')
+    .leftJoin('blueprints as b', 'b.id', 'q.blueprint_id')
+    .select(['q.team', 'q.holder', 'q.blueprint_id', 'b.name as blueprint_name', 'q.max_leases', 'q.created_by', 'q.updated_at'])
+    .where('q.team', 'in', names)
+    .orderBy('q.id')
+    .execute();
   const byTeam = (rows: ReadonlyArray<{ team: string; n: number }>) => new Map(rows.map((r) => [r.team, r.n]));
   const tokensOf = byTeam(tokens);
   const waitingOf = byTeam(waiting);

@@ -268,11 +268,14 @@ interface Competition {
 }
 
 async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joining | undefined): Promise<Competition> {
-  const [quotas, heads, atBlueprint] = await Promise.all([
-    quotasFor(trx, blueprint.id),
-    teamHeads(trx, blueprint.id),
-    countedAtBlueprint(trx, blueprint.id),
-  ]);
+  // One after the other: a step's reads share its transaction's connection.
+  const quotas = await quotasFor(trx, blueprint.id);
+  const heads = await teamHeads(trx, blueprint.id);
+  // A lease asking at an empty line has nobody to be weighed against: with
+  // no quota to mind either, it is served without counting anything, and the
+  // most common decision keeps to two reads.
+  const alone = heads.length === 0;
+  const atBlueprint = alone && quotas.length === 0 ? [] : await countedAtBlueprint(trx, blueprint.id);
   const lines = new Map<string, TeamLine>();
   for (const row of heads) {
     const line = lines.get(row.team) ?? new TeamLine(row.team, (after) => teamPage(trx, blueprint.id, row.team, after));
@@ -284,11 +287,14 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
   const overallTeams = [...new Set(quotas.filter((q) => q.blueprintId === null && lines.has(q.team)).map((q) => q.team))];
   const overall = overallTeams.length > 0 ? await countedOverall(trx, overallTeams) : [];
   const competing = new Set([...lines.keys(), ...atBlueprint.map((c) => c.team)]);
-  const weights = await trx
-    .selectFrom('teams')
-    .select(['name', 'weight'])
-    .where('name', '=', (eb) => eb.fn.any(eb.val([...competing])))
-    .execute();
+  // Weights weigh candidates against each other; alone, there are none to weigh.
+  const weights = alone
+    ? [...competing].map((name) => ({ name, weight: 1 }))
+    : await trx
+        .selectFrom('teams')
+        .select(['name', 'weight'])
+        .where('name', '=', (eb) => eb.fn.any(eb.val([...competing])))
+        .execute();
   const uses = new Map<string, { weight: number; use: number }>(weights.map((t) => [t.name, { weight: t.weight, use: 0 }]));
   for (const c of atBlueprint) uses.get(c.team)!.use += c.n;
   const countedFor = (q: Quota) => (q.blueprintId === null ? overall : atBlueprint);
