@@ -405,3 +405,39 @@ test('a quarantined resource released by an operator: its lease is released (not
   expect(served.state).toBe('active');
   expect(served.resource_id).not.toBe(resourceId);
 });
+
+test('a warm resource found gone by a check is destroyed, and the next collector pass tops the blueprint up to its warm minimum again', async () => {
+  const bp = await createBlueprint(
+    db(),
+    { name: 'kept-warm', driver: 'simulated', maxResources: 1, minResources: 1, checkIntervalMs: 60_000 },
+    operator,
+  );
+  const warm = () => db().selectFrom('resources').select(['id', 'state']).where('blueprint_id', '=', bp.id).where('state', '=', 'active').execute();
+  await hand.pass();
+  await hand.all();
+  const [made] = await warm();
+  expect(made).toBeDefined();
+
+  await appendCommand(db(), {
+    target: { kind: 'blueprint', id: bp.id },
+    kind: 'update_settings',
+    payload: { settings: { checks: { gone: [made!.id] } } },
+    actor: operator,
+  });
+  await hand.all();
+  // The collector's check finds it gone: it is destroyed and the blueprint counts it out.
+  const checked = await hand.pass();
+  expect(checked.steps.checkResources?.actions.map((a) => a.target)).toContain(`resource:${made!.id}`);
+  await hand.all();
+  expect(await resourceOf(made!.id)).toMatchObject({ state: 'destroyed', health: 'gone' });
+  expect(await warm()).toEqual([]);
+  expect((await db().selectFrom('blueprints').select('live_resources').where('id', '=', bp.id).executeTakeFirstOrThrow()).live_resources).toBe(0);
+
+  // The next pass sees the pool below its minimum and asks the blueprint to top up: a new resource, active.
+  const toppedUp = await hand.pass();
+  expect(toppedUp.steps.topUpWarmMinimum?.actions.map((a) => a.target)).toEqual([`blueprint:${bp.id}`]);
+  await hand.all();
+  const replaced = await warm();
+  expect(replaced).toHaveLength(1);
+  expect(replaced[0]!.id).not.toBe(made!.id);
+});
