@@ -158,8 +158,18 @@ test('with cleanings that often fail, no slot is granted before it is cleaned no
   await waitForQuietQueues(db);
 
   // Waves of leases, each released once active, with releases racing the cleanings of the wave before.
+  // In the last wave every cleaning fails, so whatever chance did before, a resource is quarantined by then.
   const all: number[] = [];
   for (let wave = 0; wave < 4; wave++) {
+    if (wave === 3) {
+      const { command } = await askFor(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', {
+        settings: { latencyMs: { min: 0, max: 10 }, failOperations: ['cleanSlot'], transientFailureRate: 1, transientRetryAfterMs: 50 },
+      });
+      await waitFor('the failing settings applied', async () => {
+        const { status } = await db.selectFrom('commands').select('status').where('id', '=', command.id).executeTakeFirstOrThrow();
+        return status === 'done';
+      });
+    }
     const leases = (await createLeases(db, blueprint, 6)).map((l) => l.id);
     all.push(...leases);
     await waitFor(
@@ -177,7 +187,17 @@ test('with cleanings that often fail, no slot is granted before it is cleaned no
   }
   await waitForQuietQueues(db);
   expect(await badGrants(db, blueprint)).toEqual([]);
-  // The faults happened: cleanings failed and were retried (0.4 a try, over some 24 cleanings).
+  // The faults happened: cleanings failed and were retried, and at least one resource was quarantined for it.
+  const quarantines = await db
+    .selectFrom('events')
+    .innerJoin('resources', 'resources.id', 'events.target_id')
+    .select('events.id')
+    .where('events.target_kind', '=', 'resource')
+    .where('resources.blueprint_id', '=', blueprint.id)
+    .where('events.type', '=', 'state')
+    .where('events.to_state', '=', 'quarantined')
+    .execute();
+  expect(quarantines.length).toBeGreaterThan(0);
   const retried = await db
     .selectFrom('events')
     .innerJoin('commands', 'commands.id', 'events.command_id')
