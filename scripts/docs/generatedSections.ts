@@ -33,6 +33,7 @@ const FLAG_HEADERS: Record<StateFlag, string> = {
   isSettingUp: 'setting up',
   holdsSlot: 'holds a slot',
   takesLeases: 'takes new leases',
+  grantsSlots: 'grants slots',
 };
 
 /**

@@ -18,6 +18,11 @@ import type { ObjectKind } from '../../migrations/schema.ts';
  *   holdsSlot    a lease in this state holds a slot of its resource: the
  *                driver gave it one, and releasing it gives it back
  *   takesLeases  a blueprint in this state takes new leases
+ *   grantsSlots  a resource in this state grants its free slots: its
+ *                acquires are served and a slot that comes free is offered
+ *                to the waiting line (one still setting up keeps its
+ *                acquires waiting; any other refuses them, and each lease
+ *                asks its blueprint again)
  *   tone         how the state reads to a person (the web UI colours its
  *                badge by it): good, waiting, busy (under way: a lease that
  *                has its slot and is being activated), quiet (off, or
@@ -31,11 +36,12 @@ export interface StateSpec {
   readonly isSettingUp?: true;
   readonly holdsSlot?: true;
   readonly takesLeases?: true;
+  readonly grantsSlots?: true;
   readonly tone: StateTone;
 }
 
 /** The yes/no facts a state may have (see StateSpec). */
-export type StateFlag = 'isSettingUp' | 'holdsSlot' | 'takesLeases';
+export type StateFlag = 'isSettingUp' | 'holdsSlot' | 'takesLeases' | 'grantsSlots';
 
 const lease = {
   pending: {
@@ -67,6 +73,7 @@ const resource = {
   active: {
     next: ['maintenance', 'quarantined', 'released', 'broken'],
     accepts: ['acquire', 'release_slot', 'clean_slot', 'release', 'reclaim', 'retire', 'drain', 'check'],
+    grantsSlots: true,
     tone: 'good',
   },
   // Taken out of service by an operator: acquires are refused (the leases
@@ -145,6 +152,11 @@ export function holdsSlot(kind: ObjectKind, state: string): boolean {
 /** A blueprint in this state takes new leases. */
 export function takesLeases(kind: ObjectKind, state: string): boolean {
   return hasFlag(kind, state, 'takesLeases');
+}
+
+/** A resource in this state grants its free slots (serves acquires, offers freed slots to the line); nothing of another kind does. */
+export function grantsSlots(kind: ObjectKind, state: string): boolean {
+  return hasFlag(kind, state, 'grantsSlots');
 }
 
 /** How a state reads to a person (the colour of its badge). */

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { expect, test } from 'vitest';
 import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../../src/db/Database.ts';
@@ -157,8 +158,18 @@ test('with cleanings that often fail, no slot is granted before it is cleaned no
   await waitForQuietQueues(db);
 
   // Waves of leases, each released once active, with releases racing the cleanings of the wave before.
+  // In the last wave every cleaning fails, so whatever chance did before, a resource is quarantined by then.
   const all: number[] = [];
   for (let wave = 0; wave < 4; wave++) {
+    if (wave === 3) {
+      const { command } = await askFor(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', {
+        settings: { latencyMs: { min: 0, max: 10 }, failOperations: ['cleanSlot'], transientFailureRate: 1, transientRetryAfterMs: 50 },
+      });
+      await waitFor('the failing settings applied', async () => {
+        const { status } = await db.selectFrom('commands').select('status').where('id', '=', command.id).executeTakeFirstOrThrow();
+        return status === 'done';
+      });
+    }
     const leases = (await createLeases(db, blueprint, 6)).map((l) => l.id);
     all.push(...leases);
     await waitFor(
@@ -176,7 +187,17 @@ test('with cleanings that often fail, no slot is granted before it is cleaned no
   }
   await waitForQuietQueues(db);
   expect(await badGrants(db, blueprint)).toEqual([]);
-  // The faults happened: cleanings failed and were retried (0.4 a try, over some 24 cleanings).
+  // The faults happened: cleanings failed and were retried, and at least one resource was quarantined for it.
+  const quarantines = await db
+    .selectFrom('events')
+    .innerJoin('resources', 'resources.id', 'events.target_id')
+    .select('events.id')
+    .where('events.target_kind', '=', 'resource')
+    .where('resources.blueprint_id', '=', blueprint.id)
+    .where('events.type', '=', 'state')
+    .where('events.to_state', '=', 'quarantined')
+    .execute();
+  expect(quarantines.length).toBeGreaterThan(0);
   const retried = await db
     .selectFrom('events')
     .innerJoin('commands', 'commands.id', 'events.command_id')
@@ -240,3 +261,122 @@ test('resources released while their slots are being cleaned are destroyed, with
   expect(trailBreaks(await stateTrails(db, 'resource'))).toEqual([]);
   expect(cluster.workers.errors()).toEqual([]);
 }, 120_000);
+
+/**
+ * An unhealthy or a gone check racing grants on one resource that has free
+ * slots all along: leases are asked for in bursts before, while and after
+ * the check is applied, and the check's driver call is slow, so acquires
+ * the blueprint sends meanwhile queue up behind it and meet its verdict.
+ */
+test.each([
+  ['unhealthy', 'quarantined'],
+  ['gone', 'broken'],
+] as const)(
+  'a check finding the resource %s, racing grants on it while it has free slots: nothing is granted on it after the verdict, no slot is leaked',
+  async (verdict, to) => {
+    const db = cluster.database.db;
+    const latency = { latencyMs: { min: 0, max: 15 }, operationLatencyMs: { checkResource: 300 } };
+    const blueprint = await simulatedBlueprint(db, `racing-${verdict}`, { maxResources: 1, leasesPerResource: 12 }, latency);
+    const [first] = await createLeases(db, blueprint, 1);
+    await waitForLeases(db, [first!.id], ['active']);
+    const { resource_id: resourceId } = await db.selectFrom('leases').select('resource_id').where('id', '=', first!.id).executeTakeFirstOrThrow();
+    await askFor(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', { settings: { ...latency, checks: { [verdict]: [resourceId] } } });
+    await waitForQuietQueues(db);
+
+    // Bursts of leases, 1 + 10 in all (fewer than the 12 slots), before, while and after the check is applied.
+    const racing: number[] = [];
+    const ask = async () => {
+      for (let burst = 0; burst < 5; burst++) {
+        racing.push(...(await createLeases(db, blueprint, 2)).map((l) => l.id));
+        await sleep(100);
+      }
+    };
+    const check = async () => {
+      await sleep(200 + Math.random() * 100);
+      await askFor(db, { kind: 'resource', id: resourceId! }, 'check');
+    };
+    await Promise.all([ask(), check()]);
+    await waitForQuietQueues(db);
+
+    // The verdict applied, and no slot was granted on the resource after it.
+    const events = await db
+      .selectFrom('events')
+      .select(['id', 'type', 'to_state'])
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', resourceId!)
+      .orderBy('id')
+      .execute();
+    const verdictAt = events.find((e) => e.type === 'state' && e.to_state === to)?.id;
+    expect(verdictAt, `resource ${resourceId} → ${to}`).toBeDefined();
+    expect(events.filter((e) => e.type === 'slot_granted' && e.id > verdictAt!).map((e) => e.id)).toEqual([]);
+    expect(await badGrants(db, blueprint)).toEqual([]);
+    for (const { resourceId: id, peak, capacity } of await peakSlotsUsed(db, blueprint.id))
+      expect(peak, `resource ${id}`).toBeLessThanOrEqual(capacity);
+    // The race was run: acquires reached the resource after its verdict and were refused (the lease asks its blueprint again).
+    const refused = await db
+      .selectFrom('commands')
+      .select('id')
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', resourceId!)
+      .where('kind', '=', 'acquire')
+      .where('message', 'like', 'refused lease % resource is %')
+      .execute();
+    expect(refused.length).toBeGreaterThan(0);
+
+    // No slot leaked: a resource's slots are exactly those of the leases holding one there, and its count says so.
+    const slotsMatchLeases = async (id: number) => {
+      const slots = await db.selectFrom('resource_slots').select('lease_id').where('resource_id', '=', id).orderBy('lease_id').execute();
+      const holders = await db
+        .selectFrom('leases')
+        .select('id')
+        .where('resource_id', '=', id)
+        .where('state', 'in', ['acquired', 'active'])
+        .orderBy('id')
+        .execute();
+      const { used_slots } = await db.selectFrom('resources').select('used_slots').where('id', '=', id).executeTakeFirstOrThrow();
+      expect(
+        slots.map((s) => s.lease_id),
+        `resource ${id}'s slots`,
+      ).toEqual(holders.map((l) => l.id));
+      expect(used_slots, `resource ${id}'s used slots`).toBe(holders.length);
+      return holders.map((l) => l.id);
+    };
+    const all = [first!.id, ...racing];
+    if (verdict === 'unhealthy') {
+      const held = await slotsMatchLeases(resourceId!);
+      // Those not granted before the verdict wait (the blueprint's one resource is quarantined); repaired, it serves them.
+      const states = await db.selectFrom('leases').select(['id', 'state']).where('id', 'in', all).execute();
+      expect(states.filter((l) => l.state !== (held.includes(l.id) ? 'active' : 'pending'))).toEqual([]);
+      await askFor(db, { kind: 'blueprint', id: blueprint.id }, 'update_settings', { settings: latency });
+      await waitForQuietQueues(db);
+      await askFor(db, { kind: 'resource', id: resourceId! }, 'repair');
+      await waitForLeases(db, all, ['active']);
+      expect(await slotsMatchLeases(resourceId!)).toHaveLength(all.length);
+    } else {
+      // Gone: each lease granted there before the verdict was broken and its slot given back; the others are served on a replacement.
+      await waitForLeases(db, all, ['active', 'destroyed']);
+      expect(await db.selectFrom('resources').select(['state', 'used_slots']).where('id', '=', resourceId!).executeTakeFirstOrThrow()).toEqual({
+        state: 'destroyed',
+        used_slots: 0,
+      });
+      expect(await slotsMatchLeases(resourceId!)).toEqual([]);
+      const leases = await db.selectFrom('leases').select(['id', 'state', 'resource_id', 'message']).where('id', 'in', all).execute();
+      for (const l of leases) {
+        if (l.state === 'destroyed')
+          expect(l, `lease ${l.id}`).toMatchObject({ resource_id: resourceId, message: expect.stringMatching(`^resource ${resourceId} is gone:`) });
+        else expect(l.resource_id, `lease ${l.id}`).not.toBe(resourceId);
+      }
+      const [replacement] = (await resourcesOf(db, blueprint)).filter((r) => r.id !== resourceId);
+      expect(replacement).toBeDefined();
+      expect(await slotsMatchLeases(replacement!.id)).toEqual(
+        leases
+          .filter((l) => l.state === 'active')
+          .map((l) => l.id)
+          .sort((x, y) => x - y),
+      );
+    }
+    expect(trailBreaks(await stateTrails(db, 'resource'))).toEqual([]);
+    expect(cluster.workers.errors()).toEqual([]);
+  },
+  60_000,
+);

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -167,5 +167,84 @@ describe('exec driver through a worker', () => {
     );
     await giveUp(lease.id, resourceId);
     expect(await commandOf('resource', resourceId, 'allocate')).toMatchObject({ status: 'cancelled' });
+  });
+});
+
+describe('exec driver: checks and cleanings through a worker', () => {
+  test('cleaning between leases runs the cleanSlot program for the slot given back; a retry after a transient failure carries the same key', async () => {
+    // Records each call's key and slot; the first call for a key fails as "try again later", the next succeeds.
+    const program = path.join(scratch, 'clean.mjs');
+    const log = path.join(scratch, 'clean.log');
+    await writeFile(
+      program,
+      `import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
+       let input = '';
+       for await (const chunk of process.stdin) input += chunk;
+       const call = JSON.parse(input);
+       appendFileSync(${JSON.stringify(log)}, JSON.stringify({ key: call.idempotencyKey, env: process.env.SLIPWAY_IDEMPOTENCY_KEY, operation: call.operation, slot: call.slot, resource: call.resource.id }) + '\\n');
+       const marker = ${JSON.stringify(scratch)} + '/cleaned-once-' + call.idempotencyKey.replaceAll(':', '-');
+       if (!existsSync(marker)) { writeFileSync(marker, ''); process.exit(75); }`,
+    );
+    await createBlueprint(
+      db(),
+      {
+        name: 'scrubbed',
+        driver: 'exec',
+        settings: { commands: { cleanSlot: [process.execPath, program] }, cwd: scratch },
+        maxResources: 1,
+        leasesPerResource: 1,
+        cleanBetweenLeases: true,
+        cleanAttempts: 3,
+      },
+      actor,
+    );
+    const { lease: first } = await createLease(db(), { blueprint: 'scrubbed', holder: 'first' }, actor);
+    await waitFor('the first lease active', async () => (await stateOf('lease', first.id)).state === 'active');
+    const { lease: second } = await createLease(db(), { blueprint: 'scrubbed', holder: 'second' }, actor);
+    const { resource_id: resourceId } = await db().selectFrom('leases').select('resource_id').where('id', '=', first.id).executeTakeFirstOrThrow();
+
+    await appendCommand(db(), { target: { kind: 'lease', id: first.id }, kind: 'release', actor });
+    // The slot is cleaned (after one retry) before the waiting lease gets it.
+    const clean = await waitFor('the cleaning settled', async () => {
+      const command = await commandOf('resource', resourceId!, 'clean_slot');
+      return command?.status === 'done' || command?.status === 'failed' ? command : undefined;
+    });
+    expect(clean).toMatchObject({ status: 'done', message: 'cleaned slot 0' });
+    const key = `resource:${resourceId}:${clean.id}`;
+    const calls = (await readFile(log, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(calls).toEqual([
+      { key, env: key, operation: 'cleanSlot', slot: 0, resource: resourceId },
+      { key, env: key, operation: 'cleanSlot', slot: 0, resource: resourceId },
+    ]);
+    await waitFor('the second lease active', async () => (await stateOf('lease', second.id)).state === 'active');
+    const granted = await db().selectFrom('leases').select(['resource_id', 'slot']).where('id', '=', second.id).executeTakeFirstOrThrow();
+    expect(granted).toEqual({ resource_id: resourceId, slot: 0 });
+    const retried = await db().selectFrom('events').select('message').where('command_id', '=', clean.id).where('type', '=', 'driver_error').execute();
+    expect(retried.map((e) => e.message)).toEqual([expect.stringMatching(/^cleanSlot: .* exited with code 75 \(transient failure\)$/)]);
+  });
+
+  test('a check whose program prints something unreadable quarantines the resource, saying the check failed; its lease carries on', async () => {
+    await execBlueprint('unreadable', { checkResource: misbehave('garbage') });
+    const { lease } = await createLease(db(), { blueprint: 'unreadable', holder: 'frank' }, actor);
+    await waitFor('the lease active', async () => (await stateOf('lease', lease.id)).state === 'active');
+    const { resource_id: resourceId } = await db().selectFrom('leases').select('resource_id').where('id', '=', lease.id).executeTakeFirstOrThrow();
+
+    await appendCommand(db(), { target: { kind: 'resource', id: resourceId! }, kind: 'check', actor });
+    const check = await waitFor('the check settled', async () => {
+      const command = await commandOf('resource', resourceId!, 'check');
+      return command?.status === 'done' || command?.status === 'failed' ? command : undefined;
+    });
+    const failure = 'the check failed: checkResource: /bin/sh printed invalid JSON on stdout: "this is not JSON\\n"; stderr: warming up...';
+    expect(check).toMatchObject({ status: 'done', message: `unhealthy: ${failure}; quarantined: it takes no new leases` });
+    const resource = await db()
+      .selectFrom('resources')
+      .select(['state', 'health', 'health_message', 'message'])
+      .where('id', '=', resourceId!)
+      .executeTakeFirstOrThrow();
+    expect(resource).toEqual({ state: 'quarantined', health: 'unhealthy', health_message: failure, message: `unhealthy: ${failure}` });
+    expect((await stateOf('lease', lease.id)).state).toBe('active');
   });
 });

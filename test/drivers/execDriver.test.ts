@@ -189,3 +189,53 @@ describe('exec driver: settings', () => {
     });
   });
 });
+
+describe('exec driver: the optional checkResource and cleanSlot', () => {
+  const slotCall = { ...resourceCall, idempotencyKey: 'resource:5:13', commandId: 13, slot: 1 };
+
+  test('without a program for them, the driver has neither: its resources are never checked, its slots never cleaned', () => {
+    const driver = exec({ commands: { allocateResource: ['/bin/true'] } });
+    expect(driver.cleanSlot).toBeUndefined();
+    expect(driver.checkResource).toBeUndefined();
+  });
+
+  test('cleanSlot runs its program with the call on stdin (the slot, the resource, the key) and the key in the environment', async () => {
+    const echo = await echoProgram();
+    const driver = exec({ commands: { cleanSlot: [process.execPath, echo, 'clean'] }, passEnv: [] });
+    const cleaned = (await driver.cleanSlot!(slotCall)).attributes as any;
+    expect(cleaned.input).toEqual({ operation: 'cleanSlot', ...slotCall });
+    expect(cleaned.argv).toEqual(['clean']);
+    expect(cleaned.env).toEqual({ SLIPWAY_OPERATION: 'cleanSlot', SLIPWAY_IDEMPOTENCY_KEY: 'resource:5:13' });
+    // A repeat of the same call (calls are at least once) gets the same key.
+    const again = (await driver.cleanSlot!(slotCall)).attributes as any;
+    expect(again.input.idempotencyKey).toBe('resource:5:13');
+  });
+
+  test('cleanSlot ends as every step does: exit 75 is transient, another code permanent, with the end of stderr', async () => {
+    const busy = exec({ commands: { cleanSlot: ['/bin/sh', MISBEHAVE, 'busy'] } }).cleanSlot!(slotCall);
+    await expect(busy).rejects.toBeInstanceOf(TransientDriverError);
+    await expect(busy).rejects.toThrow(/^cleanSlot: \/bin\/sh exited with code 75 \(transient failure\); stderr: quota exceeded/);
+    const failing = exec({ commands: { cleanSlot: ['/bin/sh', MISBEHAVE, 'fail'] } }).cleanSlot!(slotCall);
+    await expect(failing).rejects.toBeInstanceOf(PermanentDriverError);
+    await expect(failing).rejects.toThrow(/^cleanSlot: \/bin\/sh exited with code 3 \(permanent failure\)/);
+  });
+
+  test('checkResource: nothing printed is healthy; a printed answer is read; an answer of another shape is a permanent failure', async () => {
+    const answering = async (stdout: string) => {
+      const program = path.join(scratch, `probe-${Math.random().toString(36).slice(2)}.sh`);
+      await writeFile(program, `cat >/dev/null; printf '%s' '${stdout}'`);
+      return exec({ commands: { checkResource: ['/bin/sh', program] } }).checkResource!(resourceCall);
+    };
+    await expect(answering('')).resolves.toEqual({ health: 'healthy' });
+    await expect(answering('{"health": "gone", "message": "host decommissioned"}')).resolves.toEqual({
+      health: 'gone',
+      message: 'host decommissioned',
+    });
+    const wrong = answering('{"health": "dead"}');
+    await expect(wrong).rejects.toBeInstanceOf(PermanentDriverError);
+    await expect(wrong).rejects.toThrow(/^checkResource returned invalid output: health/);
+    const garbled = exec({ commands: { checkResource: ['/bin/sh', MISBEHAVE, 'garbage'] } }).checkResource!(resourceCall);
+    await expect(garbled).rejects.toBeInstanceOf(PermanentDriverError);
+    await expect(garbled).rejects.toThrow(/^checkResource: \/bin\/sh printed invalid JSON on stdout: "this is not JSON\\n"/);
+  });
+});

@@ -323,3 +323,121 @@ test("a static pool's probe program checks each entry's resource: the entry it f
     { entry: 'b', state: 'quarantined', health: 'unhealthy', message: 'b is down' },
   ]);
 });
+
+/** A resource's states from its events, created first, as the state table moved it. */
+const stateTrail = async (id: number) =>
+  (
+    await db()
+      .selectFrom('events')
+      .select(['type', 'from_state', 'to_state'])
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', id)
+      .where('type', 'in', ['created', 'state'])
+      .orderBy('id')
+      .execute()
+  ).map((e) => e.to_state);
+
+test('a quarantined resource released by an operator: its lease is released (not broken), its dirty slot forgotten, and it is destroyed; the lease waiting gets a new one', async () => {
+  const bp = await createBlueprint(
+    db(),
+    { name: 'condemned', driver: 'simulated', maxResources: 1, leasesPerResource: 2, cleanBetweenLeases: true, cleanAttempts: 3 },
+    operator,
+  );
+  await appendCommand(db(), {
+    target: { kind: 'blueprint', id: bp.id },
+    kind: 'update_settings',
+    payload: { settings: { failOperations: ['cleanSlot'], permanentFailureRate: 1 } },
+    actor: operator,
+  });
+  await hand.all();
+  const first = await activeLease('condemned', 'first');
+  const second = await activeLease('condemned', 'second');
+  expect(second.resourceId).toBe(first.resourceId);
+  const resourceId = first.resourceId;
+
+  // The first lease's slot cannot be cleaned: the resource is quarantined with that slot dirty, the second lease carries on.
+  await appendCommand(db(), { target: { kind: 'lease', id: first.leaseId }, kind: 'release', actor: operator });
+  await hand.all();
+  expect(await resourceOf(resourceId)).toMatchObject({
+    state: 'quarantined',
+    used_slots: 2,
+    message: 'cleaning slot 0 failed for good: simulated permanent failure in cleanSlot',
+  });
+  expect((await leaseOf(second.leaseId)).state).toBe('active');
+  const { lease: waiting } = await createLease(db(), { blueprint: 'condemned', holder: 'waiting' }, operator);
+  await hand.all();
+  expect((await leaseOf(waiting.id)).state).toBe('pending');
+
+  // Released by an operator: the state table takes it from quarantined to released, and on to destroyed once its lease is gone.
+  const released = await appendCommand(db(), {
+    target: { kind: 'resource', id: resourceId },
+    kind: 'release',
+    actor: { ...operator, reason: 'the disk is failing' },
+  });
+  await hand.all();
+  const release = (await commandsOf(db(), 'resource', resourceId)).find((c) => c.id === released.command.id)!;
+  expect(release).toMatchObject({ status: 'done', message: 'released; releasing its 1 lease(s) first' });
+  expect(await resourceOf(resourceId)).toMatchObject({ state: 'destroyed', used_slots: 0 });
+  expect(await stateTrail(resourceId)).toEqual(['pending', 'active', 'quarantined', 'released', 'destroyed']);
+  expect(await db().selectFrom('resource_slots').select('slot').where('resource_id', '=', resourceId).execute()).toEqual([]);
+  // No cleaning was tried again for a resource going away.
+  expect((await commandsOf(db(), 'resource', resourceId)).filter((c) => c.kind === 'clean_slot').map((c) => c.status)).toEqual(['failed']);
+
+  // Its lease was released as a lease is, told why, not broken.
+  const lease = await leaseOf(second.leaseId);
+  expect(lease.state).toBe('destroyed');
+  const leaseStates = (
+    await db()
+      .selectFrom('events')
+      .select('to_state')
+      .where('target_kind', '=', 'lease')
+      .where('target_id', '=', second.leaseId)
+      .where('type', 'in', ['created', 'state'])
+      .orderBy('id')
+      .execute()
+  ).map((e) => e.to_state);
+  expect(leaseStates).toEqual(['pending', 'acquired', 'active', 'released', 'destroyed']);
+  const leaseRelease = (await commandsOf(db(), 'lease', second.leaseId)).find((c) => c.kind === 'release')!;
+  expect(leaseRelease).toMatchObject({ status: 'done', reason: `resource ${resourceId} is being released`, caused_by: released.command.id });
+
+  // The blueprint counted it out and made another resource for the lease that was waiting.
+  const served = await leaseOf(waiting.id);
+  expect(served.state).toBe('active');
+  expect(served.resource_id).not.toBe(resourceId);
+});
+
+test('a warm resource found gone by a check is destroyed, and the next collector pass tops the blueprint up to its warm minimum again', async () => {
+  const bp = await createBlueprint(
+    db(),
+    { name: 'kept-warm', driver: 'simulated', maxResources: 1, minResources: 1, checkIntervalMs: 60_000 },
+    operator,
+  );
+  const warm = () => db().selectFrom('resources').select(['id', 'state']).where('blueprint_id', '=', bp.id).where('state', '=', 'active').execute();
+  await hand.pass();
+  await hand.all();
+  const [made] = await warm();
+  expect(made).toBeDefined();
+
+  await appendCommand(db(), {
+    target: { kind: 'blueprint', id: bp.id },
+    kind: 'update_settings',
+    payload: { settings: { checks: { gone: [made!.id] } } },
+    actor: operator,
+  });
+  await hand.all();
+  // The collector's check finds it gone: it is destroyed and the blueprint counts it out.
+  const checked = await hand.pass();
+  expect(checked.steps.checkResources?.actions.map((a) => a.target)).toContain(`resource:${made!.id}`);
+  await hand.all();
+  expect(await resourceOf(made!.id)).toMatchObject({ state: 'destroyed', health: 'gone' });
+  expect(await warm()).toEqual([]);
+  expect((await db().selectFrom('blueprints').select('live_resources').where('id', '=', bp.id).executeTakeFirstOrThrow()).live_resources).toBe(0);
+
+  // The next pass sees the pool below its minimum and asks the blueprint to top up: a new resource, active.
+  const toppedUp = await hand.pass();
+  expect(toppedUp.steps.topUpWarmMinimum?.actions.map((a) => a.target)).toEqual([`blueprint:${bp.id}`]);
+  await hand.all();
+  const replaced = await warm();
+  expect(replaced).toHaveLength(1);
+  expect(replaced[0]!.id).not.toBe(made!.id);
+});

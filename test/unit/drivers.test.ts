@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -63,6 +63,36 @@ describe('directory driver', () => {
     for (let i = 0; i < 2; i++) await driver.releaseLease(leaseCall(5, 0));
     for (let i = 0; i < 2; i++) await driver.destroyResource(resourceCall(6));
     expect(existsSync(path.join(root, 'workspaces', 'resource-5'))).toBe(false);
+  });
+
+  test("cleanSlot empties the slot's directory (whatever a lease left in it), leaves the other slots alone, and can be repeated", async () => {
+    const resourceDir = path.join(root, 'workspaces', 'resource-5');
+    await driver.allocateResource(resourceCall(40));
+    for (const slot of [0, 1]) {
+      await driver.acquireLease(leaseCall(41 + slot, slot));
+      await driver.activateLease(leaseCall(43 + slot, slot));
+    }
+    // Files left in slot 1, even in a subdirectory, after its lease's release (written late, by a process it left behind).
+    await driver.releaseLease(leaseCall(45, 1));
+    await mkdir(path.join(resourceDir, 'slot-1', 'cache'), { recursive: true });
+    await writeFile(path.join(resourceDir, 'slot-1', 'cache', 'late.log'), 'written after the release');
+    const slotCall = { ...resourceCall(46), slot: 1 };
+    for (let i = 0; i < 2; i++) await expect(driver.cleanSlot!(slotCall)).resolves.toEqual({});
+    expect(existsSync(path.join(resourceDir, 'slot-1'))).toBe(false);
+    expect(await readdir(path.join(resourceDir, 'slot-0'))).toEqual(['.slipway-lease.json']);
+    expect(existsSync(resourceDir)).toBe(true);
+    await driver.destroyResource(resourceCall(47));
+  });
+
+  test('checkResource: healthy while the resource has its directory, gone once it does not', async () => {
+    const resourceDir = path.join(root, 'workspaces', 'resource-5');
+    await driver.allocateResource(resourceCall(50));
+    await expect(driver.checkResource!(resourceCall(51))).resolves.toEqual({ health: 'healthy' });
+    await rm(resourceDir, { recursive: true });
+    await expect(driver.checkResource!(resourceCall(52))).resolves.toEqual({ health: 'gone', message: `${resourceDir} does not exist` });
+    await writeFile(resourceDir, 'a file where the directory was');
+    await expect(driver.checkResource!(resourceCall(53))).resolves.toEqual({ health: 'gone', message: `${resourceDir} is not a directory` });
+    await rm(resourceDir);
   });
 
   test('settings are validated with a message naming the field', () => {

@@ -3,6 +3,7 @@ import { COMMAND_KINDS, commandKindSpec, goalOf, underWayWhile, upgradedPayload,
 import {
   accepts,
   canTransition,
+  grantsSlots,
   holdsSlot,
   INITIAL_STATE,
   isSettingUp,
@@ -106,7 +107,7 @@ describe('the state table', () => {
     }
   });
 
-  test('which states set up, hold a slot, take leases', () => {
+  test('which states set up, hold a slot, take leases, grant slots', () => {
     const where = (kind: (typeof kinds)[number], test: (kind: (typeof kinds)[number], state: string) => boolean) =>
       Object.keys(LIFECYCLES[kind]).filter((state) => test(kind, state));
     expect(where('lease', isSettingUp)).toEqual(['pending', 'acquired']);
@@ -115,6 +116,11 @@ describe('the state table', () => {
     expect(where('lease', holdsSlot)).toEqual(['acquired', 'active']);
     expect(where('resource', holdsSlot)).toEqual([]);
     expect(where('blueprint', takesLeases)).toEqual(['enabled']);
+    expect(where('resource', grantsSlots)).toEqual(['active']);
+    expect(where('lease', grantsSlots)).toEqual([]);
+    expect(where('blueprint', grantsSlots)).toEqual([]);
+    // A resource that grants slots takes the acquires that ask for them.
+    for (const state of where('resource', grantsSlots)) expect(accepts('resource', state, 'acquire')).toBe(true);
     // Only a state that may be released holds a slot, so releasing it can give the slot back.
     for (const state of where('lease', holdsSlot)) expect(accepts('lease', state, 'release')).toBe(true);
   });

@@ -3,7 +3,7 @@ import type { BlueprintRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import { InvalidInputError } from '../../domain/errors.ts';
-import { statesAccepting } from '../../domain/lifecycle.ts';
+import { statesAccepting, statesWith } from '../../domain/lifecycle.ts';
 import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import { done, failed, type CommandHandler, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
@@ -179,13 +179,13 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
   undrain: async (trx, _ctx, blueprint) => fanOut(trx, blueprint, 'undrain'),
 
   top_up: async (trx, ctx, blueprint) => {
-    // Resources that are, or are becoming, ready: pending or active, with
-    // no release or reclaim on their way.
+    // Resources that are, or are becoming, ready: being set up or granting
+    // slots, with no release or reclaim on their way.
     const warm = await trx
       .selectFrom('resources')
       .select(sql<number>`count(*)::int`.as('n'))
       .where('blueprint_id', '=', blueprint.id)
-      .where('state', 'in', ['pending', 'active'])
+      .where('state', 'in', [...statesWith('resource', 'isSettingUp'), ...statesWith('resource', 'grantsSlots')])
       .where(({ not, exists, selectFrom }) =>
         not(
           exists(

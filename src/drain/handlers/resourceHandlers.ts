@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { ResourceRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
-import { accepts } from '../../domain/lifecycle.ts';
+import { accepts, grantsSlots, isSettingUp } from '../../domain/lifecycle.ts';
 import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall } from '../../drivers/Driver.ts';
 import { retryDelayMs } from '../driverFailure.ts';
 import { hasWaitingLeases } from '../sql/freeSlot.ts';
@@ -146,8 +146,9 @@ const slotFreed = (resource: ResourceRow): FollowUp => ({
 });
 
 /**
- * Tells the blueprint when this resource, active with `usedSlots` taken, has
- * a slot its waiting leases could have. Every path that leaves a slot free
+ * Tells the blueprint when this resource, in a state that grants slots (or
+ * about to be put back in one) with `usedSlots` taken, has a slot its
+ * waiting leases could have. Every path that leaves a slot free
  * must ask: a slot the blueprint counted as promised to a lease (made for it,
  * or sent it) and that the lease no longer takes is free again, and nothing
  * else would ever offer it to the leases waiting for one.
@@ -352,8 +353,8 @@ export const RESOURCE_HANDLERS = {
     async decide(trx: Db, ctx: CtxOf<'acquire'>) {
       const resource = ctx.object;
       const { leaseId } = ctx.payload;
-      if (resource.state === 'pending') return yieldFor<'resource'>(ACQUIRE_WHILE_PENDING_MS, 'waiting for the resource to become active');
-      if (resource.state !== 'active')
+      if (isSettingUp('resource', resource.state)) return yieldFor<'resource'>(ACQUIRE_WHILE_PENDING_MS, 'waiting for the resource to become active');
+      if (!grantsSlots('resource', resource.state))
         return done<'resource'>(`refused lease ${leaseId}: resource is ${resource.state}`, {
           // A slot the blueprint promised this lease is not there: the lease asks again.
           followUps: [deny(resource, leaseId, `resource is ${resource.state}`)],
@@ -422,7 +423,7 @@ export const RESOURCE_HANDLERS = {
       const used = resource.used_slots - 1;
       const followUps: FollowUp[] = [];
       if (resource.state === 'released' && used === 0) followUps.push(destroySelf(resource, 'released and empty'));
-      if (resource.state === 'active') followUps.push(...(await offerFreeSlot(trx, resource, used)));
+      if (grantsSlots('resource', resource.state)) followUps.push(...(await offerFreeSlot(trx, resource, used)));
       followUps.push(...(await quotaFreed(trx, leaseId)));
       return done<'resource'>(`lease ${leaseId} gave back slot ${freed.slot}`, {
         set: { used_slots: used, idle_since: idleFrom(used) },
@@ -504,7 +505,7 @@ export const RESOURCE_HANDLERS = {
         return done<'resource'>(`cleaned slot ${slot}`, {
           set: { used_slots: used, idle_since: idleFrom(used) },
           events: [{ type: 'slot_cleaned', message: `slot ${slot}`, data: { slot } }],
-          followUps: resource.state === 'active' ? await offerFreeSlot(trx, resource, used) : [],
+          followUps: grantsSlots('resource', resource.state) ? await offerFreeSlot(trx, resource, used) : [],
         });
       }
       const { error } = cleaning;

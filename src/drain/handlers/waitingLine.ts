@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { BlueprintRow, CommandRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
+import { statesWith } from '../../domain/lifecycle.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import type { FollowUp } from '../Handler.ts';
 import { type Candidate as FairCandidate, describeChoice, pickNext, type TeamUse } from '../../domain/fairShare.ts';
@@ -475,7 +476,7 @@ interface Slot {
 const promisedInStep = perStep(() => new Map<number, number>());
 
 /**
- * The blueprint's active resources with free slots, less the slots already
+ * The blueprint's resources that grant slots (active ones) with free slots, less the slots already
  * promised to acquires still in their queues (a resource whose acquire finds
  * its lease gone offers the slot to the line again) and to those this step
  * sends (`promised`).
@@ -490,7 +491,7 @@ async function freeSlots(trx: Db, blueprintId: number, promised: ReadonlyMap<num
         where c.target_kind = 'resource' and c.target_id = r.id and c.kind = 'acquire' and c.status in ('queued', 'running'))::int`.as('free'),
     ])
     .where('r.blueprint_id', '=', blueprintId)
-    .where('r.state', '=', 'active')
+    .where('r.state', '=', (eb) => eb.fn.any(eb.val(statesWith('resource', 'grantsSlots'))))
     .whereRef('r.used_slots', '<', 'r.capacity')
     .orderBy('r.id')
     .execute();
