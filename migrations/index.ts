@@ -26,6 +26,7 @@ import * as resourceHealth from './0024_resource_health.ts';
 import * as waitDeadlines from './0025_wait_deadlines.ts';
 import * as leasePriorities from './0026_lease_priorities.ts';
 import * as teams from './0027_teams.ts';
+import * as labels from './0028_labels.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -56,4 +57,5 @@ export const migrations: Record<string, Migration> = {
   '0025_wait_deadlines': waitDeadlines,
   '0026_lease_priorities': leasePriorities,
   '0027_teams': teams,
+  '0028_labels': labels,
 };

@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0027_teams.
+-- Slipway's schema (`public`) after migration 0028_labels.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -66,6 +66,7 @@ create table public.blueprints (
   clean_between_leases boolean not null default false,
   clean_attempts integer not null default 3,
   priority_step_ms bigint not null default 60000,
+  labels jsonb not null default '{}'::jsonb,
   constraint blueprints_check_interval_ms_check CHECK ((check_interval_ms > 0)),
   constraint blueprints_clean_attempts_check CHECK (((clean_attempts >= 1) AND (clean_attempts <= 100))),
   constraint blueprints_idle_timeout_ms_check CHECK ((idle_timeout_ms > 0)),
@@ -236,11 +237,13 @@ create table public.leases (
   wait_deadline timestamp with time zone,
   priority smallint not null default 0,
   team text not null default 'default'::text,
+  selector text,
   constraint leases_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint leases_heartbeat_ms_check CHECK ((heartbeat_ms > 0)),
   constraint leases_pkey PRIMARY KEY (id),
   constraint leases_priority_check CHECK (((priority >= 0) AND (priority <= 9))),
   constraint leases_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES public.resources(id),
+  constraint leases_selector_check CHECK ((length(selector) <= 1000)),
   constraint leases_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text, 'released'::text, 'broken'::text, 'destroyed'::text]))),
   constraint leases_team_fkey FOREIGN KEY (team) REFERENCES public.teams(name),
   constraint leases_term_ms_check CHECK ((term_ms > 0))
@@ -300,6 +303,8 @@ create table public.resources (
   health text,
   health_message text,
   checked_at timestamp with time zone,
+  labels jsonb not null default '{}'::jsonb,
+  selector text,
   constraint resources_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint resources_capacity_check CHECK ((capacity > 0)),
   constraint resources_check CHECK (((used_slots >= 0) AND (used_slots <= capacity))),

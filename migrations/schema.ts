@@ -37,6 +37,8 @@ export interface BlueprintsTable {
   clean_attempts: Generated<number>;
   /** How much waiting one level of a lease's priority is worth in this blueprint's line. */
   priority_step_ms: Generated<number>;
+  /** Labels every resource of the blueprint carries (0028). */
+  labels: JsonDefault;
   version: Generated<number>;
   created_at: TimestampDefault;
   updated_at: TimestampDefault;
@@ -50,6 +52,10 @@ export interface ResourcesTable {
   used_slots: Generated<number>;
   allocated_for_lease_id: number | null;
   attributes: JsonDefault;
+  /** The labels its driver reported when it allocated it; the blueprint's labels go over them (0028). */
+  labels: JsonDefault;
+  /** The selector of the lease it was made for, for a driver choosing what to allocate (0028). */
+  selector: string | null;
   message: string | null;
   idle_since: Timestamp | null;
   /** The last answer of its driver's check, why, and when it was given (a repeated answer moves only checked_at). */
@@ -79,6 +85,8 @@ export interface LeasesTable {
   priority: Generated<number>;
   /** The requester's team (its token's; `default` for a lease of the release before 0027). */
   team: Generated<string>;
+  /** What the lease needs of its resource's labels, as canonical selector text (0028). */
+  selector: string | null;
   /** The holder's callback: told when Slipway ends the lease itself (its resource found gone). */
   callback_url: Generated<string | null>;
   message: string | null;

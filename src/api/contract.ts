@@ -6,6 +6,7 @@ import { PrioritySchema } from '../domain/priority.ts';
 import { BlueprintInputSchema } from '../objects/createBlueprint.ts';
 import { leaseBodySchema } from '../objects/createLease.ts';
 import { TeamNameSchema, WeightSchema } from '../domain/team.ts';
+import { SelectorTextSchema } from '../domain/labels.ts';
 import { QuotaInputSchema, QuotaScopeSchema } from '../domain/quotas.ts';
 import { BlueprintChangesSchema } from '../objects/updateBlueprint.ts';
 import { stateFilterOf } from '../read/stateFilter.ts';
@@ -76,7 +77,12 @@ const answer = <S extends z.ZodType>(description: string, schema: S): Answer<S> 
 export const CreateLeaseBody = leaseBodySchema({
   blueprint: z
     .union([z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'expected a blueprint name'), NumericId])
-    .meta({ description: "the blueprint's name, or its id" }),
+    .optional()
+    .meta({ description: "the blueprint's name, or its id; left out, the selector chooses one (give at least one of the two)" }),
+  selector: SelectorTextSchema.optional().meta({
+    description:
+      'what the lease needs of its resource\'s labels, in the Kubernetes label-selector grammar ("gpu=a100, os in (linux, bsd), !spot"): granted only a slot on a resource that matches; 400 if no resource can ever match',
+  }),
   attributes: z.record(z.string().max(100), z.unknown()).optional().meta({ description: "the requester's own labels, kept on the lease" }),
   reason: Reason.optional(),
   priority: PrioritySchema.optional().meta({

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { BlueprintRow, CallbackAttemptRow, CallbackRow, CommandRow } from '../../migrations/schema.ts';
 import { LIFECYCLES } from '../domain/lifecycle.ts';
+import { resourceLabels } from '../domain/labels.ts';
 import type { BlueprintDetail } from '../read/blueprints.ts';
 import type { CallbackView } from '../read/callbacks.ts';
 import type { CommandTreeNode } from '../read/commandTree.ts';
@@ -31,6 +32,8 @@ const OptionalTimestamp = Timestamp.nullable();
 const Id = z.number().int().positive();
 /** JSON a caller or a driver wrote, passed through as it is. */
 const JsonObject = z.record(z.string(), z.unknown());
+/** Labels: text keys to text values. */
+const Labels = z.record(z.string(), z.string());
 
 /**
  * A state, as text: the states listed are today's (src/domain/lifecycle.ts),
@@ -65,6 +68,7 @@ export const BlueprintSchema = z
     cleanBetweenLeases: z.boolean().meta({ description: 'each slot a lease gives back is cleaned by the driver before another lease may have it' }),
     cleanAttempts: z.number().int().meta({ description: 'failed cleanings in a row that quarantine a resource' }),
     priorityStepMs: z.number().int().meta({ description: "how much waiting one level of a lease's priority is worth in the line" }),
+    labels: Labels.meta({ description: 'labels every resource of it carries (over those its driver reports), which lease selectors match' }),
     version: z.number().int(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
@@ -88,6 +92,7 @@ export function blueprintOf(row: BlueprintRow): Blueprint {
     cleanBetweenLeases: row.clean_between_leases,
     cleanAttempts: row.clean_attempts,
     priorityStepMs: row.priority_step_ms,
+    labels: row.labels as Record<string, string>,
     version: row.version,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
@@ -120,6 +125,7 @@ export const ResourceSchema = z
     usedSlots: z.number().int(),
     allocatedForLeaseId: Id.nullable().meta({ description: 'the lease whose request made it' }),
     attributes: JsonObject.meta({ description: 'what the driver reports: a path, a host name...' }),
+    labels: Labels.meta({ description: "its labels, which lease selectors match: its driver's, with its blueprint's over them" }),
     message: z.string().nullable(),
     idleSince: OptionalTimestamp,
     health: z.enum(['healthy', 'unhealthy', 'gone']).nullable().meta({ description: "its driver's last check's answer (null: never checked)" }),
@@ -142,6 +148,7 @@ export function resourceOf(row: ResourceView): Resource {
     usedSlots: row.used_slots,
     allocatedForLeaseId: row.allocated_for_lease_id,
     attributes: row.attributes as Record<string, unknown>,
+    labels: { ...resourceLabels(row.labels, row.blueprint_labels) },
     message: row.message,
     idleSince: isoOrNull(row.idle_since),
     health: row.health,
@@ -189,6 +196,7 @@ export const LeaseSchema = z
       .int()
       .meta({ description: '0–9: served ahead of lower priorities that have waited less than priority × its blueprint’s priorityStepMs' }),
     team: z.string().meta({ description: "its requester's team (the token's): shares and quotas count it there" }),
+    selector: z.string().nullable().meta({ description: "what it needs of its resource's labels (null: any resource)" }),
     message: z.string().nullable(),
     version: z.number().int(),
     createdAt: Timestamp,
@@ -214,6 +222,7 @@ export function leaseOf(row: LeaseView): Lease {
     waitDeadline: isoOrNull(row.wait_deadline),
     priority: row.priority,
     team: row.team,
+    selector: row.selector,
     message: row.message,
     version: row.version,
     createdAt: iso(row.created_at),

@@ -61,6 +61,12 @@ export function formatJson(value: unknown): string {
   return value === null || value === undefined ? NONE : JSON.stringify(value);
 }
 
+/** Labels as "gpu=a100, os=linux", or NONE. */
+export function formatLabels(labels: Readonly<Record<string, string>>): string {
+  const pairs = Object.entries(labels);
+  return pairs.length === 0 ? NONE : pairs.map(([key, value]) => `${key}=${value}`).join(', ');
+}
+
 export function targetLabel(kind: string, id: number): string {
   return `${kind}:${id}`;
 }

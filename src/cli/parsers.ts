@@ -82,6 +82,12 @@ export const JsonObject = z
  * "key=value": the value is read as JSON when it is JSON (numbers, booleans,
  * objects), else taken as a string, so `root=/tmp/x` needs no quoting.
  */
+/** `key=value`, a label as the CLI takes it (checked as a label with the blueprint or lease it is for). */
+export const LabelArg = z
+  .string()
+  .regex(/^[^=]+=/, 'expected key=value, e.g. gpu=a100')
+  .transform((text): [string, string] => [text.slice(0, text.indexOf('=')), text.slice(text.indexOf('=') + 1)]);
+
 export const Setting = z
   .string()
   .regex(/^[A-Za-z_][\w]*=/, 'expected key=value')

@@ -21,6 +21,8 @@ export const DirectoryDriver: DriverFactory<Settings> = {
   name: 'directory',
   description: 'resources are directories under a root; leases get one of their slot subdirectories',
   settingsSchema: Settings,
+  // It reports no labels: its resources have the blueprint's.
+  possibleLabels: () => [{}],
   create(settings) {
     const root = path.resolve(settings.root);
     const resourceDir = (call: ResourceCall | LeaseCall) => {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Db } from '../db/Database.ts';
+import { type Labels, LabelsSchema, type Selector } from '../domain/labels.ts';
 
 /**
  * The contract between Slipway and the infrastructure a blueprint manages.
@@ -41,14 +42,20 @@ export interface Driver {
 }
 
 export interface DriverCall {
-  readonly blueprint: { readonly id: number; readonly name: string; readonly settings: unknown };
+  readonly blueprint: { readonly id: number; readonly name: string; readonly settings: unknown; readonly labels: Labels };
   /** Object kind, object id and command id, e.g. "lease:12:345": stable across retries of one command. */
   readonly idempotencyKey: string;
   readonly commandId: number;
 }
 
 export interface ResourceCall extends DriverCall {
-  readonly resource: { readonly id: number; readonly capacity: number; readonly attributes: Record<string, unknown> };
+  readonly resource: {
+    readonly id: number;
+    readonly capacity: number;
+    readonly attributes: Record<string, unknown>;
+    /** The selector of the lease it was made for, if that lease has one: a driver choosing what to allocate picks what matches it. */
+    readonly selector?: Selector;
+  };
 }
 
 export interface SlotCall extends ResourceCall {
@@ -71,6 +78,8 @@ export const DriverResultSchema = z
   .object({
     attributes: z.record(z.string(), z.json()).optional(),
     capacity: z.number().int().min(1).max(10_000).optional(),
+    /** At allocation: the resource's labels (the blueprint's go over them), which lease selectors are matched against. */
+    labels: LabelsSchema.optional(),
   })
   .strict();
 export type DriverResult = z.infer<typeof DriverResultSchema>;
@@ -132,6 +141,14 @@ export interface DriverFactory<S = unknown> {
    * settings and what the blueprint's resource limit becomes.
    */
   reconcile?(trx: Db, blueprintId: number, settings: S): Promise<Reconciliation>;
+  /**
+   * Every set of labels this driver may report for a resource under these
+   * settings (a static pool's entries' labels), so that a selector nothing
+   * can match is refused when it is asked for. Left out: the driver may
+   * report any labels (a program's output), and only the blueprint's own
+   * labels are known in advance.
+   */
+  possibleLabels?(settings: S): readonly Labels[];
 }
 
 export interface Reconciliation {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
+import { LabelsSchema } from '../domain/labels.ts';
 import {
   type Driver,
   type DriverCall,
@@ -50,6 +51,8 @@ const Settings = z
       })
       .strict()
       .default({ gone: [], unhealthy: [], goneRate: 0, unhealthyRate: 0 }),
+    /** The labels it reports for every resource it allocates (the blueprint's go over them). */
+    labels: LabelsSchema.default({}),
   })
   .strict();
 type Settings = z.infer<typeof Settings>;
@@ -65,6 +68,7 @@ export const SimulatedDriver: DriverFactory<Settings> = {
   name: 'simulated',
   description: 'no real infrastructure: configurable latency and failure rates, effects recorded for tests',
   settingsSchema: Settings,
+  possibleLabels: (settings) => [settings.labels],
   create(settings, services) {
     const perform = async (operation: DriverOperation, objectId: number, call: DriverCall) => {
       const { min, max } = settings.latencyMs;
@@ -88,7 +92,7 @@ export const SimulatedDriver: DriverFactory<Settings> = {
       return { attributes: { simulated: true } };
     };
     return {
-      allocateResource: (call) => perform('allocateResource', call.resource.id, call),
+      allocateResource: async (call) => ({ ...(await perform('allocateResource', call.resource.id, call)), labels: settings.labels }),
       activateResource: (call) => perform('activateResource', call.resource.id, call),
       destroyResource: (call) => perform('destroyResource', call.resource.id, call),
       acquireLease: (call) => perform('acquireLease', call.lease.id, call),

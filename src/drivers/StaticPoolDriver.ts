@@ -2,7 +2,17 @@ import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import type { Db } from '../db/Database.ts';
 import { statesAccepting } from '../domain/lifecycle.ts';
-import { type Driver, type DriverFactory, type DriverResult, type DriverServices, type Reconciliation, TransientDriverError } from './Driver.ts';
+import { matches } from '../domain/labels.ts';
+import { LabelsSchema } from '../domain/labels.ts';
+import {
+  type Driver,
+  type DriverFactory,
+  type DriverResult,
+  type DriverServices,
+  type Reconciliation,
+  type ResourceCall,
+  TransientDriverError,
+} from './Driver.ts';
 import { Argv, ExecDriver } from './ExecDriver.ts';
 
 const Entry = z
@@ -13,6 +23,8 @@ const Entry = z
     slots: z.number().int().min(1).max(10_000).default(1),
     /** Copied into its resource's and its leases' attributes (an address, a port...). */
     attributes: z.record(z.string(), z.json()).default({}),
+    /** Its resource's labels (the blueprint's go over them), which lease selectors are matched against. */
+    labels: LabelsSchema.default({}),
   })
   .strict();
 type Entry = z.infer<typeof Entry>;
@@ -49,7 +61,8 @@ const CLAIM_ATTEMPTS = 5;
 const NO_FREE_ENTRY_RETRY_MS = 30_000;
 
 // Claims the first entry of the blueprint's CURRENT settings that no resource
-// stands for. The settings are read FOR SHARE in the same statement: a
+// stands for, those named in $3 (the ones matching the selector of the lease
+// the resource is made for) first. The settings are read FOR SHARE in the same statement: a
 // settings update holds the blueprint's row while it decides which claims to
 // retire, so a claim is made either before that decision (and is seen by it)
 // or after it (and sees the new settings), never in between. The primary key
@@ -64,7 +77,7 @@ const CLAIM_FIRST_FREE_ENTRY = `
     where not exists (
       select 1 from static_pool_claims c where c.blueprint_id = $1 and c.entry = e.definition ->> 'name'
     )
-    order by e.position
+    order by (e.definition ->> 'name') = any($3::text[]) desc, e.position
     limit 1
   )
   insert into static_pool_claims (blueprint_id, entry, resource_id, definition)
@@ -80,11 +93,20 @@ async function definitionOf(services: DriverServices, text: string, values: unkn
   return result.rows[0]?.definition;
 }
 
-/** The entry a resource stands for: the one it already claimed (calls are repeated), else a free one. */
-async function claimEntry(services: DriverServices, blueprintId: number, resourceId: number): Promise<Entry> {
+/**
+ * The entry a resource stands for: the one it already claimed (calls are
+ * repeated), else a free one, one whose labels match `preferred` if any is
+ * free (a resource made for a lease with a selector). Without a matching one
+ * free it claims another: the lease is refused a slot there and asks again,
+ * and the resource serves the leases it does match.
+ */
+async function claimEntry(services: DriverServices, call: ResourceCall, settings: Settings): Promise<Entry> {
+  const { selector } = call.resource;
+  const preferred = selector ? settings.entries.filter((e) => matches(selector, { ...e.labels, ...call.blueprint.labels })).map((e) => e.name) : [];
   for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
     const entry =
-      (await definitionOf(services, OWN_CLAIM, [resourceId])) ?? (await definitionOf(services, CLAIM_FIRST_FREE_ENTRY, [blueprintId, resourceId]));
+      (await definitionOf(services, OWN_CLAIM, [call.resource.id])) ??
+      (await definitionOf(services, CLAIM_FIRST_FREE_ENTRY, [call.blueprint.id, call.resource.id, preferred]));
     if (entry) return entry;
   }
   throw new TransientDriverError('every entry of the pool stands for a live resource; waiting for one to be freed', NO_FREE_ENTRY_RETRY_MS);
@@ -106,6 +128,7 @@ export const StaticPoolDriver: DriverFactory<Settings> = {
   name: 'static-pool',
   description: 'a fixed list of named entries (hosts...) from the settings, each with its own number of lease slots',
   settingsSchema: Settings,
+  possibleLabels: (settings) => settings.entries.map((e) => e.labels),
   create(settings, services) {
     const probe = settings.probe
       ? ExecDriver.create(
@@ -120,8 +143,8 @@ export const StaticPoolDriver: DriverFactory<Settings> = {
     return {
       ...(probe ? { checkResource: probe } : {}),
       async allocateResource(call) {
-        const entry = await claimEntry(services, call.blueprint.id, call.resource.id);
-        return { attributes: { ...entry.attributes, entry: entry.name }, capacity: entry.slots };
+        const entry = await claimEntry(services, call, settings);
+        return { attributes: { ...entry.attributes, entry: entry.name }, capacity: entry.slots, labels: entry.labels ?? {} };
       },
       async activateResource() {
         return {};

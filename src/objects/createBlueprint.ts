@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LabelsSchema } from '../domain/labels.ts';
 import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { withTransaction } from '../db/withTransaction.ts';
@@ -41,6 +42,8 @@ export const BlueprintInputSchema = z
       .min(0)
       .max(24 * 3600 * 1000, 'expected at most a day')
       .default(60_000),
+    /** Labels every resource of it carries (over those its driver reports), which lease selectors match. */
+    labels: LabelsSchema.default({}),
   })
   .strict()
   .refine((b) => b.minResources <= b.maxResources, {
@@ -69,6 +72,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
     cleanBetweenLeases,
     cleanAttempts,
     priorityStepMs,
+    labels,
   } = parsed.data;
   // Stored as given, not with the driver's defaults filled in: a default is
   // the code's, applied by each worker as it makes the driver (registry.ts).
@@ -91,6 +95,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
       clean_between_leases: cleanBetweenLeases,
       clean_attempts: cleanAttempts,
       priority_step_ms: priorityStepMs,
+      labels: JSON.stringify(labels),
     })
     .onConflict((oc) => oc.column('name').doNothing())
     .returningAll()

@@ -5,6 +5,8 @@ import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError, OverQuotaError } from '../domain/errors.ts';
 import { describeQuota } from '../domain/quotas.ts';
+import { formatSelector, type Selector, SelectorSchema } from '../domain/labels.ts';
+import { chooseBlueprint, whyBlueprintNeverMatches } from './chooseBlueprint.ts';
 import { quotaReachedNow } from '../drain/reads/countedLeases.ts';
 import { findBlueprint } from '../read/blueprints.ts';
 import { DEFAULT_TEAM, TeamNameSchema } from '../domain/team.ts';
@@ -50,7 +52,7 @@ const LEASE_EXPIRY_FIELDS = {
 
 type ExpiryOutput = z.output<z.ZodObject<typeof LEASE_EXPIRY_FIELDS>>;
 
-/** A strict lease body: `fields` plus the expiry fields, with at most one of expiresAt and expiresInMs. */
+/** A strict lease body: `fields` plus the expiry fields, with at most one of expiresAt and expiresInMs, and a blueprint or a selector. */
 export function leaseBodySchema<Fields extends z.ZodRawShape>(fields: Fields) {
   return z
     .object({ ...fields, ...LEASE_EXPIRY_FIELDS })
@@ -58,12 +60,20 @@ export function leaseBodySchema<Fields extends z.ZodRawShape>(fields: Fields) {
     .refine((lease) => (lease as ExpiryOutput).expiresAt === undefined || (lease as ExpiryOutput).expiresInMs === undefined, {
       message: 'give expiresAt or expiresInMs, not both',
       path: ['expiresInMs'],
+    })
+    .refine((lease) => (lease as Aimed).blueprint !== undefined || (lease as Aimed).selector !== undefined, {
+      message: 'name a blueprint, a selector, or both',
+      path: ['blueprint'],
     });
 }
 
+type Aimed = { blueprint?: unknown; selector?: unknown };
+
 export const LeaseInputSchema = leaseBodySchema({
-  /** The blueprint's name or id. */
-  blueprint: z.union([z.string().min(1).max(63), z.number().int().positive().max(Number.MAX_SAFE_INTEGER)]),
+  /** The blueprint's name or id; left out, a selector chooses it (chooseBlueprint). */
+  blueprint: z.union([z.string().min(1).max(63), z.number().int().positive().max(Number.MAX_SAFE_INTEGER)]).optional(),
+  /** What the lease needs of its resource's labels: granted only a slot whose resource matches it. */
+  selector: SelectorSchema.optional(),
   holder: z.string().min(1).max(200),
   /** The requester's own labels, kept on the lease beside what the driver reports. */
   attributes: z.record(z.string(), z.unknown()).optional(),
@@ -93,7 +103,8 @@ export type LeaseInput = z.input<typeof LeaseInputSchema>;
 export async function createLease(db: Db, input: LeaseInput, actor: Actor): Promise<{ lease: LeaseView; command: CommandRow }> {
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
-  const { blueprint: ref, holder, expiresAt, expiresInMs, heartbeatMs, waitTimeoutMs, attributes, callbackUrl, priority, queue } = parsed.data;
+  const { holder, expiresAt, expiresInMs, heartbeatMs, waitTimeoutMs, attributes, callbackUrl, priority, queue, selector } = parsed.data;
+  const { ref, routed } = await aimedAt(db, parsed.data.blueprint, selector);
   const team = parsed.data.team ?? DEFAULT_TEAM;
   if (team !== DEFAULT_TEAM) await assertTeamExists(db, team);
   if (queue === false) await refuseOverQuota(db, ref, team, holder);
@@ -117,17 +128,18 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
       select id, name, state from blueprints where ${sql.ref(typeof ref === 'number' ? 'id' : 'name')} = ${ref}
     ),
     lease as (
-      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, wait_deadline, attributes, callback_url, priority, team)
+      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, wait_deadline, attributes, callback_url, priority, team, selector)
       select b.id, ${holder}, ${expiry}, ${termMs === undefined ? null : Math.max(1000, Math.round(termMs))}::bigint,
              ${heartbeatMs ?? null}::int, ${waitTimeoutMs === undefined ? sql`null::timestamptz` : fromNow(waitTimeoutMs)},
-             ${JSON.stringify(attributes ?? {})}::jsonb, ${callbackUrl ?? null}::text, ${priority ?? 0}::smallint, ${team}::text
+             ${JSON.stringify(attributes ?? {})}::jsonb, ${callbackUrl ?? null}::text, ${priority ?? 0}::smallint, ${team}::text,
+             ${selector === undefined ? null : formatSelector(selector)}::text
       from b where b.state = any(${statesWith('blueprint', 'takesLeases')}::text[])
       returning *
     ),
     appended as (select (f.cmd).* from lease, b cross join lateral ${needResource} as f),
     event as (
       insert into events (target_kind, target_id, command_id, type, to_state, message, actor, source)
-      select 'lease', lease.id, a.id, 'created', lease.state, format('requested on %s for %s', b.name, ${holder}::text),
+      select 'lease', lease.id, a.id, 'created', lease.state, format('requested on %s for %s', b.name, ${holder}::text) || ${routed ? `; ${routed}` : ''}::text,
              ${actor.issuedBy}, ${actor.source}
       from lease, appended a, b
     )
@@ -144,6 +156,32 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
   recordAppended(command, actor.source);
   await signalWorkersOnCommit(db, { kind: 'blueprint', id: lease.blueprint_id! });
   return { lease: lease as LeaseView, command };
+}
+
+/**
+ * The blueprint a request goes to: the one it names, which must be able to
+ * match its selector (400 otherwise, saying why), or, with only a selector,
+ * the one chooseBlueprint picks, with why.
+ */
+async function aimedAt(
+  db: Db,
+  named: string | number | undefined,
+  selector: Selector | undefined,
+): Promise<{ ref: string | number; routed?: string }> {
+  if (named === undefined) {
+    const chosen = await chooseBlueprint(db, selector!);
+    return { ref: chosen.id, routed: chosen.why };
+  }
+  if (selector !== undefined) {
+    const blueprint = await findBlueprint(db, named);
+    const why = whyBlueprintNeverMatches(blueprint, selector);
+    if (why) {
+      throw new InvalidInputError(`no resource of blueprint ${blueprint.name} can ever match selector ${formatSelector(selector)}: ${why}`, {
+        field: 'selector',
+      });
+    }
+  }
+  return { ref: named };
 }
 
 /** A request that asked not to wait, refused if a quota of its team or holder is reached, naming the quota. */

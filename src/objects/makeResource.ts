@@ -15,13 +15,15 @@ export async function makeResource(
   trx: Db,
   blueprint: BlueprintRow,
   cause: CommandRow,
-  purpose: { leaseId: number } | { warm: true },
+  purpose: { leaseId: number; selector?: string | null } | { warm: true },
 ): Promise<number> {
   const leaseId = 'leaseId' in purpose ? purpose.leaseId : null;
+  // A driver choosing what to allocate (a static pool's entry) picks what the lease's selector matches.
+  const selector = 'leaseId' in purpose ? (purpose.selector ?? null) : null;
   const why = leaseId === null ? `kept warm (minimum ${blueprint.min_resources})` : `lease ${leaseId} needs a resource`;
   const resource = await trx
     .insertInto('resources')
-    .values({ blueprint_id: blueprint.id, capacity: blueprint.leases_per_resource, allocated_for_lease_id: leaseId })
+    .values({ blueprint_id: blueprint.id, capacity: blueprint.leases_per_resource, allocated_for_lease_id: leaseId, selector })
     .returning(['id', 'state'])
     .executeTakeFirstOrThrow();
   const actor = { issuedBy: cause.issued_by, source: 'system' as const, requestId: cause.request_id };

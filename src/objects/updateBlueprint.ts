@@ -25,7 +25,7 @@ import { recordEvent } from './recordEvent.ts';
  * the blueprint's own queue (`update_settings`), whose drain reconciles the
  * resources with them. The key is named here only to say so.
  */
-const { maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs } = BlueprintInputSchema.shape;
+const { maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, labels } = BlueprintInputSchema.shape;
 export const BlueprintChangesSchema = z
   .object({
     // Without the defaults creation fills in: a field left out stays as it is.
@@ -35,6 +35,8 @@ export const BlueprintChangesSchema = z
     cleanBetweenLeases: cleanBetweenLeases.unwrap().optional(),
     cleanAttempts: cleanAttempts.unwrap().optional(),
     priorityStepMs: priorityStepMs.unwrap().optional(),
+    /** Replaces the blueprint's labels (every resource's, at once: they are read with the blueprint's). */
+    labels: labels.unwrap().optional(),
     settings: z
       .undefined({
         error:
@@ -45,7 +47,7 @@ export const BlueprintChangesSchema = z
   .strict()
   .refine(
     (changes) => Object.keys(changes).length > 0,
-    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs',
+    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, labels',
   );
 export type BlueprintChanges = z.input<typeof BlueprintChangesSchema>;
 
@@ -57,6 +59,7 @@ const COLUMNS = {
   cleanBetweenLeases: 'clean_between_leases',
   cleanAttempts: 'clean_attempts',
   priorityStepMs: 'priority_step_ms',
+  labels: 'labels',
 } as const;
 
 /**
@@ -68,9 +71,14 @@ export async function updateBlueprint(trx: Db, ref: BlueprintRef, changes: Bluep
   const parsed = BlueprintChangesSchema.safeParse(changes);
   if (!parsed.success) throw new InvalidInputError(`invalid blueprint changes: ${describeZodIssues(parsed.error.issues)}`);
   const blueprint = await lockedBlueprint(trx, ref);
-  const fields = Object.entries(parsed.data).filter(([, value]) => value !== undefined) as Array<[keyof typeof COLUMNS, number | boolean | null]>;
-  const change = `changed ${fields.map(([field, value]) => `${field} ${blueprint[COLUMNS[field]]} → ${value}`).join(', ')}`;
-  const row = await writeBlueprint(trx, blueprint, Object.fromEntries(fields.map(([field, value]) => [COLUMNS[field], value])), actor, change);
+  const fields = Object.entries(parsed.data).filter(([, value]) => value !== undefined) as Array<
+    [keyof typeof COLUMNS, number | boolean | null | Record<string, string>]
+  >;
+  // Labels are a map: written and told as JSON.
+  const text = (value: unknown) => (typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value));
+  const change = `changed ${fields.map(([field, value]) => `${field} ${text(blueprint[COLUMNS[field]])} → ${text(value)}`).join(', ')}`;
+  const columns = Object.fromEntries(fields.map(([field, value]) => [COLUMNS[field], field === 'labels' ? JSON.stringify(value) : value]));
+  const row = await writeBlueprint(trx, blueprint, columns, actor, change);
   await recordEvent(trx, {
     target: { kind: 'blueprint', id: row.id },
     type: 'updated',

@@ -4,7 +4,7 @@ import { NotFoundError } from '../domain/errors.ts';
 import { fetchPage, type Page, type ListPage } from './page.ts';
 import { statesMatching } from './stateFilter.ts';
 
-export type ResourceView = ResourceRow & { readonly blueprint_name: string };
+export type ResourceView = ResourceRow & { readonly blueprint_name: string; readonly blueprint_labels: unknown };
 
 /** A resource with the leases holding its slots, and the slots waiting to be cleaned. */
 export interface ResourceDetail extends ResourceView {
@@ -22,7 +22,7 @@ function resourcesWithBlueprint(db: Db) {
     .selectFrom('resources')
     .innerJoin('blueprints', 'blueprints.id', 'resources.blueprint_id')
     .selectAll('resources')
-    .select('blueprints.name as blueprint_name');
+    .select(['blueprints.name as blueprint_name', 'blueprints.labels as blueprint_labels']);
 }
 
 export async function readResourceDetail(db: Db, id: number): Promise<ResourceDetail> {

@@ -49,6 +49,13 @@ export function attributeList(attributes: unknown): SafeHtml {
   return html`<ul class="attributes">${entries.map(([key, value]) => html`<li><code>${key}</code> = <code>${JSON.stringify(value)}</code></li>`)}</ul>`;
 }
 
+/** Labels as key=value chips, or a dash. */
+export function labelList(labels: unknown): SafeHtml {
+  const entries = Object.entries((labels as Record<string, string> | null) ?? {});
+  if (entries.length === 0) return html`<span class="muted">—</span>`;
+  return html`<ul class="attributes">${entries.map(([key, value]) => html`<li><code>${key}=${value}</code></li>`)}</ul>`;
+}
+
 /** How long from one instant to another, for people ("1.2 s", "3 min"). */
 export function took(from: Date | null | undefined, to: Date | null | undefined): string {
   if (!from || !to) return '—';

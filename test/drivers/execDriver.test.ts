@@ -22,13 +22,13 @@ afterAll(async () => rm(scratch, { recursive: true, force: true }));
 
 const EVIL = `x'; touch pwned; echo "$(touch pwned2)" \`touch pwned3\` && rm -rf ~ #`;
 const resourceCall: ResourceCall = {
-  blueprint: { id: 1, name: 'ws', settings: { note: EVIL } },
+  blueprint: { id: 1, name: 'ws', settings: { note: EVIL }, labels: {} },
   idempotencyKey: 'resource:5:11',
   commandId: 11,
   resource: { id: 5, capacity: 1, attributes: { label: EVIL } },
 };
 const leaseCall: LeaseCall = {
-  blueprint: { id: 1, name: 'ws', settings: {} },
+  blueprint: { id: 1, name: 'ws', settings: {}, labels: {} },
   idempotencyKey: 'lease:9:12',
   commandId: 12,
   lease: { id: 9, holder: EVIL, attributes: {} },

@@ -12,7 +12,7 @@ import { SimulatedDriver } from '../../src/drivers/SimulatedDriver.ts';
 import { validatingDriver } from '../../src/drivers/validatingDriver.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 
-const blueprint = { id: 1, name: 'workspaces', settings: {} };
+const blueprint = { id: 1, name: 'workspaces', settings: {}, labels: {} };
 const resourceCall = (commandId: number): ResourceCall => ({
   blueprint,
   idempotencyKey: `resource:5:${commandId}`,

@@ -9,7 +9,7 @@ import { pageTable } from '../format.ts';
 import { later } from '../later.ts';
 import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } from '../options.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
-import { countBetween, DriverName, Duration, DurationOrOff, JsonObject, OnOff, parseWith, Setting } from '../parsers.ts';
+import { countBetween, DriverName, Duration, DurationOrOff, JsonObject, LabelArg, OnOff, parseWith, Setting } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
 import { LocalTransport } from '../transport/LocalTransport.ts';
@@ -32,6 +32,8 @@ interface CreateOptions {
   readonly settings?: Record<string, unknown>;
   /** From repeated --setting key=value. */
   readonly setting?: Record<string, unknown>;
+  /** From repeated --label key=value. */
+  readonly label?: Record<string, string>;
 }
 
 interface LimitsOptions {
@@ -43,6 +45,7 @@ interface LimitsOptions {
   readonly cleanAttempts?: number;
   /** Milliseconds, or `off`. */
   readonly priorityStep?: number | 'off';
+  readonly label?: Record<string, string>;
 }
 
 interface UpdateOptions extends WaitOptions {
@@ -56,6 +59,19 @@ const blueprintChanges = () => import('../../objects/updateBlueprint.ts');
 const setBlueprintState = later(blueprintChanges, 'setBlueprintState');
 
 const parseSetting = parseWith(Setting);
+
+/** Collects repeated `--label key=value` into one map; the values stay text (checked with the blueprint). */
+function collectLabel(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const [key, label] = parseWith(LabelArg)(value);
+  return { ...previous, [key]: label };
+}
+
+/** `blueprint create` and `blueprint limits` take the same repeatable --label. */
+const LABEL_OPTION = [
+  '--label <key=value>',
+  "a label every resource of the blueprint carries, which lease selectors match (repeatable; on limits, the labels given replace the blueprint's)",
+  collectLabel,
+] as const;
 
 /** Collects repeated `--setting key=value` into one object. */
 function collectSetting(value: string, previous: Record<string, unknown> = {}): Record<string, unknown> {
@@ -91,14 +107,16 @@ export function addBlueprintCommands(program: Command): void {
     .option('--clean-between-leases', 'have the driver clean each slot a lease gives back before another lease may have it')
     .option('--clean-attempts <n>', 'failed cleanings in a row that quarantine a resource', parseWith(countBetween(1, 100)), 3)
     .option(...PRIORITY_STEP_OPTION)
+    .option(...LABEL_OPTION)
     .option('--settings <json>', 'driver settings as a JSON object', parseWith(JsonObject))
     .option('--setting <key=value>', 'one driver setting (repeatable; JSON values allowed; overrides --settings)', collectSetting)
     .action((options: CreateOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         // The options named as the blueprint's fields pass as they are; durations become milliseconds.
-        const { idleTimeout, checkInterval, priorityStep, settings, setting, ...named } = options;
+        const { idleTimeout, checkInterval, priorityStep, settings, setting, label, ...named } = options;
         const input = {
           ...named,
+          labels: label,
           settings: { ...settings, ...setting },
           idleTimeoutMs: idleTimeout,
           checkIntervalMs: checkInterval,
@@ -150,21 +168,23 @@ export function addBlueprintCommands(program: Command): void {
     .option('--clean-between-leases <on|off>', 'clean each slot a lease gives back from now on, or stop', parseWith(OnOff))
     .option('--clean-attempts <n>', 'failed cleanings in a row that quarantine a resource', parseWith(countBetween(1, 100)))
     .option(...PRIORITY_STEP_OPTION)
+    .option(...LABEL_OPTION)
     .action((ref: BlueprintRef, options: LimitsOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
-        const { BlueprintChangesSchema, updateBlueprint } = await blueprintChanges();
-        const { checkInterval, priorityStep, ...limits } = options;
-        const changes = BlueprintChangesSchema.safeParse({
+        const { updateBlueprint } = await blueprintChanges();
+        const { checkInterval, priorityStep, label, ...limits } = options;
+        const changes = {
           ...limits,
           ...(checkInterval === undefined ? {} : { checkIntervalMs: checkInterval === 'off' ? null : checkInterval }),
           ...(priorityStep === undefined ? {} : { priorityStepMs: stepMs(priorityStep) }),
-        });
-        if (!changes.success) {
+          ...(label === undefined ? {} : { labels: label }),
+        };
+        if (Object.keys(changes).length === 0) {
           throw new InvalidInputError(
-            'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>',
+            'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --label <key=value>',
           );
         }
-        const changed = blueprintOf(await withTransaction(db, (trx) => updateBlueprint(trx, ref, changes.data, cliActor())));
+        const changed = blueprintOf(await withTransaction(db, (trx) => updateBlueprint(trx, ref, changes, cliActor())));
         out.result(changed, (b) => `changed ${renderBlueprint(b)}`);
       }),
     );

@@ -14,10 +14,12 @@ import type { LeaseAnswer } from '../../api/contract.ts';
 import type { LeaseWaited, Transport } from '../transport/Transport.ts';
 import { withTransport } from '../transport/withTransport.ts';
 import { TeamNameSchema } from '../../domain/team.ts';
+import { SelectorTextSchema } from '../../domain/labels.ts';
 import { LEASE_COLUMNS, renderLease, renderLeaseDetail } from '../views/leaseViews.ts';
 
 interface CreateOptions extends WaitOptions {
-  readonly blueprint: BlueprintRef;
+  readonly blueprint?: BlueprintRef;
+  readonly selector?: string;
   readonly holder?: string;
   /** Milliseconds. */
   readonly expiresIn?: number;
@@ -50,7 +52,12 @@ export function addLeaseCommands(program: Command): void {
     lease
       .command('create')
       .description('request a lease and wait until it is active')
-      .requiredOption('--blueprint <name|id>', 'the blueprint to lease from', parseWith(BlueprintRefArg))
+      .option('--blueprint <name|id>', 'the blueprint to lease from (give it, a --selector, or both)', parseWith(BlueprintRefArg))
+      .option(
+        '--selector <selector>',
+        'what the resource must be, by its labels, e.g. "gpu=a100, os in (linux, bsd), !spot"; without --blueprint, it chooses one',
+        parseWith(SelectorTextSchema),
+      )
       .option('--holder <name>', 'who holds the lease (default: you, as user@host; remote mode: the token)', parseWith(textUpTo(200)))
       .option('--expires-in <duration>', 'give it up after this long, e.g. 30m, 2h, 1h30m', parseWith(Duration))
       .option(
@@ -139,9 +146,10 @@ const DEADLINE_MARGIN_S = 120;
  * lease being set up: the message names it and how to give it up.
  */
 async function requestLease(transport: Transport, out: Output, options: CreateOptions): Promise<void> {
-  const { blueprint, holder, expiresIn, heartbeat, waitTimeout, priority, team, queue, reason } = options;
+  const { blueprint, selector, holder, expiresIn, heartbeat, waitTimeout, priority, team, queue, reason } = options;
   const input = {
     blueprint,
+    selector,
     holder,
     expiresInMs: expiresIn,
     heartbeatMs: heartbeat,

@@ -29,7 +29,9 @@ export interface Transport {
 }
 
 export interface LeaseRequest {
-  readonly blueprint: BlueprintRef;
+  /** Absent: the selector chooses it. */
+  readonly blueprint?: BlueprintRef;
+  readonly selector?: string;
   /** Absent: the caller (the CLI user, or the API token's actor). */
   readonly holder?: string;
   readonly expiresInMs?: number;

@@ -1,6 +1,6 @@
 import { describePriorityStep } from '../../domain/priority.ts';
 import type { Blueprint, BlueprintDetailShape, HistoryShapeOf } from '../../api/shapes.ts';
-import { type Column, fields, formatJson, formatTime, NONE } from '../format.ts';
+import { type Column, fields, formatJson, formatTime, NONE, formatLabels } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
 
 export const BLUEPRINT_COLUMNS: readonly Column<Blueprint>[] = [
@@ -29,6 +29,7 @@ export function renderBlueprint(blueprint: Blueprint): string {
     ['checks', blueprint.checkIntervalMs === null ? 'none (resources are trusted as made)' : `every ${blueprint.checkIntervalMs / 1000} s`],
     ['cleaning', blueprint.cleanBetweenLeases ? `between leases; quarantined after ${blueprint.cleanAttempts} failure(s) in a row` : 'none'],
     ['priorities', describePriorityStep(blueprint.priorityStepMs)],
+    ['labels', formatLabels(blueprint.labels)],
     ['leases/resource', String(blueprint.leasesPerResource)],
     ['created', formatTime(blueprint.createdAt)],
   ]);

@@ -21,6 +21,7 @@ export function renderLease(lease: Lease): string {
     ['attributes', formatJson(lease.attributes)],
     ['priority', String(lease.priority)],
     ['team', lease.team],
+    ['selector', lease.selector ?? NONE],
     ['wait deadline', formatTime(lease.waitDeadline)],
     ['expires', formatTime(lease.expiresAt)],
     [

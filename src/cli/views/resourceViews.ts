@@ -1,5 +1,5 @@
 import type { HistoryShapeOf, Resource, ResourceDetailShape } from '../../api/shapes.ts';
-import { type Column, fields, formatJson, formatTime, NONE, section } from '../format.ts';
+import { type Column, fields, formatJson, formatTime, NONE, section, formatLabels } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
 
 export const RESOURCE_COLUMNS: readonly Column<Resource>[] = [
@@ -23,6 +23,7 @@ export function renderResourceDetail({ resource, ...history }: { resource: Resou
     ['slots used', `${resource.usedSlots} of ${resource.capacity}`],
     ['made for lease', resource.allocatedForLeaseId === null ? NONE : String(resource.allocatedForLeaseId)],
     ['attributes', formatJson(resource.attributes)],
+    ['labels', formatLabels(resource.labels)],
     ['message', resource.message ?? NONE],
     ['health', healthOf(resource)],
     ['created', formatTime(resource.createdAt)],

@@ -9,6 +9,7 @@ import { makeResource } from '../../objects/makeResource.ts';
 import { done, failed, type CommandHandler, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
 import { requestingLease } from '../reads/requestingLease.ts';
 import { placeInLine } from '../../domain/priority.ts';
+import { parseSelector } from '../../domain/labels.ts';
 import { type Joining, type LineCount, type Serving, serveWaitingLine } from './waitingLine.ts';
 
 /**
@@ -131,6 +132,7 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
         priority: lease.priority,
         team: lease.team,
         holder: lease.holder,
+        selector: lease.selector === null ? undefined : parseSelector(lease.selector),
       },
     };
   },

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { ResourceRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
+import { mismatch, parseSelector, resourceLabels } from '../../domain/labels.ts';
 import { accepts, grantsSlots, isSettingUp } from '../../domain/lifecycle.ts';
 import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall } from '../../drivers/Driver.ts';
 import { retryDelayMs } from '../driverFailure.ts';
@@ -25,6 +26,7 @@ const resourceCall = (ctx: Ctx): ResourceCall => ({
     id: ctx.object.id,
     capacity: ctx.object.capacity,
     attributes: ctx.object.attributes as Record<string, unknown>,
+    ...(ctx.object.selector === null ? {} : { selector: parseSelector(ctx.object.selector) }),
   },
 });
 
@@ -313,7 +315,11 @@ export const RESOURCE_HANDLERS = {
     async decide(_trx: Db, ctx: Ctx, result: DriverResult) {
       return done<'resource'>('allocated', {
         // A driver that knows the resource's slots (a static pool's entry) overrides the blueprint's default.
-        set: { attributes: mergedAttributes(ctx.object.attributes, result.attributes), ...(result.capacity ? { capacity: result.capacity } : {}) },
+        set: {
+          attributes: mergedAttributes(ctx.object.attributes, result.attributes),
+          ...(result.capacity ? { capacity: result.capacity } : {}),
+          ...(result.labels ? { labels: JSON.stringify(result.labels) } : {}),
+        },
         events: [{ type: 'allocated', message: 'the driver allocated it' }],
         followUps: [{ target: self(ctx.object), kind: 'activate', reason: 'allocated' }],
       });
@@ -360,7 +366,21 @@ export const RESOURCE_HANDLERS = {
           followUps: [deny(resource, leaseId, `resource is ${resource.state}`)],
         });
 
-      const { lease, heldOn, slot } = await takeSlot(trx, resource, leaseId);
+      let { lease, heldOn, slot } = await takeSlot(trx, resource, leaseId);
+      if (slot === undefined && lease?.selector && lease.state === 'pending' && lease.resourceId === null && heldOn === undefined) {
+        // A slot goes only to a lease whose selector this resource's labels match.
+        const labels = resourceLabels(resource.labels, ctx.blueprint.labels);
+        const failed = mismatch(parseSelector(lease.selector), labels);
+        if (failed) {
+          return done<'resource'>(`refused lease ${leaseId}: its selector does not match (${failed})`, {
+            // Made for that lease (a static pool had no matching entry free), it is not its
+            // resource any more: the lease asks its blueprint again rather than being sent back here.
+            ...(resource.allocated_for_lease_id === leaseId ? { set: { allocated_for_lease_id: null } } : {}),
+            followUps: [deny(resource, leaseId, `its selector does not match this resource's labels (${failed})`)],
+          });
+        }
+        ({ lease, heldOn, slot } = await takeSlot(trx, resource, leaseId, true));
+      }
       if (lease?.state !== 'pending' || lease.resourceId !== null) {
         return done<'resource'>(`lease ${leaseId} no longer needs a slot`, { followUps: await offerFreeSlot(trx, resource, resource.used_slots) });
       }

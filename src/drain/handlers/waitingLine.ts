@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import type { BlueprintRow, CommandRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
+import { formatSelector, type Labels, matches, parseSelector, resourceLabels, type Selector, whyNeverMatches } from '../../domain/labels.ts';
 import { statesWith } from '../../domain/lifecycle.ts';
+import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import type { FollowUp } from '../Handler.ts';
 import { type Candidate as FairCandidate, describeChoice, pickNext, type TeamUse } from '../../domain/fairShare.ts';
@@ -83,6 +85,8 @@ export interface Joining {
   readonly priority: number;
   readonly team: string;
   readonly holder: string;
+  /** What it needs of a resource's labels (none: any resource). */
+  readonly selector?: Selector;
 }
 
 /** A row of the line as read: `key` is its place (`since` to the microsecond, as text) for reading on after it. */
@@ -95,10 +99,11 @@ interface LineRow {
   readonly state: string;
   readonly priority: number;
   readonly requested_at: Date;
+  readonly selector: string | null;
 }
 
 /** A lease that may be served next: the joining lease, or a row of the line. */
-type Candidate = FairCandidate & { readonly holder: string; readonly row?: LineRow };
+type Candidate = FairCandidate & { readonly holder: string; readonly selector?: Selector; readonly row?: LineRow };
 
 const candidateOf = (row: LineRow): Candidate => ({
   leaseId: row.lease_id,
@@ -107,6 +112,7 @@ const candidateOf = (row: LineRow): Candidate => ({
   since: row.since,
   requestedAt: row.requested_at,
   priority: row.priority,
+  ...(row.selector === null ? {} : { selector: parseSelector(row.selector) }),
   row,
 });
 
@@ -154,15 +160,28 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const events: Serving['events'][number][] = [];
   const followUps: FollowUp[] = [];
   const promised = promisedInStep(trx);
-  const slots = await freeSlots(trx, blueprint.id, promised);
+  const slots = await freeSlots(trx, blueprint, promised);
   const mayMake = () => blueprint.state === 'enabled' && live < blueprint.max_resources;
   const hasRoom = () => slots.some((s) => s.free > 0) || mayMake();
+  const newMayMatch = newResourceMayMatch(blueprint);
+  /** A free slot `selector` matches (a slot of a resource made in this decision has labels not known yet: only a lease without one takes it). */
+  const slotFor = (selector: Selector | undefined) =>
+    slots.find((s) => s.free > 0 && (selector === undefined || (s.labels !== undefined && matches(selector, s.labels))));
+  /** Whether there is room for a lease with `selector`: a slot it matches, or a resource the blueprint may make that may match it. */
+  const fits = (selector: Selector | undefined) =>
+    slotFor(selector) !== undefined || (mayMake() && (selector === undefined || newMayMatch(selector)));
   /** Serves one lease from the room left, making a resource if it may; `why` it was chosen over others, if it was. */
   const serve = async (lease: Candidate, why?: string) => {
     const leaseId = lease.leaseId;
-    let slot = slots.find((s) => s.free > 0);
+    let slot = slotFor(lease.selector);
     if (!slot && mayMake()) {
-      slot = { id: await makeResource(trx, blueprint, cause, { leaseId }), free: blueprint.leases_per_resource, madeFor: leaseId };
+      const selector = lease.selector && formatSelector(lease.selector);
+      slot = {
+        id: await makeResource(trx, blueprint, cause, { leaseId, selector }),
+        free: blueprint.leases_per_resource,
+        madeFor: leaseId,
+        labels: undefined,
+      };
       slots.push(slot);
       live++;
       events.push({ type: 'resource_allocated', message: `resource ${slot.id} for lease ${leaseId}`, data: { resourceId: slot.id, leaseId } });
@@ -210,9 +229,10 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
             departed.push(r.lease_id);
             return 'skip';
           }
-          return competition.blocks(r) ? 'pass' : 'take';
+          return competition.blocks(r) || !fits(r.selector === null ? undefined : parseSelector(r.selector)) ? 'pass' : 'take';
         });
-        if (newcomer?.team === line.team && !competition.blocks(newcomer) && (!row || comesBefore(joining!, row))) candidates.push(newcomer);
+        if (newcomer?.team === line.team && !competition.blocks(newcomer) && fits(newcomer.selector) && (!row || comesBefore(joining!, row)))
+          candidates.push(newcomer);
         else if (row) candidates.push(candidateOf(row));
       }
       const chosen = pickNext(candidates, competition.uses, now, blueprint.priority_step_ms);
@@ -228,7 +248,8 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
       }
     }
     if (served.size > 0) forgetRequestingLeases(trx);
-    if (newcomer) joinedWhy = competition.describeBlock(newcomer);
+    if (newcomer)
+      joinedWhy = competition.describeBlock(newcomer) ?? (newcomer.selector && !fits(newcomer.selector) ? noMatch(newcomer.selector) : undefined);
   }
 
   const leaving = [...departed, ...servedRows, ...(joining && served.has(joining.leaseId) && joinedHasRow ? [joining.leaseId] : [])];
@@ -394,6 +415,7 @@ const LINE_COLUMNS = [
   'l.state',
   'l.priority',
   'l.created_at as requested_at',
+  'l.selector',
 ] as const;
 
 /** Whether the blueprint's line has any row (a lease that left it included: serving removes it). */
@@ -464,8 +486,26 @@ async function countAhead(trx: Db, blueprintId: number, joining: Joining): Promi
 interface Slot {
   readonly id: number;
   free: number;
+  /** Its labels (the blueprint's over its driver's); undefined for one made here, whose driver has not reported yet. */
+  readonly labels: Labels | undefined;
   /** The lease a resource was made for here. */
   readonly madeFor?: number;
+}
+
+/** Why a lease with a selector waits while the blueprint has room for others. */
+const noMatch = (selector: Selector) => `no free slot, and no resource it may make, matches its selector ${formatSelector(selector)}`;
+
+/**
+ * Whether a resource the blueprint would make may match a selector: its
+ * labels are the blueprint's over what its driver may report
+ * (DriverFactory.possibleLabels). Settings are read once per decision.
+ */
+function newResourceMayMatch(blueprint: BlueprintRow): (selector: Selector) => boolean {
+  let possible: readonly Labels[] | undefined | null = null;
+  return (selector) => {
+    if (possible === null) possible = driverFactory(blueprint.driver).possibleLabels?.(validateDriverSettings(blueprint.driver, blueprint.settings));
+    return whyNeverMatches(selector, blueprint.labels as Labels, possible) === undefined;
+  };
 }
 
 /**
@@ -481,19 +521,22 @@ const promisedInStep = perStep(() => new Map<number, number>());
  * its lease gone offers the slot to the line again) and to those this step
  * sends (`promised`).
  */
-async function freeSlots(trx: Db, blueprintId: number, promised: ReadonlyMap<number, number>): Promise<Slot[]> {
+async function freeSlots(trx: Db, blueprint: BlueprintRow, promised: ReadonlyMap<number, number>): Promise<Slot[]> {
   const rows = await trx
     .selectFrom('resources as r')
     .select([
       'r.id',
+      'r.labels',
       sql<number>`r.capacity - r.used_slots - (
         select count(*) from commands c
         where c.target_kind = 'resource' and c.target_id = r.id and c.kind = 'acquire' and c.status in ('queued', 'running'))::int`.as('free'),
     ])
-    .where('r.blueprint_id', '=', blueprintId)
+    .where('r.blueprint_id', '=', blueprint.id)
     .where('r.state', '=', (eb) => eb.fn.any(eb.val(statesWith('resource', 'grantsSlots'))))
     .whereRef('r.used_slots', '<', 'r.capacity')
     .orderBy('r.id')
     .execute();
-  return rows.map((r) => ({ id: r.id, free: r.free - (promised.get(r.id) ?? 0) })).filter((r) => r.free > 0);
+  return rows
+    .map((r) => ({ id: r.id, free: r.free - (promised.get(r.id) ?? 0), labels: resourceLabels(r.labels, blueprint.labels) }))
+    .filter((r) => r.free > 0);
 }

@@ -12,6 +12,8 @@ export interface RequestingLease {
   readonly priority: number;
   readonly team: string;
   readonly holder: string;
+  /** Canonical selector text, or null. */
+  readonly selector: string | null;
   readonly making: number | null;
 }
 
@@ -66,7 +68,7 @@ export function forgetRequestingLeases(trx: Db): void {
 function readLeases(trx: Db, ids: readonly number[]) {
   return trx
     .selectFrom('leases as l')
-    .select(['l.id', 'l.state', 'l.resource_id', 'l.created_at', 'l.priority', 'l.team', 'l.holder'])
+    .select(['l.id', 'l.state', 'l.resource_id', 'l.created_at', 'l.priority', 'l.team', 'l.holder', 'l.selector'])
     .select((eb) =>
       eb
         .selectFrom('resources as r')

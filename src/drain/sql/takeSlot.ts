@@ -5,7 +5,7 @@ import type { Db } from '../../db/Database.ts';
 /** What a resource found when a lease asked it for a slot, and the slot it took for the lease, if it took one. */
 export interface SlotTaken {
   /** The lease's state and resource as the statement read them (undefined: no such lease). */
-  readonly lease: { readonly state: string; readonly resourceId: number | null } | undefined;
+  readonly lease: { readonly state: string; readonly resourceId: number | null; readonly selector: string | null } | undefined;
   /** The resource on which the lease already holds a slot, if it does. */
   readonly heldOn: number | undefined;
   /** The lowest free slot, now the lease's; undefined when any check above, or a full resource, refused it. */
@@ -21,14 +21,25 @@ export interface SlotTaken {
  * here is still free at the insert; the lease's row is written only by the
  * lease's drain, which a pending lease's acquire does not wait for (a lease
  * released meanwhile finds its grant and gives the slot back).
+ *
+ * A lease with a selector is not given a slot until the caller has matched
+ * it against the resource's labels (`selectorMatched`): it answers the
+ * selector, and the caller asks again once it matches (the common lease,
+ * with none, still takes one round trip).
  */
-export async function takeSlot(trx: Db, resource: ResourceRow, leaseId: number): Promise<SlotTaken> {
-  const { rows } = await sql<{ lease_state: string | null; lease_resource: number | null; held_on: number | null; slot: number | null }>`
-    with lease as (select state, resource_id from leases where id = ${leaseId}),
+export async function takeSlot(trx: Db, resource: ResourceRow, leaseId: number, selectorMatched = false): Promise<SlotTaken> {
+  const { rows } = await sql<{
+    lease_state: string | null;
+    lease_resource: number | null;
+    lease_selector: string | null;
+    held_on: number | null;
+    slot: number | null;
+  }>`
+    with lease as (select state, resource_id, selector from leases where id = ${leaseId}),
     held as (select resource_id from resource_slots where lease_id = ${leaseId}),
     wanted as (
       select 1 from lease where state = 'pending' and resource_id is null and not exists (select 1 from held)
-        and ${resource.used_slots}::int < ${resource.capacity}::int
+        and ${resource.used_slots}::int < ${resource.capacity}::int and (selector is null or ${selectorMatched})
     ),
     taken as (
       insert into resource_slots (resource_id, slot, lease_id)
@@ -39,13 +50,15 @@ export async function takeSlot(trx: Db, resource: ResourceRow, leaseId: number):
        where free.slot is not null
       returning slot
     )
-    select (select state from lease) as lease_state, (select resource_id from lease) as lease_resource,
+    select (select state from lease) as lease_state, (select resource_id from lease) as lease_resource, (select selector from lease) as lease_selector,
            (select resource_id from held) as held_on, (select slot from taken) as slot
   `.execute(trx);
   const row = rows[0]!;
   return {
     lease:
-      row.lease_state === null ? undefined : { state: row.lease_state, resourceId: row.lease_resource === null ? null : Number(row.lease_resource) },
+      row.lease_state === null
+        ? undefined
+        : { state: row.lease_state, resourceId: row.lease_resource === null ? null : Number(row.lease_resource), selector: row.lease_selector },
     heldOn: row.held_on === null ? undefined : Number(row.held_on),
     slot: row.slot ?? undefined,
   };

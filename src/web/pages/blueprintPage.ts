@@ -11,7 +11,7 @@ import { listResources } from '../../read/resources.ts';
 import { readUsage } from '../../read/usage.ts';
 import { LIVE } from '../../read/stateFilter.ts';
 import { cancelButton, commandButtons } from '../buttons.ts';
-import { attributeList, objectLink, orDash, stateBadge, stateCounts, when } from '../format.ts';
+import { attributeList, labelList, objectLink, orDash, stateBadge, stateCounts, when } from '../format.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
@@ -52,6 +52,7 @@ ${renderNotice(query)}
   <dt>Limits</dt><dd>${blueprint.min_resources}–${blueprint.max_resources} resources, ${blueprint.leases_per_resource} lease(s) each; ${idle}</dd>
   <dt>Checks</dt><dd>${blueprint.check_interval_ms === null ? 'none: resources are trusted as made' : `each resource every ${blueprint.check_interval_ms / 1000} s`}</dd>
   <dt>Priorities</dt><dd>${describePriorityStep(blueprint.priority_step_ms)}</dd>
+  <dt>Labels</dt><dd>${labelList(blueprint.labels)}</dd>
   <dt>Cleaning</dt><dd>${blueprint.clean_between_leases ? `each slot between leases; a resource is quarantined after ${blueprint.clean_attempts} failed cleaning(s) in a row` : 'none'}</dd>
   <dt>Resources</dt><dd>${stateCounts('resource', blueprint.resourcesByState, (s) => `/resources?blueprint=${blueprint.id}&state=${s}`)}
     <span class="muted">(${blueprint.live_resources} of at most ${blueprint.max_resources} live)</span></dd>

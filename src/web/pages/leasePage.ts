@@ -46,6 +46,7 @@ ${renderNotice(query)}
       : ''
   }
   <dt>Priority</dt><dd>${lease.priority}</dd>
+  <dt>Selector</dt><dd>${lease.selector === null ? orDash(null) : html`<code>${lease.selector}</code>`}</dd>
   <dt>Team</dt><dd><a href="/teams#team-${lease.team}">${lease.team}</a></dd>
   <dt>Holder</dt><dd>${lease.holder}</dd>
   <dt>Blueprint</dt><dd>${namedLink('blueprint', lease.blueprint_id, lease.blueprint_name)}</dd>

@@ -3,11 +3,12 @@ import { z } from 'zod';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
+import { resourceLabels } from '../../domain/labels.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { readResourceDetail } from '../../read/resources.ts';
 import { targetState } from '../../read/targetState.ts';
 import { cancelButton, commandButtons } from '../buttons.ts';
-import { attributeList, namedLink, objectLink, orDash, stateFields, stateHeading, when } from '../format.ts';
+import { attributeList, labelList, namedLink, objectLink, orDash, stateFields, stateHeading, when } from '../format.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
@@ -36,6 +37,7 @@ ${renderNotice(query)}
   <dt>Idle since</dt><dd>${when(resource.idle_since)}</dd>
   <dt>Health</dt><dd>${resource.health === null ? html`<span class="muted">never checked</span>` : html`${resource.health}${resource.health_message ? ` (${resource.health_message})` : ''}, checked ${when(resource.checked_at)}`}</dd>
   <dt>Attributes</dt><dd>${attributeList(resource.attributes)}</dd>
+  <dt>Labels</dt><dd>${labelList(resourceLabels(resource.labels, resource.blueprint_labels))}</dd>
   <dt>Message</dt><dd>${orDash(resource.message)}</dd>
   <dt>Created</dt><dd>${when(resource.created_at)}</dd>
   <dt>Updated</dt><dd>${when(resource.updated_at)}</dd>
