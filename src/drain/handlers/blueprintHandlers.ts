@@ -10,7 +10,7 @@ import { done, failed, type CommandHandler, type FollowUp, type HandlerContext, 
 import { requestingLease } from '../reads/requestingLease.ts';
 import { placeInLine } from '../../domain/priority.ts';
 import { parseSelector } from '../../domain/labels.ts';
-import { type Joining, type LineCount, type Serving, serveWaitingLine } from './waitingLine.ts';
+import { type Joining, type LineCount, type Serving, servedInStep, serveWaitingLine } from './waitingLine.ts';
 
 /**
  * What one command decides, on the blueprint's locked row, before the
@@ -122,6 +122,12 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
         }),
         lineAsItWas: true,
       };
+    }
+    // Sent to a resource already (a request that crossed the decision that
+    // served it): the resource's answer decides; a refusal asks again.
+    const sentTo = lease.sentTo ?? servedInStep(trx, leaseId);
+    if (sentTo !== undefined && sentTo !== null) {
+      return { ...done<'blueprint'>(`lease ${leaseId} was already sent to resource ${sentTo}`), lineAsItWas: true };
     }
     return {
       ...done<'blueprint'>(`lease ${leaseId} needs a slot`),

@@ -189,6 +189,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     if (!slot) return;
     slot.free--;
     promised.set(slot.id, (promised.get(slot.id) ?? 0) + 1);
+    sentInStep(trx).set(leaseId, slot.id);
     countPromised(trx, { team: lease.team, holder: lease.holder, blueprintId: blueprint.id });
     const made = slot.madeFor === leaseId;
     const count = `${live} of ${blueprint.max_resources}`;
@@ -514,6 +515,14 @@ function newResourceMayMatch(blueprint: BlueprintRow): (selector: Selector) => b
  * blueprint's decisions must not promise a slot twice.
  */
 const promisedInStep = perStep(() => new Map<number, number>());
+
+/** The leases this step's decisions sent to resources, and where: their acquires are not written until the step commits. */
+const sentInStep = perStep(() => new Map<number, number>());
+
+/** The resource a decision of this step sent `leaseId` to, if one did. */
+export function servedInStep(trx: Db, leaseId: number): number | undefined {
+  return sentInStep(trx).get(leaseId);
+}
 
 /**
  * The blueprint's resources that grant slots (active ones) with free slots, less the slots already

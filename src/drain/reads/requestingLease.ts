@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { CommandRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import { COMMAND_KINDS } from '../../domain/commandKinds.ts';
@@ -15,6 +16,8 @@ export interface RequestingLease {
   /** Canonical selector text, or null. */
   readonly selector: string | null;
   readonly making: number | null;
+  /** A resource it was sent to whose acquire is still on its way (read when the lease is). */
+  readonly sentTo: number | null;
 }
 
 /** The leases read in the step since the line was last served, by id. */
@@ -77,6 +80,17 @@ function readLeases(trx: Db, ids: readonly number[]) {
         .where('r.state', 'in', ['pending', 'active'])
         .limit(1)
         .as('making'),
+    )
+    .select((eb) =>
+      eb
+        .selectFrom('commands as c')
+        .select('c.target_id')
+        .where('c.target_kind', '=', 'resource')
+        .where('c.kind', '=', 'acquire')
+        .where('c.status', 'in', ['queued', 'running'])
+        .where(sql<boolean>`(c.payload->>'leaseId')::bigint = l.id`)
+        .limit(1)
+        .as('sentTo'),
     )
     .where('l.id', '=', (eb) => eb.fn.any(eb.val([...new Set(ids)])))
     .execute();
