@@ -61,9 +61,9 @@ export function formatJson(value: unknown): string {
   return value === null || value === undefined ? NONE : JSON.stringify(value);
 }
 
-/** Labels as "gpu=a100, os=linux", or NONE. */
+/** Labels as "gpu=a100, os=linux" (by key: stored as jsonb, their order is not the one given), or NONE. */
 export function formatLabels(labels: Readonly<Record<string, string>>): string {
-  const pairs = Object.entries(labels);
+  const pairs = Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1));
   return pairs.length === 0 ? NONE : pairs.map(([key, value]) => `${key}=${value}`).join(', ');
 }
 

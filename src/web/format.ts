@@ -51,7 +51,7 @@ export function attributeList(attributes: unknown): SafeHtml {
 
 /** Labels as key=value chips, or a dash. */
 export function labelList(labels: unknown): SafeHtml {
-  const entries = Object.entries((labels as Record<string, string> | null) ?? {});
+  const entries = Object.entries((labels as Record<string, string> | null) ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
   if (entries.length === 0) return html`<span class="muted">—</span>`;
   return html`<ul class="attributes">${entries.map(([key, value]) => html`<li><code>${key}=${value}</code></li>`)}</ul>`;
 }
