@@ -2,8 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import type { Db } from '../db/Database.ts';
 import { statesAccepting } from '../domain/lifecycle.ts';
-import { matches } from '../domain/labels.ts';
-import { LabelsSchema } from '../domain/labels.ts';
+import { LabelsSchema, matches, resourceLabels } from '../domain/labels.ts';
 import {
   type Driver,
   type DriverFactory,
@@ -23,8 +22,13 @@ const Entry = z
     slots: z.number().int().min(1).max(10_000).default(1),
     /** Copied into its resource's and its leases' attributes (an address, a port...). */
     attributes: z.record(z.string(), z.json()).default({}),
-    /** Its resource's labels (the blueprint's go over them), which lease selectors are matched against. */
-    labels: LabelsSchema.default({}),
+    /**
+     * Its resource's labels (the blueprint's go over them), which lease
+     * selectors are matched against. No default filled in: an entry's
+     * definition is compared with the one its resource claimed, and an
+     * entry claimed before labels existed has none.
+     */
+    labels: LabelsSchema.optional(),
   })
   .strict();
 type Entry = z.infer<typeof Entry>;
@@ -102,7 +106,9 @@ async function definitionOf(services: DriverServices, text: string, values: unkn
  */
 async function claimEntry(services: DriverServices, call: ResourceCall, settings: Settings): Promise<Entry> {
   const { selector } = call.resource;
-  const preferred = selector ? settings.entries.filter((e) => matches(selector, { ...e.labels, ...call.blueprint.labels })).map((e) => e.name) : [];
+  const preferred = selector
+    ? settings.entries.filter((e) => matches(selector, resourceLabels(e.labels ?? {}, call.blueprint.labels))).map((e) => e.name)
+    : [];
   for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
     const entry =
       (await definitionOf(services, OWN_CLAIM, [call.resource.id])) ??
@@ -128,7 +134,7 @@ export const StaticPoolDriver: DriverFactory<Settings> = {
   name: 'static-pool',
   description: 'a fixed list of named entries (hosts...) from the settings, each with its own number of lease slots',
   settingsSchema: Settings,
-  possibleLabels: (settings) => settings.entries.map((e) => e.labels),
+  possibleLabels: (settings) => settings.entries.map((e) => e.labels ?? {}),
   create(settings, services) {
     const probe = settings.probe
       ? ExecDriver.create(

@@ -20,7 +20,9 @@ test('healthz, readyz and the OpenAPI document answer without a token', async ()
   expect(doc.status).toBe(200);
   expect(doc.body.openapi).toBe('3.1.0');
   const create = doc.body.paths['/v1/leases'].post;
-  expect(create.requestBody.content['application/json'].schema.required).toEqual(['blueprint']);
+  // A blueprint, a selector or both: neither field is required alone.
+  expect(create.requestBody.content['application/json'].schema.required).toBeUndefined();
+  expect(Object.keys(create.requestBody.content['application/json'].schema.properties)).toEqual(expect.arrayContaining(['blueprint', 'selector']));
   expect(create.requestBody.content['application/json'].schema.additionalProperties).toBe(false);
   expect(doc.body.paths['/v1/leases/{id}/commands'].post.parameters.map((p: { name: string }) => p.name).sort()).toEqual([
     'Idempotency-Key',

@@ -102,7 +102,7 @@ test('blueprint limits, disable and enable change the blueprint as the API does,
   const none = await env.cli('blueprint', 'limits', 'dirs');
   expect(none.code).toBe(2);
   expect(none.stderr).toBe(
-    'error: give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>\n',
+    'error: give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --label <key=value>\n',
   );
 
   const disabled = await env.cli('blueprint', 'disable', 'dirs');
