@@ -186,7 +186,9 @@ export const StaticPoolDriver: DriverFactory<Settings> = {
     const retire = claims.flatMap((claim) => {
       const now = wanted.get(claim.entry);
       if (!now) return [{ resourceId: claim.id, reason: `entry "${claim.entry}" was removed from the settings` }];
-      if (!isDeepStrictEqual(now, claim.definition)) return [{ resourceId: claim.id, reason: `entry "${claim.entry}" was changed in the settings` }];
+      // The claim holds the entry as it was written; compared as read, so a default written out or left out is no change.
+      if (!isDeepStrictEqual(now, Entry.parse(claim.definition)))
+        return [{ resourceId: claim.id, reason: `entry "${claim.entry}" was changed in the settings` }];
       return [];
     });
     // Resources still waiting to claim an entry claim from these settings;

@@ -36,6 +36,13 @@ interface IdleRow {
  * broken or being reclaimed, and destroyed ones the blueprint has not yet
  * counted out). When the reclaimed resource is destroyed, the blueprint
  * makes a new one for its oldest waiting lease.
+ *
+ * Only leases a new resource is sure to serve count: not those with a
+ * selector (an idle resource they do not match would be replaced by one
+ * they may not match either, a static pool's freed entry again, every
+ * pass), nor those of a team with a quota (a quota, not the room, may be
+ * what holds them back). They wait for a resource they match to free up,
+ * or for their quota (docs/known-limits.md).
  */
 async function forWaitingLeases(pass: GcPass): Promise<Candidate[]> {
   const graceEnd = sql`now() - make_interval(secs => ${pass.settings.idleGraceMs / 1000}::float8)`;
@@ -43,7 +50,8 @@ async function forWaitingLeases(pass: GcPass): Promise<Candidate[]> {
     with full_blueprints as (
       select b.id, b.name, b.max_resources,
         (select count(*) from blueprint_waiters w join leases l on l.id = w.lease_id
-          where w.blueprint_id = b.id and l.state = 'pending')::int as waiting,
+          where w.blueprint_id = b.id and l.state = 'pending' and l.selector is null
+            and not exists (select 1 from quotas q where q.team = l.team))::int as waiting,
         ((select count(*) from resources r
            where r.blueprint_id = b.id and (r.state in ('released', 'broken') or (r.state in ('pending', 'active') and ${going})))
          + (select count(*) from commands c

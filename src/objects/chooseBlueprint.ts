@@ -17,8 +17,9 @@ export function whyBlueprintNeverMatches(blueprint: Pick<BlueprintRow, 'driver' 
  * The blueprint a lease that names only a selector goes to
  * (docs/scheduling.md#labels-and-selectors): among the blueprints that take
  * leases and whose resources may match it, the one with the most free slots
- * it matches now; else one that may still make a resource; else the one
- * with the fewest leases waiting; then the oldest. Answers it with why, for
+ * it matches now; else one whose resources are known to match (declared
+ * labels, not a program's answer); then one that may still make a
+ * resource; then the one with the fewest leases waiting; then the oldest. Answers it with why, for
  * the lease's `created` event. Refuses (400) a selector no such blueprint can
  * ever match, saying why for each.
  */
@@ -56,11 +57,16 @@ export async function chooseBlueprint(db: Db, selector: Selector): Promise<{ id:
     .execute();
   const ranked = candidates.map((b) => ({
     b,
+    // Known to match a resource it may make (its labels are declared), rather than only not known not to (a program's).
+    certain: driverFactory(b.driver).possibleLabels !== undefined || selector.every((r) => Object.hasOwn(b.labels as Labels, r.key)),
     free: free.filter((r) => r.blueprint_id === b.id && matches(selector, resourceLabels(r.labels, b.labels))).reduce((n, r) => n + r.free, 0),
     mayMake: b.live_resources < b.max_resources,
     waiting: waiting.find((w) => w.blueprint_id === b.id)?.n ?? 0,
   }));
-  ranked.sort((x, y) => y.free - x.free || Number(y.mayMake) - Number(x.mayMake) || x.waiting - y.waiting || x.b.id - y.b.id);
+  ranked.sort(
+    (x, y) =>
+      y.free - x.free || Number(y.certain) - Number(x.certain) || Number(y.mayMake) - Number(x.mayMake) || x.waiting - y.waiting || x.b.id - y.b.id,
+  );
   const best = ranked[0]!;
   const because =
     best.free > 0

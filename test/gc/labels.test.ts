@@ -64,6 +64,10 @@ test("a static pool makes the entry a lease's selector matches; a waiting lease 
   expect((await lease(secondT4)).state).toBe('pending');
   await release(plain);
   expect((await lease(secondT4)).state).toBe('pending');
+  // The collector does not reclaim c, idle at a full blueprint, for a lease its replacement would not match either.
+  await hand.pass();
+  const reclaims = await db().selectFrom('commands').select('id').where('kind', '=', 'reclaim').execute();
+  expect(reclaims).toEqual([]);
   const any = await request('hosts');
   await hand.all();
   expect((await lease(any)).state).toBe('active');
