@@ -100,10 +100,15 @@ interface LineRow {
   readonly priority: number;
   readonly requested_at: Date;
   readonly selector: string | null;
+  /** `selector` read, once, as the row is. */
+  readonly needs: Selector | undefined;
 }
 
+/** A row as the line's reads answer it, its selector read. */
+const withNeeds = (row: Omit<LineRow, 'needs'>): LineRow => ({ ...row, needs: row.selector === null ? undefined : parseSelector(row.selector) });
+
 /** A lease that may be served next: the joining lease, or a row of the line. */
-type Candidate = FairCandidate & { readonly holder: string; readonly selector?: Selector; readonly row?: LineRow };
+type Candidate = FairCandidate & { readonly holder: string; readonly selector?: Selector };
 
 const candidateOf = (row: LineRow): Candidate => ({
   leaseId: row.lease_id,
@@ -112,8 +117,7 @@ const candidateOf = (row: LineRow): Candidate => ({
   since: row.since,
   requestedAt: row.requested_at,
   priority: row.priority,
-  ...(row.selector === null ? {} : { selector: parseSelector(row.selector) }),
-  row,
+  ...(row.needs === undefined ? {} : { selector: row.needs }),
 });
 
 /**
@@ -159,8 +163,8 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const served = new Map<number, string>();
   const events: Serving['events'][number][] = [];
   const followUps: FollowUp[] = [];
-  const promised = promisedInStep(trx);
-  const slots = await freeSlots(trx, blueprint, promised);
+  const sent = sentInStep(trx);
+  const slots = await freeSlots(trx, blueprint, sent);
   const mayMake = () => blueprint.state === 'enabled' && live < blueprint.max_resources;
   const hasRoom = () => slots.some((s) => s.free > 0) || mayMake();
   const newMayMatch = newResourceMayMatch(blueprint);
@@ -188,8 +192,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     }
     if (!slot) return;
     slot.free--;
-    promised.set(slot.id, (promised.get(slot.id) ?? 0) + 1);
-    sentInStep(trx).set(leaseId, slot.id);
+    sent.set(leaseId, slot.id);
     countPromised(trx, { team: lease.team, holder: lease.holder, blueprintId: blueprint.id });
     const made = slot.madeFor === leaseId;
     const count = `${live} of ${blueprint.max_resources}`;
@@ -215,7 +218,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     const now = Date.now();
     const competition = await readCompetition(trx, blueprint, joining);
     const lines = competition.lines;
-    let newcomer: Candidate | undefined = joining && { ...joining, row: undefined };
+    let newcomer: Candidate | undefined = joining;
     while (hasRoom()) {
       const candidates: Candidate[] = [];
       for (const line of lines.values()) {
@@ -230,7 +233,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
             departed.push(r.lease_id);
             return 'skip';
           }
-          return competition.blocks(r) || !fits(r.selector === null ? undefined : parseSelector(r.selector)) ? 'pass' : 'take';
+          return competition.blocks(r) || !fits(r.needs) ? 'pass' : 'take';
         });
         if (newcomer?.team === line.team && !competition.blocks(newcomer) && fits(newcomer.selector) && (!row || comesBefore(joining!, row)))
           candidates.push(newcomer);
@@ -297,8 +300,8 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
   // A lease asking at an empty line has nobody to be weighed against: with
   // no quota to mind either, it is served without counting anything, and the
   // most common decision keeps to two reads.
-  const alone = heads.length === 0;
-  const atBlueprint = alone && quotas.length === 0 ? [] : await countedAtBlueprint(trx, blueprint.id);
+  const lineWasEmpty = heads.length === 0;
+  const atBlueprint = lineWasEmpty && quotas.length === 0 ? [] : await countedAtBlueprint(trx, blueprint.id);
   const lines = new Map<string, TeamLine>();
   for (const row of heads) {
     const line = lines.get(row.team) ?? new TeamLine(row.team, (after) => teamPage(trx, blueprint.id, row.team, after));
@@ -311,7 +314,7 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
   const overall = overallTeams.length > 0 ? await countedOverall(trx, overallTeams) : [];
   const competing = new Set([...lines.keys(), ...atBlueprint.map((c) => c.team)]);
   // Weights weigh candidates against each other; alone, there are none to weigh.
-  const weights = alone
+  const weights = lineWasEmpty
     ? [...competing].map((name) => ({ name, weight: 1 }))
     : await trx
         .selectFrom('teams')
@@ -331,7 +334,7 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
     lines,
     uses,
     capacity: blueprint.max_resources * blueprint.leases_per_resource,
-    lineWasEmpty: heads.length === 0,
+    lineWasEmpty,
     blocks: (lease) => reached(lease) !== undefined,
     describeBlock(lease) {
       const hit = reached(lease);
@@ -444,7 +447,8 @@ function teamHeads(trx: Db, blueprintId: number): Promise<LineRow[]> {
       (join) => join.onTrue(),
     )
     .selectAll('h')
-    .execute();
+    .execute()
+    .then((rows) => rows.map(withNeeds));
 }
 
 /** A team's rows after `after`, in the order of their places. */
@@ -459,7 +463,8 @@ function teamPage(trx: Db, blueprintId: number, team: string, after: LineRow | u
     .orderBy('w.since')
     .orderBy('w.lease_id')
     .limit(PAGE)
-    .execute();
+    .execute()
+    .then((rows) => rows.map(withNeeds));
 }
 
 /** How many leases wait at the blueprint, counted up to COUNT_CAP. */
@@ -510,13 +515,11 @@ function newResourceMayMatch(blueprint: BlueprintRow): (selector: Selector) => b
 }
 
 /**
- * The slots each resource has been promised by decisions of this step (an
- * acquire sent), which its commit has not written yet: a run of the
- * blueprint's decisions must not promise a slot twice.
+ * The leases this step's decisions sent to resources, and where: their
+ * acquires are not written until the step commits, so a run of the
+ * blueprint's decisions counts from this the slots it has promised (not
+ * to promise one twice), and a lease's request is not served twice.
  */
-const promisedInStep = perStep(() => new Map<number, number>());
-
-/** The leases this step's decisions sent to resources, and where: their acquires are not written until the step commits. */
 const sentInStep = perStep(() => new Map<number, number>());
 
 /** The resource a decision of this step sent `leaseId` to, if one did. */
@@ -528,9 +531,11 @@ export function servedInStep(trx: Db, leaseId: number): number | undefined {
  * The blueprint's resources that grant slots (active ones) with free slots, less the slots already
  * promised to acquires still in their queues (a resource whose acquire finds
  * its lease gone offers the slot to the line again) and to those this step
- * sends (`promised`).
+ * sent a lease to (`sent`).
  */
-async function freeSlots(trx: Db, blueprint: BlueprintRow, promised: ReadonlyMap<number, number>): Promise<Slot[]> {
+async function freeSlots(trx: Db, blueprint: BlueprintRow, sent: ReadonlyMap<number, number>): Promise<Slot[]> {
+  const promised = new Map<number, number>();
+  for (const resourceId of sent.values()) promised.set(resourceId, (promised.get(resourceId) ?? 0) + 1);
   const rows = await trx
     .selectFrom('resources as r')
     .select([
