@@ -4,8 +4,7 @@ import type { LeaseRow } from '../../migrations/schema.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { matches, parseSelector, resourceLabels } from '../../src/domain/labels.ts';
-import { waitFor } from '../helpers/waitFor.ts';
-import { releaseLease, tester, waitForQuietQueues } from './support/fixtures.ts';
+import { holdAndRelease, tester, waitForQuietQueues } from './support/fixtures.ts';
 import { clusterForThisFile } from './support/testCluster.ts';
 
 // Selectors with two worker processes and random delays in the drain:
@@ -20,7 +19,6 @@ test('no lease is ever granted a slot its selector does not match, while leases 
   await createBlueprint(db, { name: 'gpus', driver: 'static-pool', maxResources: 6, labels: { os: 'linux' }, settings: { entries } }, tester);
   const selectors = ['gpu=a100', 'gpu=t4, os=linux', undefined];
   const leases: LeaseRow[] = [];
-  const released = new Set<number>();
   const requests = Array.from({ length: 60 }, (_, i) => selectors[i % 3]);
   let requesting = true;
   const requester = (async () => {
@@ -30,20 +28,11 @@ test('no lease is ever granted a slot its selector does not match, while leases 
     }
     requesting = false;
   })();
-  await waitFor(
-    'every lease served and destroyed',
-    async () => {
-      const rows = await db
-        .selectFrom('leases')
-        .select(['id', 'state'])
-        .where('id', 'in', leases.length ? leases.map((l) => l.id) : [0])
-        .execute();
-      for (const lease of rows.filter((l) => l.state === 'active' && !released.has(l.id))) {
-        released.add(lease.id);
-        setTimeout(() => void releaseLease(db, lease.id), Math.random() * 150);
-      }
-      return !requesting && rows.length === requests.length && rows.every((l) => l.state === 'destroyed');
-    },
+  await holdAndRelease(
+    db,
+    () => leases.map((l) => l.id),
+    () => Math.random() * 150,
+    () => !requesting,
     120_000,
   );
   await requester;

@@ -5,49 +5,10 @@ import type { Db } from '../../src/db/Database.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { waitFor } from '../helpers/waitFor.ts';
-import { releaseLease, simulatedBlueprint, tester, waitForQuietQueues } from './support/fixtures.ts';
+import { holdAndRelease, releaseLease, serveOrder, simulatedBlueprint, tester, waitForQuietQueues } from './support/fixtures.ts';
 import { clusterForThisFile } from './support/testCluster.ts';
 
 const cluster = clusterForThisFile({ workers: 2, poolSize: 10, env: { SLIPWAY_CHAOS_DRAIN_DELAY_MS: '10' } });
-
-/** The leases of `ids` in the order their blueprint first sent each to a resource (its acquire). */
-async function serveOrder(db: Db, ids: readonly number[]): Promise<number[]> {
-  const acquires = await db
-    .selectFrom('commands')
-    .select(['id', 'payload'])
-    .where('target_kind', '=', 'resource')
-    .where('kind', '=', 'acquire')
-    .orderBy('id')
-    .execute();
-  const wanted = new Set(ids);
-  const order: number[] = [];
-  for (const { payload } of acquires) {
-    const leaseId = (payload as { leaseId: number }).leaseId;
-    if (wanted.has(leaseId) && !order.includes(leaseId)) order.push(leaseId);
-  }
-  return order;
-}
-
-/** Releases each lease of `ids` once it is active (after `holdMs`), as a holder done with it would, until all are destroyed. */
-async function holdAndRelease(db: Db, ids: () => readonly number[], holdMs: number, until: () => boolean = () => true): Promise<void> {
-  const released = new Set<number>();
-  await waitFor(
-    'every lease served and destroyed',
-    async () => {
-      const rows = await db
-        .selectFrom('leases')
-        .select(['id', 'state'])
-        .where('id', 'in', [...ids()])
-        .execute();
-      for (const lease of rows.filter((l) => l.state === 'active' && !released.has(l.id))) {
-        released.add(lease.id);
-        setTimeout(() => void releaseLease(db, lease.id), holdMs);
-      }
-      return until() && rows.every((l) => l.state === 'destroyed');
-    },
-    120_000,
-  );
-}
 
 test('slots freed by concurrent releases go to the waiters by priority, then request order', async () => {
   const db = cluster.database.db;
@@ -69,7 +30,11 @@ test('slots freed by concurrent releases go to the waiters by priority, then req
   });
 
   await Promise.all(holderIds.map((id) => releaseLease(db, id)));
-  await holdAndRelease(db, () => waiterIds, 20);
+  await holdAndRelease(
+    db,
+    () => waiterIds,
+    () => 20,
+  );
   await waitForQuietQueues(db);
 
   const expected = [...waiters]
@@ -104,8 +69,9 @@ test('nothing starves: a priority-0 lease is served while priority-9 leases floo
   await holdAndRelease(
     db,
     () => [...flood.map((l) => l.id), ...(patient ? [patient.id] : [])],
-    400,
+    () => 400,
     () => !flooding,
+    120_000,
   );
   await flooder;
   await waitForQuietQueues(db);

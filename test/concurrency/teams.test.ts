@@ -7,7 +7,7 @@ import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { setQuota, setTeam } from '../../src/objects/teams.ts';
 import { waitFor } from '../helpers/waitFor.ts';
-import { releaseLease, simulatedBlueprint, tester, waitForQuietQueues } from './support/fixtures.ts';
+import { holdAndRelease, serveOrder, simulatedBlueprint, tester, waitForQuietQueues } from './support/fixtures.ts';
 import { clusterForThisFile } from './support/testCluster.ts';
 
 // Fair share and quotas with two worker processes and random delays in the
@@ -45,27 +45,6 @@ function sampler(db: Db) {
   };
 }
 
-/** Releases each lease of `ids()` once active, after a random hold up to `holdMs`, until `until()` and all are destroyed. */
-async function holdAndRelease(db: Db, ids: () => readonly number[], holdMs: number, until: () => boolean): Promise<void> {
-  const released = new Set<number>();
-  await waitFor(
-    'every lease served and destroyed',
-    async () => {
-      const rows = await db
-        .selectFrom('leases')
-        .select(['id', 'state'])
-        .where('id', 'in', [...ids()])
-        .execute();
-      for (const lease of rows.filter((l) => l.state === 'active' && !released.has(l.id))) {
-        released.add(lease.id);
-        setTimeout(() => void releaseLease(db, lease.id), Math.random() * holdMs);
-      }
-      return until() && rows.every((l) => l.state === 'destroyed');
-    },
-    180_000,
-  );
-}
-
 const sum = (rows: ReadonlyArray<{ n: number }>) => rows.reduce((n, r) => n + r.n, 0);
 
 test('quotas per team, per holder and overall are never exceeded under concurrent requests and releases, and a raised one lets waiters in', async () => {
@@ -101,7 +80,7 @@ test('quotas per team, per holder and overall are never exceeded under concurren
   await holdAndRelease(
     db,
     () => leases.map((l) => l.id),
-    300,
+    () => Math.random() * 300,
     () => !requesting,
   );
   await requester;
@@ -174,7 +153,7 @@ test("a contended pool is shared by the teams' weights: a team of weight 3 holds
   await holdAndRelease(
     db,
     () => leases.map((l) => l.id),
-    200,
+    () => Math.random() * 200,
     () => !flooding,
   );
   await flooders;
@@ -220,14 +199,13 @@ test('nothing starves across teams: a light team’s priority-0 lease is served 
   await holdAndRelease(
     db,
     () => [...flood.map((l) => l.id), ...(patient ? [patient.id] : [])],
-    800,
+    () => Math.random() * 800,
     () => !flooding,
   );
   await flooder;
   await waitForQuietQueues(db);
 
-  const acquires = await db.selectFrom('commands').select(['payload']).where('kind', '=', 'acquire').orderBy('id').execute();
-  const order = [...new Set(acquires.map((a) => (a.payload as { leaseId: number }).leaseId))];
+  const order = await serveOrder(db, [...flood.map((l) => l.id), patient!.id]);
   const patientAt = order.indexOf(patient!.id);
   expect(patientAt).toBeGreaterThanOrEqual(0);
   // Across teams a tie of levels goes to the team below its share, so the

@@ -81,3 +81,55 @@ export function shuffle<T>(items: T[]): T[] {
   }
   return items;
 }
+
+/** The leases of `ids` in the order their blueprint first sent each to a resource (its acquire). */
+export async function serveOrder(db: Db, ids: readonly number[]): Promise<number[]> {
+  const acquires = await db
+    .selectFrom('commands')
+    .select(['id', 'payload'])
+    .where('target_kind', '=', 'resource')
+    .where('kind', '=', 'acquire')
+    .orderBy('id')
+    .execute();
+  const wanted = new Set(ids);
+  const order: number[] = [];
+  for (const { payload } of acquires) {
+    const leaseId = (payload as { leaseId: number }).leaseId;
+    if (wanted.has(leaseId) && !order.includes(leaseId)) order.push(leaseId);
+  }
+  return order;
+}
+
+/**
+ * Releases each lease of `ids()` once it is active, after `holdMs()`, as a
+ * holder done with it would, until `until()` and all of them are destroyed.
+ */
+export async function holdAndRelease(
+  db: Db,
+  ids: () => readonly number[],
+  holdMs: () => number,
+  until: () => boolean = () => true,
+  timeoutMs = 180_000,
+): Promise<void> {
+  const released = new Set<number>();
+  await waitFor(
+    'every lease served and destroyed',
+    async () => {
+      const wanted = ids();
+      const rows =
+        wanted.length === 0
+          ? []
+          : await db
+              .selectFrom('leases')
+              .select(['id', 'state'])
+              .where('id', 'in', [...wanted])
+              .execute();
+      for (const lease of rows.filter((l) => l.state === 'active' && !released.has(l.id))) {
+        released.add(lease.id);
+        setTimeout(() => void releaseLease(db, lease.id), holdMs());
+      }
+      return until() && rows.length === wanted.length && rows.every((l) => l.state === 'destroyed');
+    },
+    timeoutMs,
+  );
+}
