@@ -4,6 +4,7 @@ import type { DB } from '../../migrations/schema.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { EmbeddedDatabase } from './EmbeddedDatabase.ts';
+import { PreparingClient } from './PreparingClient.ts';
 
 // Object and command ids are bigint identities; they stay far below 2^53, so
 // this project's pools read int8 as a JS number. The override is per pool
@@ -44,7 +45,7 @@ export class Database {
    */
   static fromUrl(url: string, log: Logger, options: { poolSize?: number; keepConnections?: boolean } = {}, embedded?: EmbeddedDatabase): Database {
     const max = options.poolSize ?? 10;
-    const pool = new pg.Pool({ connectionString: url, max, min: options.keepConnections ? max : 0, types });
+    const pool = new pg.Pool({ connectionString: url, max, min: options.keepConnections ? max : 0, types, Client: PreparingClient });
     // An idle client losing its connection must not crash the process.
     pool.on('error', (error) => log.warn({ err: error }, 'idle database connection failed'));
     pool.on('connect', (client) => client.on('error', (error) => log.warn({ err: error }, 'database connection failed')));
@@ -76,6 +77,8 @@ export class Database {
 
   async close(): Promise<void> {
     await this.db.destroy();
+    // Kysely ends the pool only if it ran a query itself: one used only through `pool` is ended here.
+    if (!this.pool.ending) await this.pool.end();
     await this.embedded?.stop();
   }
 }

@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from './Database.ts';
+import { PREPARED_MARK } from './PreparingClient.ts';
 
 /**
  * Runs `select <expression>` as a transaction of its own that commits without
@@ -11,7 +12,8 @@ import type { Db } from './Database.ts';
  * statement is its own transaction, and the setting lasts until its commit.
  */
 export async function selectAsynchronously<T>(db: Db, expression: RawBuilder<T>): Promise<T> {
-  const { rows } = await sql<{ value: T }>`
+  // Prepared on each connection (PreparingClient): the wake-up signal after every append is one.
+  const { rows } = await sql<{ value: T }>`${sql.raw(PREPARED_MARK)}
     select ${expression} as value from (select set_config('synchronous_commit', 'off', true)) as asynchronous
   `.execute(db);
   return rows[0]!.value;

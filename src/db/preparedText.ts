@@ -74,15 +74,18 @@ function sqlLiteral(text: string): string {
 
 /**
  * A name from the statement's text: the same text is the same statement on
- * every connection. Remembered per text, as the drain's statements are few
- * and sent over and over.
+ * every connection. Its hash is remembered per text, as the drain's
+ * statements are few and sent over and over. `prefix` keeps apart the two
+ * ways a connection prepares: a PREPARE in a simple query (here) and a
+ * named statement of the protocol (PreparingClient) may hold the same text,
+ * and PostgreSQL refuses a second statement of a name it has.
  */
-const names = new Map<string, string>();
-function statementName(text: string): string {
-  let name = names.get(text);
-  if (name === undefined) {
-    name = `slipway_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
-    names.set(text, name);
+const hashes = new Map<string, string>();
+export function statementName(text: string, prefix: 'slipway' | 'slipway_named' = 'slipway'): string {
+  let hash = hashes.get(text);
+  if (hash === undefined) {
+    hash = createHash('sha1').update(text).digest('hex').slice(0, 20);
+    hashes.set(text, hash);
   }
-  return name;
+  return `${prefix}_${hash}`;
 }

@@ -1,0 +1,38 @@
+import pg from 'pg';
+import { statementName } from './preparedText.ts';
+
+/**
+ * The comment that, at the very start of a statement's text, has
+ * PreparingClient send it as a named prepared statement.
+ */
+export const PREPARED_MARK = '/* prepared */';
+
+/**
+ * The node-postgres client of this project's pools: a statement whose text
+ * starts with PREPARED_MARK is sent as a named prepared statement (parsed
+ * and planned once per connection, then only bound and executed); every
+ * other statement as before, unnamed. Kysely sends each query as text and
+ * parameters, so the mark in the text is how a query built with it asks.
+ *
+ * For hot statements that callers outside the drain send one at a time:
+ * an append from the CLI, the collector or a script, where parsing and
+ * planning the statement cost about a third of its server CPU (the drain
+ * and the API's batched appends prepare theirs in simple queries,
+ * preparedText.ts). A marked statement must name its result columns, never
+ * `*` or `(row).*`: PostgreSQL replans a prepared statement by itself when
+ * a table changes, but fails it if its result columns would change.
+ */
+export class PreparingClient extends pg.Client {
+  // biome-ignore lint/suspicious/noExplicitAny: node-postgres's query() has a dozen overloads; this forwards them all.
+  override query(config: any, values?: any, callback?: any): any {
+    if (typeof config === 'string' && config.startsWith(PREPARED_MARK)) {
+      const named: pg.QueryConfig = {
+        name: statementName(config, 'slipway_named'),
+        text: config,
+        values: typeof values === 'function' ? undefined : values,
+      };
+      return super.query(named, typeof values === 'function' ? values : callback);
+    }
+    return super.query(config, values, callback);
+  }
+}

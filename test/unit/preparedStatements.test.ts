@@ -1,0 +1,91 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { Database } from '../../src/db/Database.ts';
+import { createBlueprint } from '../../src/objects/createBlueprint.ts';
+import { createLease } from '../../src/objects/createLease.ts';
+import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { drainByHand } from '../helpers/drainByHand.ts';
+import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
+
+const alice = { issuedBy: 'alice@host', source: 'cli', reason: 'test' } as const;
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+
+// One connection, so every statement below runs on the connection that prepared the ones before.
+beforeAll(async () => {
+  database = await createTestDatabase({ poolSize: 1 });
+  await createBlueprint(database.db, { name: 'pool', driver: 'simulated', maxResources: 1, leasesPerResource: 100 }, alice);
+});
+afterAll(async () => database?.drop());
+
+/** The names of the statements prepared on the connection whose text starts with `start`. */
+const prepared = async (start: string) =>
+  (
+    await sql<{ name: string }>`select name from pg_prepared_statements where starts_with(statement, ${start}) order by name`.execute(database.db)
+  ).rows.map((r) => r.name);
+const APPEND = '/* prepared */ select f.part, f.object_state,';
+const CREATE_LEASE = '/* prepared */\n    with b as (';
+
+const newLease = async () => (await createLease(database.db, { blueprint: 'pool', holder: 'alice' }, alice)).lease;
+const release = async (id: number) => appendCommand(database.db, { target: { kind: 'lease', id }, kind: 'release', actor: alice });
+
+test('an append and a new lease from outside are each prepared once on their connection, then only executed', async () => {
+  const first = await newLease();
+  const firstRelease = await release(first.id);
+  const names = { append: await prepared(APPEND), createLease: await prepared(CREATE_LEASE) };
+  expect(names.append).toHaveLength(1);
+  expect(names.createLease).toHaveLength(1);
+  expect(names.append[0]).toMatch(/^slipway_named_[0-9a-f]{20}$/);
+
+  const second = await newLease();
+  const secondRelease = await release(second.id);
+  expect({ append: await prepared(APPEND), createLease: await prepared(CREATE_LEASE) }).toEqual(names);
+  expect(second).toMatchObject({ id: first.id + 1, state: 'pending', holder: 'alice', blueprint_name: 'pool' });
+  expect(secondRelease.command).toMatchObject({ id: expect.any(Number), kind: 'release', status: 'queued', issued_by: 'alice@host', source: 'cli' });
+  expect(secondRelease.command.id).toBeGreaterThan(firstRelease.command.id);
+});
+
+test('a migration while the process runs (columns added, the append function replaced) breaks neither prepared statement', async () => {
+  await release((await newLease()).id);
+  const before = { append: await prepared(APPEND), createLease: await prepared(CREATE_LEASE) };
+  expect(before.append).toHaveLength(1);
+  // As a later release's migrations might; the function replaced (as 0007, 0011 and 0021 did) makes PostgreSQL replan both statements.
+  await sql`alter table commands add column added_later text`.execute(database.db);
+  await sql`alter table leases add column added_later text`.execute(database.db);
+  const definition = await sql<{ text: string }>`select pg_get_functiondef('slipway_append_command'::regproc) as text`.execute(database.db);
+  await sql.raw(definition.rows[0]!.text).execute(database.db);
+  try {
+    // The same connection and statements, replanned: their result columns, each named, stay as they were.
+    const lease = await newLease();
+    const after = await release(lease.id);
+    expect({ append: await prepared(APPEND), createLease: await prepared(CREATE_LEASE) }).toEqual(before);
+    expect(lease).toMatchObject({ state: 'pending' });
+    expect(lease).not.toHaveProperty('added_later');
+    expect(after.command).toMatchObject({ kind: 'release', status: 'queued' });
+    expect(after.command).not.toHaveProperty('added_later');
+  } finally {
+    await sql`alter table commands drop column added_later`.execute(database.db);
+    await sql`alter table leases drop column added_later`.execute(database.db);
+  }
+});
+
+test("a drain's handlers send their queries as prepared statements of its connection", async () => {
+  await newLease();
+  // A pool of its own, of two connections: the lane's, and one for its driver calls.
+  const workers = Database.fromUrl(database.url, testLog, { poolSize: 2 });
+  try {
+    await drainByHand(workers).all();
+    expect((await sql<{ state: string }>`select state from leases order by id desc limit 1`.execute(database.db)).rows[0]!.state).toBe('active');
+    // The blueprint's decision read its waiting line through the lane's connection: prepared there, whichever of the two it was.
+    const connections = [await workers.pool.connect(), await workers.pool.connect()];
+    const names = await Promise.all(
+      connections.map(
+        async (c) =>
+          (await c.query("select name from pg_prepared_statements where name like 'slipway_named_%' and statement like '%blueprint_waiters%'")).rows,
+      ),
+    );
+    for (const c of connections) c.release();
+    expect(names.flat().length).toBeGreaterThan(0);
+  } finally {
+    await workers.close();
+  }
+});
