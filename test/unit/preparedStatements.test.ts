@@ -1,11 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { Database } from '../../src/db/Database.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
-import { drainByHand } from '../helpers/drainByHand.ts';
-import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
+import { createTestDatabase } from '../helpers/testDatabase.ts';
 
 const alice = { issuedBy: 'alice@host', source: 'cli', reason: 'test' } as const;
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -65,27 +63,5 @@ test('a migration while the process runs (columns added, the append function rep
   } finally {
     await sql`alter table commands drop column added_later`.execute(database.db);
     await sql`alter table leases drop column added_later`.execute(database.db);
-  }
-});
-
-test("a drain's handlers send their queries as prepared statements of its connection", async () => {
-  await newLease();
-  // A pool of its own, of two connections: the lane's, and one for its driver calls.
-  const workers = Database.fromUrl(database.url, testLog, { poolSize: 2 });
-  try {
-    await drainByHand(workers).all();
-    expect((await sql<{ state: string }>`select state from leases order by id desc limit 1`.execute(database.db)).rows[0]!.state).toBe('active');
-    // The blueprint's decision read its waiting line through the lane's connection: prepared there, whichever of the two it was.
-    const connections = [await workers.pool.connect(), await workers.pool.connect()];
-    const names = await Promise.all(
-      connections.map(
-        async (c) =>
-          (await c.query("select name from pg_prepared_statements where name like 'slipway_named_%' and statement like '%blueprint_waiters%'")).rows,
-      ),
-    );
-    for (const c of connections) c.release();
-    expect(names.flat().length).toBeGreaterThan(0);
-  } finally {
-    await workers.close();
   }
 });

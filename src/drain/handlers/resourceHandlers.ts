@@ -179,7 +179,7 @@ async function freeCleanedSlots(trx: Db, resource: ResourceRow, slots: readonly 
   const freed = await trx
     .deleteFrom('resource_slots')
     .where('resource_id', '=', resource.id)
-    .where(sql<boolean>`slot = any(${slots}::int[])`)
+    .where('slot', 'in', slots)
     .where('lease_id', 'is', null)
     .executeTakeFirst();
   return Number(freed.numDeletedRows);

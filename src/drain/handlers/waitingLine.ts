@@ -257,7 +257,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   }
 
   const leaving = [...departed, ...servedRows, ...(joining && served.has(joining.leaseId) && joinedHasRow ? [joining.leaseId] : [])];
-  if (leaving.length > 0) await trx.deleteFrom('blueprint_waiters').where(sql<boolean>`lease_id = any(${leaving}::bigint[])`).execute();
+  if (leaving.length > 0) await trx.deleteFrom('blueprint_waiters').where('lease_id', 'in', leaving).execute();
   const joinedWaits = joining !== undefined && !served.has(joining.leaseId);
   if (joinedWaits) {
     await trx
