@@ -16,9 +16,10 @@ export const PREPARED_MARK = '/* prepared */';
  *
  * For hot statements that callers outside the drain send one at a time:
  * an append from the CLI, the collector or a script, where parsing and
- * planning the statement cost about a third of its server CPU (the drain
- * and the API's batched appends prepare theirs in simple queries,
- * preparedText.ts). A marked statement must name its result columns, never
+ * planning the statement cost about a third of its server CPU; a new
+ * lease; the wake-up signal after each (asynchronousCommit.ts). The drain
+ * and the API's batched appends prepare theirs in simple queries
+ * (preparedText.ts). A marked statement must name its result columns, never
  * `*` or `(row).*`: PostgreSQL replans a prepared statement by itself when
  * a table changes, but fails it if its result columns would change.
  */
