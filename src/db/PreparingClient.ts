@@ -17,7 +17,9 @@ export const PREPARED_MARK = '/* prepared */';
  * For hot statements that callers outside the drain send one at a time:
  * an append from the CLI, the collector or a script, where parsing and
  * planning the statement cost about a third of its server CPU; a new
- * lease; the wake-up signal after each (asynchronousCommit.ts). The drain
+ * lease; the wake-up signal after each (asynchronousCommit.ts); and, on a
+ * drain's connection, a resource's answer to an acquire (takeSlot.ts), whose
+ * planning cost more than its execution. The drain
  * and the API's batched appends prepare theirs in simple queries
  * (preparedText.ts). A marked statement must name its result columns, never
  * `*` or `(row).*`: PostgreSQL replans a prepared statement by itself when

@@ -172,11 +172,9 @@ export class DrainLane {
         : [claimStatement(this.options.maxHeld, named, [])];
       // The named objects' rows, read after the claim has locked them (as a step's prefetch: rows of objects not taken are ignored).
       const prefetch = named.length > 0 && !only ? objectRowsStatements(named) : [];
-      const claimAt = first.length + 1;
-      const [claimed, ...prefetched] = await this.send(client, asynchronously([...first, ...prefetch]), [
-        claimAt,
-        ...prefetch.map((_, n) => claimAt + 1 + n),
-      ]);
+      const statements = asynchronously([...first, ...prefetch]);
+      const claimAt = statements.indexOf(first.at(-1)!);
+      const [claimed, ...prefetched] = await this.send(client, statements, [claimAt, ...prefetch.map((_, n) => claimAt + 1 + n)]);
       onFirstClaim(claimed!.rows.length);
       await this.adopt(client, claimed!.rows as CommandRow[], prefetched);
       while (this.held.size > 0) {
@@ -225,7 +223,16 @@ export class DrainLane {
     const { rows, blueprintRows } = objectRows(prefetched ?? []);
     const missing = heads.filter((h) => !rows.has(keyOf(refOf(h))));
     if (missing.length > 0) {
-      const read = objectRows(await this.send(client, objectRowsStatements(missing.map(refOf)), [0, 1, 2]));
+      // In a transaction of its own for GENERIC_PLANS' sake (it writes nothing).
+      const reads = objectRowsStatements(missing.map(refOf));
+      const statements = asynchronously(reads);
+      const read = objectRows(
+        await this.send(
+          client,
+          statements,
+          reads.map((r) => statements.indexOf(r)),
+        ),
+      );
       for (const [key, row] of read.rows) rows.set(key, row);
       for (const [id, row] of read.blueprintRows) blueprintRows.set(id, row);
     }
@@ -424,7 +431,7 @@ export class DrainLane {
     const want = statements.woken.filter((w) => !this.held.has(keyOf(w)));
     const room = this.options.only ? 0 : Math.max(0, this.options.maxHeld - this.held.size);
     const notices = decided.map((d) => commandNotice(d.target, d.command.id, d.outcome.status));
-    const opening = inTransaction ? [] : ['begin', lock];
+    const opening = inTransaction ? [GENERIC_PLANS] : ['begin', GENERIC_PLANS, lock];
     // A step that only looks for work (every object in flight) commits nothing.
     const durable = planned.length === 0 ? [] : [...opening, ...updates, ...statements.rest, ...handOffs, 'commit'];
     const claim = claimStatement(room, want, heldRefs);
@@ -511,9 +518,24 @@ function objectRows([leases, resources, blueprints]: Results): { rows: Map<strin
   };
 }
 
+/**
+ * Set in the lane's own transactions, which run only the drain's prepared
+ * statements (sql/), never a handler's query. PostgreSQL's default plans a
+ * prepared statement afresh on every execution while it guesses the
+ * statement-specific plan cheaper, and with array parameters (`id =
+ * any($1)`) it always does: a generic plan assumes ten elements. So every
+ * step replanned each of its statements. Their plans do not depend on the
+ * values (keys, arrays of keys; the constants partial indexes match are
+ * written in the SQL), so one plan per connection serves. A handler's
+ * Kysely queries send such constants as parameters: they keep the default,
+ * as SET LOCAL ends with the transaction and a decision's reads run before
+ * the commit sets it (test/unit/preparedStatements.test.ts).
+ */
+const GENERIC_PLANS = 'set local plan_cache_mode = force_generic_plan';
+
 /** Statements in a transaction of their own that commits without waiting for its WAL flush (for hints that may be lost in a crash). */
 function asynchronously(statements: readonly (string | CompiledQuery)[]): (string | CompiledQuery)[] {
-  return ['begin', 'set local synchronous_commit = off', ...statements, 'commit'];
+  return ['begin', 'set local synchronous_commit = off', GENERIC_PLANS, ...statements, 'commit'];
 }
 
 /** Each declared read made once for the step, with every key its objects need. */

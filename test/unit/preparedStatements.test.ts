@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { drainByHand } from '../helpers/drainByHand.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 
 const alice = { issuedBy: 'alice@host', source: 'cli', reason: 'test' } as const;
@@ -64,4 +65,25 @@ test('a migration while the process runs (columns added, the append function rep
     await sql`alter table commands drop column added_later`.execute(database.db);
     await sql`alter table leases drop column added_later`.execute(database.db);
   }
+});
+
+test("the drain's own statements are planned once per connection, not at each step", async () => {
+  // Releases of pending leases: no driver call, so the lane's connection (the pool's only one) is all a step uses.
+  const drain = drainByHand(database);
+  for (let n = 0; n < 8; n++) {
+    const lease = await newLease();
+    await release(lease.id);
+    await drain.drain('lease', lease.id);
+  }
+  const { rows } = await sql<{ name: string; statement: string; generic_plans: string; custom_plans: string }>`
+    select name, statement, generic_plans, custom_plans from pg_prepared_statements where from_sql order by name
+  `.execute(database.db);
+  const plans = rows.map((r) => ({ statement: r.statement.slice(0, 60), generic: Number(r.generic_plans), custom: Number(r.custom_plans) }));
+  // The settlement, the claim and the next commands' read ran at every step (eight of them) …
+  expect(plans.filter((p) => p.generic >= 8).length).toBeGreaterThanOrEqual(3);
+  // … and none was planned for its values, not even the first five times (PostgreSQL's default).
+  expect(plans.filter((p) => p.custom > 0)).toEqual([]);
+  // A query of a handler, sent unnamed, keeps the default: SET LOCAL ended with the lane's transactions.
+  const mode = await sql<{ plan_cache_mode: string }>`show plan_cache_mode`.execute(database.db);
+  expect(mode.rows[0]!.plan_cache_mode).toBe('auto');
 });
