@@ -87,3 +87,17 @@ test("the drain's own statements are planned once per connection, not at each st
   const mode = await sql<{ plan_cache_mode: string }>`show plan_cache_mode`.execute(database.db);
   expect(mode.rows[0]!.plan_cache_mode).toBe('auto');
 });
+
+test("a request for a slot reads its lease, the free slots and the line's heads through statements prepared on the drain's connection", async () => {
+  const drain = drainByHand(database);
+  await newLease();
+  const blueprint = await database.db.selectFrom('blueprints').select('id').where('name', '=', 'pool').executeTakeFirstOrThrow();
+  expect(await drain.drain('blueprint', blueprint.id)).toBeGreaterThan(0);
+  const { rows } = await sql<{ statement: string }>`
+    select statement from pg_prepared_statements where not from_sql and starts_with(statement, '/* prepared */')
+  `.execute(database.db);
+  const reads = { lease: 'select "l"."id", "l"."state"', freeSlots: 'select "r"."id", "r"."labels"', heads: 'select "h".* from "teams"' };
+  for (const text of Object.values(reads)) expect(rows.filter((r) => r.statement.includes(text))).toHaveLength(1);
+  // Their constants are literals, so a partial index can serve a generic plan.
+  expect(rows.find((r) => r.statement.includes(reads.lease))!.statement).toContain(`"c"."status" in ('queued', 'running')`);
+});

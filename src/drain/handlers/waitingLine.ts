@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { BlueprintRow, CommandRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
+import { executePrepared } from '../../db/PreparingClient.ts';
 import { formatSelector, type Labels, matches, parseSelector, resourceLabels, type Selector, whyNeverMatches } from '../../domain/labels.ts';
 import { statesWith } from '../../domain/lifecycle.ts';
 import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
@@ -214,9 +215,12 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const servedRows: number[] = [];
   let joinedHasRow = false;
   let joinedWhy: string | undefined;
+  /** Read with the competition: no row in the line (every waiter's team has a row in `teams`, which its lease's key holds). */
+  let lineWasEmpty = false;
   if (hasRoom()) {
     const now = Date.now();
     const competition = await readCompetition(trx, blueprint, joining);
+    lineWasEmpty = competition.lineWasEmpty;
     const lines = competition.lines;
     let newcomer: Candidate | undefined = joining;
     while (hasRoom()) {
@@ -266,8 +270,9 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
       .onConflict((oc) => oc.column('lease_id').doNothing())
       .execute();
   }
-  const joinedAhead = joinedWaits ? await countAhead(trx, blueprint.id, joining) : undefined;
-  const waiting = await countWaiting(trx, blueprint.id);
+  // A line that was empty holds at most the joining lease now: nothing to count (the common request, served at once, keeps to its reads).
+  const joinedAhead = joinedWaits ? (lineWasEmpty ? { n: 0, orMore: false } : await countAhead(trx, blueprint.id, joining)) : undefined;
+  const waiting = lineWasEmpty ? { n: joinedWaits ? 1 : 0, orMore: false } : await countWaiting(trx, blueprint.id);
   return { liveResources: live, served, waiting, joinedAhead, why: why(), ...(joinedWhy ? { joinedWhy } : {}), events, followUps };
 }
 
@@ -428,9 +433,13 @@ async function hasLineRows(trx: Db, blueprintId: number): Promise<boolean> {
   return row !== undefined;
 }
 
-/** The first HEAD_ROWS rows of each team's part of the line: one probe of blueprint_waiters_by_team per team. */
+/**
+ * The first HEAD_ROWS rows of each team's part of the line: one probe of
+ * blueprint_waiters_by_team per team. Prepared, as freeSlots: each request
+ * for a slot reads both, and their parameters are keys and counts.
+ */
 function teamHeads(trx: Db, blueprintId: number): Promise<LineRow[]> {
-  return trx
+  const query = trx
     .selectFrom('teams as t')
     .innerJoinLateral(
       (eb) =>
@@ -446,9 +455,8 @@ function teamHeads(trx: Db, blueprintId: number): Promise<LineRow[]> {
           .as('h'),
       (join) => join.onTrue(),
     )
-    .selectAll('h')
-    .execute()
-    .then((rows) => rows.map(withNeeds));
+    .selectAll('h');
+  return executePrepared(trx, query).then((rows) => rows.map(withNeeds));
 }
 
 /** A team's rows after `after`, in the order of their places. */
@@ -536,7 +544,7 @@ export function servedInStep(trx: Db, leaseId: number): number | undefined {
 async function freeSlots(trx: Db, blueprint: BlueprintRow, sent: ReadonlyMap<number, number>): Promise<Slot[]> {
   const promised = new Map<number, number>();
   for (const resourceId of sent.values()) promised.set(resourceId, (promised.get(resourceId) ?? 0) + 1);
-  const rows = await trx
+  const query = trx
     .selectFrom('resources as r')
     .select([
       'r.id',
@@ -548,9 +556,8 @@ async function freeSlots(trx: Db, blueprint: BlueprintRow, sent: ReadonlyMap<num
     .where('r.blueprint_id', '=', blueprint.id)
     .where('r.state', '=', (eb) => eb.fn.any(eb.val(statesWith('resource', 'grantsSlots'))))
     .whereRef('r.used_slots', '<', 'r.capacity')
-    .orderBy('r.id')
-    .execute();
-  return rows
+    .orderBy('r.id');
+  return (await executePrepared(trx, query))
     .map((r) => ({ id: r.id, free: r.free - (promised.get(r.id) ?? 0), labels: resourceLabels(r.labels, blueprint.labels) }))
     .filter((r) => r.free > 0);
 }

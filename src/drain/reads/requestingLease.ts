@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
-import type { CommandRow } from '../../../migrations/schema.ts';
+import type { CommandRow, CommandStatus } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
+import { executePrepared } from '../../db/PreparingClient.ts';
 import { COMMAND_KINDS } from '../../domain/commandKinds.ts';
 import type { HandlerContext } from '../Handler.ts';
 import { perStep } from '../perStep.ts';
@@ -68,8 +69,9 @@ export function forgetRequestingLeases(trx: Db): void {
   readInStep(trx).clear();
 }
 
+/** Prepared (executePrepared): its constants are literals, so the partial indexes it relies on serve whatever plan PostgreSQL keeps. */
 function readLeases(trx: Db, ids: readonly number[]) {
-  return trx
+  const query = trx
     .selectFrom('leases as l')
     .select(['l.id', 'l.state', 'l.resource_id', 'l.created_at', 'l.priority', 'l.team', 'l.holder', 'l.selector'])
     .select((eb) =>
@@ -77,7 +79,7 @@ function readLeases(trx: Db, ids: readonly number[]) {
         .selectFrom('resources as r')
         .select('r.id')
         .whereRef('r.allocated_for_lease_id', '=', 'l.id')
-        .where('r.state', 'in', ['pending', 'active'])
+        .where('r.state', 'in', [sql.lit('pending'), sql.lit('active')])
         .limit(1)
         .as('making'),
     )
@@ -85,13 +87,13 @@ function readLeases(trx: Db, ids: readonly number[]) {
       eb
         .selectFrom('commands as c')
         .select('c.target_id')
-        .where('c.target_kind', '=', 'resource')
-        .where('c.kind', '=', 'acquire')
-        .where('c.status', 'in', ['queued', 'running'])
+        .where('c.target_kind', '=', sql.lit('resource'))
+        .where('c.kind', '=', sql.lit('acquire'))
+        .where('c.status', 'in', [sql.lit<CommandStatus>('queued'), sql.lit<CommandStatus>('running')])
         .where(sql<boolean>`(c.payload->>'leaseId')::bigint = l.id`)
         .limit(1)
         .as('sentTo'),
     )
-    .where('l.id', '=', (eb) => eb.fn.any(eb.val([...new Set(ids)])))
-    .execute();
+    .where('l.id', '=', (eb) => eb.fn.any(eb.val([...new Set(ids)])));
+  return executePrepared(trx, query);
 }
