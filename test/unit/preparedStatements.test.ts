@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { statesWith } from '../../src/domain/lifecycle.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
@@ -100,4 +101,6 @@ test("a request for a slot reads its lease, the free slots and the line's heads 
   for (const text of Object.values(reads)) expect(rows.filter((r) => r.statement.includes(text))).toHaveLength(1);
   // Their constants are literals, so a partial index can serve a generic plan.
   expect(rows.find((r) => r.statement.includes(reads.lease))!.statement).toContain(`"c"."status" in ('queued', 'running')`);
+  const granting = statesWith('resource', 'grantsSlots').map((state) => `'${state}'`);
+  expect(rows.find((r) => r.statement.includes(reads.freeSlots))!.statement).toContain(`"r"."state" in (${granting.join(', ')})`);
 });

@@ -436,7 +436,8 @@ async function hasLineRows(trx: Db, blueprintId: number): Promise<boolean> {
 /**
  * The first HEAD_ROWS rows of each team's part of the line: one probe of
  * blueprint_waiters_by_team per team. Prepared, as freeSlots: each request
- * for a slot reads both, and their parameters are keys and counts.
+ * for a slot reads both; their parameters are keys and counts, their
+ * constants (freeSlots' states) literals.
  */
 function teamHeads(trx: Db, blueprintId: number): Promise<LineRow[]> {
   const query = trx
@@ -554,7 +555,11 @@ async function freeSlots(trx: Db, blueprint: BlueprintRow, sent: ReadonlyMap<num
         where c.target_kind = 'resource' and c.target_id = r.id and c.kind = 'acquire' and c.status in ('queued', 'running'))::int`.as('free'),
     ])
     .where('r.blueprint_id', '=', blueprint.id)
-    .where('r.state', '=', (eb) => eb.fn.any(eb.val(statesWith('resource', 'grantsSlots'))))
+    .where(
+      'r.state',
+      'in',
+      statesWith('resource', 'grantsSlots').map((state) => sql.lit(state)),
+    )
     .whereRef('r.used_slots', '<', 'r.capacity')
     .orderBy('r.id');
   return (await executePrepared(trx, query))
