@@ -173,8 +173,8 @@ export class DrainLane {
       // The named objects' rows, read after the claim has locked them (as a step's prefetch: rows of objects not taken are ignored).
       const prefetch = named.length > 0 && !only ? objectRowsStatements(named) : [];
       const statements = asynchronously([...first, ...prefetch]);
-      const claimAt = statements.indexOf(first.at(-1)!);
-      const [claimed, ...prefetched] = await this.send(client, statements, [claimAt, ...prefetch.map((_, n) => claimAt + 1 + n)]);
+      const picked = [first.at(-1)!, ...prefetch].map((s) => statements.indexOf(s));
+      const [claimed, ...prefetched] = await this.send(client, statements, picked);
       onFirstClaim(claimed!.rows.length);
       await this.adopt(client, claimed!.rows as CommandRow[], prefetched);
       while (this.held.size > 0) {
@@ -230,7 +230,7 @@ export class DrainLane {
         await this.send(
           client,
           statements,
-          reads.map((r) => statements.indexOf(r)),
+          reads.map((s) => statements.indexOf(s)),
         ),
       );
       for (const [key, row] of read.rows) rows.set(key, row);
