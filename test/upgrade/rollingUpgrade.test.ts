@@ -145,7 +145,7 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
 }
 
 /** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = '5f6cbf92412a9ee7cab4afed077fb3a4c1b81576';
+const PREVIOUS_RELEASE = '5f3512c288be4754aa9d366e2bb7e9c47bf7eda3';
 const hasPreviousRelease = (() => {
   try {
     execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
