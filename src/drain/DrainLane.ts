@@ -223,7 +223,7 @@ export class DrainLane {
     const { rows, blueprintRows } = objectRows(prefetched ?? []);
     const missing = heads.filter((h) => !rows.has(keyOf(refOf(h))));
     if (missing.length > 0) {
-      // In a transaction of its own for GENERIC_PLANS' sake (it writes nothing).
+      // In a transaction of its own for its planner settings' sake (it writes nothing).
       const reads = objectRowsStatements(missing.map(refOf));
       const statements = asynchronously(reads);
       const read = objectRows(
@@ -415,7 +415,7 @@ export class DrainLane {
         (!p.outcome && readsInTransaction(p.handler, p.ctx)) ||
         (runs && p.held.following.some((c) => readsInTransaction(handlerOf(p.held.ref.kind, c.kind)))),
     );
-    if (inTransaction) await this.send(client, ['begin', lock], []);
+    if (inTransaction) await this.send(client, ['begin', settings(NO_SEQ_SCANS), lock], []);
     const trx = kyselyOnClient(client);
     const decided: Decided[] = [];
     for (const p of applying) {
@@ -431,7 +431,7 @@ export class DrainLane {
     const want = statements.woken.filter((w) => !this.held.has(keyOf(w)));
     const room = this.options.only ? 0 : Math.max(0, this.options.maxHeld - this.held.size);
     const notices = decided.map((d) => commandNotice(d.target, d.command.id, d.outcome.status));
-    const opening = inTransaction ? [GENERIC_PLANS] : ['begin', GENERIC_PLANS, lock];
+    const opening = inTransaction ? [settings(GENERIC_PLANS)] : ['begin', settings(NO_SEQ_SCANS, GENERIC_PLANS), lock];
     // A step that only looks for work (every object in flight) commits nothing.
     const durable = planned.length === 0 ? [] : [...opening, ...updates, ...statements.rest, ...handOffs, 'commit'];
     const claim = claimStatement(room, want, heldRefs);
@@ -519,23 +519,41 @@ function objectRows([leases, resources, blueprints]: Results): { rows: Map<strin
 }
 
 /**
- * Set in the lane's own transactions, which run only the drain's prepared
- * statements (sql/), never a handler's query. PostgreSQL's default plans a
- * prepared statement afresh on every execution while it guesses the
- * statement-specific plan cheaper, and with array parameters (`id =
- * any($1)`) it always does: a generic plan assumes ten elements. So every
- * step replanned each of its statements. Their plans do not depend on the
- * values (keys, arrays of keys; the constants partial indexes match are
- * written in the SQL), so one plan per connection serves. A handler's
- * Kysely queries send such constants as parameters: they keep the default,
- * as SET LOCAL ends with the transaction and a decision's reads run before
- * the commit sets it (test/unit/preparedStatements.test.ts).
+ * The planner settings of the lane's own transactions (SET LOCAL: they end
+ * with the transaction).
+ *
+ * NO_SEQ_SCANS, from each transaction's start: every statement a lane's
+ * transaction runs finds its rows by key (the drain's statements, their
+ * plpgsql functions' queries, the foreign-key checks of its inserts, a
+ * decision's reads under row locks), and some of their plans are made once
+ * and kept (a function's queries, a foreign-key check, the prepared
+ * statements below). A plan made while a table was a few pages (a fresh
+ * database, analyzed early) reads the whole table, and keeps doing so as it
+ * grows until something invalidates the plan: a profile of releases on a
+ * fresh database found the foreign-key check of each follow-up and event on
+ * `commands`, planned when a blueprint's first decisions made resources,
+ * scanning all 17,000 rows at every check later on; and the lookups of the
+ * 10 to 100 rows of `resources`, whose slot counts leave a dead version per
+ * release, read every version. With seq scans disabled the planner takes
+ * the index wherever there is one (a table with none is still scanned).
+ *
+ * GENERIC_PLANS, only where the drain's own prepared statements run (sql/):
+ * PostgreSQL's default plans a prepared statement afresh on every execution
+ * while it guesses the statement-specific plan cheaper, and with array
+ * parameters (`id = any($1)`) it always does: a generic plan assumes ten
+ * elements. So every step replanned each of its statements. Their plans do
+ * not depend on the values (keys, arrays of keys; the constants partial
+ * indexes match are written in the SQL), so one plan per connection serves.
+ * A decision's Kysely queries send such constants as parameters: they run
+ * before the commit sets it (test/unit/preparedStatements.test.ts).
  */
-const GENERIC_PLANS = 'set local plan_cache_mode = force_generic_plan';
+const NO_SEQ_SCANS = "set_config('enable_seqscan', 'off', true)";
+const GENERIC_PLANS = "set_config('plan_cache_mode', 'force_generic_plan', true)";
+const settings = (...configs: string[]) => `select ${configs.join(', ')}`;
 
 /** Statements in a transaction of their own that commits without waiting for its WAL flush (for hints that may be lost in a crash). */
 function asynchronously(statements: readonly (string | CompiledQuery)[]): (string | CompiledQuery)[] {
-  return ['begin', 'set local synchronous_commit = off', GENERIC_PLANS, ...statements, 'commit'];
+  return ['begin', settings("set_config('synchronous_commit', 'off', true)", NO_SEQ_SCANS, GENERIC_PLANS), ...statements, 'commit'];
 }
 
 /** Each declared read made once for the step, with every key its objects need. */

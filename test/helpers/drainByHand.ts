@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { Database } from '../../src/db/Database.ts';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { LANE_SIZE } from '../../src/drain/DrainEngine.ts';
@@ -11,9 +12,11 @@ import { testLog } from './testDatabase.ts';
  * exactly what is applied when: `drain` takes only the objects named (and
  * leaves the follow-ups they wake to a later call), `all` drains every due
  * wake-up until none is left (yielded commands wait for theirs).
+ * `driverPool`: where the drivers' calls query, if not the lanes' pool (a
+ * test that gives the lanes a single connection).
  */
-export function drainByHand(database: Pick<Database, 'pool' | 'db'>, handOffAfterMs = 60_000) {
-  const drivers = new DriverRegistry({ query: (text, values) => database.pool.query(text, values) });
+export function drainByHand(database: Pick<Database, 'pool' | 'db'>, handOffAfterMs = 60_000, driverPool: pg.Pool = database.pool) {
+  const drivers = new DriverRegistry({ query: (text, values) => driverPool.query(text, values) });
   const lane = (only?: readonly ObjectRef[]) =>
     new DrainLane(database, drivers, testLog, {
       maxHeld: LANE_SIZE,

@@ -84,9 +84,11 @@ test("the drain's own statements are planned once per connection, not at each st
   expect(plans.filter((p) => p.generic >= 8).length).toBeGreaterThanOrEqual(3);
   // … and none was planned for its values, not even the first five times (PostgreSQL's default).
   expect(plans.filter((p) => p.custom > 0)).toEqual([]);
-  // A query of a handler, sent unnamed, keeps the default: SET LOCAL ended with the lane's transactions.
+  // A query of a handler, sent unnamed, keeps the defaults: SET LOCAL ended with the lane's transactions.
   const mode = await sql<{ plan_cache_mode: string }>`show plan_cache_mode`.execute(database.db);
   expect(mode.rows[0]!.plan_cache_mode).toBe('auto');
+  const seqScans = await sql<{ enable_seqscan: string }>`show enable_seqscan`.execute(database.db);
+  expect(seqScans.rows[0]!.enable_seqscan).toBe('on');
 });
 
 test("a request for a slot reads its lease, the free slots and the line's heads through statements prepared on the drain's connection", async () => {
