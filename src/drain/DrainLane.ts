@@ -527,15 +527,15 @@ function objectRows([leases, resources, blueprints]: Results): { rows: Map<strin
  * plpgsql functions' queries, the foreign-key checks of its inserts, a
  * decision's reads under row locks), and some of their plans are made once
  * and kept (a function's queries, a foreign-key check, the prepared
- * statements below). A plan made while a table was a few pages (a fresh
- * database, analyzed early) reads the whole table, and keeps doing so as it
- * grows until something invalidates the plan: a profile of releases on a
- * fresh database found the foreign-key check of each follow-up and event on
- * `commands`, planned when a blueprint's first decisions made resources,
- * scanning all 17,000 rows at every check later on; and the lookups of the
- * 10 to 100 rows of `resources`, whose slot counts leave a dead version per
- * release, read every version. With seq scans disabled the planner takes
- * the index wherever there is one (a table with none is still scanned).
+ * statements below). A plan made while a table was a page or two (a fresh
+ * database, analyzed early) scans the table, and goes on scanning it as it
+ * grows until something invalidates the plan: the foreign-key checks on
+ * `commands` first planned when a blueprint's first decision made its
+ * resources went on reading all of `commands` at every follow-up and event.
+ * Small tables pay too: a seq scan of `resources` reads every dead version
+ * its slot counts leave. With seq scans disabled the planner takes the
+ * index wherever there is one (a table with none is still scanned)
+ * (test/unit/plansOnGrowingTables.test.ts).
  *
  * GENERIC_PLANS, only where the drain's own prepared statements run (sql/):
  * PostgreSQL's default plans a prepared statement afresh on every execution
