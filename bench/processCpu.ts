@@ -16,12 +16,16 @@ export async function postmasterPid(db: Db): Promise<number> {
   return (await procStat(rows[0]!.pid)).ppid;
 }
 
-/** One process's parent and CPU seconds (user + system), from /proc/<pid>/stat. */
-async function procStat(pid: number): Promise<{ ppid: number; cpuSeconds: number }> {
+/**
+ * One process's parent and CPU seconds (user + system), and those of its
+ * children that have exited and been waited for, from /proc/<pid>/stat.
+ */
+async function procStat(pid: number): Promise<{ ppid: number; cpuSeconds: number; exitedChildrenCpuSeconds: number }> {
   const text = await readFile(`/proc/${pid}/stat`, 'utf8');
   // The fields after the command name, which is in parentheses and may hold spaces.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { ppid: Number(fields[1]), cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS };
+  const seconds = (...at: number[]) => at.reduce((sum, i) => sum + Number(fields[i]), 0) / CLOCK_TICKS;
+  return { ppid: Number(fields[1]), cpuSeconds: seconds(11, 12), exitedChildrenCpuSeconds: seconds(13, 14) };
 }
 
 /** The CPU seconds of these processes together. */
@@ -30,7 +34,13 @@ export async function cpuOf(pids: readonly number[]): Promise<number> {
   return stats.reduce((sum, s) => sum + s.cpuSeconds, 0);
 }
 
-/** The postmaster's CPU and that of every process it runs (backends, WAL writer, checkpointer…). */
+/**
+ * The postmaster's CPU and that of every process it runs (backends, WAL
+ * writer, checkpointer…), those that have exited included: a backend whose
+ * client closed its connection during the window (a pool letting an idle
+ * one go) is no longer in /proc, but the postmaster, which waits for it,
+ * has its CPU in its own children's times.
+ */
 export async function serverCpu(postmaster: number): Promise<number> {
   const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
   const stats = await Promise.all(
@@ -40,5 +50,7 @@ export async function serverCpu(postmaster: number): Promise<number> {
         .catch(() => undefined),
     ),
   );
-  return stats.filter((s) => s && (s.pid === postmaster || s.ppid === postmaster)).reduce((sum, s) => sum + s!.cpuSeconds, 0);
+  return stats
+    .filter((s) => s && (s.pid === postmaster || s.ppid === postmaster))
+    .reduce((sum, s) => sum + s!.cpuSeconds + (s!.pid === postmaster ? s!.exitedChildrenCpuSeconds : 0), 0);
 }
