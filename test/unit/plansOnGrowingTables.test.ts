@@ -25,10 +25,22 @@ afterAll(async () => {
   await database?.drop();
 });
 
-/** Sequential scans of `commands` so far by every backend, with the drain's connection's counts flushed first. */
+/**
+ * Sequential scans of `commands` so far, with every connection's counts
+ * flushed first: a backend reports its table statistics at most once a
+ * second otherwise, so the test's own earlier statements could be counted
+ * in the drain's window.
+ */
 async function commandsSeqScans(): Promise<number> {
-  // A backend reports its table statistics when it goes idle after this, before it answers.
-  await worker.pool.query('select pg_stat_force_next_flush()');
+  for (const pool of [worker.pool, database.pool]) {
+    const clients = await Promise.all(Array.from({ length: pool.totalCount }, () => pool.connect()));
+    try {
+      // A backend reports its statistics when it goes idle after this, before it answers.
+      for (const client of clients) await client.query('select pg_stat_force_next_flush()');
+    } finally {
+      for (const client of clients) client.release();
+    }
+  }
   const { rows } = await sql<{ seq_scan: string }>`select seq_scan from pg_stat_user_tables where relname = 'commands'`.execute(database.db);
   return Number(rows[0]!.seq_scan);
 }
