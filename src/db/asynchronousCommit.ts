@@ -2,6 +2,9 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db } from './Database.ts';
 import { PREPARED_MARK } from './PreparingClient.ts';
 
+/** The setting, as a select-list expression, that makes the transaction it runs in commit without waiting for its WAL flush. */
+export const ASYNCHRONOUS_COMMIT = "set_config('synchronous_commit', 'off', true)";
+
 /**
  * Runs `select <expression>` as a transaction of its own that commits without
  * waiting for its WAL flush (synchronous_commit off for that transaction
@@ -14,7 +17,7 @@ import { PREPARED_MARK } from './PreparingClient.ts';
 export async function selectAsynchronously<T>(db: Db, expression: RawBuilder<T>): Promise<T> {
   // Prepared on each connection (PreparingClient): the wake-up signal after every append is one.
   const { rows } = await sql<{ value: T }>`${sql.raw(PREPARED_MARK)}
-    select ${expression} as value from (select set_config('synchronous_commit', 'off', true)) as asynchronous
+    select ${expression} as value from (select ${sql.raw(ASYNCHRONOUS_COMMIT)}) as asynchronous
   `.execute(db);
   return rows[0]!.value;
 }

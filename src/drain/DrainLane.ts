@@ -4,6 +4,7 @@ import type pg from 'pg';
 import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Database, Db } from '../db/Database.ts';
 import { DISPATCH_CALLBACKS } from '../callbacks/dispatchCallbacks.ts';
+import { ASYNCHRONOUS_COMMIT } from '../db/asynchronousCommit.ts';
 import { compileOnly } from '../db/compileOnly.ts';
 import { kyselyOnClient } from '../db/kyselyOnClient.ts';
 import { simpleQueryText } from '../db/preparedText.ts';
@@ -553,7 +554,7 @@ const settings = (...configs: string[]) => `select ${configs.join(', ')}`;
 
 /** Statements in a transaction of their own that commits without waiting for its WAL flush (for hints that may be lost in a crash). */
 function asynchronously(statements: readonly (string | CompiledQuery)[]): (string | CompiledQuery)[] {
-  return ['begin', settings("set_config('synchronous_commit', 'off', true)", NO_SEQ_SCANS, GENERIC_PLANS), ...statements, 'commit'];
+  return ['begin', settings(ASYNCHRONOUS_COMMIT, NO_SEQ_SCANS, GENERIC_PLANS), ...statements, 'commit'];
 }
 
 /** Each declared read made once for the step, with every key its objects need. */
