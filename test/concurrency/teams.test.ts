@@ -6,7 +6,6 @@ import type { Db } from '../../src/db/Database.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { setQuota, setTeam } from '../../src/objects/teams.ts';
-import { waitFor } from '../helpers/waitFor.ts';
 import { holdAndRelease, serveOrder, simulatedBlueprint, tester, waitForQuietQueues } from './support/fixtures.ts';
 import { clusterForThisFile } from './support/testCluster.ts';
 
@@ -25,14 +24,28 @@ async function holdings(db: Db): Promise<Array<{ team: string; holder: string; b
   return rows;
 }
 
-/** Samples `holdings` every few milliseconds until stopped; answers the samples with when each was taken. */
+/** Leases waiting now, by team, at any blueprint. */
+async function waitingByTeam(db: Db): Promise<Map<string, number>> {
+  const rows = await db
+    .selectFrom('leases')
+    .select(['team', sql<number>`count(*)::int`.as('n')])
+    .where('state', '=', 'pending')
+    .groupBy('team')
+    .execute();
+  return new Map(rows.map((r) => [r.team, r.n]));
+}
+
+/**
+ * Samples `holdings`, and the leases waiting right after, every few
+ * milliseconds until stopped; answers the samples with when each was taken.
+ */
 function sampler(db: Db) {
-  const samples: Array<{ at: number; rows: Awaited<ReturnType<typeof holdings>> }> = [];
+  const samples: Array<{ at: number; rows: Awaited<ReturnType<typeof holdings>>; waiting: Map<string, number> }> = [];
   let running = true;
   const done = (async () => {
     while (running) {
       const at = Date.now();
-      samples.push({ at, rows: await holdings(db) });
+      samples.push({ at, rows: await holdings(db), waiting: await waitingByTeam(db) });
       await sleep(15);
     }
   })();
@@ -147,7 +160,9 @@ test("a contended pool is shared by the teams' weights: a team of weight 3 holds
     }
   };
   const watch = sampler(db);
+  let floodEnded = Number.POSITIVE_INFINITY;
   const flooders = Promise.all([flood('heavy'), flood('light')]).then(() => {
+    floodEnded = Date.now();
     flooding = false;
   });
   await holdAndRelease(
@@ -160,9 +175,17 @@ test("a contended pool is shared by the teams' weights: a team of weight 3 holds
   await waitForQuietQueues(db);
   await watch.stop();
 
-  // While the pool was full, how many of its 4 slots the heavy team held, on average.
-  const full = watch.samples.map((s) => s.rows.filter((r) => r.blueprint === 'shared')).filter((rows) => sum(rows) === 4);
-  expect(full.length).toBeGreaterThan(50);
+  // While both teams flooded (each had leases waiting) and the pool was full,
+  // how many of its 4 slots the heavy team held, on average. Not after the
+  // flood: served three times as often, the heavy team runs out of waiters
+  // first, and the light team's last ones fill the pool (on a slow machine
+  // that tail is a large part of the samples).
+  const full = watch.samples
+    .filter((s) => s.at < floodEnded && (s.waiting.get('heavy') ?? 0) > 0 && (s.waiting.get('light') ?? 0) > 0)
+    .map((s) => s.rows.filter((r) => r.blueprint === 'shared'))
+    .filter((rows) => sum(rows) === 4);
+  // About a third of the flood's samples on a busy machine: the pool is often a slot short (one in transit).
+  expect(full.length).toBeGreaterThan(30);
   const heavy = full.reduce((n, rows) => n + sum(rows.filter((r) => r.team === 'heavy')), 0) / full.length;
   expect(heavy).toBeGreaterThan(2.5);
   expect(heavy).toBeLessThan(3.5);

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { expect, test } from 'vitest';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
@@ -40,11 +41,15 @@ test('a waiting lease knows its place; its estimate comes from the leases the bl
     await hand.all();
   }
   await hand.pass();
+  // The samples' span is however long the drain took here; pin it to 32 s
+  // (a power of two, so the rate's arithmetic is exact) to know the estimate.
+  await sql`update usage_samples set sampled_at = (select min(sampled_at) from usage_samples) + interval '32 seconds'
+            where pass_id = (select max(pass_id) from usage_samples)`.execute(db());
   const standing = (await readLineStanding(db(), d!))!;
   expect(standing).toMatchObject({ position: 2, waiting: 2 });
   expect(standing.basis).toBe('2 lease(s) made active at line in the last 1 min');
-  // Two leases in the samples' span (well under a second here): the second in line is one span away.
-  expect(standing.estimateSeconds).toBe(1);
+  // Two leases in 32 s: the second in line is one span away.
+  expect(standing.estimateSeconds).toBe(32);
   expect(describeStanding(standing)).toBe('2nd in line at line (of 2), under a minute');
 
   // Nothing made active at the other pool between the samples: no estimate, and it says why.
