@@ -115,7 +115,8 @@ test('a resource made for a lease released before it is ready goes to the next w
     db,
     'slow-to-make',
     { maxResources: 1, leasesPerResource: 1 },
-    { operationLatencyMs: { allocateResource: 3000 } },
+    // Long enough for the second lease to line up and the first to be released meanwhile, on a loaded machine too.
+    { operationLatencyMs: { allocateResource: 15_000 } },
   );
   const [first] = await createLeases(db, blueprint, 1);
   const made = await waitFor('a resource to be made for the first lease', () =>
@@ -125,7 +126,7 @@ test('a resource made for a lease released before it is ready goes to the next w
   await waitUntilWaiting(db, blueprint, [second!.id]);
 
   await releaseLease(db, first!.id);
-  await waitForLeases(db, [second!.id], ['active'], 30_000);
+  await waitForLeases(db, [second!.id], ['active'], 60_000);
   await releaseLease(db, second!.id);
   await waitForLeases(db, [first!.id, second!.id], ['destroyed']);
   await waitForQuietQueues(db);

@@ -11,7 +11,8 @@ import { clusterForThisFile } from './support/testCluster.ts';
  * worker's sweeper wakes the lease, and the release is repeated: the driver
  * may be called again (at least once) but the lease changes state once.
  */
-const RELEASE_LATENCY_MS = 3000;
+/** Long enough for the kill to land in the call on a loaded machine too. */
+const RELEASE_LATENCY_MS = 8000;
 
 const cluster = clusterForThisFile({ workers: 2, poolSize: 5 });
 
@@ -36,7 +37,7 @@ test('a release whose worker is SIGKILLed mid-drain completes on another worker,
 
   // The bound only says "by the sweeper, not graphile-worker's 4-hour lock
   // timeout": sweep interval + staleness + the slow call, with ample slack.
-  await waitFor('another worker to finish the release', async () => (await commandStatus()) === 'done', 30_000);
+  await waitFor('another worker to finish the release', async () => (await commandStatus()) === 'done', 60_000);
   await waitForLeases(db, [lease!.id], ['destroyed']);
 
   const trail = (await stateTrails(db, 'lease')).get(lease!.id)!;

@@ -154,7 +154,8 @@ describe('exec driver through a worker', () => {
     await execBlueprint(
       'hanging',
       { allocateResource: misbehave('hang') },
-      { timeoutMs: 1000, killGraceMs: 200, env: { PID_FILE: path.join(scratch, 'hang.pids') } },
+      // Time for the shell to set its trap and say so on a loaded machine.
+      { timeoutMs: 3000, killGraceMs: 200, env: { PID_FILE: path.join(scratch, 'hang.pids') } },
     );
     const { lease } = await createLease(db(), { blueprint: 'hanging', holder: 'erin' }, actor);
     const resourceId = await resourceMadeFor(lease.id);
@@ -163,7 +164,7 @@ describe('exec driver through a worker', () => {
       return allocate && allocate.attempts >= 1 ? allocate : undefined;
     });
     expect(timedOut.message).toMatch(
-      /retrying in [\d.]+ s: allocateResource: \/bin\/sh timed out after 1000 ms and was stopped; stderr: hanging on purpose$/,
+      /retrying in [\d.]+ s: allocateResource: \/bin\/sh timed out after 3000 ms and was stopped; stderr: hanging on purpose$/,
     );
     await giveUp(lease.id, resourceId);
     expect(await commandOf('resource', resourceId, 'allocate')).toMatchObject({ status: 'cancelled' });

@@ -136,10 +136,10 @@ describe('exec driver: how a program ends', () => {
 
   test('a program past its timeout is stopped with its whole process group, even one ignoring SIGTERM', async () => {
     const pidFile = path.join(scratch, 'hang.pids');
-    const driver = misbehave('hang', { timeoutMs: 1000, killGraceMs: 500, env: { PID_FILE: pidFile } });
+    const driver = misbehave('hang', { timeoutMs: 3000, killGraceMs: 500, env: { PID_FILE: pidFile } });
     const failure = driver.allocateResource(resourceCall);
     await expect(failure).rejects.toBeInstanceOf(TransientDriverError);
-    await expect(failure).rejects.toThrow(/timed out after 1000 ms and was stopped; stderr: hanging on purpose/);
+    await expect(failure).rejects.toThrow(/timed out after 3000 ms and was stopped; stderr: hanging on purpose/);
     const pids = (await readFile(pidFile, 'utf8')).trim().split(' ').map(Number);
     expect(pids).toHaveLength(2);
     const alive = (pid: number) => {

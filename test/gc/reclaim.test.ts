@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
 import { describe, expect, test } from 'vitest';
 import { GcPass } from '../../src/gc/GcPass.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
@@ -162,7 +162,7 @@ describe('reclaim races', () => {
 
 describe('idle timeout and the warm minimum', () => {
   test('idle resources beyond the minimum are reclaimed after the idle timeout; the minimum stays', async () => {
-    const b = await blueprint('shrink', { maxResources: 3, minResources: 1, idleTimeoutMs: 1000 });
+    const b = await blueprint('shrink', { maxResources: 3, minResources: 1, idleTimeoutMs: 60_000 });
     const ids = await leases('shrink', 3);
     await hand.all();
     // Busy resources are never idle.
@@ -170,10 +170,11 @@ describe('idle timeout and the warm minimum', () => {
     for (const id of ids) await release('lease', id);
     await hand.all();
     expect(reclaimsIn(await hand.pass())).toEqual([]); // not idle long enough yet
-    await sleep(1200);
+    // A minute passes (the idle clock moved back rather than waited out).
+    await sql`update resources set idle_since = idle_since - interval '61 seconds' where blueprint_id = ${b.id}`.execute(db());
     const reclaims = reclaimsIn(await hand.pass());
     expect(reclaims).toHaveLength(2);
-    expect(reclaims[0]!.reason).toMatch(/longer than blueprint shrink's idle timeout of 1 s; 3 kept, minimum 1/);
+    expect(reclaims[0]!.reason).toMatch(/longer than blueprint shrink's idle timeout of 60 s; 3 kept, minimum 1/);
     await hand.all();
     expect((await resourcesOf(b.id)).filter((r) => r.state === 'active')).toHaveLength(1);
     expect(reclaimsIn(await hand.pass())).toEqual([]);

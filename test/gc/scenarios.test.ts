@@ -214,23 +214,29 @@ describe('reclaim and release under concurrent requests', () => {
 describe('expiry and heartbeats with workers', () => {
   test('leases whose holders stop renewing are released once each by the collector; renewed ones stay', async () => {
     const b = await blueprint('beats', { maxResources: 6 });
-    const ids = await newLeases(b, 6, { heartbeatMs: 1000 });
+    // A deadline of 2 × 3 s: renewals every 300 ms keep a lease well inside
+    // it even when a loaded machine's worker applies them a second late.
+    const ids = await newLeases(b, 6, { heartbeatMs: 3000 });
     const [kept, dropped] = [ids.slice(0, 3), ids.slice(3)];
-    // The holders of `kept` beat from the start, the collector runs alongside.
+    // The holders of `kept` beat from the start, the collector runs alongside, each at its own pace.
     let beating = true;
-    const beats = (async () => {
+    const every = async (ms: number, work: () => Promise<unknown>) => {
       while (beating) {
-        await Promise.all([...kept.map((id) => appendCommand(db(), { target: { kind: 'lease', id }, kind: 'renew', actor: tester })), pass()]);
-        await sleep(300);
+        await work();
+        await sleep(ms);
       }
-    })();
+    };
+    const loops = Promise.all([
+      every(300, () => Promise.all(kept.map((id) => appendCommand(db(), { target: { kind: 'lease', id }, kind: 'renew', actor: tester })))),
+      every(100, pass),
+    ]);
     try {
-      await sleep(5000);
+      // Destroyed only past their deadline, 6 s after they were made active: by then `kept` would have been too, unrenewed.
       await waitFor('the dropped leases to be destroyed', async () => (await leaseStates(dropped)).every((l) => l.state === 'destroyed'));
       expect((await leaseStates(kept)).every((l) => l.state === 'active')).toBe(true);
     } finally {
       beating = false;
-      await beats;
+      await loops;
     }
     const trails = await stateTrails(db(), 'lease');
     for (const id of dropped) expect(trails.get(id)!.states).toEqual(['pending', 'acquired', 'active', 'released', 'destroyed']);

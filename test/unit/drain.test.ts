@@ -521,7 +521,8 @@ describe('the drain', () => {
   });
 
   test("a write to the object behind its drain's back fails the version check, and nothing of the command is committed", async () => {
-    await blueprint('tampered', { operationLatencyMs: { releaseLease: 1500 } });
+    // A release long enough to be seen in its driver call on a loaded machine.
+    await blueprint('tampered', { operationLatencyMs: { releaseLease: 5000 } });
     const { lease: l } = await createLease(db(), { blueprint: 'tampered', holder: 'alice' }, alice);
     await drainAll();
     expect((await lease(l.id)).state).toBe('active');
@@ -531,6 +532,7 @@ describe('the drain', () => {
       (await db().selectFrom('commands').select('status').where('id', '=', release.id).executeTakeFirstOrThrow()).status;
     for (let i = 0; i < 100 && (await releaseStatus()) !== 'running'; i++) await sql`select pg_sleep(0.02)`.execute(db());
     // The release is in its driver call, holding the row as it read it.
+    expect(await releaseStatus()).toBe('running');
     await db().updateTable('leases').set({ version: sql<number>`version + 1` }).where('id', '=', l.id).execute();
     // Nothing of it is committed: the command goes back to the queue with
     // backoff, saying why, and the object is let go, to be read afresh.

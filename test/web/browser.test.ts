@@ -17,8 +17,12 @@ afterAll(async () => {
   await browser?.close();
 });
 
-/** The driver takes a while to release, so "releasing…" is there to be seen. */
-const SLOW_RELEASE = { operationLatencyMs: { releaseLease: 1000 } };
+/**
+ * The driver takes a while to release, so "releasing…" is there to be seen
+ * after the redirect and the page's load, and two presses land while it is
+ * in flight, even on a loaded machine where those take seconds.
+ */
+const SLOW_RELEASE = { operationLatencyMs: { releaseLease: 5000 } };
 
 const heading = (page: Page) => page.locator('h1').innerText();
 
@@ -79,9 +83,8 @@ describe('in a browser', () => {
   });
 
   test('two tabs pressing release at once make one release; the other joins it', async () => {
-    // Slower still: "at once" is while the first release is in flight, and
-    // two clicks on a loaded machine can land seconds apart.
-    const lease = await operatorLease(env, { operationLatencyMs: { releaseLease: 5000 } });
+    // "At once" is while the first release is in flight.
+    const lease = await operatorLease(env, SLOW_RELEASE);
     const context = await signedInContext(browser, env.server.url, env.as.operator.token!);
     // No live updates here: one tab's release would otherwise turn the other
     // tab's button into "releasing…" before a slow click lands, and this is

@@ -98,7 +98,8 @@ test('a stopping server ends its streams instead of waiting for them', async () 
   await server.stop();
   await reading;
   expect(received.ended).toBe(true);
-  expect(Date.now() - started).toBeLessThan(5000);
+  // Not held open for the streams' lifetime (they would never end by themselves).
+  expect(Date.now() - started).toBeLessThan(20_000);
 });
 
 test('a cut LISTEN connection is made again: the stream stays open, tells pages to look again, and carries changes again', async () => {

@@ -138,14 +138,12 @@ describe('at scale', () => {
       expect(plan, plan).toMatch(new RegExp(`(Index Scan Backward using|Bitmap Index Scan on) ${index}\\b`));
       expect(plan).not.toContain('Seq Scan');
     }
-    const started = Date.now();
+    // The pages those plans serve.
     const first = await client.get('/leases?state=broken&limit=100');
     expect(idsOn(first.text, 'leases')).toHaveLength(100);
     const deep = await client.get('/leases?holder=bulk-7&after=20000&limit=100');
     expect(idsOn(deep.text, 'leases').every((id) => id < 20000)).toBe(true);
     const overview = await client.get('/');
     expect(overview.status).toBe(200);
-    // A generous bound for a shared CI machine; an unindexed scan of this table per page would be far slower on repeat.
-    expect(Date.now() - started).toBeLessThan(5000);
   });
 });
