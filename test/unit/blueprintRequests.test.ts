@@ -86,6 +86,37 @@ test("a lease's second request in the step that served its first finds the resou
   expect(resources.map((r) => String(r.id))).toEqual([made]);
 });
 
+test('a request from a lease granted a slot, the grant still on its way to the lease, leaves no row in the line', async () => {
+  const { id } = await blueprint('crossing', 1);
+  const { lease: holder } = await createLease(db(), { blueprint: 'crossing', holder: 'holder' }, alice);
+  await drain.all();
+  const { lease: next } = await createLease(db(), { blueprint: 'crossing', holder: 'next' }, alice);
+  await drain.drain('blueprint', id);
+  expect(await lineLength(id)).toBe(1);
+  // The holder leaves; its slot goes back; the blueprint sends `next` to the resource, which grants it.
+  await appendCommand(db(), { target: { kind: 'lease', id: holder.id }, kind: 'release', actor: alice });
+  await drain.drain('lease', holder.id);
+  const { resource_id: resourceId } = await db().selectFrom('leases').select('resource_id').where('id', '=', holder.id).executeTakeFirstOrThrow();
+  await drain.drain('resource', resourceId!);
+  await drain.drain('blueprint', id);
+  expect(await lineLength(id)).toBe(0);
+  await drain.drain('resource', resourceId!);
+  expect(await statesOf([next.id])).toEqual(['pending']);
+  // A request of `next` reaches the blueprint before the grant reaches
+  // `next`, as one does when a refusal of an earlier acquire crossed the grant.
+  await appendInTransaction(
+    db(),
+    { target: { kind: 'blueprint', id }, kind: 'need_resource', payload: { leaseId: next.id }, actor: alice },
+    { fromOutside: false },
+  );
+  await drain.drain('blueprint', id);
+  expect((await commandsOf(db(), 'blueprint', id)).at(-1)!.message).toBe(`lease ${next.id} already holds a slot on resource ${resourceId}`);
+  expect(await lineLength(id)).toBe(0);
+  await drain.all();
+  expect(await statesOf([next.id])).toEqual(['active']);
+  expect(await lineLength(id)).toBe(0);
+});
+
 test('a long line is served from its head in order, past pages of leases that left it, and counted up to a hundred', async () => {
   const long = await blueprint('long', 1);
   const holder = (await createLease(db(), { blueprint: 'long', holder: 'first' }, alice)).lease;

@@ -129,6 +129,12 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
     if (sentTo !== undefined && sentTo !== null) {
       return { ...done<'blueprint'>(`lease ${leaseId} was already sent to resource ${sentTo}`), lineAsItWas: true };
     }
+    // Granted a slot already, the grant on its way to the lease: a request
+    // from a refusal that crossed it would otherwise leave a row in the line
+    // for a lease that is about to be active.
+    if (lease.holding !== null) {
+      return { ...done<'blueprint'>(`lease ${leaseId} already holds a slot on resource ${lease.holding}`), lineAsItWas: true };
+    }
     return {
       ...done<'blueprint'>(`lease ${leaseId} needs a slot`),
       joining: {

@@ -19,6 +19,12 @@ export interface RequestingLease {
   readonly making: number | null;
   /** A resource it was sent to whose acquire is still on its way (read when the lease is). */
   readonly sentTo: number | null;
+  /**
+   * A resource whose slot it holds: granted there, the grant not yet applied
+   * to the lease (which is still pending, with no resource), or a refusal of
+   * an earlier acquire crossing that grant would put it back in line.
+   */
+  readonly holding: number | null;
 }
 
 /** The leases read in the step since the line was last served, by id. */
@@ -94,6 +100,7 @@ function readLeases(trx: Db, ids: readonly number[]) {
         .limit(1)
         .as('sentTo'),
     )
+    .select((eb) => eb.selectFrom('resource_slots as s').select('s.resource_id').whereRef('s.lease_id', '=', 'l.id').as('holding'))
     .where('l.id', '=', (eb) => eb.fn.any(eb.val([...new Set(ids)])));
   return executePrepared(trx, query);
 }
