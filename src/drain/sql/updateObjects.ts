@@ -88,11 +88,11 @@ export interface ObjectUpdate {
  *
  * Why one statement, not one per object: each statement of a step costs the
  * server its own execution (the executor opening the table and its nine
- * indexes, a parse of the EXECUTE), and a step of releases updates a lease
- * each; `npm run bench:profile` read the per-object updates as a sixth of
- * PostgreSQL's CPU per release. The values travel as one typed array per
- * column (`unnest`), as node-postgres writes each value as a parameter (a
- * JSON column's value is its JSON text).
+ * indexes, a parse of the EXECUTE), and a step of 25 releases updates 25
+ * leases; per lease, that start-up cost more than the update itself (see
+ * docs/internals.md, where the time goes). The values travel as one typed
+ * array per column (`unnest`), each written as node-postgres writes a
+ * parameter (a JSON column's value is its JSON text).
  */
 export function updateObjectsStatement(kind: ObjectKind, columns: readonly string[], updates: readonly ObjectUpdate[]): CompiledQuery {
   const types: Readonly<Record<string, string>> = COLUMN_TYPES[kind];
