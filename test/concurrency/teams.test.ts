@@ -146,7 +146,15 @@ test("a contended pool is shared by the teams' weights: a team of weight 3 holds
   const db = cluster.database.db;
   await setTeam(db, { name: 'heavy', weight: 3 }, tester);
   await setTeam(db, { name: 'light', weight: 1 }, tester);
-  await simulatedBlueprint(db, 'shared', { maxResources: 2, leasesPerResource: 2 }, { latencyMs: { min: 0, max: 10 } });
+  // Priority steps off: a light team's lease waits four times as long as a
+  // heavy one's, and on a slow machine long enough for a step (a minute by
+  // default) to put it ahead whatever its team's use. Here use ÷ weight
+  // alone decides, which is what is measured.
+  await createBlueprint(
+    db,
+    { name: 'shared', driver: 'simulated', settings: { latencyMs: { min: 0, max: 10 } }, maxResources: 2, leasesPerResource: 2, priorityStepMs: 0 },
+    tester,
+  );
   const leases: LeaseRow[] = [];
   // While both teams flood (each has leases waiting) and the pool is full:
   // what the share is measured on.
