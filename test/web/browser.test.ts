@@ -4,6 +4,7 @@ import { runCollectorPass } from '../../src/gc/runCollector.ts';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';
 import { TEST_GC } from '../gc/support/handDrain.ts';
 import { testLog } from '../helpers/testDatabase.ts';
+import { waitFor } from '../helpers/waitFor.ts';
 import { launchBrowser, screenshot, signedInContext } from './support/browser.ts';
 import { operatorLease, releaseCommands } from './support/webFixtures.ts';
 
@@ -113,6 +114,10 @@ describe('in a browser', () => {
     await Promise.all([page.waitForURL(/outcome=/), page.dblclick('button[data-kind=release]')]);
     const releases = await releaseCommands(env, lease.id);
     expect(releases.filter((r) => r.coalesced_into === null)).toHaveLength(1);
+    // Its slow release ends here, not in the tests after this one.
+    await waitFor('the release to settle', async () =>
+      (await releaseCommands(env, lease.id)).every((r) => r.status !== 'queued' && r.status !== 'running'),
+    );
     await context.close();
   });
 
