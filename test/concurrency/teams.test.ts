@@ -170,13 +170,8 @@ test("a contended pool is shared by the teams' weights: a team of weight 3 holds
   let flooding = true;
   const flood = async (team: string) => {
     while (!flooded()) {
-      const waiting = await db
-        .selectFrom('leases')
-        .select(sql<number>`count(*)::int`.as('n'))
-        .where('team', '=', team)
-        .where('state', '=', 'pending')
-        .executeTakeFirstOrThrow();
-      if (waiting.n < 8) leases.push((await createLease(db, { blueprint: 'shared', holder: team, team }, tester)).lease);
+      const waiting = (await waitingByTeam(db)).get(team) ?? 0;
+      if (waiting < 8) leases.push((await createLease(db, { blueprint: 'shared', holder: team, team }, tester)).lease);
       else await sleep(20);
     }
   };
