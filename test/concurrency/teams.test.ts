@@ -6,7 +6,17 @@ import type { Db } from '../../src/db/Database.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { setQuota, setTeam } from '../../src/objects/teams.ts';
-import { holdAndRelease, serveOrder, simulatedBlueprint, tester, waitForQuietQueues } from './support/fixtures.ts';
+import { waitFor } from '../helpers/waitFor.ts';
+import {
+  createLeases,
+  holdAndRelease,
+  releaseLease,
+  serveOrder,
+  simulatedBlueprint,
+  tester,
+  waitForLeases,
+  waitForQuietQueues,
+} from './support/fixtures.ts';
 import { clusterForThisFile } from './support/testCluster.ts';
 
 // Fair share and quotas with two worker processes and random delays in the
@@ -24,15 +34,20 @@ async function holdings(db: Db): Promise<Array<{ team: string; holder: string; b
   return rows;
 }
 
-/** Leases waiting now, by team, at any blueprint. */
-async function waitingByTeam(db: Db): Promise<Map<string, number>> {
-  const rows = await db
-    .selectFrom('leases')
-    .select(['team', sql<number>`count(*)::int`.as('n')])
-    .where('state', '=', 'pending')
-    .groupBy('team')
-    .execute();
-  return new Map(rows.map((r) => [r.team, r.n]));
+/**
+ * Pending leases now, by team, at any blueprint: `inLine`, those with a row
+ * in a blueprint's waiting line (what a decision weighs), and `pending`, all
+ * of them (also those on their way to the line, and those sent to a
+ * resource).
+ */
+async function waitingByTeam(db: Db): Promise<Map<string, { inLine: number; pending: number }>> {
+  const { rows } = await sql<{ team: string; in_line: number; pending: number }>`
+    select l.team, count(w.lease_id)::int as in_line, count(*)::int as pending
+    from leases l left join blueprint_waiters w on w.lease_id = l.id
+    where l.state = 'pending'
+    group by l.team
+  `.execute(db);
+  return new Map(rows.map((r) => [r.team, { inLine: r.in_line, pending: r.pending }]));
 }
 
 /**
@@ -42,7 +57,12 @@ async function waitingByTeam(db: Db): Promise<Map<string, number>> {
  * happened before `at` or after; `until`: once they answered).
  */
 function sampler(db: Db) {
-  const samples: Array<{ at: number; until: number; rows: Awaited<ReturnType<typeof holdings>>; waiting: Map<string, number> }> = [];
+  const samples: Array<{
+    at: number;
+    until: number;
+    rows: Awaited<ReturnType<typeof holdings>>;
+    waiting: Awaited<ReturnType<typeof waitingByTeam>>;
+  }> = [];
   let running = true;
   const done = (async () => {
     while (running) {
@@ -150,28 +170,52 @@ test("a contended pool is shared by the teams' weights: a team of weight 3 holds
   // heavy one's, and on a slow machine long enough for a step (a minute by
   // default) to put it ahead whatever its team's use. Here use ÷ weight
   // alone decides, which is what is measured.
-  await createBlueprint(
+  const blueprint = await createBlueprint(
     db,
     { name: 'shared', driver: 'simulated', settings: { latencyMs: { min: 0, max: 10 } }, maxResources: 2, leasesPerResource: 2, priorityStepMs: 0 },
     tester,
   );
+  // The pool is full before the flood (four leases of a team of its own),
+  // and both teams' lines are filled before those go: so every slot the
+  // teams hold was handed out by a decision between their first waiters.
+  // (Served as they came, the first requests split the pool by who asked
+  // first, and on a slow machine that split lasts much of the measure.)
+  const earlier = await createLeases(db, blueprint, 4);
+  await waitForLeases(
+    db,
+    earlier.map((l) => l.id),
+    ['active'],
+  );
   const leases: LeaseRow[] = [];
-  // While both teams flood (each has leases waiting) and the pool is full:
-  // what the share is measured on.
+  // While both teams flood (each has leases in the line) and the pool is
+  // full of their leases: what the share is measured on.
+  let measureFrom = Number.POSITIVE_INFINITY;
   const measured = (samples: typeof watch.samples) =>
     samples
-      .filter((s) => (s.waiting.get('heavy') ?? 0) > 0 && (s.waiting.get('light') ?? 0) > 0)
+      .filter((s) => s.at > measureFrom && (s.waiting.get('heavy')?.inLine ?? 0) > 0 && (s.waiting.get('light')?.inLine ?? 0) > 0)
       .map((s) => s.rows.filter((r) => r.blueprint === 'shared'))
       .filter((rows) => sum(rows) === 4);
-  // Both teams keep 8 requests waiting at all times, for 8 s and until 60
-  // such samples were taken (a slow machine takes fewer in a second).
+  // Both teams keep at least 8 leases in the line at all times, for 8 s of
+  // measure and until 60 samples of it were taken (a slow machine takes
+  // fewer in a second). A team whose line runs dry for a moment loses the
+  // slot freed then to the other, which holds it for a whole hold: so the
+  // line is counted by its rows, not by pending leases (some of those are
+  // still on their way to it, or already sent to a resource), and a
+  // shortfall is made up at once, by requests sent together. At most 24
+  // pending per team, so a slow way to the line cannot grow the flood
+  // without end; and 90 s at most in all.
   const started = Date.now();
-  const flooded = () => Date.now() - started > 60_000 || (Date.now() - started > 8_000 && measured(watch.samples).length >= 60);
+  const flooded = () => Date.now() - started > 90_000 || (Date.now() - measureFrom > 8_000 && measured(watch.samples).length >= 60);
   let flooding = true;
   const flood = async (team: string) => {
     while (!flooded()) {
-      const waiting = (await waitingByTeam(db)).get(team) ?? 0;
-      if (waiting < 8) leases.push((await createLease(db, { blueprint: 'shared', holder: team, team }, tester)).lease);
+      const { inLine, pending } = (await waitingByTeam(db)).get(team) ?? { inLine: 0, pending: 0 };
+      const more = Math.min(8 - inLine, 24 - pending);
+      if (more > 0)
+        for (const { lease } of await Promise.all(
+          Array.from({ length: more }, () => createLease(db, { blueprint: 'shared', holder: team, team }, tester)),
+        ))
+          leases.push(lease);
       else await sleep(20);
     }
   };
@@ -180,6 +224,19 @@ test("a contended pool is shared by the teams' weights: a team of weight 3 holds
   const flooders = Promise.all([flood('heavy'), flood('light')]).then(() => {
     floodEnded = Date.now();
     flooding = false;
+  });
+  await waitFor('both teams to have 8 leases in the line', async () => {
+    const waiting = await waitingByTeam(db);
+    return (waiting.get('heavy')?.inLine ?? 0) >= 8 && (waiting.get('light')?.inLine ?? 0) >= 8;
+  });
+  for (const lease of earlier) await releaseLease(db, lease.id);
+  // Measured from when the pool holds none of the earlier leases.
+  void waitForLeases(
+    db,
+    earlier.map((l) => l.id),
+    ['destroyed'],
+  ).then(() => {
+    measureFrom = Date.now();
   });
   await holdAndRelease(
     db,
@@ -198,8 +255,13 @@ test("a contended pool is shared by the teams' weights: a team of weight 3 holds
   const full = measured(watch.samples.filter((s) => s.at < floodEnded));
   expect(full.length).toBeGreaterThanOrEqual(60);
   const heavy = full.reduce((n, rows) => n + sum(rows.filter((r) => r.team === 'heavy')), 0) / full.length;
-  expect(heavy).toBeGreaterThan(2.5);
-  expect(heavy).toBeLessThan(3.5);
+  // Within a quarter slot: when a slot frees, the team below its share gets
+  // it, so the pool holds 3 and 1 except for the moments between a
+  // release and the grant that follows (samples of 3 slots, not measured).
+  // A decision that counted a lease twice (its slot and its acquire, in a
+  // step that held both its resource and the blueprint) read 2.2–2.4 here.
+  expect(heavy).toBeGreaterThan(2.75);
+  expect(heavy).toBeLessThan(3.25);
 });
 
 test('nothing starves across teams: a light team’s priority-0 lease is served while a heavy team floods at priority 9', async () => {

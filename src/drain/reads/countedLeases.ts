@@ -17,10 +17,18 @@ import { perStep } from '../perStep.ts';
  * Counted per blueprint by its resources (as many as it has); overall, for
  * the teams given, by every slot held (as many as leases are held) and
  * every acquire on its way (commands_acquires_in_flight).
+ *
+ * Each lease once (`count(distinct …)`), though it may be read both ways:
+ * a drain step that holds a resource and its blueprint decides the
+ * resource's acquire (the slot row written) before the blueprint's decision
+ * reads, while the acquire is marked done only as the step commits. Counted
+ * twice there, the lease made its team look twice as heavy a user as it
+ * was, and the teams whose leases were served most (and so most often in
+ * that half-applied state) lost slots to the others.
  */
 export async function countedAtBlueprint(trx: Db, blueprintId: number): Promise<Counted[]> {
   const { rows } = await sql<Counted>`
-    select l.team, l.holder, r.blueprint_id as "blueprintId", count(*)::int as n
+    select l.team, l.holder, r.blueprint_id as "blueprintId", count(distinct counted.lease_id)::int as n
     from resources r
     join lateral (
       select s.lease_id from resource_slots s where s.resource_id = r.id and s.lease_id is not null
@@ -38,7 +46,7 @@ export async function countedAtBlueprint(trx: Db, blueprintId: number): Promise<
 /** The leases counted for `teams` at every blueprint (for their overall quotas). */
 export async function countedOverall(trx: Db, teams: readonly string[]): Promise<Counted[]> {
   const { rows } = await sql<Counted>`
-    select l.team, l.holder, counted.blueprint_id as "blueprintId", count(*)::int as n
+    select l.team, l.holder, counted.blueprint_id as "blueprintId", count(distinct counted.lease_id)::int as n
     from (
       select s.lease_id, r.blueprint_id from resource_slots s join resources r on r.id = s.resource_id where s.lease_id is not null
       union all
