@@ -99,6 +99,22 @@ interface Planned {
 const keyOf = (ref: ObjectRef) => `${ref.kind}:${ref.id}`;
 
 /**
+ * The order a step decides its objects in: blueprints, then resources, then
+ * leases. A decision writes some rows as it decides (a resource's slot
+ * rows, a blueprint's waiting line) and the rest (object rows, the
+ * command's status, follow-ups) only as the step commits, and the step's
+ * later decisions read in its transaction: a blueprint deciding after a
+ * resource would see that resource half-applied. A resource that gave a
+ * slot back earlier in the step, its row not yet written, looked full to its
+ * blueprint, which put the asking lease in line; and the resource had found
+ * the line still empty, so offered the slot to nobody. Blueprints first
+ * read only what earlier steps committed, as if they were a transaction of
+ * their own before the step; resources then see the line as the
+ * blueprints leave it, and offer what they free to the leases it holds.
+ */
+const DECISION_ORDER: Record<ObjectKind, number> = { blueprint: 0, resource: 1, lease: 2 };
+
+/**
  * One connection's share of a worker's drains: it holds the advisory locks of
  * up to `maxHeld` objects of any kind and applies their commands in steps,
  * a command per object per step, or a run of them: after the head, the
@@ -409,7 +425,7 @@ export class DrainLane {
   }
 
   private async decideAndCommit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number, runs: boolean): Promise<void> {
-    const applying = planned.filter((p) => !p.handOff);
+    const applying = planned.filter((p) => !p.handOff).sort((a, b) => DECISION_ORDER[a.held.ref.kind] - DECISION_ORDER[b.held.ref.kind]);
     const lock = lockVersionsStatement(applying.map((p) => ({ ...p.held.ref, version: p.held.object.version })));
     const inTransaction = applying.some(
       (p) =>

@@ -9,7 +9,7 @@ import { testLog } from './testDatabase.ts';
 
 /**
  * The drain engine's lanes run by hand, with no worker, so a test decides
- * exactly what is applied when: `drain` takes only the objects named (and
+ * exactly what is applied when: `drain` and `together` take only the objects named (and
  * leaves the follow-ups they wake to a later call), `all` drains every due
  * wake-up until none is left (yielded commands wait for theirs).
  * `driverPool`: where the drivers' calls query, if not the lanes' pool (a
@@ -28,6 +28,8 @@ export function drainByHand(database: Pick<Database, 'pool' | 'db'>, handOffAfte
   return {
     /** Drains one object's ready commands; answers how many it applied (0 when another drain holds it). */
     drain: (kind: ObjectKind, id: number): Promise<number> => lane([{ kind, id }]).run(),
+    /** Drains the objects named in one lane, so each step decides a command of each of them in one transaction. */
+    together: (objects: readonly ObjectRef[]): Promise<number> => lane(objects).run(),
     async all(): Promise<void> {
       for (let round = 0; round < 200; round++) {
         let claimed = 0;

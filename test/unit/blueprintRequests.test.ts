@@ -117,6 +117,31 @@ test('a request from a lease granted a slot, the grant still on its way to the l
   expect(await lineLength(id)).toBe(0);
 });
 
+test('a slot freed in the step that puts a lease in line reaches that lease: the blueprint decides before the resource', async () => {
+  const { id } = await blueprint('same-step', 1);
+  const { lease: holder } = await createLease(db(), { blueprint: 'same-step', holder: 'holder' }, alice);
+  await drain.all();
+  const { resource_id: resourceId } = await db().selectFrom('leases').select('resource_id').where('id', '=', holder.id).executeTakeFirstOrThrow();
+  // The holder leaves: its slot's return waits in the resource's queue.
+  await appendCommand(db(), { target: { kind: 'lease', id: holder.id }, kind: 'release', actor: alice });
+  await drain.drain('lease', holder.id);
+  // A new lease asks the full blueprint for a slot.
+  const { lease: next } = await createLease(db(), { blueprint: 'same-step', holder: 'next' }, alice);
+  await drain.drain('lease', next.id);
+  // One step decides both: the slot's return and the request. Decided the
+  // other way round, the resource would find nobody in line to offer its
+  // slot to, and the blueprint, reading the resource's row as it was before
+  // the step, no free slot: the lease would wait beside a free slot until
+  // some other slot came back.
+  await drain.together([
+    { kind: 'resource', id: resourceId! },
+    { kind: 'blueprint', id },
+  ]);
+  await drain.all();
+  expect(await statesOf([next.id])).toEqual(['active']);
+  expect(await lineLength(id)).toBe(0);
+});
+
 test('a long line is served from its head in order, past pages of leases that left it, and counted up to a hundred', async () => {
   const long = await blueprint('long', 1);
   const holder = (await createLease(db(), { blueprint: 'long', holder: 'first' }, alice)).lease;

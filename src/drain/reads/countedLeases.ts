@@ -19,12 +19,12 @@ import { perStep } from '../perStep.ts';
  * every acquire on its way (commands_acquires_in_flight).
  *
  * Each lease once (`count(distinct …)`), though it may be read both ways:
- * a drain step that holds a resource and its blueprint decides the
- * resource's acquire (the slot row written) before the blueprint's decision
- * reads, while the acquire is marked done only as the step commits. Counted
- * twice there, the lease made its team look twice as heavy a user as it
- * was, and the teams whose leases were served most (and so most often in
- * that half-applied state) lost slots to the others.
+ * a transaction that has taken a lease's slot (as an acquire decides) sees
+ * the slot row, while the acquire is marked done only as it commits. A
+ * drain step once decided a blueprint after a resource in one transaction
+ * (DrainLane's DECISION_ORDER now puts blueprints first); counted twice
+ * there, the lease made its team look the heavier user, and the teams
+ * whose leases were served most lost slots to the others.
  */
 export async function countedAtBlueprint(trx: Db, blueprintId: number): Promise<Counted[]> {
   const { rows } = await sql<Counted>`
