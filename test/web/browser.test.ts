@@ -201,7 +201,8 @@ describe('in a browser', () => {
       while ((await runCollectorPass(env.database, TEST_GC, 'cli', testLog)).status === 'skipped') await sleep(100);
     };
     await pass();
-    const lease = await operatorLease(env);
+    // Slow to release, so the page shows the release on its way for seconds before the lease is destroyed.
+    const lease = await operatorLease(env, SLOW_RELEASE);
     const { id: blueprintId } = await env.database.db
       .selectFrom('blueprints')
       .select('id')
@@ -212,7 +213,10 @@ describe('in a browser', () => {
     const page = await context.newPage();
     await page.goto(`/leases/${lease.id}`);
     await Promise.all([page.waitForURL(/outcome=queued/), page.click('button[data-kind=release]')]);
-    await page.waitForFunction(() => document.querySelector('h1')?.textContent?.includes('destroyed'), null, { timeout: 30_000 });
+    // Destroyed, not on its way there: the heading names the goal too ("active → destroyed") from the moment the release is queued.
+    await page.waitForFunction(() => document.querySelector('h1')?.textContent?.includes('destroyed') && !document.querySelector('.goal'), null, {
+      timeout: 30_000,
+    });
     await pass();
 
     const values = async (chart: string, series: string) =>
