@@ -84,16 +84,20 @@ test('12 leases on 2 one-slot resources are served in turn without ever exceedin
   expect(cluster.workers.errors()).toEqual([]);
 }, 180_000);
 
-test('a pending lease released while it waits at a blueprint at its limit leaves, and the next waiter is served', async () => {
+test('pending leases released while they wait at a blueprint at its limit leave, the next waiter is served, and their rows in the line go as it is read', async () => {
   const db = cluster.database.db;
   const blueprint = await simulatedBlueprint(db, 'single', { maxResources: 1, leasesPerResource: 1 });
   const [holder] = await createLeases(db, blueprint, 1);
   await waitForLeases(db, [holder!.id], ['active']);
-  const [quitter, next] = await createLeases(db, blueprint, 2);
-  await waitUntilWaiting(db, blueprint, [quitter!.id, next!.id]);
+  // One after another, so their places are in this order: a lease that
+  // gives up ahead of the next waiter, and one behind it.
+  const [ahead] = await createLeases(db, blueprint, 1);
+  const [next] = await createLeases(db, blueprint, 1);
+  const [behind] = await createLeases(db, blueprint, 1);
+  await waitUntilWaiting(db, blueprint, [ahead!.id, next!.id, behind!.id]);
 
-  await releaseLease(db, quitter!.id);
-  await waitForLeases(db, [quitter!.id], ['destroyed']);
+  for (const quitter of [ahead!, behind!]) await releaseLease(db, quitter.id);
+  await waitForLeases(db, [ahead!.id, behind!.id], ['destroyed']);
   await releaseLease(db, holder!.id);
   await waitForLeases(db, [next!.id], ['active']);
   await releaseLease(db, next!.id);
@@ -101,11 +105,19 @@ test('a pending lease released while it waits at a blueprint at its limit leaves
   await waitForQuietQueues(db);
 
   const trails = await stateTrails(db, 'lease');
-  expect(trails.get(quitter!.id)!.states).toEqual(GAVE_UP_WAITING);
+  for (const quitter of [ahead!, behind!]) expect(trails.get(quitter.id)!.states).toEqual(GAVE_UP_WAITING);
   expect(trails.get(holder!.id)!.states).toEqual(SERVED);
   expect(trails.get(next!.id)!.states).toEqual(SERVED);
-  const stillWaiting = await db.selectFrom('blueprint_waiters').select('lease_id').where('blueprint_id', '=', blueprint.id).execute();
-  expect(stillWaiting).toEqual([]);
+  // A row of a lease that left is removed when the blueprint reads its line
+  // that far (waitingLine.ts): the one ahead, read past to serve `next`, is
+  // gone; the one behind was not read, and stays until the next serving.
+  const rows = () => db.selectFrom('blueprint_waiters').select('lease_id').where('blueprint_id', '=', blueprint.id).execute();
+  expect(await rows()).toEqual([{ lease_id: behind!.id }]);
+  const [later] = await createLeases(db, blueprint, 1);
+  await waitForLeases(db, [later!.id], ['active']);
+  expect(await rows()).toEqual([]);
+  await releaseLease(db, later!.id);
+  await waitForLeases(db, [later!.id], ['destroyed']);
   expect(cluster.workers.errors()).toEqual([]);
 });
 
