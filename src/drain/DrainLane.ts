@@ -476,12 +476,15 @@ export class DrainLane {
 
     // The rows the outcomes changed, as they now are.
     let n = 0;
-    for (const { target } of statements.objectUpdates) {
-      const row = results[n++]!.rows[0] as ObjectRow;
-      const h = this.held.get(keyOf(target))!;
-      recordRowCommitted(h.ref.kind, h.object, row, new Map([[h.blueprint.id, h.blueprint]]));
-      h.object = row;
-      if (h.ref.kind === 'blueprint') h.blueprint = row as BlueprintRow;
+    for (const { targets } of statements.objectUpdates) {
+      const rows = new Map((results[n++]!.rows as ObjectRow[]).map((row) => [row.id, row]));
+      for (const target of targets) {
+        const row = rows.get(target.id)!;
+        const h = this.held.get(keyOf(target))!;
+        recordRowCommitted(h.ref.kind, h.object, row, new Map([[h.blueprint.id, h.blueprint]]));
+        h.object = row;
+        if (h.ref.kind === 'blueprint') h.blueprint = row as BlueprintRow;
+      }
     }
     const claimed = results[n]!.rows as CommandRow[];
     const next = new Map<string, CommandRow[]>();

@@ -1,15 +1,16 @@
-import { CompiledQuery } from 'kysely';
-import type { CommandRow } from '../../migrations/schema.ts';
+import type { CompiledQuery } from 'kysely';
+import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { commandKindSpec } from '../domain/commandKinds.ts';
 import { canTransition } from '../domain/lifecycle.ts';
 import type { EventInput } from '../objects/recordEvent.ts';
 import { validatedAppend } from '../queue/appendCommand.ts';
-import { describeObject, OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
+import { describeObject, type ObjectRef } from '../queue/objectTables.ts';
 import { type WakeTarget, wakeObjectsQuery } from '../queue/wakeObjects.ts';
 import type { Outcome } from './Handler.ts';
 import { appendFollowUpsStatement, type FollowUpAppend } from './sql/appendFollowUps.ts';
 import { type Settlement, settleCommands } from './sql/settleCommand.ts';
+import { type ObjectUpdate, updateObjectsStatement } from './sql/updateObjects.ts';
 
 /** Another writer changed the object under us: the single-writer rule was broken. */
 export class VersionConflictError extends Error {
@@ -50,8 +51,8 @@ export interface Decided {
  * whole query, commit included.
  */
 export interface StepStatements {
-  /** Per object whose outcomes change its row, in the order first decided: one update with what they all set. */
-  readonly objectUpdates: ReadonlyArray<{ readonly target: ObjectRef; readonly query: CompiledQuery }>;
+  /** The objects whose outcomes change their rows, by kind and the columns set: one update each, returning the rows. */
+  readonly objectUpdates: ReadonlyArray<{ readonly targets: readonly ObjectRef[]; readonly query: CompiledQuery }>;
   readonly rest: readonly CompiledQuery[];
   /** The other objects the follow-ups woke (for the drain to take, if it has room). */
   readonly woken: readonly ObjectRef[];
@@ -77,11 +78,12 @@ export function stepStatements(db: Db, decided: readonly Decided[]): StepStateme
 }
 
 /**
- * Each object's row as its outcomes in the step leave it, as one update per
- * object: a run's commands change their object one after another, and
- * writing each change as a row version of its own would make as many dead
- * tuples. The version rises by one per outcome that changes the row, as
- * each was decided on the one before (commandRun.ts, rowAfter).
+ * Each object's row as its outcomes in the step leave it: a run's commands
+ * change their object one after another, and writing each change as a row
+ * version of its own would make as many dead tuples. The version rises by
+ * one per outcome that changes the row, as each was decided on the one
+ * before (commandRun.ts, rowAfter). Objects of a kind whose outcomes set
+ * the same columns share one statement (sql/updateObjects.ts).
  */
 function objectUpdates(decided: readonly Decided[]): StepStatements['objectUpdates'] {
   const byObject = new Map<string, { target: ObjectRef; version: number; changes: number; values: Record<string, unknown> }>();
@@ -93,15 +95,16 @@ function objectUpdates(decided: readonly Decided[]): StepStatements['objectUpdat
     update.changes += 1;
     byObject.set(key, update);
   }
-  return [...byObject.values()].map(({ target, version, changes, values }) => {
-    const columns = Object.keys(values);
-    for (const column of columns)
-      if (!/^[a-z_]+$/.test(column)) throw new Error(`${target.kind} outcome sets a column named ${JSON.stringify(column)}`);
-    const assignments = columns.map((column, i) => `"${column}" = $${i + 1}`);
-    const n = columns.length;
-    const text = `update ${OBJECT_TABLE[target.kind]} set ${assignments.join(', ')}${n > 0 ? ', ' : ''}version = $${n + 1}, updated_at = now() where id = $${n + 2} returning *`;
-    return { target, query: CompiledQuery.raw(text, [...columns.map((c) => values[c]), version + changes, target.id]) };
-  });
+  const groups = new Map<string, { kind: ObjectKind; columns: string[]; targets: ObjectRef[]; updates: ObjectUpdate[] }>();
+  for (const { target, version, changes, values } of byObject.values()) {
+    const columns = Object.keys(values).sort();
+    const key = `${target.kind}:${columns.join(',')}`;
+    const group = groups.get(key) ?? { kind: target.kind, columns, targets: [], updates: [] };
+    group.targets.push(target);
+    group.updates.push({ id: target.id, version: version + changes, values });
+    groups.set(key, group);
+  }
+  return [...groups.values()].map(({ kind, columns, targets, updates }) => ({ targets, query: updateObjectsStatement(kind, columns, updates) }));
 }
 
 /**

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { OBJECT_COLUMN_TYPES } from '../../src/drain/sql/updateObjects.ts';
 import { drainJobKey } from '../../src/queue/objectTables.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 
@@ -144,6 +145,17 @@ test('every table and column in migrations/schema.ts exists after migrating', as
     db,
   );
   expect(rows[0]!.n).toBeGreaterThan(0);
+});
+
+test("the drain's batched updates cast each object column to its type in the migrated database", async () => {
+  const { rows } = await sql<{ kind: string; column: string; type: string }>`
+    select t.kind, a.attname as column, format_type(a.atttypid, a.atttypmod) as type
+    from (values ('blueprint', 'blueprints'::regclass), ('resource', 'resources'::regclass), ('lease', 'leases'::regclass)) as t(kind, rel)
+    join pg_attribute a on a.attrelid = t.rel and a.attnum > 0 and not a.attisdropped
+  `.execute(database.db);
+  const migrated: Record<string, Record<string, string>> = {};
+  for (const r of rows) migrated[r.kind] = { ...migrated[r.kind], [r.column]: r.type };
+  expect(OBJECT_COLUMN_TYPES).toEqual(migrated);
 });
 
 test('object lock keys are distinct per kind and id', async () => {
