@@ -479,7 +479,9 @@ export class DrainLane {
     for (const { targets } of statements.objectUpdates) {
       const rows = new Map((results[n++]!.rows as ObjectRow[]).map((row) => [row.id, row]));
       for (const target of targets) {
-        const row = rows.get(target.id)!;
+        const row = rows.get(target.id);
+        // Fails the lane (its objects are woken again) rather than carrying no row on.
+        if (!row) throw new Error(`${target.kind} ${target.id}: its update returned no row`);
         const h = this.held.get(keyOf(target))!;
         recordRowCommitted(h.ref.kind, h.object, row, new Map([[h.blueprint.id, h.blueprint]]));
         h.object = row;

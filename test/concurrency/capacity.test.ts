@@ -118,6 +118,7 @@ test('pending leases released while they wait at a blueprint at its limit leave,
   expect(await rows()).toEqual([]);
   await releaseLease(db, later!.id);
   await waitForLeases(db, [later!.id], ['destroyed']);
+  await waitForQuietQueues(db);
   expect(cluster.workers.errors()).toEqual([]);
 });
 

@@ -129,10 +129,11 @@ test('a slot freed in the step that puts a lease in line reaches that lease: the
   const { lease: next } = await createLease(db(), { blueprint: 'same-step', holder: 'next' }, alice);
   await drain.drain('lease', next.id);
   // One step decides both: the slot's return and the request. Decided the
-  // other way round, the resource would find nobody in line to offer its
-  // slot to, and the blueprint, reading the resource's row as it was before
-  // the step, no free slot: the lease would wait beside a free slot until
-  // some other slot came back.
+  // other way round (as the lane took them: the claim takes the older
+  // wake-up, the resource's, first), the resource would find nobody in line
+  // to offer its slot to, and the blueprint, reading the resource's row as
+  // it was before the step, no free slot: the lease would wait beside a free
+  // slot until some other slot came back.
   await drain.together([
     { kind: 'resource', id: resourceId! },
     { kind: 'blueprint', id },

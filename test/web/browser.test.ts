@@ -1,5 +1,4 @@
 import type { Browser, Page } from 'playwright-core';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { runCollectorPass } from '../../src/gc/runCollector.ts';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';
@@ -28,6 +27,12 @@ const SLOW_RELEASE = { operationLatencyMs: { releaseLease: 5000 } };
 
 const heading = (page: Page) => page.locator('h1').innerText();
 
+/** Waits for the page to show its lease destroyed: the state itself, not the goal the heading names while a release is on its way ("active → destroyed"). */
+const destroyedShown = (page: Page) =>
+  page.waitForFunction(() => document.querySelector('h1')?.textContent?.includes('destroyed') && !document.querySelector('.goal'), null, {
+    timeout: 30_000,
+  });
+
 describe('in a browser', () => {
   test('sign in, open a lease, press release: the page follows it to released and destroyed without a reload', async () => {
     const lease = await operatorLease(env, SLOW_RELEASE);
@@ -53,9 +58,7 @@ describe('in a browser', () => {
     expect(await page.locator('button[data-kind=release]').isDisabled()).toBe(true);
     await screenshot(page, 'lease', { forReadme: true });
 
-    await page.waitForFunction(() => document.querySelector('h1')?.textContent?.includes('destroyed') && !document.querySelector('.goal'), null, {
-      timeout: 30_000,
-    });
+    await destroyedShown(page);
     expect(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded)).toBe(true);
     const timeline = await page.locator('table.timeline').innerText();
     expect(timeline).toMatch(/active\s*→\s*released/);
@@ -197,9 +200,11 @@ describe('in a browser', () => {
     // The worker's own scheduled pass may be running: ours is then skipped
     // ("another collector pass was running"), and asked for again, so each
     // `pass()` takes a sample of its own.
-    const pass = async () => {
-      while ((await runCollectorPass(env.database, TEST_GC, 'cli', testLog)).status === 'skipped') await sleep(100);
-    };
+    const pass = () =>
+      waitFor(
+        'a collector pass of the test, not skipped',
+        async () => (await runCollectorPass(env.database, TEST_GC, 'cli', testLog)).status === 'done',
+      );
     await pass();
     // Slow to release, so the page shows the release on its way for seconds before the lease is destroyed.
     const lease = await operatorLease(env, SLOW_RELEASE);
@@ -213,10 +218,7 @@ describe('in a browser', () => {
     const page = await context.newPage();
     await page.goto(`/leases/${lease.id}`);
     await Promise.all([page.waitForURL(/outcome=queued/), page.click('button[data-kind=release]')]);
-    // Destroyed, not on its way there: the heading names the goal too ("active → destroyed") from the moment the release is queued.
-    await page.waitForFunction(() => document.querySelector('h1')?.textContent?.includes('destroyed') && !document.querySelector('.goal'), null, {
-      timeout: 30_000,
-    });
+    await destroyedShown(page);
     await pass();
 
     const values = async (chart: string, series: string) =>

@@ -18,13 +18,11 @@ import { perStep } from '../perStep.ts';
  * the teams given, by every slot held (as many as leases are held) and
  * every acquire on its way (commands_acquires_in_flight).
  *
- * Each lease once (`count(distinct …)`), though it may be read both ways:
- * a transaction that has taken a lease's slot (as an acquire decides) sees
- * the slot row, while the acquire is marked done only as it commits. A
- * drain step once decided a blueprint after a resource in one transaction
- * (DrainLane's DECISION_ORDER now puts blueprints first); counted twice
- * there, the lease made its team look the heavier user, and the teams
- * whose leases were served most lost slots to the others.
+ * Each lease once (`count(distinct …)`), whatever order a transaction's
+ * decisions run in: one that has taken a lease's slot (as an acquire
+ * decides) sees the slot row while the acquire is still queued, marked done
+ * only as it commits. Counted twice, a lease would make its team look the
+ * heavier user, and the teams served most would lose slots to the others.
  */
 export async function countedAtBlueprint(trx: Db, blueprintId: number): Promise<Counted[]> {
   const { rows } = await sql<Counted>`
