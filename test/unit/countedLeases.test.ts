@@ -57,21 +57,16 @@ test('a lease whose acquire a step has decided, but not yet committed, is counte
   // The resource's step takes the slot (as its acquire decides) and, before
   // it commits the acquire done, its blueprint's decision in the same
   // transaction counts.
-  await db()
-    .transaction()
-    .execute(async (trx) => {
-      const taken = await takeSlot(trx, resource, second.id);
-      expect(taken.slot).toBe(1);
-      expect(sorted(await countedAtBlueprint(trx, blueprint.id))).toEqual(both);
-      expect(sorted(await countedOverall(trx, ['ci']))).toEqual(both);
-      // Undone: the step was only looked into.
-      throw new RollBack();
-    })
-    .catch((error: unknown) => {
-      if (!(error instanceof RollBack)) throw error;
-    });
+  const trx = await db().startTransaction().execute();
+  try {
+    const taken = await takeSlot(trx, resource, second.id);
+    expect(taken.slot).toBe(1);
+    expect(sorted(await countedAtBlueprint(trx, blueprint.id))).toEqual(both);
+    expect(sorted(await countedOverall(trx, ['ci']))).toEqual(both);
+  } finally {
+    // Undone: the step was only looked into.
+    await trx.rollback().execute();
+  }
   await drain.all();
   expect(sorted(await countedAtBlueprint(db(), blueprint.id))).toEqual(both);
 });
-
-class RollBack extends Error {}

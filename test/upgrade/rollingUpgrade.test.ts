@@ -6,6 +6,7 @@ import { afterAll, expect, test } from 'vitest';
 import type { Db } from '../../src/db/Database.ts';
 import { UnsupportedVersionError } from '../../src/domain/errors.ts';
 import { createLease } from '../../src/objects/createLease.ts';
+import { isSettled } from '../../src/read/commandTree.ts';
 import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
 import { stateTrails } from '../concurrency/support/eventLog.ts';
 import { lockHolder } from '../concurrency/support/lockHolder.ts';
@@ -35,7 +36,7 @@ const renewals = (db: Db, ids: readonly number[]) =>
 async function settled(db: Db, ids: readonly number[]) {
   return waitFor(`${ids.length} renewal(s) to settle`, async () => {
     const rows = await renewals(db, ids);
-    return rows.every((r) => r.status !== 'queued' && r.status !== 'running') ? rows : undefined;
+    return rows.every((r) => isSettled(r.status)) ? rows : undefined;
   });
 }
 

@@ -1,6 +1,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { runCollectorPass } from '../../src/gc/runCollector.ts';
+import { isSettled } from '../../src/read/commandTree.ts';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';
 import { TEST_GC } from '../gc/support/handDrain.ts';
 import { testLog } from '../helpers/testDatabase.ts';
@@ -119,9 +120,7 @@ describe('in a browser', () => {
     const releases = await releaseCommands(env, lease.id);
     expect(releases.filter((r) => r.coalesced_into === null)).toHaveLength(1);
     // Its slow release ends here, not in the tests after this one.
-    await waitFor('the release to settle', async () =>
-      (await releaseCommands(env, lease.id)).every((r) => r.status !== 'queued' && r.status !== 'running'),
-    );
+    await waitFor('the release to settle', async () => (await releaseCommands(env, lease.id)).every((r) => isSettled(r.status)));
     await context.close();
   });
 
