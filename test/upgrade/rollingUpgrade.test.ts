@@ -146,7 +146,7 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
 }
 
 /** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = '5f3512c288be4754aa9d366e2bb7e9c47bf7eda3';
+const PREVIOUS_RELEASE = 'de80278b92f54243abde00b28d1bb839b20e4339';
 const hasPreviousRelease = (() => {
   try {
     execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
