@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { attachCallback } from '../../src/callbacks/attachCallback.ts';
 import { dispatchCallbacks } from '../../src/callbacks/dispatchCallbacks.ts';
@@ -8,10 +8,10 @@ import { appendInTransaction } from '../../src/queue/appendCommand.ts';
 import { Sweeper } from '../../src/worker/Sweeper.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { buildCallbackPayload } from '../../src/callbacks/callbackPayload.ts';
-import { type DrainByHand, drainByHand } from '../helpers/drainByHand.ts';
+import { handDrainedDatabase } from '../helpers/drainByHand.ts';
 import { readCallbacks } from '../../src/read/callbacks.ts';
 import { createLeases, releaseLease, simulatedBlueprint } from '../concurrency/support/fixtures.ts';
-import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
+import { testLog } from '../helpers/testDatabase.ts';
 import { attachLater, deliveryJobs, LOOPBACK, releaseWithCallback } from './support/callbackFixtures.ts';
 
 /**
@@ -19,66 +19,60 @@ import { attachLater, deliveryJobs, LOOPBACK, releaseWithCallback } from './supp
  * runs here (a run job leaves no row behind): the test drains objects itself
  * with the real drain, one at a time, and looks at the queue in between.
  */
-let database: Awaited<ReturnType<typeof createTestDatabase>>;
-let drain: DrainByHand;
-beforeAll(async () => {
-  database = await createTestDatabase();
-  drain = drainByHand(database, 1000);
-});
-afterAll(async () => database?.drop());
+const { database, drain } = handDrainedDatabase({ handOffAfterMs: 1000 });
 
 /** Drains every object with work until no command is queued or running. */
 async function drainEverything(): Promise<void> {
   for (let pass = 0; pass < 100; pass++) {
-    const busy = await database.db
-      .selectFrom('commands')
+    const busy = await database()
+      .db.selectFrom('commands')
       .select(['target_kind', 'target_id'])
       .distinct()
       .where('status', 'in', ['queued', 'running'])
       .execute();
     if (busy.length === 0) return;
-    for (const { target_kind, target_id } of busy) await drain.drain(target_kind as ObjectKind, target_id);
+    for (const { target_kind, target_id } of busy) await drain().drain(target_kind as ObjectKind, target_id);
   }
   throw new Error('the queues did not empty');
 }
 
 async function activeLeases(count: number, name: string) {
-  const blueprint = await simulatedBlueprint(database.db, name, { maxResources: count, leasesPerResource: 1 });
-  const leases = await createLeases(database.db, blueprint, count);
+  const blueprint = await simulatedBlueprint(database().db, name, { maxResources: count, leasesPerResource: 1 });
+  const leases = await createLeases(database().db, blueprint, count);
   await drainEverything();
   return leases;
 }
 
 test('a command without a callback queues no delivery job', async () => {
   const [lease] = await activeLeases(1, 'plain');
-  await releaseLease(database.db, lease!.id);
+  await releaseLease(database().db, lease!.id);
   await drainEverything();
-  expect(await database.db.selectFrom('command_callbacks').select('id').execute()).toEqual([]);
-  expect(await deliveryJobs(database.db)).toBe(0);
+  expect(await database().db.selectFrom('command_callbacks').select('id').execute()).toEqual([]);
+  expect(await deliveryJobs(database().db)).toBe(0);
 });
 
 test('a callback is queued once, when the last command of the tree settles, not when the command itself does', async () => {
   const [lease] = await activeLeases(1, 'hooked');
-  const { command } = await releaseWithCallback(database.db, lease!.id, 'http://localhost:9/hook');
+  const { command } = await releaseWithCallback(database().db, lease!.id, 'http://localhost:9/hook');
 
   // The lease's drain settles the release (which destroys the lease); the
   // slot's release_slot, queued on the resource, is still to come.
-  await drain.drain('lease', lease!.id);
-  const release = await database.db.selectFrom('commands').select('status').where('id', '=', command.id).executeTakeFirstOrThrow();
+  await drain().drain('lease', lease!.id);
+  const release = await database().db.selectFrom('commands').select('status').where('id', '=', command.id).executeTakeFirstOrThrow();
   expect(release.status).toBe('done');
-  expect((await readCallbacks(database.db, command.id))[0]).toMatchObject({ status: 'waiting' });
-  expect(await deliveryJobs(database.db)).toBe(0);
+  expect((await readCallbacks(database().db, command.id))[0]).toMatchObject({ status: 'waiting' });
+  expect(await deliveryJobs(database().db)).toBe(0);
 
   await drainEverything();
-  expect((await readCallbacks(database.db, command.id))[0]).toMatchObject({ status: 'pending', attempts: 0 });
-  expect(await deliveryJobs(database.db)).toBe(1);
+  expect((await readCallbacks(database().db, command.id))[0]).toMatchObject({ status: 'pending', attempts: 0 });
+  expect(await deliveryJobs(database().db)).toBe(1);
 });
 
 test('a callback attached while the last command of its tree settles is queued all the same', async () => {
-  const db = database.db;
+  const db = database().db;
   const [lease] = await activeLeases(1, 'racing');
   const { command } = await releaseLease(db, lease!.id);
-  await drain.drain('lease', lease!.id);
+  await drain().drain('lease', lease!.id);
   const { resource_id } = await db.selectFrom('leases').select('resource_id').where('id', '=', lease!.id).executeTakeFirstOrThrow();
   const jobsBefore = await deliveryJobs(db);
 
@@ -88,7 +82,7 @@ test('a callback attached while the last command of its tree settles is queued a
   await db.transaction().execute(async (trx) => {
     const callback = await attachCallback(trx, command.id, 'http://localhost:9/racing', LOOPBACK);
     expect(callback.status).toBe('waiting');
-    drained = drain.drain('resource', resource_id!);
+    drained = drain().drain('resource', resource_id!);
     await sleep(300);
   });
   await drained;
@@ -98,7 +92,7 @@ test('a callback attached while the last command of its tree settles is queued a
 });
 
 test('a command cancelled before it ran settles its callback too, with the outcome cancelled', async () => {
-  const db = database.db;
+  const db = database().db;
   const blueprint = await simulatedBlueprint(db, 'cancelled', { maxResources: 1, leasesPerResource: 1 });
   const [lease] = await createLeases(db, blueprint, 1);
   // The lease asks again, as it does after a resource refused it; nothing has drained it yet.
@@ -120,7 +114,7 @@ test('a command cancelled before it ran settles its callback too, with the outco
 });
 
 test('two transactions settling the last two commands of a tree at once queue its callback exactly once', async () => {
-  const db = database.db;
+  const db = database().db;
   // A settled root with two children on different objects, still queued.
   const insert = (values: { kind: string; target_id: number; status?: 'done'; caused_by?: number }) =>
     db
@@ -137,8 +131,8 @@ test('two transactions settling the last two commands of a tree at once queue it
 
   // Each settles one child and runs the (deferred) trigger before it commits,
   // as at its commit: the second blocks on the first's lock, then sees its commit.
-  const first = await database.pool.connect();
-  const second = await database.pool.connect();
+  const first = await database().pool.connect();
+  const second = await database().pool.connect();
   try {
     const settle = async (client: typeof first, id: number) => {
       await client.query('begin');
@@ -165,7 +159,7 @@ test('two transactions settling the last two commands of a tree at once queue it
 });
 
 test('the durable commit that makes a delivery due queues no job; the dispatch after it does, and a lost dispatch is made by the sweeper', async () => {
-  const db = database.db;
+  const db = database().db;
   const [lease] = await activeLeases(2, 'dispatched');
   const { command } = await releaseLease(db, lease!.id);
   await drainEverything();

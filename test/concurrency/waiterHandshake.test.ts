@@ -1,11 +1,9 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import type { ObjectKind } from '../../migrations/schema.ts';
-import { type DrainByHand, drainByHand } from '../helpers/drainByHand.ts';
-import { createTestDatabase } from '../helpers/testDatabase.ts';
+import { handDrainedDatabase } from '../helpers/drainByHand.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { createLeases, releaseLease, simulatedBlueprint } from './support/fixtures.ts';
-import type { TestDatabase } from './support/testCluster.ts';
 
 /**
  * The handshake that keeps a freed slot and a new waiter from missing each
@@ -16,17 +14,7 @@ import type { TestDatabase } from './support/testCluster.ts';
  * plays the blueprint's side of that one transaction by hand (its lock, its
  * waiter row) to hold it open.
  */
-let database: TestDatabase;
-let drain: DrainByHand;
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-  drain = drainByHand(database, 60_000);
-});
-
-afterAll(async () => {
-  await database?.drop();
-});
+const { database, drain } = handDrainedDatabase();
 
 /** Drains every object with ready commands, but those of `kinds` left alone, until none is left. */
 async function drainAllBut(leftAlone: ObjectKind[]): Promise<void> {
@@ -34,14 +22,14 @@ async function drainAllBut(leftAlone: ObjectKind[]): Promise<void> {
     const { rows } = await sql<{ kind: ObjectKind; id: number }>`
       select distinct target_kind as kind, target_id as id from commands
       where status in ('queued', 'running') and not_before <= now() and target_kind <> all(${leftAlone}::text[])
-    `.execute(database.db);
+    `.execute(database().db);
     if (rows.length === 0) return;
-    for (const { kind, id } of rows) await drain.drain(kind, id);
+    for (const { kind, id } of rows) await drain().drain(kind, id);
   }
 }
 
 test('a slot freed while the blueprint is deciding that a lease waits goes to that lease', async () => {
-  const db = database.db;
+  const db = database().db;
   const blueprint = await simulatedBlueprint(db, 'handshake', { maxResources: 1, leasesPerResource: 1 });
   const [holder] = await createLeases(db, blueprint, 1);
   await drainAllBut([]);
@@ -51,12 +39,12 @@ test('a slot freed while the blueprint is deciding that a lease waits goes to th
   await drainAllBut(['resource', 'blueprint']);
 
   const resource = await db.selectFrom('resources').select('id').where('blueprint_id', '=', blueprint.id).executeTakeFirstOrThrow();
-  const blueprintSide = await database.pool.connect();
+  const blueprintSide = await database().pool.connect();
   try {
     await blueprintSide.query('begin');
     await blueprintSide.query('select id from blueprints where id = $1 for no key update', [blueprint.id]);
     await blueprintSide.query('insert into blueprint_waiters (blueprint_id, lease_id, since) values ($1, $2, now())', [blueprint.id, waiter!.id]);
-    const freeing = drain.drain('resource', resource.id);
+    const freeing = drain().drain('resource', resource.id);
     await waitFor('the resource to wait for the blueprint', async () => {
       const { rows } = await sql<{ waiting: boolean }>`
         select exists (select 1 from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()) as waiting

@@ -1,11 +1,13 @@
 import type pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import type { Database } from '../../src/db/Database.ts';
+import type { FreshDatabase } from '../../src/db/freshDatabase.ts';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { LANE_SIZE } from '../../src/drain/DrainEngine.ts';
 import { DrainLane } from '../../src/drain/DrainLane.ts';
 import { DriverRegistry } from '../../src/drivers/registry.ts';
 import type { ObjectRef } from '../../src/queue/objectTables.ts';
-import { testLog } from './testDatabase.ts';
+import { createTestDatabase, testLog } from './testDatabase.ts';
 
 /**
  * The drain engine's lanes run by hand, with no worker, so a test decides
@@ -42,3 +44,26 @@ export function drainByHand(database: Pick<Database, 'pool' | 'db'>, handOffAfte
 }
 
 export type DrainByHand = ReturnType<typeof drainByHand>;
+
+/**
+ * A test file's own database, drained by hand: made before the file's tests
+ * and dropped after them. The accessors answer only inside a test or a hook
+ * that runs after this one's `beforeAll`.
+ */
+export function handDrainedDatabase(options: { poolSize?: number; handOffAfterMs?: number } = {}) {
+  let made: { database: FreshDatabase; drain: DrainByHand } | undefined;
+  beforeAll(async () => {
+    const database = await createTestDatabase(options.poolSize === undefined ? {} : { poolSize: options.poolSize });
+    made = { database, drain: drainByHand(database, options.handOffAfterMs) };
+  });
+  afterAll(async () => made?.database.drop());
+  const ready = () => {
+    if (!made) throw new Error('the hand-drained database is made in beforeAll: use it inside a test');
+    return made;
+  };
+  return {
+    database: () => ready().database,
+    db: () => ready().database.db,
+    drain: () => ready().drain,
+  };
+}

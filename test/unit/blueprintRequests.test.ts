@@ -1,13 +1,12 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { readState } from '../../src/metrics/scrape.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { updateBlueprint } from '../../src/objects/updateBlueprint.ts';
 import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
-import { type DrainByHand, drainByHand } from '../helpers/drainByHand.ts';
+import { handDrainedDatabase } from '../helpers/drainByHand.ts';
 import { commandsOf } from '../helpers/objectHistory.ts';
-import { createTestDatabase } from '../helpers/testDatabase.ts';
 
 // A blueprint's requests for slots (need_resource) and its waiting line:
 // requests decided in runs, the leases they are for read once for the run;
@@ -16,15 +15,7 @@ import { createTestDatabase } from '../helpers/testDatabase.ts';
 // that serves nobody reads none of it. Drained by hand, one step at a time,
 // so what one step decided can be looked at.
 const alice = { issuedBy: 'alice@host', source: 'cli' } as const;
-let database: Awaited<ReturnType<typeof createTestDatabase>>;
-let drain: DrainByHand;
-const db = () => database.db;
-
-beforeAll(async () => {
-  database = await createTestDatabase({ poolSize: 6 });
-  drain = drainByHand(database);
-});
-afterAll(async () => database?.drop());
+const { drain, db } = handDrainedDatabase({ poolSize: 6 });
 
 const statesOf = async (ids: readonly number[]) =>
   (await db().selectFrom('leases').select('state').where('id', 'in', ids).execute()).map((l) => l.state);
@@ -46,9 +37,9 @@ test('a burst of requests, most from leases released meanwhile, is decided in on
   for (let i = 0; i < 10; i++) leases.push((await createLease(db(), { blueprint: 'burst', holder: `h${i}` }, alice)).lease);
   for (const lease of leases.slice(0, 9)) {
     await appendCommand(db(), { target: { kind: 'lease', id: lease.id }, kind: 'release', actor: alice });
-    await drain.drain('lease', lease.id);
+    await drain().drain('lease', lease.id);
   }
-  await drain.drain('blueprint', id);
+  await drain().drain('blueprint', id);
   const decided = await commandsOf(db(), 'blueprint', id);
   expect(decided.map((c) => c.status)).toEqual(Array(10).fill('done'));
   // Two steps (a transaction each, so a finish time each): the claim takes
@@ -75,7 +66,7 @@ test("a lease's second request in the step that served its first finds the resou
     { target: { kind: 'blueprint', id }, kind: 'need_resource', payload: { leaseId: lease.id }, actor: alice },
     { fromOutside: false },
   );
-  await drain.drain('blueprint', id);
+  await drain().drain('blueprint', id);
   const [, first, second] = await commandsOf(db(), 'blueprint', id);
   expect(first!.message).toMatch(new RegExp(`^lease ${lease.id} needs a slot; allocating resource (\\d+) for lease ${lease.id} \\(2 of 2\\)$`));
   const made = /allocating resource (\d+)/.exec(first!.message!)![1];
@@ -89,18 +80,18 @@ test("a lease's second request in the step that served its first finds the resou
 test('a request from a lease granted a slot, the grant still on its way to the lease, leaves no row in the line', async () => {
   const { id } = await blueprint('crossing', 1);
   const { lease: holder } = await createLease(db(), { blueprint: 'crossing', holder: 'holder' }, alice);
-  await drain.all();
+  await drain().all();
   const { lease: next } = await createLease(db(), { blueprint: 'crossing', holder: 'next' }, alice);
-  await drain.drain('blueprint', id);
+  await drain().drain('blueprint', id);
   expect(await lineLength(id)).toBe(1);
   // The holder leaves; its slot goes back; the blueprint sends `next` to the resource, which grants it.
   await appendCommand(db(), { target: { kind: 'lease', id: holder.id }, kind: 'release', actor: alice });
-  await drain.drain('lease', holder.id);
+  await drain().drain('lease', holder.id);
   const { resource_id: resourceId } = await db().selectFrom('leases').select('resource_id').where('id', '=', holder.id).executeTakeFirstOrThrow();
-  await drain.drain('resource', resourceId!);
-  await drain.drain('blueprint', id);
+  await drain().drain('resource', resourceId!);
+  await drain().drain('blueprint', id);
   expect(await lineLength(id)).toBe(0);
-  await drain.drain('resource', resourceId!);
+  await drain().drain('resource', resourceId!);
   expect(await statesOf([next.id])).toEqual(['pending']);
   // A request of `next` reaches the blueprint before the grant reaches
   // `next`, as one does when a refusal of an earlier acquire crossed the grant.
@@ -109,10 +100,10 @@ test('a request from a lease granted a slot, the grant still on its way to the l
     { target: { kind: 'blueprint', id }, kind: 'need_resource', payload: { leaseId: next.id }, actor: alice },
     { fromOutside: false },
   );
-  await drain.drain('blueprint', id);
+  await drain().drain('blueprint', id);
   expect((await commandsOf(db(), 'blueprint', id)).at(-1)!.message).toBe(`lease ${next.id} already holds a slot on resource ${resourceId}`);
   expect(await lineLength(id)).toBe(0);
-  await drain.all();
+  await drain().all();
   expect(await statesOf([next.id])).toEqual(['active']);
   expect(await lineLength(id)).toBe(0);
 });
@@ -120,25 +111,25 @@ test('a request from a lease granted a slot, the grant still on its way to the l
 test('a slot freed in the step that puts a lease in line reaches that lease: the blueprint decides before the resource', async () => {
   const { id } = await blueprint('same-step', 1);
   const { lease: holder } = await createLease(db(), { blueprint: 'same-step', holder: 'holder' }, alice);
-  await drain.all();
+  await drain().all();
   const { resource_id: resourceId } = await db().selectFrom('leases').select('resource_id').where('id', '=', holder.id).executeTakeFirstOrThrow();
   // The holder leaves: its slot's return waits in the resource's queue.
   await appendCommand(db(), { target: { kind: 'lease', id: holder.id }, kind: 'release', actor: alice });
-  await drain.drain('lease', holder.id);
+  await drain().drain('lease', holder.id);
   // A new lease asks the full blueprint for a slot.
   const { lease: next } = await createLease(db(), { blueprint: 'same-step', holder: 'next' }, alice);
-  await drain.drain('lease', next.id);
+  await drain().drain('lease', next.id);
   // One step decides both: the slot's return and the request. Decided the
   // other way round (as the lane took them: the claim takes the older
   // wake-up, the resource's, first), the resource would find nobody in line
   // to offer its slot to, and the blueprint, reading the resource's row as
   // it was before the step, no free slot: the lease would wait beside a free
   // slot until some other slot came back.
-  await drain.together([
+  await drain().together([
     { kind: 'resource', id: resourceId! },
     { kind: 'blueprint', id },
   ]);
-  await drain.all();
+  await drain().all();
   expect(await statesOf([next.id])).toEqual(['active']);
   expect(await lineLength(id)).toBe(0);
 });
@@ -146,12 +137,12 @@ test('a slot freed in the step that puts a lease in line reaches that lease: the
 test('a long line is served from its head in order, past pages of leases that left it, and counted up to a hundred', async () => {
   const long = await blueprint('long', 1);
   const holder = (await createLease(db(), { blueprint: 'long', holder: 'first' }, alice)).lease;
-  await drain.all();
+  await drain().all();
   expect(await statesOf([holder.id])).toEqual(['active']);
 
   const waiters: number[] = [];
   for (let i = 0; i < 150; i++) waiters.push((await createLease(db(), { blueprint: 'long', holder: `waiter ${i}` }, alice)).lease.id);
-  await drain.all();
+  await drain().all();
   expect(await lineLength(long.id)).toBe(150);
   // Each joined with no room: its place counted exactly up to 100, beyond that as "100 or more".
   const waiting = await db()
@@ -169,7 +160,7 @@ test('a long line is served from its head in order, past pages of leases that le
   // The first 70 give up. Nobody is served, so the blueprint does not read
   // the line: their rows stay until a serving reaches them.
   for (const id of waiters.slice(0, 70)) await appendCommand(db(), { target: { kind: 'lease', id }, kind: 'release', actor: alice });
-  await drain.all();
+  await drain().all();
   expect(new Set(await statesOf(waiters.slice(0, 70)))).toEqual(new Set(['destroyed']));
   expect(await lineLength(long.id)).toBe(150);
   // Yet the metrics count only the leases that still wait.
@@ -180,8 +171,8 @@ test('a long line is served from its head in order, past pages of leases that le
   // changes neither the line nor the room, so it does not serve the line.
   const { lease: late, command: asked } = await createLease(db(), { blueprint: 'long', holder: 'late' }, alice);
   await appendCommand(db(), { target: { kind: 'lease', id: late.id }, kind: 'release', actor: alice });
-  await drain.drain('lease', late.id);
-  await drain.all();
+  await drain().drain('lease', late.id);
+  await drain().all();
   const decided = await db().selectFrom('commands').select(['status', 'message']).where('id', '=', asked.id).executeTakeFirstOrThrow();
   expect(decided).toEqual({ status: 'done', message: `lease ${late.id} no longer needs capacity` });
   expect(await lineLength(long.id)).toBe(150);
@@ -191,7 +182,7 @@ test('a long line is served from its head in order, past pages of leases that le
   await db()
     .transaction()
     .execute((trx) => updateBlueprint(trx, long.id, { maxResources: 11 }, alice));
-  await drain.all();
+  await drain().all();
   expect(new Set(await statesOf(waiters.slice(70, 80)))).toEqual(new Set(['active']));
   expect(new Set(await statesOf(waiters.slice(80)))).toEqual(new Set(['pending']));
   expect(await lineLength(long.id)).toBe(70);

@@ -1,12 +1,11 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { countedAtBlueprint, countedOverall } from '../../src/drain/reads/countedLeases.ts';
 import { takeSlot } from '../../src/drain/sql/takeSlot.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { setTeam } from '../../src/objects/teams.ts';
-import { type DrainByHand, drainByHand } from '../helpers/drainByHand.ts';
-import { createTestDatabase } from '../helpers/testDatabase.ts';
+import { handDrainedDatabase } from '../helpers/drainByHand.ts';
 
 // What a team's share and its quotas count: each lease holding a slot or
 // sent to take one, once. Drained by hand to the moment between the
@@ -14,15 +13,7 @@ import { createTestDatabase } from '../helpers/testDatabase.ts';
 // then the acquire's own write is made in a transaction the way a drain
 // step makes it, before the step commits.
 const alice = { issuedBy: 'alice@host', source: 'cli' } as const;
-let database: Awaited<ReturnType<typeof createTestDatabase>>;
-let drain: DrainByHand;
-const db = () => database.db;
-
-beforeAll(async () => {
-  database = await createTestDatabase({ poolSize: 4 });
-  drain = drainByHand(database);
-});
-afterAll(async () => database?.drop());
+const { drain, db } = handDrainedDatabase({ poolSize: 4 });
 
 test('a lease whose acquire a step has decided, but not yet committed, is counted once: by its slot, not also by its acquire', async () => {
   await setTeam(db(), { name: 'ci' }, alice);
@@ -32,12 +23,12 @@ test('a lease whose acquire a step has decided, but not yet committed, is counte
     alice,
   );
   await createLease(db(), { blueprint: 'counted', holder: 'first', team: 'ci' }, alice);
-  await drain.all();
+  await drain().all();
   const resource = await db().selectFrom('resources').selectAll().where('blueprint_id', '=', blueprint.id).executeTakeFirstOrThrow();
   // The second lease's request is decided: its acquire waits in the resource's queue.
   const { lease: second } = await createLease(db(), { blueprint: 'counted', holder: 'second', team: 'ci' }, alice);
-  await drain.drain('lease', second.id);
-  await drain.drain('blueprint', blueprint.id);
+  await drain().drain('lease', second.id);
+  await drain().drain('blueprint', blueprint.id);
   const acquire = await db()
     .selectFrom('commands')
     .select('status')
@@ -67,6 +58,6 @@ test('a lease whose acquire a step has decided, but not yet committed, is counte
     // Undone: the step was only looked into.
     await trx.rollback().execute();
   }
-  await drain.all();
+  await drain().all();
   expect(sorted(await countedAtBlueprint(db(), blueprint.id))).toEqual(both);
 });

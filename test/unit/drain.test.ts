@@ -1,12 +1,11 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { ObjectKind } from '../../migrations/schema.ts';
-import { type DrainByHand, drainByHand } from '../helpers/drainByHand.ts';
+import { handDrainedDatabase } from '../helpers/drainByHand.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { readBlueprintDetail } from '../../src/read/blueprints.ts';
 import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
-import { createTestDatabase } from '../helpers/testDatabase.ts';
 import { commandNotice, noticesStatement } from '../../src/drain/sql/announcements.ts';
 import { simpleQueryText } from '../../src/db/preparedText.ts';
 import { COMMANDS_CHANNEL } from '../../src/drain/commitOutcome.ts';
@@ -16,15 +15,7 @@ import { waitFor } from '../helpers/waitFor.ts';
 // The drain run by hand, one object at a time, with no graphile-worker: each
 // step of the protocol can be looked at exactly.
 const alice = { issuedBy: 'alice@host', source: 'cli' } as const;
-let database: Awaited<ReturnType<typeof createTestDatabase>>;
-let drain: DrainByHand;
-const db = () => database.db;
-
-beforeAll(async () => {
-  database = await createTestDatabase({ poolSize: 10 });
-  drain = drainByHand(database, 60_000);
-});
-afterAll(async () => database?.drop());
+const { database, drain, db } = handDrainedDatabase({ poolSize: 10 });
 
 /** Drains every object with a ready command until none is left (yielded commands wait). */
 async function drainAll(): Promise<void> {
@@ -34,7 +25,7 @@ async function drainAll(): Promise<void> {
       where status in ('queued', 'running') and not_before <= now()
     `.execute(db());
     if (rows.length === 0) return;
-    for (const { kind, id } of rows) await drain.drain(kind, id);
+    for (const { kind, id } of rows) await drain().drain(kind, id);
   }
   throw new Error('the queues never emptied');
 }
@@ -69,8 +60,8 @@ async function blueprint(name: string, settings: Record<string, unknown> = {}, m
 async function leaseWithResourceToBreak(name: string) {
   const b = await blueprint(name, { permanentFailureRate: 1, failOperations: ['allocateResource'] });
   const { lease: l } = await createLease(db(), { blueprint: name, holder: 'alice' }, alice);
-  await drain.drain('lease', l.id);
-  await drain.drain('blueprint', b.id);
+  await drain().drain('lease', l.id);
+  await drain().drain('blueprint', b.id);
   const made = await db().selectFrom('resources').select('id').where('allocated_for_lease_id', '=', l.id).executeTakeFirstOrThrow();
   return { b, l, made };
 }
@@ -127,7 +118,7 @@ describe('the drain', () => {
     await appendCommand(db(), { target: { kind: 'lease', id: fast.id }, kind: 'release', actor: alice });
 
     // One lane takes both (and the resources their follow-ups wake).
-    const lane = drain.all();
+    const lane = drain().all();
     // The slow call's running mark is a hint sent beside the step's commit, so it may land just after the fast lease is destroyed.
     const slowStatus = async () =>
       (await db().selectFrom('commands').select('status').where('id', '=', slowRelease.id).executeTakeFirstOrThrow()).status;
@@ -224,7 +215,7 @@ describe('the drain', () => {
     // The resource's whole queue first (allocate fails, the lease's acquire
     // is refused, destroy), so the lease reads the refusal only afterwards:
     // the order a busy worker may well take.
-    await drain.drain('resource', made.id);
+    await drain().drain('resource', made.id);
     expect(await stateEvents(db(), 'resource', made.id)).toEqual(['pending→broken', 'broken→destroyed']);
     await drainAll();
     const row = await lease(l.id);
@@ -244,8 +235,8 @@ describe('the drain', () => {
       { target: { kind: 'lease', id: l.id }, kind: 'deny', payload: { resourceId: made.id, reason: 'no free slot' }, actor: alice },
       { fromOutside: false },
     );
-    await drain.drain('resource', made.id);
-    await drain.drain('lease', l.id);
+    await drain().drain('resource', made.id);
+    await drain().drain('lease', l.id);
     const denies = (await commandsOf(db(), 'lease', l.id)).filter((c) => c.kind === 'deny');
     expect(denies.map((c) => [c.id === early.id, c.status, c.message])).toEqual([
       [true, 'done', `resource ${made.id} refused (no free slot); asking again`],
@@ -290,7 +281,7 @@ describe('the drain', () => {
 
     // Only the lease is drained: the blueprint has not looked at its line since.
     await appendCommand(db(), { target: { kind: 'lease', id: quitter.id }, kind: 'release', actor: alice });
-    await drain.drain('lease', quitter.id);
+    await drain().drain('lease', quitter.id);
     expect((await lease(quitter.id)).state).toBe('destroyed');
     expect((await readBlueprintDetail(db(), b.id)).waitingLeases).toBe(1);
 
@@ -319,7 +310,7 @@ describe('the drain', () => {
       .insertInto('commands')
       .values({ target_kind: 'lease', target_id: l.id, kind: 'release', issued_by: 'bob', source: 'api', dedup_key: 'release' })
       .execute();
-    await drain.drain('lease', l.id);
+    await drain().drain('lease', l.id);
     const late = (await commandsOf(db(), 'lease', l.id)).filter((c) => c.kind === 'release').at(-1)!;
     expect(late).toMatchObject({ issued_by: 'bob', status: 'done', message: `nothing to do: lease ${l.id} is destroyed` });
     expect(await stateEvents(db(), 'lease', l.id)).toEqual(['pending→acquired', 'acquired→active', 'active→released', 'released→destroyed']);
@@ -337,10 +328,10 @@ describe('the drain', () => {
     const leases = [];
     for (const holder of ['a', 'b', 'c', 'd', 'e']) leases.push((await createLease(db(), { blueprint: 'line-runs', holder }, alice)).lease);
     // Each lease's allocate: five requests wait in the blueprint's queue.
-    for (const l of leases) await drain.drain('lease', l.id);
+    for (const l of leases) await drain().drain('lease', l.id);
 
     // The first is taken alone with the lock; the other four as one run.
-    expect(await drain.drain('blueprint', b.id)).toBe(5);
+    expect(await drain().drain('blueprint', b.id)).toBe(5);
     const { rows: requests } = await sql<{ status: string; committed_at: string }>`
       select status, finished_at::text as committed_at from commands
       where target_kind = 'blueprint' and target_id = ${b.id} and kind = 'need_resource' order by id
@@ -394,14 +385,14 @@ describe('the drain', () => {
     const release = async (leaseId: number) => {
       await appendCommand(db(), { target: { kind: 'lease', id: leaseId }, kind: 'release', actor: alice });
       // The lease's release and destroy; its slot return waits in the resource's queue.
-      await drain.drain('lease', leaseId);
+      await drain().drain('lease', leaseId);
     };
     for (const l of leases.slice(0, 3)) await release(l.id);
     await appendInTransaction(db(), { target: { kind: 'resource', id: resourceId }, kind: 'retire', actor: alice }, { fromOutside: false });
     await release(leases[3]!.id);
 
     // The first command is taken alone with the lock; the rest as runs.
-    expect(await drain.drain('resource', resourceId)).toBe(6);
+    expect(await drain().drain('resource', resourceId)).toBe(6);
     const { rows: commands } = await sql<{ kind: string; status: string; committed_at: string }>`
       select kind, status, finished_at::text as committed_at from commands
       where target_kind = 'resource' and target_id = ${resourceId} and kind in ('release_slot', 'retire', 'destroy')
@@ -451,7 +442,7 @@ describe('the drain', () => {
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    await drain.drain('lease', l.id);
+    await drain().drain('lease', l.id);
     const after = await db().selectFrom('commands').selectAll().where('id', '=', inserted.id).executeTakeFirstOrThrow();
     expect(after).toMatchObject({ status: 'queued', version: 99, payload: { graceful: true }, attempts: 0 });
     expect(after.message).toBe('waiting for a worker that handles lease release v99');
@@ -462,23 +453,23 @@ describe('the drain', () => {
     await blueprint('held');
     const { lease: l } = await createLease(db(), { blueprint: 'held', holder: 'alice' }, alice);
     // The new lease's first command is its blueprint's need_resource.
-    const holder = await database.pool.connect();
+    const holder = await database().pool.connect();
     try {
       await holder.query('select pg_advisory_lock(object_lock_key($1, $2))', ['blueprint', l.blueprint_id]);
-      expect(await drain.drain('blueprint', l.blueprint_id)).toBe(0);
+      expect(await drain().drain('blueprint', l.blueprint_id)).toBe(0);
       expect((await commandsOf(db(), 'blueprint', l.blueprint_id)).map((c) => c.status)).toEqual(['queued']);
     } finally {
       await holder.query('select pg_advisory_unlock(object_lock_key($1, $2))', ['blueprint', l.blueprint_id]);
       holder.release();
     }
-    expect(await drain.drain('blueprint', l.blueprint_id)).toBeGreaterThan(0);
+    expect(await drain().drain('blueprint', l.blueprint_id)).toBeGreaterThan(0);
     expect((await commandsOf(db(), 'blueprint', l.blueprint_id))[0]!.status).toBe('done');
   });
 
   test('announces every command it settles, after the commit', async () => {
     await blueprint('announced');
     const { lease: l } = await createLease(db(), { blueprint: 'announced', holder: 'alice' }, alice);
-    const listener = await database.pool.connect();
+    const listener = await database().pool.connect();
     const notices: { id: number; target: string; status: string; caused: number[]; committed: string | undefined }[] = [];
     const pending: Promise<void>[] = [];
     listener.on('notification', (n) => {
@@ -527,7 +518,7 @@ describe('the drain', () => {
     await drainAll();
     expect((await lease(l.id)).state).toBe('active');
     const { command: release } = await appendCommand(db(), { target: { kind: 'lease', id: l.id }, kind: 'release', actor: alice });
-    const draining = drain.drain('lease', l.id);
+    const draining = drain().drain('lease', l.id);
     const releaseStatus = async () =>
       (await db().selectFrom('commands').select('status').where('id', '=', release.id).executeTakeFirstOrThrow()).status;
     for (let i = 0; i < 100 && (await releaseStatus()) !== 'running'; i++) await sql`select pg_sleep(0.02)`.execute(db());
@@ -547,8 +538,8 @@ describe('the drain', () => {
 
 test('held notices go out in one statement however many there are (more than a select list may hold)', async () => {
   const count = 2000;
-  const listener = await database.pool.connect();
-  const client = await database.pool.connect();
+  const listener = await database().pool.connect();
+  const client = await database().pool.connect();
   try {
     const received: string[] = [];
     listener.on('notification', (n) => {

@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { CommandRejectedError } from '../../src/domain/errors.ts';
-import { type DrainByHand, drainByHand } from '../helpers/drainByHand.ts';
+import { handDrainedDatabase } from '../helpers/drainByHand.ts';
 import { commandsOf } from '../helpers/objectHistory.ts';
-import { createTestDatabase } from '../helpers/testDatabase.ts';
 
 // A resource's maintenance, drained by hand so that the order of the
 // commands in its queue is the test's: a drain applied while acquires the
@@ -13,15 +12,7 @@ import { createTestDatabase } from '../helpers/testDatabase.ts';
 // preempts them), and the leases go back to their blueprint, which sends
 // none to a resource in maintenance.
 const operator = { issuedBy: 'alice@host', source: 'cli', reason: 'disk check' } as const;
-let database: Awaited<ReturnType<typeof createTestDatabase>>;
-let drain: DrainByHand;
-const db = () => database.db;
-
-beforeAll(async () => {
-  database = await createTestDatabase({ poolSize: 6 });
-  drain = drainByHand(database);
-});
-afterAll(async () => database?.drop());
+const { drain, db } = handDrainedDatabase({ poolSize: 6 });
 
 const leaseStates = async (ids: readonly number[]) =>
   (await db().selectFrom('leases').select(['id', 'state']).where('id', 'in', ids).orderBy('id').execute()).map((l) => l.state);
@@ -34,20 +25,20 @@ test('a drain applied while acquires wait in the resource queue refuses them; th
     operator,
   );
   const { lease: first } = await createLease(db(), { blueprint: 'hand', holder: 'first' }, operator);
-  await drain.all();
+  await drain().all();
   const { resource_id: resourceId } = await db().selectFrom('leases').select('resource_id').where('id', '=', first.id).executeTakeFirstOrThrow();
   expect((await resourceOf(resourceId!)).state).toBe('active');
 
   // Two more leases: the blueprint sends each an acquire to the resource, which is not drained yet.
   const later = [];
   for (const holder of ['second', 'third']) later.push((await createLease(db(), { blueprint: 'hand', holder }, operator)).lease);
-  await drain.drain('blueprint', bp.id);
+  await drain().drain('blueprint', bp.id);
   const queuedAcquires = (await commandsOf(db(), 'resource', resourceId!)).filter((c) => c.kind === 'acquire' && c.status === 'queued');
   expect(queuedAcquires).toHaveLength(2);
 
   // The drain, appended after them, is applied before them and they are refused.
   await appendCommand(db(), { target: { kind: 'resource', id: resourceId! }, kind: 'drain', actor: operator });
-  await drain.drain('resource', resourceId!);
+  await drain().drain('resource', resourceId!);
   expect(await resourceOf(resourceId!)).toMatchObject({ state: 'maintenance', used_slots: 1 });
   const acquires = (await commandsOf(db(), 'resource', resourceId!)).filter((c) => queuedAcquires.some((q) => q.id === c.id));
   expect(acquires.map((c) => [c.status, c.message])).toEqual(later.map((l) => ['done', `refused lease ${l.id}: resource is maintenance`]));
@@ -55,9 +46,9 @@ test('a drain applied while acquires wait in the resource queue refuses them; th
   // Each refused lease asks its blueprint again after a short backoff
   // (RETRY_AFTER_DENY_MS, 200 ms), and joins its line: the one resource is
   // in maintenance and the blueprint may make no other.
-  await drain.all();
+  await drain().all();
   await new Promise((resolve) => setTimeout(resolve, 300));
-  await drain.all();
+  await drain().all();
   expect(await leaseStates(later.map((l) => l.id))).toEqual(['pending', 'pending']);
   const line = await db().selectFrom('blueprint_waiters').select('lease_id').where('blueprint_id', '=', bp.id).orderBy('lease_id').execute();
   expect(line.map((w) => w.lease_id)).toEqual(later.map((l) => l.id));
@@ -70,7 +61,7 @@ test('a drain applied while acquires wait in the resource queue refuses them; th
 
   // Undrained, the resource offers its free slots, and both waiting leases get one.
   await appendCommand(db(), { target: { kind: 'resource', id: resourceId! }, kind: 'undrain', actor: operator });
-  await drain.all();
+  await drain().all();
   expect(await resourceOf(resourceId!)).toMatchObject({ state: 'active', used_slots: 3 });
   expect(await leaseStates(later.map((l) => l.id))).toEqual(['active', 'active']);
 });
@@ -82,14 +73,14 @@ test('a resource in maintenance waits when empty, and retire then destroys it', 
     operator,
   );
   const { lease } = await createLease(db(), { blueprint: 'retiring', holder: 'h' }, operator);
-  await drain.all();
+  await drain().all();
   const { resource_id: resourceId } = await db().selectFrom('leases').select('resource_id').where('id', '=', lease.id).executeTakeFirstOrThrow();
   await appendCommand(db(), { target: { kind: 'resource', id: resourceId! }, kind: 'drain', actor: operator });
   await appendCommand(db(), { target: { kind: 'lease', id: lease.id }, kind: 'release', actor: operator });
-  await drain.all();
+  await drain().all();
   expect(await resourceOf(resourceId!)).toMatchObject({ state: 'maintenance', used_slots: 0 });
 
   await appendCommand(db(), { target: { kind: 'resource', id: resourceId! }, kind: 'retire', actor: operator });
-  await drain.all();
+  await drain().all();
   expect((await resourceOf(resourceId!)).state).toBe('destroyed');
 });
