@@ -26,18 +26,29 @@ export async function readCommandTree(db: Db, rootId: number): Promise<CommandTr
  * The trees of several commands in one statement (see readCommandTree), by
  * root; a root that does not exist has no entry. For many waiters at once
  * (CommandTreeReads).
+ *
+ * Index lookups only, whatever the table's size: each level's children are
+ * found through `commands_by_cause` from a LATERAL subquery per parent,
+ * which `offset 0` keeps from being flattened into a join, and each row is
+ * carried up the recursion instead of joined back by id. Written as plain
+ * joins, the planner guesses each level at ten times the rows of the one
+ * before; for a batch of roots that guess makes hashing the whole table look
+ * cheaper than an index lookup per parent on any table of a few thousand
+ * commands, and every ?wait answer paid a scan of all of them, once per
+ * level and once more for the rows.
  */
 export async function readCommandTrees(db: Db, rootIds: readonly number[]): Promise<Map<number, CommandTreeNode[]>> {
-  const { rows } = await sql<CommandTreeNode & { tree_root: number }>`
-    with recursive tree (root, id, depth, path) as (
-      select id, id, 0, array[id] from commands where id = any(${[...rootIds]}::bigint[])
+  const { rows } = await sql<CommandTreeNode & { tree_root: number; tree_path: unknown }>`
+    with recursive tree as (
+      select c.*, 0 as depth, c.id as tree_root, array[c.id] as tree_path from commands c where c.id = any(${[...rootIds]}::bigint[])
       union all
-      select tree.root, c.id, tree.depth + 1, tree.path || c.id from commands c join tree on c.caused_by = tree.id
+      select child.*, tree.depth + 1, tree.tree_root, tree.tree_path || child.id
+        from tree cross join lateral (select * from commands c where c.caused_by = tree.id offset 0) as child
     )
-    select c.*, tree.depth, tree.root as tree_root from tree join commands c using (id) order by tree.root, tree.path
+    select * from tree order by tree_root, tree_path
   `.execute(db);
   const trees = new Map<number, CommandTreeNode[]>();
-  for (const { tree_root, ...node } of rows) {
+  for (const { tree_root, tree_path: _, ...node } of rows) {
     const root = Number(tree_root);
     const tree = trees.get(root) ?? [];
     tree.push(node);
