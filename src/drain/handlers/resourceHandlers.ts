@@ -6,7 +6,8 @@ import { mismatch, parseSelector, resourceLabels } from '../../domain/labels.ts'
 import { accepts, grantsSlots, isSettingUp } from '../../domain/lifecycle.ts';
 import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall } from '../../drivers/Driver.ts';
 import { retryDelayMs } from '../driverFailure.ts';
-import { hasWaitingLeases } from '../sql/freeSlot.ts';
+import { waitersAndQuotas } from '../sql/freeSlot.ts';
+import { returnSlot } from '../sql/returnSlot.ts';
 import { takeSlot } from '../sql/takeSlot.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
 import { perStep } from '../perStep.ts';
@@ -96,21 +97,23 @@ function blueprintHasWaiters(trx: Db, blueprintId: number): Promise<boolean> {
   // (the rest of a run of slot returns) would read the same answer, at two
   // round trips each. A waiter that leaves meanwhile costs at most a
   // slot_freed that finds nobody.
-  const asked = waitersAsked(trx);
-  let answer = asked.get(blueprintId);
+  const step = waitersAsked(trx);
+  let answer = step.answers.get(blueprintId);
   if (!answer) {
-    answer = trx
-      .selectFrom('blueprints')
-      .select('id')
-      .where('id', '=', blueprintId)
-      .forShare()
-      .execute()
-      .then(() => hasWaitingLeases(trx, blueprintId));
-    asked.set(blueprintId, answer);
+    // A slot's return has taken the lock already (returnSlot).
+    const locked = step.locked.has(blueprintId)
+      ? Promise.resolve()
+      : trx.selectFrom('blueprints').select('id').where('id', '=', blueprintId).forShare().execute();
+    answer = locked.then(async () => {
+      const { waiters, quotas } = await waitersAndQuotas(trx, blueprintId);
+      quotasAsked(trx).answer ??= Promise.resolve(quotas);
+      return waiters;
+    });
+    step.answers.set(blueprintId, answer);
   }
   return answer;
 }
-const waitersAsked = perStep(() => new Map<number, Promise<boolean>>());
+const waitersAsked = perStep(() => ({ answers: new Map<number, Promise<boolean>>(), locked: new Set<number>() }));
 
 /**
  * A slot given back stops counting against its lease's team's quotas: the
@@ -127,7 +130,11 @@ async function quotaFreed(trx: Db, leaseId: number): Promise<FollowUp[]> {
   }));
 }
 
-/** Whether any quota exists, asked once a step: most fleets have none, and then a slot given back costs no read for them. */
+/**
+ * Whether any quota exists, asked once a step (or answered with the
+ * blueprint's waiters, blueprintHasWaiters): most fleets have none, and then
+ * a slot given back costs no read for them.
+ */
 const anyQuota = (trx: Db) => {
   const asked = quotasAsked(trx);
   asked.answer ??= trx
@@ -433,21 +440,17 @@ export const RESOURCE_HANDLERS = {
           followUps: [cleanSlot(resource, dirty.slot, `lease ${leaseId} gave it back`), ...(await quotaFreed(trx, leaseId))],
         });
       }
-      const freed = await trx
-        .deleteFrom('resource_slots')
-        .where('resource_id', '=', resource.id)
-        .where('lease_id', '=', leaseId)
-        .returning('slot')
-        .executeTakeFirst();
-      if (!freed) return done<'resource'>(`lease ${leaseId} held no slot here`);
+      const slot = await returnSlot(trx, resource, leaseId);
+      waitersAsked(trx).locked.add(resource.blueprint_id);
+      if (slot === undefined) return done<'resource'>(`lease ${leaseId} held no slot here`);
       const used = resource.used_slots - 1;
       const followUps: FollowUp[] = [];
       if (resource.state === 'released' && used === 0) followUps.push(destroySelf(resource, 'released and empty'));
       if (grantsSlots('resource', resource.state)) followUps.push(...(await offerFreeSlot(trx, resource, used)));
       followUps.push(...(await quotaFreed(trx, leaseId)));
-      return done<'resource'>(`lease ${leaseId} gave back slot ${freed.slot}`, {
+      return done<'resource'>(`lease ${leaseId} gave back slot ${slot}`, {
         set: { used_slots: used, idle_since: idleFrom(used) },
-        events: [{ type: 'slot_freed', message: `slot ${freed.slot} from lease ${leaseId}`, data: { leaseId, slot: freed.slot } }],
+        events: [{ type: 'slot_freed', message: `slot ${slot} from lease ${leaseId}`, data: { leaseId, slot } }],
         followUps,
       });
     },

@@ -11,8 +11,17 @@ export function waitingLeases(db: Db) {
   return db.selectFrom('blueprint_waiters as w').innerJoin('leases as l', 'l.id', 'w.lease_id').where('l.state', '=', 'pending');
 }
 
-/** Whether any lease waits at the blueprint for capacity (cheaper than counting them). */
-export async function hasWaitingLeases(trx: Db, blueprintId: number): Promise<boolean> {
-  const row = await waitingLeases(trx).select('w.lease_id').where('w.blueprint_id', '=', blueprintId).limit(1).executeTakeFirst();
-  return row !== undefined;
+/**
+ * Whether any lease waits at the blueprint for capacity (cheaper than
+ * counting them), and whether any quota exists at all: the two questions a
+ * slot given back asks, in one round trip.
+ */
+export async function waitersAndQuotas(trx: Db, blueprintId: number): Promise<{ readonly waiters: boolean; readonly quotas: boolean }> {
+  return trx
+    .selectNoFrom((eb) => [
+      eb.exists(waitingLeases(trx).select('w.lease_id').where('w.blueprint_id', '=', blueprintId)).as('waiters'),
+      eb.exists(eb.selectFrom('quotas').select('id')).as('quotas'),
+    ])
+    .$narrowType<{ waiters: boolean; quotas: boolean }>()
+    .executeTakeFirstOrThrow();
 }
