@@ -5,7 +5,7 @@ import { InvalidInputError } from '../domain/errors.ts';
 import { formatSelector, type Labels, matches, resourceLabels, type Selector, whyNeverMatches } from '../domain/labels.ts';
 import { statesWith } from '../domain/lifecycle.ts';
 import { driverFactory, validateDriverSettings } from '../drivers/registry.ts';
-import { waitingLeases } from '../drain/sql/freeSlot.ts';
+import { waitingLeases } from '../drain/sql/waitingLeases.ts';
 
 /** Why no resource `blueprint` may have can ever match `selector` (see whyNeverMatches), or undefined. */
 export function whyBlueprintNeverMatches(blueprint: Pick<BlueprintRow, 'driver' | 'settings' | 'labels'>, selector: Selector): string | undefined {

@@ -4,7 +4,7 @@ import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import { countFor, type Counted } from '../domain/quotas.ts';
 import { countedOverall } from '../drain/reads/countedLeases.ts';
-import { waitingLeases } from '../drain/sql/freeSlot.ts';
+import { waitingLeases } from '../drain/sql/waitingLeases.ts';
 
 /** A quota as listed: where it applies, its maximum and what it counts now. */
 export interface QuotaView {

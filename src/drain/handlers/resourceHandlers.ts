@@ -6,7 +6,7 @@ import { mismatch, parseSelector, resourceLabels } from '../../domain/labels.ts'
 import { accepts, grantsSlots, isSettingUp } from '../../domain/lifecycle.ts';
 import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall } from '../../drivers/Driver.ts';
 import { retryDelayMs } from '../driverFailure.ts';
-import { waitersAndQuotas } from '../sql/freeSlot.ts';
+import { waitersAndQuotas } from '../sql/waitingLeases.ts';
 import { returnSlot } from '../sql/returnSlot.ts';
 import { takeSlot } from '../sql/takeSlot.ts';
 import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';

@@ -10,7 +10,7 @@ import type { FollowUp } from '../Handler.ts';
 import { type Candidate as FairCandidate, describeChoice, pickNext, type TeamUse } from '../../domain/fairShare.ts';
 import { describeQuota, type Quota, quotaReached } from '../../domain/quotas.ts';
 import { perStep } from '../perStep.ts';
-import { waitingLeases } from '../sql/freeSlot.ts';
+import { waitingLeases } from '../sql/waitingLeases.ts';
 import { countedAtBlueprint, countedOverall, countPromised, quotasFor } from '../reads/countedLeases.ts';
 import { forgetRequestingLeases } from '../reads/requestingLease.ts';
 
