@@ -6,8 +6,8 @@ import type { Db } from '../../db/Database.ts';
  * A lease's slot given back to its resource: the slot row deleted and, in
  * the same statement, the resource's blueprint row share-locked, which the
  * question that follows a freed slot needs first (does a lease wait for it?
- * see blueprintHasWaiters in resourceHandlers.ts): one round trip where the
- * two took two. Answers the slot, or undefined when the lease held none here.
+ * see blueprintHasWaiters in resourceHandlers.ts): one round trip for what
+ * took two. Answers the slot, or undefined when the lease held none here.
  *
  * The lookup of the line itself stays a statement of its own, after this
  * one: under READ COMMITTED a statement reads with the snapshot it took when
