@@ -1,7 +1,7 @@
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { DB } from '../../migrations/schema.ts';
-import { readCommandTree } from '../../src/read/commandTree.ts';
+import { readCommandTree, readCommandTrees } from '../../src/read/commandTree.ts';
 import { CommandTreeReads } from '../../src/read/CommandTreeReads.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 
@@ -62,4 +62,31 @@ test('a read PostgreSQL fails fails the reads that shared its statement, and the
   expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'rejected']);
   expect(String((results[3] as PromiseRejectedResult).reason)).toMatch(/out of range/);
   expect(await reads.read(roots[3]!)).toEqual(await readCommandTree(database.db, roots[3]!));
+});
+
+test('trees are read through the cause index, not by scanning commands, whatever their number', async () => {
+  // The forty trees among a few thousand other commands, read at once as a ?wait server reads
+  // them: a table small enough that hashing all of it looked cheaper to the planner.
+  await sql`
+    insert into commands (target_kind, target_id, kind, issued_by, source, status, finished_at)
+    select 'lease', n, 'release', 'history', 'system', 'done', now() from generate_series(1, 5000) as n
+  `.execute(database.db);
+  await sql`analyze commands`.execute(database.db);
+
+  await database.db.transaction().execute(async (trx) => {
+    // This backend's counts not yet reported (pg_stat_xact_user_tables), before and after the read:
+    // they may hold earlier transactions' too, so only the difference is the read's.
+    const scans = async () => {
+      const { rows } = await sql<{ seq_scan: string; idx_scan: string }>`
+        select seq_scan, idx_scan from pg_stat_xact_user_tables where relname = 'commands'
+      `.execute(trx);
+      return { seq: Number(rows[0]!.seq_scan), idx: Number(rows[0]!.idx_scan) };
+    };
+    const before = await scans();
+    const trees = await readCommandTrees(trx, roots);
+    const after = await scans();
+    expect(roots.map((root) => trees.get(root)?.map((node) => node.depth))).toEqual(roots.map(() => [0, 1, 2]));
+    expect(after.seq - before.seq).toBe(0);
+    expect(after.idx - before.idx).toBeGreaterThan(0);
+  });
 });

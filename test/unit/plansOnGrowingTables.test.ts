@@ -4,7 +4,6 @@ import { Database } from '../../src/db/Database.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
-import { readCommandTrees } from '../../src/read/commandTree.ts';
 import { drainByHand } from '../helpers/drainByHand.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
 
@@ -80,43 +79,4 @@ test("the drain's foreign-key checks on commands use its index after commands gr
   const states = await database.db.selectFrom('leases').select('state').where('id', 'in', leases).execute();
   expect(states.map((s) => s.state)).toEqual(leases.map(() => 'active'));
   expect(after - before).toBe(0);
-});
-
-test("a command's tree is read through the cause index, not by scanning commands, whatever their number", async () => {
-  const command = async (causedBy: number | null) =>
-    (
-      await database.db
-        .insertInto('commands')
-        .values({ target_kind: 'lease', target_id: 1, kind: 'release', issued_by: 'test', source: 'system', status: 'done', caused_by: causedBy })
-        .returning('id')
-        .executeTakeFirstOrThrow()
-    ).id;
-  // Sixteen trees of three (root → child → grandchild) among a few thousand other commands, as a
-  // ?wait server reads them at once: small enough a table that hashing all of it looks cheap.
-  const roots: number[] = [];
-  for (let n = 0; n < 16; n++) {
-    const root = await command(null);
-    await command(await command(root));
-    roots.push(root);
-  }
-  await sql`
-    insert into commands (target_kind, target_id, kind, issued_by, source, status, finished_at)
-    select 'lease', n, 'release', 'history', 'system', 'done', now() from generate_series(1, 5000) as n
-  `.execute(database.db);
-  await sql`analyze commands`.execute(database.db);
-
-  await database.db.transaction().execute(async (trx) => {
-    // Counted in this transaction only (pg_stat_xact_user_tables), so nothing else is.
-    const scans = async () =>
-      (
-        await sql<{ seq_scan: string; idx_scan: string }>`select seq_scan, idx_scan from pg_stat_xact_user_tables where relname = 'commands'`.execute(
-          trx,
-        )
-      ).rows[0]!;
-    const trees = await readCommandTrees(trx, roots);
-    expect(roots.map((root) => trees.get(root)?.map((node) => node.depth))).toEqual(roots.map(() => [0, 1, 2]));
-    const { seq_scan, idx_scan } = await scans();
-    expect(Number(seq_scan)).toBe(0);
-    expect(Number(idx_scan)).toBeGreaterThan(0);
-  });
 });
