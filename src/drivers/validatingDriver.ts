@@ -50,5 +50,5 @@ export function validatingDriver(driver: Driver, beforeCall: () => Promise<void>
   };
 }
 
-/** How a failed call counts: the drain retries anything but a PermanentDriverError (see ObjectDrain). */
+/** How a failed call counts: the drain retries anything but a PermanentDriverError (see drain/driverFailure.ts). */
 const driverOutcome = (error: unknown) => (error instanceof PermanentDriverError ? 'permanent' : 'transient');

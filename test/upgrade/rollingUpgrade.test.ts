@@ -146,7 +146,7 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
 }
 
 /** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = 'de80278b92f54243abde00b28d1bb839b20e4339';
+const PREVIOUS_RELEASE = 'fcace336610e2bb6221176cc835afe4a80f1e1de';
 const hasPreviousRelease = (() => {
   try {
     execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
