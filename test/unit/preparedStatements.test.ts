@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, onTestFinished, test } from 'vitest';
 import { statesWith } from '../../src/domain/lifecycle.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
@@ -105,4 +106,28 @@ test("a request for a slot reads its lease, the free slots and the line's heads 
   expect(rows.find((r) => r.statement.includes(reads.lease))!.statement).toContain(`"c"."status" in ('queued', 'running')`);
   const granting = statesWith('resource', 'grantsSlots').map((state) => `'${state}'`);
   expect(rows.find((r) => r.statement.includes(reads.freeSlots))!.statement).toContain(`"r"."state" in (${granting.join(', ')})`);
+});
+
+test("a slot given back is a statement prepared on the drain's connection, planned once for all values after its first runs", async () => {
+  // The drivers record their effects through a pool of their own: the lanes hold the test pool's only connection.
+  const driverPool = new pg.Pool({ connectionString: database.url, max: 2 });
+  onTestFinished(() => driverPool.end());
+  const drain = drainByHand(database, undefined, driverPool);
+  await createBlueprint(database.db, { name: 'slots', driver: 'simulated', maxResources: 1, leasesPerResource: 2 }, alice);
+  for (let n = 0; n < 8; n++) {
+    const { lease } = await createLease(database.db, { blueprint: 'slots', holder: 'alice' }, alice);
+    await drain.all();
+    await release(lease.id);
+    await drain.all();
+    const row = await database.db.selectFrom('leases').select('state').where('id', '=', lease.id).executeTakeFirstOrThrow();
+    expect(row.state).toBe('destroyed');
+  }
+  const { rows } = await sql<{ generic_plans: string; custom_plans: string }>`
+    select generic_plans, custom_plans from pg_prepared_statements
+    where not from_sql and starts_with(statement, '/* prepared */') and statement like '%delete from resource_slots%'
+  `.execute(database.db);
+  expect(rows).toHaveLength(1);
+  // PostgreSQL plans a prepared statement for its values the first five times, then keeps a generic plan if it costs no more.
+  expect(Number(rows[0]!.custom_plans) + Number(rows[0]!.generic_plans)).toBe(8);
+  expect(Number(rows[0]!.generic_plans)).toBeGreaterThan(0);
 });
