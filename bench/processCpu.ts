@@ -20,18 +20,29 @@ export async function postmasterPid(db: Db): Promise<number> {
  * One process's parent and CPU seconds (user + system), and those of its
  * children that have exited and been waited for, from /proc/<pid>/stat.
  */
-async function procStat(pid: number): Promise<{ ppid: number; cpuSeconds: number; exitedChildrenCpuSeconds: number }> {
+async function procStat(pid: number): Promise<{ ppid: number; cpuSeconds: number; systemSeconds: number; exitedChildrenCpuSeconds: number }> {
   const text = await readFile(`/proc/${pid}/stat`, 'utf8');
   // The fields after the command name, which is in parentheses and may hold spaces.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   const seconds = (...at: number[]) => at.reduce((sum, i) => sum + Number(fields[i]), 0) / CLOCK_TICKS;
-  return { ppid: Number(fields[1]), cpuSeconds: seconds(11, 12), exitedChildrenCpuSeconds: seconds(13, 14) };
+  return { ppid: Number(fields[1]), cpuSeconds: seconds(11, 12), systemSeconds: seconds(12), exitedChildrenCpuSeconds: seconds(13, 14) };
 }
 
 /** The CPU seconds of these processes together. */
 export async function cpuOf(pids: readonly number[]): Promise<number> {
   const stats = await Promise.all(pids.map(procStat));
   return stats.reduce((sum, s) => sum + s.cpuSeconds, 0);
+}
+
+/**
+ * The part of these processes' CPU seconds spent in the kernel (system
+ * calls, page faults): what a V8 CPU profile cannot tell, as it samples a
+ * thread whenever it is not idle, so a write the process then waited in for
+ * a core counts in full there.
+ */
+export async function systemCpuOf(pids: readonly number[]): Promise<number> {
+  const stats = await Promise.all(pids.map(procStat));
+  return stats.reduce((sum, s) => sum + s.systemSeconds, 0);
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Db } from '../src/db/Database.ts';
 import { EmbeddedDatabase } from '../src/db/EmbeddedDatabase.ts';
 import { createLogger } from '../src/log.ts';
 import { openBenchDatabase } from './benchDatabase.ts';
-import { cpuOf, postmasterPid, serverCpu } from './processCpu.ts';
+import { cpuOf, postmasterPid, serverCpu, systemCpuOf } from './processCpu.ts';
 import { measureActiveReleases } from './activeReleases.ts';
 import { loadBenchSettings } from './settings.ts';
 import { SlipwaySystem } from './SlipwaySystem.ts';
@@ -20,13 +20,16 @@ import { WorkerFleet } from './WorkerFleet.ts';
  * rate). It releases BENCH_LIFECYCLE_LEASES active leases from
  * BENCH_CLIENTS connections, drained by BENCH_WORKERS worker processes, and
  * prints per release:
- *   - CPU seconds of PostgreSQL's processes, of the workers and of this
- *     process (the clients appending the releases and polling for the end),
- *     from /proc;
+ *   - CPU seconds of PostgreSQL's processes, of the workers (and the part of
+ *     theirs in the kernel) and of this process (the clients appending the
+ *     releases and polling for the end), from /proc;
  *   - the commands each release caused, by object kind and command;
  *   - the statements that took the most server time, from pg_stat_statements;
- *   - the workers' JavaScript functions that took the most CPU, from V8 CPU
- *     profiles (node --cpu-prof), by self time.
+ *   - where the workers' time went while they were not idle, by package and
+ *     by function (self time), from V8 CPU profiles (node --cpu-prof). These
+ *     sample a thread whenever it is not idle, so a system call it waited in
+ *     for a core (a write that woke a PostgreSQL process, which then ran)
+ *     counts in full: the kernel's share of their CPU is the /proc figure.
  * It needs its own embedded cluster, under .slipway/profile, with
  * pg_stat_statements preloaded (set up on the first run); DATABASE_URL is
  * not used. Linux only (/proc).
@@ -139,6 +142,7 @@ function areaOf(frame: { functionName: string; url: string }): string {
 interface Readings {
   readonly server: number;
   readonly workers: number;
+  readonly workersSystem: number;
   readonly self: number;
   readonly commits: number;
   readonly walBytes: number;
@@ -156,6 +160,7 @@ async function takeReadings(db: Db, postmaster: number, workerPids: readonly num
   return {
     server: await serverCpu(postmaster),
     workers: await cpuOf(workerPids),
+    workersSystem: await systemCpuOf(workerPids),
     self: (self.user + self.system) / 1e6,
     commits: Number(rows[0]!.commits),
     walBytes: Number(rows[0]!.wal_bytes),
@@ -211,6 +216,7 @@ async function main(): Promise<void> {
     for (const [who, s] of [
       ['PostgreSQL', spent('server')],
       ['workers', spent('workers')],
+      ['  of it in the kernel', spent('workersSystem')],
       ['clients (this process)', spent('self')],
     ] as const) {
       console.log(`  ${who.padEnd(24)} ${perRelease(s).padStart(10)}`);
@@ -228,9 +234,9 @@ async function main(): Promise<void> {
         `  ${(s.total_ms / count).toFixed(3).padStart(10)}  ${(s.calls / count).toFixed(2).padStart(13)}  ${(s.total_ms / s.calls).toFixed(3).padStart(7)}  ${text}`,
       );
     }
-    console.log(`\nWorkers' busy CPU by area (V8 CPU profiles of the release window, idle left out)`);
+    console.log(`\nWorkers' time when not idle, by area (V8 CPU profiles of the release window: a system call waited in counts in full)`);
     for (const a of shares.areas) console.log(`  ${a.share.toFixed(1).padStart(5)} %  ${a.name}`);
-    console.log(`\nWorkers' busy CPU by function, self time (top ${TOP})`);
+    console.log(`\nWorkers' time when not idle, by function, self time (top ${TOP})`);
     for (const f of shares.functions) console.log(`  ${f.share.toFixed(1).padStart(5)} %  ${f.name}`);
   } finally {
     fleet?.kill();
