@@ -13,9 +13,13 @@ import type { SlipwaySystem } from './SlipwaySystem.ts';
 
 /**
  * The HTTP API's figures. The server runs in a process of its own on a
- * free port (bench/apiServerProcess.ts); callers are HttpJsonClients with an
- * operator token, each with keep-alive connections of its own, like
- * separate callers.
+ * free port (bench/apiServerProcess.ts), started once for the whole run as
+ * a deployment's runs for days: a freshly started server is still compiling
+ * its code (V8's optimizing compiler) for its first several thousand
+ * requests, which ran about a third slower than the same server's later
+ * ones, and no long-running deployment pays that. Callers are
+ * HttpJsonClients with an operator token, each with keep-alive connections
+ * of its own, like separate callers.
  *
  * Call measureApiReleases before the worker fleet starts (like (b), so the
  * releases compete with nothing), and measureApiWait with the fleet running.
@@ -46,23 +50,29 @@ const SETTLE_TIMEOUT_MS = 30 * 60_000;
  * lease, `clients` closed loops, one keep-alive connection each. The leases
  * must be pending with no worker running, so every release is a fresh
  * append (a coalesced one would flatter the figure and is an error here).
+ * The releases of `warmUpIds` go first, the same way, untimed.
  */
-export async function measureApiReleases(database: Database, leaseIds: readonly number[], clients: number): Promise<Throughput> {
-  return withApi(database, clients, async (api) => {
-    const callers = Array.from({ length: clients }, () => api.caller(1));
-    // Each closed loop takes a caller of its own for each request, so no two requests share a connection.
-    const idle = [...callers];
-    const seconds = await runClients(callers.length, leaseIds.length, async (n) => {
+export async function measureApiReleases(
+  api: ApiServer,
+  leaseIds: readonly number[],
+  warmUpIds: readonly number[],
+  clients: number,
+): Promise<Throughput> {
+  const callers = Array.from({ length: clients }, () => api.caller(1));
+  // Each closed loop takes a caller of its own for each request, so no two requests share a connection.
+  const idle = [...callers];
+  const releaseAll = (ids: readonly number[]) =>
+    runClients(callers.length, ids.length, async (n) => {
       const caller = idle.pop()!;
       try {
-        const answer = await caller.request('POST', `/v1/leases/${leaseIds[n]}/commands`, { kind: 'release' });
-        if (answer.status !== 202) throw new Error(`release of lease ${leaseIds[n]}: ${answer.status} ${JSON.stringify(answer.body)}`);
+        const answer = await caller.request('POST', `/v1/leases/${ids[n]}/commands`, { kind: 'release' });
+        if (answer.status !== 202) throw new Error(`release of lease ${ids[n]}: ${answer.status} ${JSON.stringify(answer.body)}`);
       } finally {
         idle.push(caller);
       }
     });
-    return throughput(leaseIds.length, seconds);
-  });
+  await releaseAll(warmUpIds);
+  return throughput(leaseIds.length, await releaseAll(leaseIds));
 }
 
 /**
@@ -72,41 +82,40 @@ export async function measureApiReleases(database: Database, leaseIds: readonly 
  * answer, which comes when the release (which destroys the lease) and the
  * slot's return it caused have settled.
  */
-export async function measureApiWait(database: Database, system: SlipwaySystem, load: OpenLoad, clients: number): Promise<ApiWait> {
+export async function measureApiWait(api: ApiServer, system: SlipwaySystem, load: OpenLoad, clients: number): Promise<ApiWait> {
   const total = load.rate * load.seconds;
   const { leaseIds } = await createActiveLeases(system, 'api-wait', total, clients);
-  const result = await withApi(database, clients, async (api) => {
-    const caller = api.caller(WAIT_CONNECTIONS);
-    const release = async (n: number) => {
-      const answer = await caller.request('POST', `/v1/leases/${leaseIds[n]}/commands?wait=${WAIT_S}`, { kind: 'release' });
-      if (answer.status !== 200 && answer.status !== 202) throw new Error(`release of lease ${leaseIds[n]} answered ${answer.status}`);
-      return { at: performance.now(), settled: answer.status === 200 };
-    };
-    const sent = await system.whileRunning(openLoop(total, load.rate, release));
-    return {
-      targetRate: load.rate,
-      requests: total,
-      achievedRate: sent.achievedRate,
-      timedOut: sent.results.filter((answer) => !answer.settled).length,
-      ...percentiles(sent.results.map((answer, n) => answer.at - sent.dueAt[n]!)),
-    };
-  });
+  const caller = api.caller(WAIT_CONNECTIONS);
+  const release = async (n: number) => {
+    const answer = await caller.request('POST', `/v1/leases/${leaseIds[n]}/commands?wait=${WAIT_S}`, { kind: 'release' });
+    if (answer.status !== 200 && answer.status !== 202) throw new Error(`release of lease ${leaseIds[n]} answered ${answer.status}`);
+    return { at: performance.now(), settled: answer.status === 200 };
+  };
+  const sent = await system.whileRunning(openLoop(total, load.rate, release));
   await system.whileRunning(pollUntil('the API releases to settle', () => system.quiet(), SETTLE_TIMEOUT_MS));
-  return result;
+  return {
+    targetRate: load.rate,
+    requests: total,
+    achievedRate: sent.achievedRate,
+    timedOut: sent.results.filter((answer) => !answer.settled).length,
+    ...percentiles(sent.results.map((answer, n) => answer.at - sent.dueAt[n]!)),
+  };
 }
 
 const SERVER_MODULE = fileURLToPath(new URL('./apiServerProcess.ts', import.meta.url));
 
-/** The API server of one figure: it makes callers, each with its own keep-alive connections and an operator token. */
-interface Api {
+/** The benchmark's API server: it makes callers, each with its own keep-alive connections and an operator token. */
+export interface ApiServer {
   caller(connections: number): HttpJsonClient;
+  /** Closes the callers it made and stops the server's process. */
+  stop(): Promise<void>;
 }
 
 /**
- * Runs `work` against an API server in a process of its own, with a pool
- * connection per client and a few more, and closes the callers it made.
+ * Starts the API server in a process of its own, with a pool connection per
+ * client and a few more (the bench's figures run `clients` callers at once).
  */
-async function withApi<T>(database: Database, clients: number, work: (api: Api) => Promise<T>): Promise<T> {
+export async function startApiServer(database: Database, clients: number): Promise<ApiServer> {
   const child = fork(SERVER_MODULE, [], {
     execArgv: ['--import', 'tsx'],
     env: {
@@ -119,6 +128,13 @@ async function withApi<T>(database: Database, clients: number, work: (api: Api) 
     },
   });
   const callers: HttpJsonClient[] = [];
+  const stop = async () => {
+    for (const caller of callers) caller.close();
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, 'exit');
+    child.send('stop');
+    await exited;
+  };
   try {
     const [ready] = (await once(child, 'message')) as [{ url: string }];
     const name = `bench-${Date.now().toString(36)}`;
@@ -128,10 +144,9 @@ async function withApi<T>(database: Database, clients: number, work: (api: Api) 
       callers.push(made);
       return made;
     };
-    return await work({ caller });
-  } finally {
-    for (const caller of callers) caller.close();
-    child.send('stop');
-    if (child.exitCode === null) await once(child, 'exit');
+    return { caller, stop };
+  } catch (error) {
+    await stop();
+    throw error;
   }
 }

@@ -133,7 +133,7 @@ export function formatReport(figures: Figures): string {
       ofBaseline(api.releases),
       '',
       '',
-      `${batch(api.releases)}; ${settings.BENCH_CLIENTS} keep-alive clients, no worker running`,
+      `${batch(api.releases)}, after ${integer(settings.BENCH_API_WARMUP)} untimed; ${settings.BENCH_CLIENTS} keep-alive clients, no worker running`,
     ),
     row(
       `(h) HTTP release ?wait=30 at ${integer(api.wait.targetRate)}/s: answer p50 / p99`,

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { performance } from 'node:perf_hooks';
 import { createLogger } from '../src/log.ts';
 import { measureActiveReleases } from './activeReleases.ts';
-import { measureApiReleases, measureApiWait } from './apiBench.ts';
+import { type ApiServer, measureApiReleases, measureApiWait, startApiServer } from './apiBench.ts';
 import { measureAppend } from './append.ts';
 import { measureBaseline } from './baseline.ts';
 import { openBenchDatabase } from './benchDatabase.ts';
@@ -27,8 +27,9 @@ import { WorkerFleet } from './WorkerFleet.ts';
  * graphile-worker alone, in one run on a fresh database.
  *
  * Order of the phases: (a) baseline; pending leases created with no worker
- * running; (b) one release appended per lease; (g) as many releases of other
- * pending leases through the HTTP API; Slipway's workers start and drain
+ * running; (b) one release appended per lease; the API server starts, for
+ * the rest of Slipway's figures; (g) as many releases of other pending
+ * leases through it, after BENCH_API_WARMUP untimed; Slipway's workers start and drain
  * that backlog (c, the cheap path); then, workers running, (c) the
  * lifecycles and the releases of active leases, (i), (e) at each rate and
  * (h); the workers stop (f: their peak RSS); the peer runs the same (c),
@@ -47,6 +48,7 @@ progress('opening a fresh database');
 const bench = await openBenchDatabase(log, settings.BENCH_CLIENTS + 4);
 const { database } = bench;
 let fleet: WorkerFleet | undefined;
+let api: ApiServer | undefined;
 try {
   const machine = await describeMachine(database.pool);
 
@@ -66,9 +68,11 @@ try {
   progress(`(b) appending ${leaseIds.length} releases from ${settings.BENCH_CLIENTS} clients`);
   const append = await measureAppend(database.db, leaseIds, settings.BENCH_CLIENTS);
 
-  progress(`(g) ${settings.BENCH_LEASES} releases of fresh pending leases through the HTTP API`);
+  progress(`(g) ${settings.BENCH_LEASES} releases of fresh pending leases through the HTTP API, after ${settings.BENCH_API_WARMUP} untimed`);
+  const warmUpIds = await createLeases(idle, blueprintId, settings.BENCH_API_WARMUP, settings.BENCH_CLIENTS);
   const apiLeaseIds = await createLeases(idle, blueprintId, settings.BENCH_LEASES, settings.BENCH_CLIENTS);
-  const apiReleases = await measureApiReleases(database, apiLeaseIds, settings.BENCH_CLIENTS);
+  api = await startApiServer(database, settings.BENCH_CLIENTS);
+  const apiReleases = await measureApiReleases(api, apiLeaseIds, warmUpIds, settings.BENCH_CLIENTS);
 
   progress(`launching ${settings.BENCH_WORKERS} Slipway worker processes`);
   fleet = await WorkerFleet.launch(settings.BENCH_WORKERS, database.url);
@@ -81,11 +85,13 @@ try {
     `(h) HTTP releases with ?wait at ${settings.BENCH_API_WAIT_RATE}/s for ${settings.BENCH_LATENCY_SECONDS} s (after making their leases active)`,
   );
   const apiWait = await measureApiWait(
-    database,
+    api,
     slipwaySystem,
     { rate: settings.BENCH_API_WAIT_RATE, seconds: settings.BENCH_LATENCY_SECONDS },
     settings.BENCH_CLIENTS,
   );
+  await api.stop();
+  api = undefined;
   const failedCommands = (await commandsByStatus(database.db)).failed - failedBefore;
   const peakRssBytes = await fleet.takePeakRss();
   await fleet.stop();
@@ -124,6 +130,7 @@ try {
   console.log(`\nFigures: ${file}`);
 } finally {
   fleet?.kill();
+  await api?.stop();
   progress('dropping the database');
   await bench.close();
 }

@@ -33,6 +33,9 @@ export const SettingsSchema = z.object({
   BENCH_LATENCY_SECONDS: count(15).describe('how long each open-loop figure offers its load: (e), (h) and (i)'),
   BENCH_ACTIVATION_RATE: count(20).describe('leases created per second on a pool with free slots, in (i)'),
   BENCH_API_WAIT_RATE: count(200).describe('releases per second through POST …/commands?wait=30, in (h)'),
+  BENCH_API_WARMUP: count(5_000, 0).describe(
+    "releases through the API before (g)'s timed ones, untimed, so (g) times a server past its first requests' compiling",
+  ),
   BENCH_PEER_DEFAULTS_LEASES: count(300, 0).describe(
     'active leases released at once by the peer on graphile-worker defaults, in (d); 0 leaves that run out',
   ),
