@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect, test } from 'vitest';
 import type { LeaseRow } from '../../migrations/schema.ts';
-import type { Db } from '../../src/db/Database.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { waitFor } from '../helpers/waitFor.ts';
