@@ -16,7 +16,7 @@ import type { SlipwaySystem } from './SlipwaySystem.ts';
  * free port (bench/apiServerProcess.ts), started once for the whole run as
  * a deployment's runs for days: a freshly started server is still compiling
  * its code (V8's optimizing compiler) for its first several thousand
- * requests, which ran about a third slower than the same server's later
+ * requests, which ran about a quarter slower than the same server's later
  * ones, and no long-running deployment pays that. Callers are
  * HttpJsonClients with an operator token, each with keep-alive connections
  * of its own, like separate callers.
