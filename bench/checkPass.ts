@@ -73,7 +73,7 @@ try {
     // As if the interval had gone by since the last pass's checks.
     await database.db.updateTable('resources').set({ checked_at: null }).where('blueprint_id', '=', blueprintId).execute();
     progress(`pass ${pass}: the collector asks ${resources} resources to check`);
-    const cpuBefore = { workers: await cpuOf(fleet.pids), server: await serverCpu(postmaster) };
+    const cpuBefore = { workers: (await cpuOf(fleet.pids)).seconds, server: await serverCpu(postmaster) };
     const started = performance.now();
     const report = await runCollectorPass(database, gc, 'cli', log);
     if (report.steps.checkResources?.found !== resources)
@@ -81,7 +81,7 @@ try {
     const passSeconds = (performance.now() - started) / 1000;
     await fleet.whileRunning(pollUntil('the checks to settle', () => allQueuesEmpty(database.db), TIMEOUT_MS, 100));
     const totalSeconds = (performance.now() - started) / 1000;
-    const cpu = { workers: (await cpuOf(fleet.pids)) - cpuBefore.workers, server: (await serverCpu(postmaster)) - cpuBefore.server };
+    const cpu = { workers: (await cpuOf(fleet.pids)).seconds - cpuBefore.workers, server: (await serverCpu(postmaster)) - cpuBefore.server };
     const rate = resources / totalSeconds;
     const share = resources / settings.BENCH_CHECK_INTERVAL_S / rate;
     slowestShare = Math.max(slowestShare, share);

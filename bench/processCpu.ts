@@ -28,21 +28,18 @@ async function procStat(pid: number): Promise<{ ppid: number; cpuSeconds: number
   return { ppid: Number(fields[1]), cpuSeconds: seconds(11, 12), systemSeconds: seconds(12), exitedChildrenCpuSeconds: seconds(13, 14) };
 }
 
-/** The CPU seconds of these processes together. */
-export async function cpuOf(pids: readonly number[]): Promise<number> {
-  const stats = await Promise.all(pids.map(procStat));
-  return stats.reduce((sum, s) => sum + s.cpuSeconds, 0);
-}
-
 /**
- * The part of these processes' CPU seconds spent in the kernel (system
- * calls, page faults): what a V8 CPU profile cannot tell, as it samples a
- * thread whenever it is not idle, so a write the process then waited in for
- * a core counts in full there.
+ * The CPU seconds of these processes together, and the part of them spent
+ * in the kernel (system calls, page faults): what a V8 CPU profile cannot
+ * tell, as it samples a thread whenever it is not idle, so a write the
+ * process then waited in for a core counts in full there.
  */
-export async function systemCpuOf(pids: readonly number[]): Promise<number> {
+export async function cpuOf(pids: readonly number[]): Promise<{ seconds: number; kernelSeconds: number }> {
   const stats = await Promise.all(pids.map(procStat));
-  return stats.reduce((sum, s) => sum + s.systemSeconds, 0);
+  return {
+    seconds: stats.reduce((sum, s) => sum + s.cpuSeconds, 0),
+    kernelSeconds: stats.reduce((sum, s) => sum + s.systemSeconds, 0),
+  };
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Db } from '../src/db/Database.ts';
 import { EmbeddedDatabase } from '../src/db/EmbeddedDatabase.ts';
 import { createLogger } from '../src/log.ts';
 import { openBenchDatabase } from './benchDatabase.ts';
-import { cpuOf, postmasterPid, serverCpu, systemCpuOf } from './processCpu.ts';
+import { cpuOf, postmasterPid, serverCpu } from './processCpu.ts';
 import { measureActiveReleases } from './activeReleases.ts';
 import { loadBenchSettings } from './settings.ts';
 import { SlipwaySystem } from './SlipwaySystem.ts';
@@ -142,7 +142,7 @@ function areaOf(frame: { functionName: string; url: string }): string {
 interface Readings {
   readonly server: number;
   readonly workers: number;
-  readonly workersSystem: number;
+  readonly workersKernel: number;
   readonly self: number;
   readonly commits: number;
   readonly walBytes: number;
@@ -157,10 +157,11 @@ async function takeReadings(db: Db, postmaster: number, workerPids: readonly num
            (select wal_bytes from pg_stat_wal) as wal_bytes
   `.execute(db);
   const self = process.cpuUsage();
+  const workers = await cpuOf(workerPids);
   return {
     server: await serverCpu(postmaster),
-    workers: await cpuOf(workerPids),
-    workersSystem: await systemCpuOf(workerPids),
+    workers: workers.seconds,
+    workersKernel: workers.kernelSeconds,
     self: (self.user + self.system) / 1e6,
     commits: Number(rows[0]!.commits),
     walBytes: Number(rows[0]!.wal_bytes),
@@ -216,7 +217,7 @@ async function main(): Promise<void> {
     for (const [who, s] of [
       ['PostgreSQL', spent('server')],
       ['workers', spent('workers')],
-      ['  of it in the kernel', spent('workersSystem')],
+      ['  of it in the kernel', spent('workersKernel')],
       ['clients (this process)', spent('self')],
     ] as const) {
       console.log(`  ${who.padEnd(24)} ${perRelease(s).padStart(10)}`);
