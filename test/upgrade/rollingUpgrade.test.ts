@@ -146,7 +146,7 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
 }
 
 /** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = 'fcace336610e2bb6221176cc835afe4a80f1e1de';
+const PREVIOUS_RELEASE = '8448e6ef9a1d2fc4a82058e291acb4354d876a70';
 const hasPreviousRelease = (() => {
   try {
     execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
