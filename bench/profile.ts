@@ -24,6 +24,9 @@ import { WorkerFleet } from './WorkerFleet.ts';
  *     theirs in the kernel) and of this process (the clients appending the
  *     releases and polling for the end), from /proc;
  *   - the commands each release caused, by object kind and command;
+ *   - the WAL records it wrote, by table and index and by kind of record
+ *     (pg_walinspect): the row versions, index entries and row locks a
+ *     release costs, which, unlike CPU, do not vary with the machine;
  *   - the statements that took the most server time, from pg_stat_statements;
  *   - where the workers' time went while they were not idle, by package and
  *     by function (self time), from V8 CPU profiles (node --cpu-prof). These
@@ -138,6 +141,24 @@ function areaOf(frame: { functionName: string; url: string }): string {
   return inSource ? inSource[1]! : frame.url;
 }
 
+/** Per relation, the WAL records written between two positions, and how many of each kind (a record naming several blocks of one relation counts once). */
+async function walRecordsByRelation(db: Db, from: string, to: string) {
+  const { rows } = await sql<{ relation: string; records: number; all_records: number; kinds: unknown }>`
+    with records as (
+      select coalesce(pg_filenode_relation(b.reltablespace, b.relfilenode)::text, 'filenode ' || b.relfilenode) as relation,
+             b.record_type, count(distinct b.start_lsn)::float8 as n
+      from pg_get_wal_block_info(${from}::pg_lsn, ${to}::pg_lsn) as b
+      group by 1, 2
+    )
+    select relation, sum(n) as records, sum(sum(n)) over () as all_records, jsonb_object_agg(record_type, n) as kinds
+    from records group by relation order by records desc limit ${TOP}
+  `.execute(db);
+  return {
+    all: rows[0]?.all_records ?? 0,
+    top: rows.map((r) => ({ relation: r.relation, records: r.records, kinds: z.record(z.string(), z.number()).parse(r.kinds) })),
+  };
+}
+
 /** What the profile subtracts: CPU seconds of the server, the workers and this process; the database's commits and the server's WAL bytes; when (µs, monotonic). */
 interface Readings {
   readonly server: number;
@@ -146,15 +167,17 @@ interface Readings {
   readonly self: number;
   readonly commits: number;
   readonly walBytes: number;
+  /** The WAL's insert position (text; subtracted only by walRecordsByRelation). */
+  readonly walAt: string;
   readonly atUs: number;
 }
 
 async function takeReadings(db: Db, postmaster: number, workerPids: readonly number[]): Promise<Readings> {
   // This backend's view of the statistics is a snapshot: clear it to read them fresh.
   await sql`select pg_stat_clear_snapshot()`.execute(db);
-  const { rows } = await sql<{ commits: string; wal_bytes: string }>`
+  const { rows } = await sql<{ commits: string; wal_bytes: string; wal_at: string }>`
     select (select xact_commit from pg_stat_database where datname = current_database()) as commits,
-           (select wal_bytes from pg_stat_wal) as wal_bytes
+           (select wal_bytes from pg_stat_wal) as wal_bytes, pg_current_wal_insert_lsn()::text as wal_at
   `.execute(db);
   const self = process.cpuUsage();
   const workers = await cpuOf(workerPids);
@@ -165,6 +188,7 @@ async function takeReadings(db: Db, postmaster: number, workerPids: readonly num
     self: (self.user + self.system) / 1e6,
     commits: Number(rows[0]!.commits),
     walBytes: Number(rows[0]!.wal_bytes),
+    walAt: rows[0]!.wal_at,
     atUs: monotonicUs(),
   };
 }
@@ -187,6 +211,7 @@ async function main(): Promise<void> {
   let fleet: WorkerFleet | undefined;
   try {
     await sql`create extension if not exists pg_stat_statements`.execute(database.db);
+    await sql`create extension if not exists pg_walinspect`.execute(database.db);
     fleet = await WorkerFleet.launch(settings.BENCH_WORKERS, database.url, { cpuProfileDir: PROFILE_DIR });
     await fleet.start();
     const system = new SlipwaySystem(database, fleet);
@@ -202,9 +227,10 @@ async function main(): Promise<void> {
       before = await takeReadings(database.db, postmaster, running.pids);
     });
     const after = await takeReadings(database.db, postmaster, running.pids);
-    const spent = (key: Exclude<keyof Readings, 'atUs'>) => after[key] - before![key];
+    const spent = (key: Exclude<keyof Readings, 'atUs' | 'walAt'>) => after[key] - before![key];
     const statements = await topStatements(database.db);
     const commands = await commandsSince(database.db, firstCommand);
+    const writes = await walRecordsByRelation(database.db, before!.walAt, after.walAt);
     await fleet.stop();
     fleet = undefined;
     const shares = await busyShares([before!.atUs, after.atUs]);
@@ -227,6 +253,17 @@ async function main(): Promise<void> {
     );
     console.log('\nCommands per release');
     for (const c of commands) console.log(`  ${(c.n / count).toFixed(2).padStart(6)}  ${c.target_kind}.${c.kind} (${c.status})`);
+    console.log(
+      `\nWAL records per release: ${(writes.all / count).toFixed(1)}; by table or index (pg_walinspect, top ${TOP}; kinds of record of 0.05 a release or more)`,
+    );
+    for (const w of writes.top) {
+      const kinds = Object.entries(w.kinds)
+        .filter(([, n]) => n / count >= 0.05)
+        .sort((a, b) => b[1] - a[1])
+        .map(([kind, n]) => `${kind} ${(n / count).toFixed(2)}`)
+        .join(', ');
+      console.log(`  ${(w.records / count).toFixed(2).padStart(6)}  ${w.relation.padEnd(30)} ${kinds}`);
+    }
     console.log(`\nStatements by server time (pg_stat_statements, top ${TOP})`);
     console.log('  ms/release  calls/release  ms/call  statement');
     for (const s of statements) {
