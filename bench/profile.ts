@@ -3,10 +3,12 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { z } from 'zod';
-import type { Db } from '../src/db/Database.ts';
+import type { Database, Db } from '../src/db/Database.ts';
 import { EmbeddedDatabase } from '../src/db/EmbeddedDatabase.ts';
 import { createLogger } from '../src/log.ts';
 import { openBenchDatabase } from './benchDatabase.ts';
+import { createActiveLeases } from './leases.ts';
+import { pollUntil, runClients } from './measure.ts';
 import { cpuOf, postmasterPid, serverCpu } from './processCpu.ts';
 import { measureActiveReleases } from './activeReleases.ts';
 import { loadBenchSettings } from './settings.ts';
@@ -23,6 +25,10 @@ import { WorkerFleet } from './WorkerFleet.ts';
  *   - CPU seconds of PostgreSQL's processes, of the workers (and the part of
  *     theirs in the kernel) and of this process (the clients appending the
  *     releases and polling for the end), from /proc;
+ *   - the same CPU for the two parts of a release measured apart, on as
+ *     many other leases: every release appended with no worker running,
+ *     then the backlog drained by fresh workers (each part's own cost,
+ *     without the other competing for the cores);
  *   - the commands each release caused, by object kind and command;
  *   - the WAL records it wrote, by table and index and by kind of record
  *     (pg_walinspect): the row versions, index entries and row locks a
@@ -201,6 +207,42 @@ function describeFrame(frame: { functionName: string; url: string; lineNumber: n
   return `${frame.functionName || '(anonymous)'}${where}`;
 }
 
+/** CPU seconds of the server, the workers and this process between two readings. */
+type Cpu = { readonly server: number; readonly workers: number; readonly self: number };
+const cpuBetween = (a: Readings, b: Readings): Cpu => ({ server: b.server - a.server, workers: b.workers - a.workers, self: b.self - a.self });
+
+/**
+ * A release's two parts apart: `count` more leases made active, the workers
+ * stopped, one release appended for each from the clients (the callers'
+ * part: PostgreSQL's and the clients' CPU), then fresh workers started on
+ * the backlog until it is drained (the drain's part).
+ */
+async function measureApart(database: Database, postmaster: number): Promise<{ append: Cpu; drain: Cpu }> {
+  const db = database.db;
+  let fleet: WorkerFleet | undefined = await WorkerFleet.launch(settings.BENCH_WORKERS, database.url);
+  try {
+    await fleet.start();
+    const { poolId, leaseIds } = await createActiveLeases(new SlipwaySystem(database, fleet), 'apart', count, settings.BENCH_CLIENTS);
+    await fleet.stop();
+    fleet = undefined;
+    const callers = new SlipwaySystem(database);
+    const appendFrom = await takeReadings(db, postmaster, []);
+    await runClients(settings.BENCH_CLIENTS, count, (n) => callers.release(leaseIds[n]!));
+    const appended = await takeReadings(db, postmaster, []);
+    fleet = await WorkerFleet.launch(settings.BENCH_WORKERS, database.url);
+    await fleet.start();
+    const drainers = fleet;
+    const drainFrom = await takeReadings(db, postmaster, drainers.pids);
+    const system = new SlipwaySystem(database, drainers);
+    const drained = async () => (await system.countIn(poolId, 'destroyed')) === count && (await system.quiet());
+    await drainers.whileRunning(pollUntil(`${count} releases appended beforehand to be drained`, drained, 30 * 60_000, 20));
+    const drainTo = await takeReadings(db, postmaster, drainers.pids);
+    return { append: cpuBetween(appendFrom, appended), drain: cpuBetween(drainFrom, drainTo) };
+  } finally {
+    await fleet?.stop();
+  }
+}
+
 async function main(): Promise<void> {
   if (process.env.DATABASE_URL) throw new Error('bench/profile.ts runs on its own embedded cluster; unset DATABASE_URL');
   await preloadStatementStatistics();
@@ -234,6 +276,8 @@ async function main(): Promise<void> {
     await fleet.stop();
     fleet = undefined;
     const shares = await busyShares([before!.atUs, after.atUs]);
+    progress(`the same apart: ${count} more leases made active, their releases appended with no worker running, then drained`);
+    const apart = await measureApart(database, postmaster);
 
     const perRelease = (s: number) => `${((s * 1000) / count).toFixed(2)} ms`;
     console.log(
@@ -247,6 +291,15 @@ async function main(): Promise<void> {
       ['clients (this process)', spent('self')],
     ] as const) {
       console.log(`  ${who.padEnd(24)} ${perRelease(s).padStart(10)}`);
+    }
+    console.log('\nCPU per release, its two parts measured apart (no CPU profiles)');
+    console.log(`  ${''.padEnd(24)} ${'append'.padStart(10)} ${'drain'.padStart(10)}`);
+    for (const [who, key] of [
+      ['PostgreSQL', 'server'],
+      ['workers', 'workers'],
+      ['clients (this process)', 'self'],
+    ] as const) {
+      console.log(`  ${who.padEnd(24)} ${perRelease(apart.append[key]).padStart(10)} ${perRelease(apart.drain[key]).padStart(10)}`);
     }
     console.log(
       `\nTransactions committed per release: ${(spent('commits') / count).toFixed(2)}; WAL per release: ${(spent('walBytes') / count / 1024).toFixed(1)} KiB`,
