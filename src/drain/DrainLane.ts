@@ -18,7 +18,15 @@ import { rowAfter, runGoesOnAfter } from './commandRun.ts';
 import { commandStep, driverCall, handlerOf } from './commandStep.ts';
 import { asVersionConflict, type Decided, stepStatements, VersionConflictError } from './commitOutcome.ts';
 import { backoffMs, driverFailure } from './driverFailure.ts';
-import { type BatchRead, type CommandHandler, type HandlerContext, type ObjectTypes, type Outcome, readsInTransaction } from './Handler.ts';
+import {
+  type BatchRead,
+  type CommandHandler,
+  type HandlerContext,
+  type LockedBatch,
+  type ObjectTypes,
+  type Outcome,
+  readsInTransaction,
+} from './Handler.ts';
 import { commandNotice, noticesStatement } from './sql/announcements.ts';
 import { claimStatement } from './sql/claim.ts';
 import { lockVersionsStatement } from './sql/lockVersions.ts';
@@ -132,7 +140,9 @@ const DECISION_ORDER: Record<ObjectKind, number> = { blueprint: 0, resource: 1, 
  *    (RunningMarks): its object joins a later step, the one after its call
  *    returns;
  * 3. if a decision reads under row locks (`readsInTransaction`): `begin`
- *    and the rows locked and version-checked, then those decisions' queries;
+ *    and the rows locked and version-checked, with the statements the
+ *    step's decisions share (LockedBatch) in the same round trip, then
+ *    those decisions' own queries;
  * 4. ONE round trip that commits every outcome (sql/lockVersions.ts first,
  *    if 3 did not), then sends the step's notices in an asynchronously
  *    committed transaction of their own, then, in another, queues the jobs
@@ -432,11 +442,28 @@ export class DrainLane {
         (!p.outcome && readsInTransaction(p.handler, p.ctx)) ||
         (runs && p.held.following.some((c) => readsInTransaction(handlerOf(p.held.ref.kind, c.kind)))),
     );
-    if (inTransaction) await this.send(client, ['begin', settings(NO_SEQ_SCANS), lock], []);
     const trx = kyselyOnClient(client);
+    const batches = lockedBatches(applying, runs);
+    // The transaction's opening goes out with the first batches, those of the first kind decided.
+    let unopened: (string | CompiledQuery)[] = inTransaction ? ['begin', settings(NO_SEQ_SCANS), lock] : [];
+    const sendBatches = async (kind: ObjectKind) => {
+      const due = batches.get(kind) ?? [];
+      batches.delete(kind);
+      if (unopened.length === 0 && due.length === 0) return;
+      const statements = [...unopened, ...due.map((b) => b.statement)];
+      const results = await this.send(
+        client,
+        statements,
+        due.map((b) => statements.indexOf(b.statement)),
+      );
+      unopened = [];
+      for (const [n, b] of due.entries()) b.batch.keep(trx, results[n]!.rows);
+    };
+    if (applying.length > 0) await sendBatches(applying[0]!.held.ref.kind);
     const decided: Decided[] = [];
     for (const p of applying) {
       const { ref, object, head } = p.held;
+      if (batches.has(ref.kind)) await sendBatches(ref.kind);
       const outcome = p.outcome ?? (await p.handler!.decide(decisionDb(trx, p.handler!, p.ctx!, ref, head.kind), p.ctx!, p.effect));
       const first: Decided = { target: ref, object, command: head, outcome };
       decided.push(first, ...(runs ? await this.decideRun(trx, p, first) : []));
@@ -594,6 +621,27 @@ async function readAll(db: Db, planned: readonly Planned[]): Promise<void> {
       (p.ctx as { read: unknown }).read = key === undefined ? undefined : found.get(key);
     }
   }
+}
+
+/** The step's locked batches (LockedBatch), each one statement for all the heads whose handler declares it, by the kind of object they decide. */
+function lockedBatches(applying: readonly Planned[], runs: boolean): Map<ObjectKind, { batch: LockedBatch; statement: CompiledQuery }[]> {
+  const byBatch = new Map<LockedBatch, Planned[]>();
+  for (const p of applying) {
+    const batch = p.handler?.lockedBatch;
+    if (!batch || p.outcome) continue;
+    byBatch.set(batch, [...(byBatch.get(batch) ?? []), p]);
+  }
+  const byKind = new Map<ObjectKind, { batch: LockedBatch; statement: CompiledQuery }[]>();
+  for (const [batch, users] of byBatch) {
+    const statement = batch.statement(
+      users.map((p) => p.ctx!),
+      runs,
+    );
+    if (!statement) continue;
+    const kind = users[0]!.held.ref.kind;
+    byKind.set(kind, [...(byKind.get(kind) ?? []), { batch, statement }]);
+  }
+  return byKind;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Updateable } from 'kysely';
+import type { CompiledQuery, Updateable } from 'kysely';
 import type {
   BlueprintRow,
   BlueprintsTable,
@@ -93,12 +93,34 @@ export interface BatchRead<R, C = HandlerContext<ObjectKind>> {
 }
 
 /**
+ * A statement the decisions of one handler share across a step, made under
+ * the step's row locks: one for every object of the step whose head the
+ * handler decides, covering those heads and, when the step decides runs,
+ * the commands of their runs that the handler says it will decide (a write
+ * only the objects' single writer makes, such as a slot row's delete, must
+ * cover only commands the step is sure to decide). The drain sends it in
+ * the round trip that opens the step's transaction, or, when objects of a
+ * kind decided earlier are in the step (DECISION_ORDER in DrainLane), just
+ * before it decides the first of this kind, so they do not see it; and
+ * hands its result to `keep`, which holds it for the decisions
+ * (perStep). A decision it did not cover asks for itself.
+ */
+export interface LockedBatch<C = HandlerContext<ObjectKind>> {
+  /** The statement for the step's heads (`withRuns`: and what of their runs it covers); undefined: none needed. */
+  statement(heads: readonly C[], withRuns: boolean): CompiledQuery | undefined;
+  /** Keeps what it answered (its rows) for the step's decisions, on the step's `trx`. */
+  keep(trx: Db, rows: readonly unknown[]): void;
+}
+
+/**
  * How one command kind is applied to one kind of object. What it needs is
  * declared, so the drain plans each step's round trips before it runs any:
  *
  * - `read`: a batched read, made before the effect (see BatchRead);
  * - `effect`: runs outside any transaction and is where drivers are called;
  *   the effects of a step's objects run concurrently;
+ * - `lockedBatch`: a statement its decisions share under the step's row
+ *   locks, one for the step (see LockedBatch); only with `readsInTransaction`;
  * - `readsInTransaction`: the decision queries under the step's row locks
  *   (a capacity decision), so the step opens its transaction before the
  *   decisions run; without it `decide` is pure and costs no round trip. A
@@ -119,6 +141,7 @@ export interface BatchRead<R, C = HandlerContext<ObjectKind>> {
 // biome-ignore lint/suspicious/noExplicitAny: a table holds handlers of every effect, payload and read type; each handler's own are checked where it is written (HandlerTable)
 export interface CommandHandler<K extends ObjectKind, E = any, P = any, R = any> {
   readonly read?: BatchRead<R, HandlerContext<K, P, R>>;
+  readonly lockedBatch?: LockedBatch<HandlerContext<K, P, R>>;
   effect?(ctx: HandlerContext<K, P, R>): Promise<E>;
   readonly readsInTransaction?: true | ((ctx: HandlerContext<K, P, R>) => boolean);
   readonly inRuns?: true;

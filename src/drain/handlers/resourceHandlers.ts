@@ -1,15 +1,15 @@
 import { sql } from 'kysely';
-import type { ResourceRow } from '../../../migrations/schema.ts';
+import type { BlueprintRow, CommandRow, ResourceRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
-import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
+import { COMMAND_KINDS, type CommandKindOf, type PayloadOf } from '../../domain/commandKinds.ts';
 import { mismatch, parseSelector, resourceLabels } from '../../domain/labels.ts';
 import { accepts, grantsSlots, isSettingUp } from '../../domain/lifecycle.ts';
 import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall } from '../../drivers/Driver.ts';
 import { retryDelayMs } from '../driverFailure.ts';
 import { waitersAndQuotas } from '../sql/waitingLeases.ts';
-import { returnSlot } from '../sql/returnSlot.ts';
+import { returnSlotsStatement, type SlotReturn, slotsReturned } from '../sql/returnSlots.ts';
 import { takeSlot } from '../sql/takeSlot.ts';
-import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
+import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, type LockedBatch, mergedAttributes, yieldFor } from '../Handler.ts';
 import { perStep } from '../perStep.ts';
 import { blueprintsWhereTeamWaits } from '../sql/teamWaiters.ts';
 
@@ -100,7 +100,7 @@ function blueprintHasWaiters(trx: Db, blueprintId: number): Promise<boolean> {
   const step = waitersAsked(trx);
   let answer = step.answers.get(blueprintId);
   if (!answer) {
-    // A slot's return has taken the lock already (returnSlot).
+    // A slot's return has taken the lock already (returnSlotsStatement).
     const locked = step.locked.has(blueprintId)
       ? Promise.resolve()
       : trx.selectFrom('blueprints').select('id').where('id', '=', blueprintId).forShare().execute();
@@ -146,6 +146,87 @@ const anyQuota = (trx: Db) => {
   return asked.answer;
 };
 const quotasAsked = perStep((): { answer?: Promise<boolean> } => ({}));
+
+/**
+ * Whether a lease's slot given back to the resource is freed at once (its
+ * row deleted) rather than kept, with no lease, until it is cleaned: on a
+ * blueprint that cleans between leases the slot stays taken; a resource
+ * going away (released, broken) is not cleaned for nobody.
+ */
+const freedAtOnce = (resource: ResourceRow, blueprint: BlueprintRow) =>
+  !(blueprint.clean_between_leases && accepts('resource', resource.state, 'clean_slot'));
+
+/**
+ * The lease a command of a release_slot's run gives a slot back for, as its
+ * decision will read it; undefined for any other command, or a payload of
+ * another version or one its schema refuses (the decision of such a
+ * command, if any, asks for itself).
+ */
+function slotGivenBackBy(command: CommandRow): number | undefined {
+  if (command.kind !== 'release_slot' || command.version !== 1) return undefined;
+  const payload = COMMAND_KINDS.resource.release_slot.versions[0].safeParse(command.payload);
+  return payload.success ? payload.data.leaseId : undefined;
+}
+
+/** The slot returns the step has made so far, by resource and lease: the slot each freed (undefined: the lease held none there). */
+const returnsInStep = perStep(() => new Map<string, number | undefined>());
+const returnKey = (resourceId: number, leaseId: number) => `${resourceId}:${leaseId}`;
+
+/** Keeps the returns a statement made for the step's decisions; their blueprints' rows are share-locked now. */
+function keepReturns(trx: Db, rows: readonly unknown[]): void {
+  const step = returnsInStep(trx);
+  for (const r of slotsReturned(rows)) {
+    const key = returnKey(r.resourceId, r.leaseId);
+    // A lease's second return in one statement finds the row gone: the first answer stands.
+    if (!step.has(key) || r.slot !== undefined) step.set(key, r.slot);
+    waitersAsked(trx).locked.add(r.blueprintId);
+  }
+}
+
+/**
+ * The step's slot returns, one statement for them all (LockedBatch): every
+ * head's, and, when the step decides runs, those of the release_slots right
+ * behind it in its queue. The run is sure to decide those: a release_slot
+ * is always done, supersedes nothing, and leaves the resource in its state,
+ * which accepts release_slot in every state. Coverage stops at the first
+ * command of another kind, after which the run may stop.
+ */
+const slotReturns: LockedBatch<CtxOf<'release_slot'>> = {
+  statement(heads, withRuns) {
+    const returns: SlotReturn[] = [];
+    for (const ctx of heads) {
+      const resource = ctx.object;
+      if (!freedAtOnce(resource, ctx.blueprint)) continue;
+      const giveBack = (leaseId: number) => returns.push({ resourceId: resource.id, leaseId, blueprintId: resource.blueprint_id });
+      giveBack(ctx.payload.leaseId);
+      for (const command of withRuns ? ctx.queued : []) {
+        const leaseId = slotGivenBackBy(command);
+        if (leaseId === undefined) break;
+        giveBack(leaseId);
+      }
+    }
+    return returns.length > 0 ? returnSlotsStatement(returns) : undefined;
+  },
+  keep: keepReturns,
+};
+
+/**
+ * A lease's slot given back to the resource: the slot it held here, now
+ * free, or undefined when it held none. The step's batch made the return
+ * if it covered this one; otherwise it is made now, alone. Each return is
+ * answered once: a second one of the same lease in the step finds nothing.
+ */
+async function returnedSlot(trx: Db, resource: ResourceRow, leaseId: number): Promise<number | undefined> {
+  const step = returnsInStep(trx);
+  const key = returnKey(resource.id, leaseId);
+  if (!step.has(key)) {
+    const statement = returnSlotsStatement([{ resourceId: resource.id, leaseId, blueprintId: resource.blueprint_id }]);
+    keepReturns(trx, (await trx.executeQuery(statement)).rows);
+  }
+  const slot = step.get(key);
+  step.delete(key);
+  return slot;
+}
 
 const slotFreed = (resource: ResourceRow): FollowUp => ({
   target: { kind: 'blueprint', id: resource.blueprint_id },
@@ -420,13 +501,11 @@ export const RESOURCE_HANDLERS = {
   release_slot: {
     readsInTransaction: true,
     inRuns: true,
+    lockedBatch: slotReturns,
     async decide(trx: Db, ctx: CtxOf<'release_slot'>) {
       const resource = ctx.object;
       const { leaseId } = ctx.payload;
-      // On a blueprint that cleans between leases, the slot stays taken,
-      // with no lease, until it is cleaned; a resource going away (released,
-      // broken) is not cleaned for nobody.
-      if (ctx.blueprint.clean_between_leases && accepts('resource', resource.state, 'clean_slot')) {
+      if (!freedAtOnce(resource, ctx.blueprint)) {
         const dirty = await trx
           .updateTable('resource_slots')
           .set({ lease_id: null })
@@ -440,8 +519,7 @@ export const RESOURCE_HANDLERS = {
           followUps: [cleanSlot(resource, dirty.slot, `lease ${leaseId} gave it back`), ...(await quotaFreed(trx, leaseId))],
         });
       }
-      const slot = await returnSlot(trx, resource, leaseId);
-      waitersAsked(trx).locked.add(resource.blueprint_id);
+      const slot = await returnedSlot(trx, resource, leaseId);
       if (slot === undefined) return done<'resource'>(`lease ${leaseId} held no slot here`);
       const used = resource.used_slots - 1;
       const followUps: FollowUp[] = [];
