@@ -7,6 +7,8 @@ import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { drainByHand } from '../helpers/drainByHand.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
+import { statementName } from '../../src/db/preparedText.ts';
+import { returnSlotsStatement } from '../../src/drain/sql/returnSlots.ts';
 
 const alice = { issuedBy: 'alice@host', source: 'cli', reason: 'test' } as const;
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -108,7 +110,7 @@ test("a request for a slot reads its lease, the free slots and the line's heads 
   expect(rows.find((r) => r.statement.includes(reads.freeSlots))!.statement).toContain(`"r"."state" in (${granting.join(', ')})`);
 });
 
-test("the slots a step gives back, on several resources and in a run behind a head, are one statement prepared on the drain's connection, executed once a step", async () => {
+test('the slots a step gives back, on several resources and in runs behind heads, are one statement, sent in the round trip that opens the step', async () => {
   // The drivers record their effects through a pool of their own: the lanes hold the test pool's only connection.
   const driverPool = new pg.Pool({ connectionString: database.url, max: 2 });
   onTestFinished(() => driverPool.end());
@@ -117,29 +119,35 @@ test("the slots a step gives back, on several resources and in a run behind a he
   const leases = [];
   for (let n = 0; n < 9; n++) leases.push((await createLease(database.db, { blueprint: 'slots', holder: 'alice' }, alice)).lease);
   await drain.all();
-  const held = await database.db.selectFrom('leases').select(['id', 'state', 'resource_id']).where('id', 'in', leases.map((l) => l.id)).execute();
+  const ids = leases.map((l) => l.id);
+  const held = await database.db.selectFrom('leases').select(['id', 'state', 'resource_id']).where('id', 'in', ids).execute();
   expect(held.map((l) => l.state)).toEqual(Array(9).fill('active'));
   const resources = [...new Set(held.map((l) => l.resource_id!))];
   expect(resources).toHaveLength(3);
-  const returns = async () =>
+  // The slots' return, by the names a step's PREPARE and a decision's statement sent alone give it.
+  const text = returnSlotsStatement([]).sql;
+  const names = new Map([
+    [statementName(text), 'by the step'],
+    [statementName(text, 'slipway_named'), 'alone'],
+  ]);
+  const statements = async () =>
     (
-      await sql<{ from_sql: boolean; executions: number }>`
-        select from_sql, generic_plans + custom_plans as executions from pg_prepared_statements
-        where statement like '%delete from resource_slots s using unnest%'
+      await sql<{ name: string; executions: number }>`
+        select name, generic_plans + custom_plans as executions from pg_prepared_statements where name = any(${[...names.keys()]})
       `.execute(database.db)
-    ).rows;
-  const before = (await returns())[0]?.executions ?? 0;
+    ).rows.map((r) => [names.get(r.name)!, r.executions] as const);
+  const before = new Map(await statements());
 
   // Every lease released in one step: their nine release_slots queue on three resources, three on each.
   for (const lease of leases) await release(lease.id);
   await drain.together(leases.map((l) => ({ kind: 'lease', id: l.id })));
   await drain.together(resources.map((id) => ({ kind: 'resource', id })));
 
-  const after = await returns();
-  // Prepared by the step's own PREPARE (from SQL), never sent alone by a decision, and run once a step for the
-  // nine: a lane takes an object with its first command alone, so the heads' three went in the first step, and
-  // the other six (three heads, each with the one of its run behind it) in the second.
-  expect(after).toEqual([{ from_sql: true, executions: before + 2 }]);
+  // Never sent alone by a decision, and run once a step for the nine: a lane takes an object with its first
+  // command alone, so the heads' three went in the first step, and the other six (three heads, each with the
+  // one of its run behind it) in the second.
+  const ran = (await statements()).map(([name, executions]) => [name, executions - (before.get(name) ?? 0)] as const);
+  expect(Object.fromEntries(ran.filter(([, n]) => n > 0))).toEqual({ 'by the step': 2 });
   const slots = await database.db.selectFrom('resource_slots').select('lease_id').where('resource_id', 'in', resources).execute();
   expect(slots).toEqual([]);
   const rows = await database.db.selectFrom('resources').select(['used_slots', 'idle_since']).where('id', 'in', resources).execute();
