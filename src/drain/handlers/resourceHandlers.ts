@@ -186,10 +186,13 @@ function keepReturns(trx: Db, rows: readonly unknown[]): void {
 /**
  * The step's slot returns, one statement for them all (LockedBatch): every
  * head's, and, when the step decides runs, those of the release_slots right
- * behind it in its queue. The run is sure to decide those: a release_slot
- * is always done, supersedes nothing, and leaves the resource in its state,
- * which accepts release_slot in every state. Coverage stops at the first
- * command of another kind, after which the run may stop.
+ * behind it in its queue. The run is sure to decide those (DrainLane's
+ * decideRun, commandRun.ts): a release_slot is always done, supersedes
+ * nothing and leaves the resource in its state, which accepted the head's,
+ * so each one after it is decided by this handler too. Coverage stops at
+ * the first command of another kind or version, after which the run may
+ * stop. Should this handler ever yield or change the state, the coverage
+ * of runs must go.
  */
 const slotReturns: LockedBatch<CtxOf<'release_slot'>> = {
   statement(heads, withRuns) {
