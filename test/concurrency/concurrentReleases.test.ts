@@ -86,6 +86,23 @@ test(`${RELEASES_PER_LEASE} concurrent releases of each of ${LEASES} active leas
   expect(trailsOtherThan(leaseTrails, ['pending', 'acquired', 'active', 'released', 'destroyed'])).toEqual([]);
   // Nobody released a resource: each was made, became active, and stayed so.
   expect(trailsOtherThan(await stateTrails(db, 'resource'), ['pending', 'active'])).toEqual([]);
+  // Every slot came back once (a step gives back its resources' slots, and those of the runs behind them, in one
+  // statement): no slot row is left, each resource counts none in use, and each freed each of its slots once.
+  const resources = await db.selectFrom('resources').select(['id', 'used_slots']).where('blueprint_id', '=', blueprint.id).execute();
+  expect(resources.filter((r) => r.used_slots !== 0)).toEqual([]);
+  expect(
+    await db
+      .selectFrom('resource_slots')
+      .select('lease_id')
+      .where(
+        'resource_id',
+        'in',
+        resources.map((r) => r.id),
+      )
+      .execute(),
+  ).toEqual([]);
+  const freed = await db.selectFrom('events').select('data').where('target_kind', '=', 'resource').where('type', '=', 'slot_freed').execute();
+  expect(freed.map((e) => (e.data as { leaseId: number }).leaseId).sort((a, b) => a - b)).toEqual([...leaseIds].sort((a, b) => a - b));
   expect(cluster.workers.errors()).toEqual([]);
 
   const refusals = [...answers.values()].reduce((n, a) => n + a.refused.length, 0);
