@@ -437,24 +437,26 @@ export class DrainLane {
   private async decideAndCommit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number, runs: boolean): Promise<void> {
     const applying = planned.filter((p) => !p.handOff).sort((a, b) => DECISION_ORDER[a.held.ref.kind] - DECISION_ORDER[b.held.ref.kind]);
     const lock = lockVersionsStatement(applying.map((p) => ({ ...p.held.ref, version: p.held.object.version })));
-    const inTransaction = applying.some(
-      (p) =>
-        (!p.outcome && readsInTransaction(p.handler, p.ctx)) ||
-        (runs && p.held.following.some((c) => readsInTransaction(handlerOf(p.held.ref.kind, c.kind)))),
-    );
-    const trx = kyselyOnClient(client);
     const batches = lockedBatches(applying, runs);
+    // A locked batch writes (a slot row's delete): it runs in the step's transaction whatever its handler declares.
+    const inTransaction =
+      batches.size > 0 ||
+      applying.some(
+        (p) =>
+          (!p.outcome && readsInTransaction(p.handler, p.ctx)) ||
+          (runs && p.held.following.some((c) => readsInTransaction(handlerOf(p.held.ref.kind, c.kind)))),
+      );
+    const trx = kyselyOnClient(client);
     // The transaction's opening goes out with the first batches, those of the first kind decided.
     let unopened: (string | CompiledQuery)[] = inTransaction ? ['begin', settings(NO_SEQ_SCANS), lock] : [];
     const sendBatches = async (kind: ObjectKind) => {
       const due = batches.get(kind) ?? [];
       batches.delete(kind);
       if (unopened.length === 0 && due.length === 0) return;
-      const statements = [...unopened, ...due.map((b) => b.statement)];
       const results = await this.send(
         client,
-        statements,
-        due.map((b) => statements.indexOf(b.statement)),
+        [...unopened, ...due.map((b) => b.statement)],
+        due.map((_, n) => unopened.length + n),
       );
       unopened = [];
       for (const [n, b] of due.entries()) b.batch.keep(trx, results[n]!.rows);

@@ -120,7 +120,8 @@ export interface LockedBatch<C = HandlerContext<ObjectKind>> {
  * - `effect`: runs outside any transaction and is where drivers are called;
  *   the effects of a step's objects run concurrently;
  * - `lockedBatch`: a statement its decisions share under the step's row
- *   locks, one for the step (see LockedBatch); only with `readsInTransaction`;
+ *   locks, one for the step (see LockedBatch); a step with one opens its
+ *   transaction first, as `readsInTransaction` has it do;
  * - `readsInTransaction`: the decision queries under the step's row locks
  *   (a capacity decision), so the step opens its transaction before the
  *   decisions run; without it `decide` is pure and costs no round trip. A

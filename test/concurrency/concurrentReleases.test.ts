@@ -90,17 +90,8 @@ test(`${RELEASES_PER_LEASE} concurrent releases of each of ${LEASES} active leas
   // statement): no slot row is left, each resource counts none in use, and each freed each of its slots once.
   const resources = await db.selectFrom('resources').select(['id', 'used_slots']).where('blueprint_id', '=', blueprint.id).execute();
   expect(resources.filter((r) => r.used_slots !== 0)).toEqual([]);
-  expect(
-    await db
-      .selectFrom('resource_slots')
-      .select('lease_id')
-      .where(
-        'resource_id',
-        'in',
-        resources.map((r) => r.id),
-      )
-      .execute(),
-  ).toEqual([]);
+  const resourceIds = resources.map((r) => r.id);
+  expect(await db.selectFrom('resource_slots').select('lease_id').where('resource_id', 'in', resourceIds).execute()).toEqual([]);
   const freed = await db.selectFrom('events').select('data').where('target_kind', '=', 'resource').where('type', '=', 'slot_freed').execute();
   expect(freed.map((e) => (e.data as { leaseId: number }).leaseId).sort((a, b) => a - b)).toEqual([...leaseIds].sort((a, b) => a - b));
   expect(cluster.workers.errors()).toEqual([]);

@@ -25,6 +25,9 @@ export interface SlotReturn {
  *
  * Its rows: one per return asked for, with the slot it freed (null: the
  * lease held none there), so that what it answers says what it covered.
+ * Each also counts the blueprints locked, which nothing reads: a CTE that
+ * only selects runs only if the query reads it, and the count is what
+ * makes the lock happen.
  * Marked PREPARED_MARK for a decision that sends it alone (one the step's
  * batch did not cover); it is planned once a step, not once a return (its
  * parameters are arrays, for which PostgreSQL plans each execution afresh
