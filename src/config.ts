@@ -32,9 +32,8 @@ export const ConfigSchema = z.object({
     .describe("where the embedded PostgreSQL keeps its data and password, the first admin token's file and the generated callback secret"),
   // Two: a lane's batch grows with the backlog and a slow driver call no
   // longer holds up its lane (see EFFECT_JOIN_MS in src/drain/DrainLane.ts),
-  // and a lane beyond the first starts only when those running are full or
-  // waiting on driver calls (DrainEngine.wake), so more lanes help only a
-  // worker with more than 64 objects in slow calls at once.
+  // so more lanes mostly split the same work into smaller batches, which
+  // costs more CPU per command (bench:profile: about a sixth more at 4).
   SLIPWAY_WORKER_CONCURRENCY: z.coerce
     .number()
     .int()
@@ -42,7 +41,7 @@ export const ConfigSchema = z.object({
     .max(256)
     .default(2)
     .describe(
-      'the most drain lanes one worker process runs at once, each on a connection of its own and holding up to 64 objects of any kind, whose commands it applies in steps; another lane starts only when those running are full or waiting on driver calls',
+      'drain lanes one worker process runs at once, each on a connection of its own and holding up to 64 objects of any kind, whose commands it applies in steps',
     ),
   SLIPWAY_DRAIN_POLL_MS: positiveMs(1000).describe(
     'how often each worker looks for due wake-ups without being signalled (the backstop for a lost signal; a wake-up due later is looked for when it is due)',

@@ -30,22 +30,13 @@ export interface EngineOptions {
  * signals starts lanes one by one rather than all at once for the same few
  * objects; a lane that took a full batch starts another, and a signal that
  * came meanwhile is looked at again once that claim is done. A running lane
- * also takes new wake-ups at each step, while it has room, so a signal
- * starts another lane only when no running lane would take its work
- * promptly (DrainLane.takesMore: each is full, or waits on driver calls).
- * Under a steady stream of commands a worker thus drains in one lane, its
- * steps as large as the stream makes them: two lanes sharing the stream
- * would each step with half of it, and a step's cost is mostly per step,
- * not per command. A signal left to a running lane stays pending until a
- * lane looks for work with room to take it, and is looked at again if the
- * lanes become busy or end first.
+ * also takes new wake-ups at each step, while it has room.
  */
 export class DrainEngine {
   private running = 0;
   private claiming = false;
   private signalled = false;
   private readonly lanes = new Set<Promise<unknown>>();
-  private readonly runningLanes = new Set<DrainLane>();
   private readonly stopping = new AbortController();
   private listener: ChannelListener | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -81,7 +72,7 @@ export class DrainEngine {
    */
   private wake(named: readonly ObjectRef[] = []): void {
     if (this.stopping.signal.aborted) return;
-    if (this.claiming || this.running >= this.options.lanes || [...this.runningLanes].some((lane) => lane.takesMore())) {
+    if (this.claiming || this.running >= this.options.lanes) {
       this.signalled = true;
       return;
     }
@@ -94,14 +85,7 @@ export class DrainEngine {
       handOffAfterMs: this.options.handOffAfterMs,
       stopping: this.stopping.signal,
       named,
-      onLook: () => {
-        this.signalled = false;
-      },
-      onBusy: () => {
-        if (this.signalled) this.wake();
-      },
     });
-    this.runningLanes.add(lane);
     let claimed = 0;
     const done = lane
       .run((n) => {
@@ -112,7 +96,6 @@ export class DrainEngine {
       .finally(() => {
         if (this.claiming && claimed === 0) this.claimed(0);
         this.running--;
-        this.runningLanes.delete(lane);
         this.lanes.delete(done);
         // A lane that ends may have been what kept a signal waiting.
         if (this.signalled) this.wake();

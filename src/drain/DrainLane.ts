@@ -58,14 +58,6 @@ export const EFFECT_JOIN_MS = 50;
  * looks for new wake-ups (it is woken at once when a call returns).
  */
 export const IN_FLIGHT_CLAIM_MS = 250;
-/**
- * How long a lane may wait on driver calls and still count as taking new
- * wake-ups (DrainLane.takesMore): past it, work signalled meanwhile starts
- * another lane rather than wait for the calls. Short, as the work would
- * otherwise wait; not zero, as a quick call (most are) would then start a
- * lane at every step that calls a driver.
- */
-export const BUSY_AFTER_MS = 5;
 
 type ObjectRow = ObjectTypes[ObjectKind]['row'];
 type Results = pg.QueryResult<pg.QueryResultRow>[];
@@ -83,10 +75,6 @@ export interface LaneOptions {
   readonly only?: readonly ObjectRef[];
   /** Take these first if they are due (the objects the wake-up signal named), with their rows in the same round trip. */
   readonly named?: readonly ObjectRef[];
-  /** The lane is about to look for due wake-ups, with room to take them. */
-  readonly onLook?: () => void;
-  /** The lane stopped taking new wake-ups for now (takesMore became false). */
-  readonly onBusy?: () => void;
 }
 
 /** An object this lane holds the lock of, its row as the last commit left it, and its next ready commands. */
@@ -179,8 +167,6 @@ export class DrainLane {
   private readonly inFlight = new Map<string, Planned>();
   private applied = 0;
   private readonly pool: pg.Pool;
-  /** Waiting on driver calls for longer than BUSY_AFTER_MS. */
-  private waitingOnCalls = false;
 
   /**
    * `database`: the pool the lane takes its connection from, and its Kysely,
@@ -194,15 +180,6 @@ export class DrainLane {
     private readonly options: LaneOptions,
   ) {
     this.pool = database.pool;
-  }
-
-  /**
-   * Whether work signalled now would be taken promptly, at the end of the
-   * step under way: the lane has room and is not waiting on driver calls
-   * (DrainEngine starts another lane only when no running lane does).
-   */
-  takesMore(): boolean {
-    return !this.waitingOnCalls && this.held.size < this.options.maxHeld && !this.options.stopping.aborted;
   }
 
   /**
@@ -225,9 +202,8 @@ export class DrainLane {
       const statements = asynchronously([...first, ...prefetch]);
       const picked = [first.at(-1)!, ...prefetch].map((s) => statements.indexOf(s));
       const [claimed, ...prefetched] = await this.send(client, statements, picked);
-      await this.adopt(client, claimed!.rows as CommandRow[], prefetched);
-      // After adopting, so that takesMore already counts what it took.
       onFirstClaim(claimed!.rows.length);
+      await this.adopt(client, claimed!.rows as CommandRow[], prefetched);
       while (this.held.size > 0) {
         if (this.options.stopping.aborted) {
           // The calls in flight are let finish and their outcomes committed, as a step's would be.
@@ -320,10 +296,10 @@ export class DrainLane {
     const started = fresh.filter((p) => p.running);
     const ready = fresh.filter((p) => !p.running);
     if (finishing) await Promise.all([...this.inFlight.values()].map((p) => p.running));
-    else if (started.length > 0) await this.waitOnCalls(Promise.race([Promise.all(started.map((p) => p.running)), sleep(EFFECT_JOIN_MS)]));
+    else if (started.length > 0) await Promise.race([Promise.all(started.map((p) => p.running)), sleep(EFFECT_JOIN_MS)]);
     else if (ready.length === 0 && ![...this.inFlight.values()].some((p) => p.effectDone)) {
       // Every held object waits on a call: wait for the first to return, looking for new work meanwhile.
-      await this.waitOnCalls(Promise.race([...[...this.inFlight.values()].map((p) => p.running), sleep(IN_FLIGHT_CLAIM_MS)]));
+      await Promise.race([...[...this.inFlight.values()].map((p) => p.running), sleep(IN_FLIGHT_CLAIM_MS)]);
     }
     marks.markOutlived(started.filter((p) => !p.effectDone));
     for (const [key, p] of this.inFlight) {
@@ -334,20 +310,6 @@ export class DrainLane {
     // A mark still on its way must land before the outcome that replaces it.
     await Promise.all(ready.map((p) => p.marked));
     await this.commit(client, ready, pickedUpAt);
-  }
-
-  /** Waits on driver calls, counting as busy (takesMore) once the wait outlasts BUSY_AFTER_MS. */
-  private async waitOnCalls(calls: Promise<unknown>): Promise<void> {
-    const busy = setTimeout(() => {
-      this.waitingOnCalls = true;
-      this.options.onBusy?.();
-    }, BUSY_AFTER_MS);
-    try {
-      await calls;
-    } finally {
-      clearTimeout(busy);
-      this.waitingOnCalls = false;
-    }
   }
 
   /** What the state table and payload say of the held object's command, and its handler's context. */
@@ -533,7 +495,6 @@ export class DrainLane {
     const announce = notices.length > 0 ? asynchronously([noticesStatement(notices)]) : [];
     const after = asynchronously([...dispatch, claim, runsStatement(settledRefs), ...prefetch]);
     const claimAt = durable.length + announce.length + after.indexOf(claim);
-    if (room > 0) this.options.onLook?.();
     const results = await this.send(
       client,
       [...durable, ...announce, ...after],
@@ -573,7 +534,6 @@ export class DrainLane {
       h.following = following;
     }
     await this.adopt(client, claimed, results.slice(n + 2));
-    if (this.held.size >= this.options.maxHeld) this.options.onBusy?.();
   }
 
   /** A command this worker cannot run: noted, and left queued until another worker may take it. */
