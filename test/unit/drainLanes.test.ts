@@ -1,0 +1,73 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { SlipwayWorker } from '../../src/worker/SlipwayWorker.ts';
+import { createLeases, simulatedBlueprint, tester, waitForLeases, waitForQuietQueues } from '../concurrency/support/fixtures.ts';
+import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
+
+// How one worker's lanes share its work (src/drain/DrainEngine.ts): a lane
+// waiting on slow driver calls does not hold up new work, which a signal
+// gives to another lane. The lanes are told apart by their connections:
+// each holds its objects' advisory locks on its own.
+
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let worker: SlipwayWorker;
+const db = () => database.db;
+
+beforeAll(async () => {
+  database = await createTestDatabase({ poolSize: 20 });
+  worker = await SlipwayWorker.start(database, loadConfig({ DATABASE_URL: database.url, SLIPWAY_WORKER_CONCURRENCY: '2' }), testLog);
+});
+afterAll(async () => {
+  await worker?.stop();
+  await database?.drop();
+});
+
+/** The connections of this database that hold drain locks (object_lock_key's prefix, 0x534c, in the key's top 16 bits) right now. */
+async function drainingConnections(): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    select count(distinct l.pid)::int as n from pg_locks l
+    where l.locktype = 'advisory' and l.granted and l.objsubid = 1 and (l.classid::bigint >> 16) = ${0x534c}
+      and l.database = (select oid from pg_database where datname = current_database())
+  `.execute(db());
+  return rows[0]!.n;
+}
+
+/** Samples drainingConnections until `until` settles: the most seen at once. */
+async function mostWhile(until: Promise<unknown>): Promise<number> {
+  let finished = false;
+  void until.finally(() => (finished = true)).catch(() => undefined);
+  let most = 0;
+  while (!finished) most = Math.max(most, await drainingConnections());
+  await until;
+  return most;
+}
+
+describe("a worker's lanes", () => {
+  test('a lane waiting on slow driver calls leaves new work to another lane', async () => {
+    const blueprint = await simulatedBlueprint(
+      db(),
+      'slow-releases',
+      { maxResources: 1, leasesPerResource: 4 },
+      { recordEffects: false, operationLatencyMs: { releaseLease: 3_000 } },
+    );
+    const leases = await createLeases(db(), blueprint, 4);
+    const ids = leases.map((l) => l.id);
+    await waitForLeases(db(), ids, ['active']);
+    await waitForQuietQueues(db());
+    // Releases a few hundred ms apart, each calling the driver for 3 s: the
+    // first lane is soon waiting on its calls, and a release signalled then
+    // starts a second lane (one that comes just as the first lane looks for
+    // work may still join it, hence several).
+    const released = (async () => {
+      for (const id of ids) {
+        await appendCommand(db(), { target: { kind: 'lease', id }, kind: 'release', actor: tester });
+        await sleep(300);
+      }
+      await waitForLeases(db(), ids, ['destroyed']);
+    })();
+    expect(await mostWhile(released)).toBe(2);
+  });
+});
