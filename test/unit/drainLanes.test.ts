@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { SlipwayWorker } from '../../src/worker/SlipwayWorker.ts';
 import { createLeases, simulatedBlueprint, tester, waitForLeases, waitForQuietQueues } from '../concurrency/support/fixtures.ts';
+import { drainingConnections } from '../concurrency/support/lockHolder.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
 
 // How one worker's lanes share its work (src/drain/DrainEngine.ts): a lane
@@ -25,22 +25,12 @@ afterAll(async () => {
   await database?.drop();
 });
 
-/** The connections of this database that hold drain locks (object_lock_key's prefix, 0x534c, in the key's top 16 bits) right now. */
-async function drainingConnections(): Promise<number> {
-  const { rows } = await sql<{ n: number }>`
-    select count(distinct l.pid)::int as n from pg_locks l
-    where l.locktype = 'advisory' and l.granted and l.objsubid = 1 and (l.classid::bigint >> 16) = ${0x534c}
-      and l.database = (select oid from pg_database where datname = current_database())
-  `.execute(db());
-  return rows[0]!.n;
-}
-
 /** Samples drainingConnections until `until` settles: the most seen at once. */
 async function mostWhile(until: Promise<unknown>): Promise<number> {
   let finished = false;
   void until.finally(() => (finished = true)).catch(() => undefined);
   let most = 0;
-  while (!finished) most = Math.max(most, await drainingConnections());
+  while (!finished) most = Math.max(most, await drainingConnections(db()));
   await until;
   return most;
 }

@@ -17,3 +17,19 @@ export async function lockHolder(db: Db, kind: ObjectKind, id: number): Promise<
   `.execute(db);
   return rows[0]?.name;
 }
+
+/**
+ * How many connections of this database hold drain locks right now: each
+ * lane holds its objects' locks on a connection of its own. A drain lock's
+ * key carries object_lock_key's prefix in its top 16 bits, whatever the
+ * object (asked of the function, not copied here).
+ */
+export async function drainingConnections(db: Db): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    select count(distinct l.pid)::int as n from pg_locks l
+    where l.locktype = 'advisory' and l.granted and l.objsubid = 1
+      and l.database = (select oid from pg_database where datname = current_database())
+      and (l.classid::bigint >> 16) = (object_lock_key('lease', 0) >> 48)
+  `.execute(db);
+  return rows[0]!.n;
+}
