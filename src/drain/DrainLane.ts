@@ -75,6 +75,14 @@ export interface LaneOptions {
   readonly only?: readonly ObjectRef[];
   /** Take these first if they are due (the objects the wake-up signal named), with their rows in the same round trip. */
   readonly named?: readonly ObjectRef[];
+  /**
+   * Where the running marks go, if not the lane's own pool. A step waits for
+   * its marks before it commits, so a pool whose only connection is the
+   * lane's would never give a mark one: a test that gives the lanes a single
+   * connection (to read that session's state) passes another pool here. A
+   * worker's pool has connections beyond its lanes (workerPoolSize.ts).
+   */
+  readonly marksPool?: pg.Pool;
 }
 
 /** An object this lane holds the lock of, its row as the last commit left it, and its next ready commands. */
@@ -283,7 +291,7 @@ export class DrainLane {
   private async step(client: pg.PoolClient, finishing = false): Promise<void> {
     if (this.options.chaosDelayMs > 0) await sleep(Math.random() * this.options.chaosDelayMs);
     const pickedUpAt = Date.now();
-    const marks = new RunningMarks(this.pool, this.log);
+    const marks = new RunningMarks(this.options.marksPool ?? this.pool, this.log);
     const fresh = finishing ? [] : [...this.held.values()].filter((h) => !this.inFlight.has(keyOf(h.ref))).map((h) => this.plan(h, marks));
     await readAll(kyselyOnClient(client), fresh);
     for (const p of fresh) {
@@ -346,7 +354,7 @@ export class DrainLane {
     let last = head;
     let handler = p.handler;
     // Handlers in runs call no driver; their contexts still carry one, as every context does.
-    const marks = new RunningMarks(this.pool, this.log);
+    const marks = new RunningMarks(this.options.marksPool ?? this.pool, this.log);
     for (const command of p.held.following) {
       if (!runGoesOnAfter(ref.kind, last.command.kind, handler, last.outcome)) break;
       const object = rowAfter(last.object as ObjectRow, last.outcome);

@@ -14,17 +14,19 @@ import { createTestDatabase, testLog } from './testDatabase.ts';
  * exactly what is applied when: `drain` and `together` take only the objects named (and
  * leaves the follow-ups they wake to a later call), `all` drains every due
  * wake-up until none is left (yielded commands wait for theirs).
- * `driverPool`: where the drivers' calls query, if not the lanes' pool (a
- * test that gives the lanes a single connection).
+ * `sidePool`: where the drivers' calls query and the running marks of calls
+ * that outlive their step go, if not the lanes' pool (a test that gives the
+ * lanes a single connection: they would wait for it forever).
  */
-export function drainByHand(database: Pick<Database, 'pool' | 'db'>, handOffAfterMs = 60_000, driverPool: pg.Pool = database.pool) {
-  const drivers = new DriverRegistry({ query: (text, values) => driverPool.query(text, values) });
+export function drainByHand(database: Pick<Database, 'pool' | 'db'>, handOffAfterMs = 60_000, sidePool: pg.Pool = database.pool) {
+  const drivers = new DriverRegistry({ query: (text, values) => sidePool.query(text, values) });
   const lane = (only?: readonly ObjectRef[]) =>
     new DrainLane(database, drivers, testLog, {
       maxHeld: LANE_SIZE,
       chaosDelayMs: 0,
       handOffAfterMs,
       stopping: new AbortController().signal,
+      marksPool: sidePool,
       ...(only ? { only } : {}),
     });
   return {

@@ -55,7 +55,7 @@ test("the drain's foreign-key checks on commands use its index after commands gr
   await appendCommand(database.db, { target: { kind: 'blueprint', id: blueprint.id }, kind: 'top_up', actor: alice });
   await sql`analyze commands`.execute(database.db);
   await sql`analyze events`.execute(database.db);
-  // The drivers' calls query on the test's own pool: the drain's connection is all its lanes use.
+  // The drivers' calls and running marks query on the test's own pool: the drain's connection is all its lanes use.
   const drain = drainByHand(worker, 60_000, database.pool);
   // The blueprint makes its warm resources in one decision: each resource's first command and
   // event checked against commands (a foreign key) on the worker's connection, more than the

@@ -9,6 +9,7 @@ import { drainByHand } from '../helpers/drainByHand.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 import { statementName } from '../../src/db/preparedText.ts';
 import { returnSlotsStatement } from '../../src/drain/sql/returnSlots.ts';
+import { EFFECT_JOIN_MS } from '../../src/drain/DrainLane.ts';
 
 const alice = { issuedBy: 'alice@host', source: 'cli', reason: 'test' } as const;
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -111,11 +112,13 @@ test("a request for a slot reads its lease, the free slots and the line's heads 
 });
 
 test('the slots a step gives back, on several resources and in runs behind heads, are one statement, sent in the round trip that opens the step', async () => {
-  // The drivers record their effects through a pool of their own: the lanes hold the test pool's only connection.
-  const driverPool = new pg.Pool({ connectionString: database.url, max: 2 });
-  onTestFinished(() => driverPool.end());
-  const drain = drainByHand(database, undefined, driverPool);
-  await createBlueprint(database.db, { name: 'slots', driver: 'simulated', maxResources: 3, leasesPerResource: 3 }, alice);
+  // The drivers' calls and the marks of calls that outlive their step go through a pool of their own: the lanes hold the test pool's only connection.
+  const sidePool = new pg.Pool({ connectionString: database.url, max: 2 });
+  onTestFinished(() => sidePool.end());
+  const drain = drainByHand(database, undefined, sidePool);
+  // Every call outlives a step's join window, on any machine, so its command is marked running through that pool.
+  const settings = { latencyMs: { min: EFFECT_JOIN_MS + 30, max: EFFECT_JOIN_MS + 30 } };
+  await createBlueprint(database.db, { name: 'slots', driver: 'simulated', maxResources: 3, leasesPerResource: 3, settings }, alice);
   const leases = [];
   for (let n = 0; n < 9; n++) leases.push((await createLease(database.db, { blueprint: 'slots', holder: 'alice' }, alice)).lease);
   await drain.all();
