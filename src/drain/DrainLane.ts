@@ -175,6 +175,8 @@ export class DrainLane {
   private readonly inFlight = new Map<string, Planned>();
   private applied = 0;
   private readonly pool: pg.Pool;
+  /** Where the running marks go (LaneOptions.marksPool). */
+  private readonly marksPool: pg.Pool;
 
   /**
    * `database`: the pool the lane takes its connection from, and its Kysely,
@@ -188,6 +190,7 @@ export class DrainLane {
     private readonly options: LaneOptions,
   ) {
     this.pool = database.pool;
+    this.marksPool = options.marksPool ?? database.pool;
   }
 
   /**
@@ -291,7 +294,7 @@ export class DrainLane {
   private async step(client: pg.PoolClient, finishing = false): Promise<void> {
     if (this.options.chaosDelayMs > 0) await sleep(Math.random() * this.options.chaosDelayMs);
     const pickedUpAt = Date.now();
-    const marks = new RunningMarks(this.options.marksPool ?? this.pool, this.log);
+    const marks = new RunningMarks(this.marksPool, this.log);
     const fresh = finishing ? [] : [...this.held.values()].filter((h) => !this.inFlight.has(keyOf(h.ref))).map((h) => this.plan(h, marks));
     await readAll(kyselyOnClient(client), fresh);
     for (const p of fresh) {
@@ -354,7 +357,7 @@ export class DrainLane {
     let last = head;
     let handler = p.handler;
     // Handlers in runs call no driver; their contexts still carry one, as every context does.
-    const marks = new RunningMarks(this.options.marksPool ?? this.pool, this.log);
+    const marks = new RunningMarks(this.marksPool, this.log);
     for (const command of p.held.following) {
       if (!runGoesOnAfter(ref.kind, last.command.kind, handler, last.outcome)) break;
       const object = rowAfter(last.object as ObjectRow, last.outcome);
