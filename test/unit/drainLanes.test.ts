@@ -25,6 +25,9 @@ afterAll(async () => {
   await database?.drop();
 });
 
+/** Releases in the test below: each one that comes while the first lane waits is a chance for a second lane. */
+const RELEASES = 12;
+
 /** Samples drainingConnections until `until` settles: the most seen at once. */
 async function mostWhile(until: Promise<unknown>): Promise<number> {
   let finished = false;
@@ -40,21 +43,24 @@ describe("a worker's lanes", () => {
     const blueprint = await simulatedBlueprint(
       db(),
       'slow-releases',
-      { maxResources: 1, leasesPerResource: 4 },
+      { maxResources: 1, leasesPerResource: RELEASES },
       { recordEffects: false, operationLatencyMs: { releaseLease: 3_000 } },
     );
-    const leases = await createLeases(db(), blueprint, 4);
+    const leases = await createLeases(db(), blueprint, RELEASES);
     const ids = leases.map((l) => l.id);
     await waitForLeases(db(), ids, ['active']);
     await waitForQuietQueues(db());
-    // Releases a few hundred ms apart, each calling the driver for 3 s: the
-    // first lane is soon waiting on its calls, and a release signalled then
-    // starts a second lane (one that comes just as the first lane looks for
-    // work may still join it, hence several).
+    // Releases 100–200 ms apart, each calling the driver for 3 s: the first
+    // lane is soon waiting on its calls, and a release signalled then starts
+    // a second lane. The waiting lane also looks for new work every
+    // IN_FLIGHT_CLAIM_MS, so a release that comes just before it looks joins
+    // it instead, the more often the slower a new lane starts (a loaded
+    // machine): hence many releases, at random moments of its round, all
+    // within its first call.
     const released = (async () => {
       for (const id of ids) {
         await appendCommand(db(), { target: { kind: 'lease', id }, kind: 'release', actor: tester });
-        await sleep(300);
+        await sleep(100 + Math.random() * 100);
       }
       await waitForLeases(db(), ids, ['destroyed']);
     })();
