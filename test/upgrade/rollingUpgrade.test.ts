@@ -146,7 +146,7 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
 }
 
 /** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = '3c6a77934e906b0ec1e40113829ec6855fc65a14';
+const PREVIOUS_RELEASE = '7f59869c4b606fdcdb3f3df5da6e2beeb1666d35';
 const hasPreviousRelease = (() => {
   try {
     execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
