@@ -146,7 +146,7 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
 }
 
 /** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = '7f59869c4b606fdcdb3f3df5da6e2beeb1666d35';
+const PREVIOUS_RELEASE = 'aa4f23126f9c5d0cad31d597de9a8216699de7bd';
 const hasPreviousRelease = (() => {
   try {
     execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
