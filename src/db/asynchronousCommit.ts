@@ -1,4 +1,4 @@
-import { type RawBuilder, sql } from 'kysely';
+import { CompiledQuery, type RawBuilder, sql } from 'kysely';
 import type { Db } from './Database.ts';
 import { PREPARED_MARK } from './PreparingClient.ts';
 
@@ -21,3 +21,15 @@ export async function selectAsynchronously<T>(db: Db, expression: RawBuilder<T>)
   `.execute(db);
   return rows[0]!.value;
 }
+
+/**
+ * A NOTIFY on `channel` with `payload`, committed as selectAsynchronously
+ * commits. Its text is fixed and prepared, so a signal costs no query
+ * building: the wake-up signal follows every append (or batch of them) an
+ * API server makes, and building it with Kysely each time was about a
+ * hundredth of the server's CPU on a stream of releases.
+ */
+export async function notifyAsynchronously(db: Db, channel: string, payload: string): Promise<void> {
+  await db.executeQuery(CompiledQuery.raw(NOTIFY_TEXT, [channel, payload]));
+}
+const NOTIFY_TEXT = `${PREPARED_MARK} select pg_notify($1, $2) as value from (select ${ASYNCHRONOUS_COMMIT}) as asynchronous`;

@@ -56,10 +56,10 @@ const LEASE_COLUMNS = Object.keys({
   updated_at: true,
 } satisfies Record<keyof LeaseRow, true>);
 
-const named = (columns: readonly string[], row: string) => sql.raw(columns.map((column) => `${row}.${column}`).join(', '));
+const named = (columns: readonly string[], row: string) => columns.map((column) => `${row}.${column}`).join(', ');
 
-/** A command row's columns of the composite or relation `row` (`(f.cmd)`, `c`). */
-export const commandColumns = (row: string): RawBuilder<unknown> => named(COMMAND_COLUMNS, row);
+/** A command row's columns of the composite or relation `row` (`(f.cmd)`, `c`), as SQL text. */
+export const commandColumnsText = (row: string): string => named(COMMAND_COLUMNS, row);
 
 /** A lease row's columns of the relation `row`. */
-export const leaseColumns = (row: string): RawBuilder<unknown> => named(LEASE_COLUMNS, row);
+export const leaseColumns = (row: string): RawBuilder<unknown> => sql.raw(named(LEASE_COLUMNS, row));

@@ -79,7 +79,7 @@ export class AppendBatcher {
   ) {}
 
   async append(request: AppendRequest, options: AppendOptions): Promise<AppendResult> {
-    const statement = appendStatement(request, options).compile(this.db);
+    const statement = appendStatement(request, options);
     if (options.fromOutside) await admit(this.db, request);
     return new Promise<AppendResult>((resolve, reject) => {
       this.waiting.push({ request, options, statement, jobKey: drainJobKey(request.target), resolve, reject });

@@ -1,4 +1,4 @@
-import { type RawBuilder, sql } from 'kysely';
+import { CompiledQuery, type RawBuilder, sql } from 'kysely';
 import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
@@ -8,7 +8,7 @@ import { statesAccepting } from '../domain/lifecycle.ts';
 import { recordAppended } from '../metrics/metrics.ts';
 import { afterCommit } from '../db/afterCommit.ts';
 import { PREPARED_MARK } from '../db/PreparingClient.ts';
-import { commandColumns } from '../db/rowColumns.ts';
+import { commandColumnsText } from '../db/rowColumns.ts';
 import { admit } from './admissionChecks.ts';
 import { signalWorkersQuietly } from './wakeSignal.ts';
 import { describeObject, type ObjectRef } from './objectTables.ts';
@@ -57,7 +57,7 @@ export async function appendCommand(db: Db, request: AppendRequest): Promise<App
 export async function appendInTransaction(trx: Db, request: AppendRequest, options: AppendOptions): Promise<AppendResult> {
   const statement = appendStatement(request, options);
   if (options.fromOutside) await admit(trx, request);
-  const { rows } = await statement.execute(trx);
+  const { rows } = await trx.executeQuery(statement);
   const result = await appendResult(trx, request, options, rows);
   if (!result.coalesced && options.wake !== false) await signalAfterCommit(trx, request.target, options);
   return result;
@@ -87,9 +87,65 @@ export async function signalWorkersOnCommit(db: Db, target: ObjectRef): Promise<
  * The append as a statement of its own (see appendCall), answering with the
  * rows appendResult reads. Prepared on each connection (PreparingClient):
  * parsing and planning it was about a third of an append's server CPU.
+ *
+ * Its text is fixed (one per function, see appendText) and its values are
+ * the call's arguments in order, so nothing is compiled per append: Kysely
+ * building the same text from a template at every call was about a
+ * twentieth of an API server's CPU on a stream of releases (a V8 profile of
+ * the server under `npm run bench`'s (g)).
  */
-export function appendStatement(request: AppendRequest, options: AppendOptions): RawBuilder<AppendedRow> {
-  return sql<AppendedRow>`${sql.raw(PREPARED_MARK)} select f.part, f.object_state, ${commandColumns('(f.cmd)')} from ${appendCall(request, options)} as f`;
+export function appendStatement(request: AppendRequest, options: AppendOptions): CompiledQuery<AppendedRow> {
+  const args = appendArguments(request, options, validatedAppend(request, options));
+  return CompiledQuery.raw(appendText(options.queueLimit !== undefined), options.queueLimit === undefined ? args : [options.queueLimit, ...args]);
+}
+
+/**
+ * The casts of slipway_append_command's arguments as appends pass them, in
+ * its order (appendArguments): the one list both appendStatement's text and
+ * appendCall's template are written from. A blank cast is a parameter typed
+ * by the function's signature.
+ */
+const ARGUMENT_CASTS = ['', '', '::text[]', '', '', '::jsonb', '', '', '', '', '', '', '::bigint', '', '::timestamptz', ''] as const;
+/** Where the payload is among them: appendCall may extend it with ids the same statement makes. */
+const PAYLOAD_ARGUMENT = 5;
+
+/** slipway_append_command's arguments for `request`, in its order (ARGUMENT_CASTS), the payload as its JSON text. */
+function appendArguments(request: AppendCallRequest, options: AppendOptions, validated: ValidatedAppend): unknown[] {
+  const { target, kind, actor } = request;
+  return [
+    target.kind,
+    target.id,
+    options.fromOutside ? statesAccepting(target.kind, kind) : null,
+    kind,
+    validated.version,
+    JSON.stringify(validated.payload),
+    actor.issuedBy,
+    actor.source,
+    actor.reason ?? null,
+    actor.requestId ?? null,
+    actor.clientAddress ?? null,
+    actor.userAgent ?? null,
+    request.causedBy ?? null,
+    validated.dedupKey,
+    request.notBefore?.toISOString() ?? null,
+    options.wake === false ? null : WAKE,
+  ];
+}
+
+/** The function an append calls: behind a queue limit, slipway_append_within (migrations/0011) checks the depth first, in the same statement. */
+const appendFunction = (within: boolean) => (within ? 'slipway_append_within' : 'slipway_append_command');
+
+/** appendStatement's text, made once for each of the two functions. */
+const appendTexts = new Map<boolean, string>();
+function appendText(within: boolean): string {
+  let text = appendTexts.get(within);
+  if (text === undefined) {
+    const first = within ? 2 : 1;
+    const args = [...(within ? ['$1::int'] : []), ...ARGUMENT_CASTS.map((cast, i) => `$${first + i}${cast}`)].join(', ');
+    text = `${PREPARED_MARK} select f.part, f.object_state, ${commandColumnsText('(f.cmd)')} from ${appendFunction(within)}(${args}) as f`;
+    appendTexts.set(within, text);
+  }
+  return text;
 }
 
 /**
@@ -179,26 +235,19 @@ const STAND_IN_ID = 1;
  * use it in a FROM), after validating the kind, version and payload.
  */
 export function appendCall(request: AppendCallRequest, options: AppendOptions): RawBuilder<AppendedRow> {
-  const { target, kind, payloadIds } = request;
+  const { payloadIds } = request;
   const fields = Object.entries(payloadIds ?? {});
   const checked =
     fields.length === 0
       ? request
       : { ...request, payload: { ...(request.payload as object), ...Object.fromEntries(fields.map(([field]) => [field, STAND_IN_ID])) } };
-  const { version, payload, dedupKey } = validatedAppend(checked, options);
+  const args = appendArguments(request, options, validatedAppend(checked, options));
   const ids = fields.map(([field, value]) => sql`jsonb_build_object(${field}::text, ${value})`);
-  const payloadJson = sql.join([sql`${JSON.stringify(payload)}::jsonb`, ...ids], sql` || `);
-  // Behind a queue limit, slipway_append_within (migrations/0011) checks the
-  // depth first, in the same statement.
-  const fn = options.queueLimit === undefined ? sql`slipway_append_command(` : sql`slipway_append_within(${options.queueLimit}::int,`;
-  return sql<AppendedRow>`${fn}
-      ${target.kind}, ${target.id}, ${options.fromOutside ? statesAccepting(target.kind, kind) : null}::text[],
-      ${kind}, ${version}, ${payloadJson},
-      ${request.actor.issuedBy}, ${request.actor.source}, ${request.actor.reason ?? null}, ${request.actor.requestId ?? null},
-      ${request.actor.clientAddress ?? null}, ${request.actor.userAgent ?? null},
-      ${request.causedBy ?? null}::bigint, ${dedupKey}, ${request.notBefore?.toISOString() ?? null}::timestamptz,
-      ${options.wake === false ? null : WAKE}
-    )`;
+  const values = args.map((value, i) =>
+    i === PAYLOAD_ARGUMENT ? sql.join([sql`${value}::jsonb`, ...ids], sql` || `) : sql`${value}${sql.raw(ARGUMENT_CASTS[i]!)}`,
+  );
+  const limit = options.queueLimit === undefined ? [] : [sql`${options.queueLimit}::int`];
+  return sql<AppendedRow>`${sql.raw(appendFunction(limit.length > 0))}(${sql.join([...limit, ...values])})`;
 }
 
 /** Any non-null text asks slipway_append_command to wake the object (it once named a graphile-worker task). */

@@ -5,7 +5,7 @@ import type { Actor } from '../domain/Actor.ts';
 import { commandKindSpec } from '../domain/commandKinds.ts';
 import { CommandRejectedError, NotFoundError } from '../domain/errors.ts';
 import { afterCommit } from '../db/afterCommit.ts';
-import { selectAsynchronously } from '../db/asynchronousCommit.ts';
+import { notifyAsynchronously } from '../db/asynchronousCommit.ts';
 import { withTransaction } from '../db/withTransaction.ts';
 import { COMMANDS_CHANNEL } from '../drain/commitOutcome.ts';
 import { commandNotice } from '../drain/sql/announcements.ts';
@@ -90,7 +90,7 @@ export async function cancelCommand(trx: Db, command: CommandRow, actor: Actor):
   // NOTIFY never travels inside a durable commit: see wakeSignal.ts).
   const notice = JSON.stringify(commandNotice(target, command.id, 'cancelled'));
   afterCommit(trx, `cancelled:${command.id}`, async (db) => {
-    await selectAsynchronously(db, sql`pg_notify(${COMMANDS_CHANNEL}, ${notice})`).catch(() => undefined);
+    await notifyAsynchronously(db, COMMANDS_CHANNEL, notice).catch(() => undefined);
   });
   afterCommit(trx, 'wake', signalWorkersQuietly);
   return cancelled;

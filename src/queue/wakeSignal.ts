@@ -1,5 +1,4 @@
-import { sql } from 'kysely';
-import { selectAsynchronously } from '../db/asynchronousCommit.ts';
+import { notifyAsynchronously } from '../db/asynchronousCommit.ts';
 import type { Db } from '../db/Database.ts';
 import type { ObjectRef } from './objectTables.ts';
 
@@ -24,7 +23,7 @@ export const WAKE_CHANNEL = 'slipway_wake';
 export function signalWorkers(db: Db, objects: readonly ObjectRef[] = []): Promise<void> {
   let signal = signals.get(db);
   if (!signal) {
-    signal = new CoalescedSignal((payload) => selectAsynchronously(db, sql`pg_notify(${WAKE_CHANNEL}, ${payload})`).then(() => undefined));
+    signal = new CoalescedSignal((payload) => notifyAsynchronously(db, WAKE_CHANNEL, payload));
     signals.set(db, signal);
   }
   return signal.send(objects);

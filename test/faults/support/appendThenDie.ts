@@ -8,8 +8,10 @@ import { createLogger } from '../../../src/log.ts';
 
 const [url, leaseId] = process.argv.slice(2);
 const database = Database.fromUrl(url!, createLogger('warn', 'append-then-die'), { poolSize: 1 });
-await appendStatement(
-  { target: { kind: 'lease', id: Number(leaseId) }, kind: 'release', actor: { issuedBy: 'dying', source: 'cli' } },
-  { fromOutside: true },
-).execute(database.db);
+await database.db.executeQuery(
+  appendStatement(
+    { target: { kind: 'lease', id: Number(leaseId) }, kind: 'release', actor: { issuedBy: 'dying', source: 'cli' } },
+    { fromOutside: true },
+  ),
+);
 process.kill(process.pid, 'SIGKILL');
