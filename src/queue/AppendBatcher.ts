@@ -8,13 +8,15 @@ import { admit } from './admissionChecks.ts';
 import { drainJobKey } from './objectTables.ts';
 import { signalWorkersQuietly } from './wakeSignal.ts';
 import {
+  appendBatchStatement,
   type AppendedRow,
   appendInTransaction,
   type AppendOptions,
   type AppendRequest,
   type AppendResult,
   appendResult,
-  appendStatement,
+  type BatchedAppend,
+  batchedAppend,
 } from './appendCommand.ts';
 
 /** The most appends sent in one transaction. */
@@ -31,7 +33,7 @@ const MAX_IN_FLIGHT = 2;
 interface Waiting {
   readonly request: AppendRequest;
   readonly options: AppendOptions;
-  readonly statement: CompiledQuery<AppendedRow>;
+  readonly append: BatchedAppend;
   /** The object's wake-up job key: the order its locks are taken in. */
   readonly jobKey: string;
   resolve(result: AppendResult): void;
@@ -41,8 +43,9 @@ interface Waiting {
 /**
  * Appends from many concurrent requests (the API's and the web UI's command
  * POSTs) sent to PostgreSQL together: all that arrive while earlier ones are
- * under way go in ONE transaction and one round trip, each still its own
- * statement (appendStatement) with its own checks and its own answer. A
+ * under way go in ONE transaction and one round trip, as one statement
+ * (appendBatchStatement) in which each append still has its own checks and
+ * its own answer. A
  * busy server commits a batch where it committed each append, which is most
  * of an append's cost; an idle one sends each request at once, alone.
  *
@@ -79,10 +82,10 @@ export class AppendBatcher {
   ) {}
 
   async append(request: AppendRequest, options: AppendOptions): Promise<AppendResult> {
-    const statement = appendStatement(request, options);
+    const append = batchedAppend(request, options);
     if (options.fromOutside) await admit(this.db, request);
     return new Promise<AppendResult>((resolve, reject) => {
-      this.waiting.push({ request, options, statement, jobKey: drainJobKey(request.target), resolve, reject });
+      this.waiting.push({ request, options, append, jobKey: drainJobKey(request.target), resolve, reject });
       this.sendWaiting();
     });
   }
@@ -114,7 +117,7 @@ export class AppendBatcher {
     const ordered = [...batch].sort((a, b) => (a.jobKey < b.jobKey ? -1 : a.jobKey > b.jobKey ? 1 : 0));
     let rows: AppendedRow[][];
     try {
-      rows = await this.inOneTransaction(ordered.map((w) => w.statement));
+      rows = await this.inOneTransaction(appendBatchStatement(ordered.map((w) => w.append)), ordered.length);
     } catch (error) {
       if (!(error instanceof RolledBack)) {
         const failure = afterCommitWasSent(error);
@@ -137,22 +140,25 @@ export class AppendBatcher {
   }
 
   /**
-   * Runs the statements in one transaction in one round trip; each one's
-   * rows, in order. Throws RolledBack when nothing of it can have been
-   * committed: it failed before it was sent, or PostgreSQL answered it with
-   * an error (which ends the query before its `commit`, or is the commit's
-   * own failure). Any other failure is thrown as it is.
+   * Runs the batch's statement in a transaction of its own in one round
+   * trip; the rows of each of its `count` appends, in order. Throws
+   * RolledBack when nothing of it can have been committed: it failed before
+   * it was sent, or PostgreSQL answered it with an error (which ends the
+   * query before its `commit`, or is the commit's own failure). Any other
+   * failure is thrown as it is.
    */
-  private async inOneTransaction(statements: readonly CompiledQuery<AppendedRow>[]): Promise<AppendedRow[][]> {
+  private async inOneTransaction(statement: CompiledQuery<AppendedRow & { n: number }>, count: number): Promise<AppendedRow[][]> {
     let client: pg.PoolClient | undefined;
     let sent = false;
     try {
       client = await this.pool.connect();
-      const text = await simpleQueryText(client, ['begin', ...statements, 'commit']);
+      const text = await simpleQueryText(client, ['begin', statement, 'commit']);
       sent = true;
-      const results = (await client.query(text)) as unknown as pg.QueryResult<AppendedRow>[];
+      const results = (await client.query(text)) as unknown as pg.QueryResult<AppendedRow & { n: number }>[];
       client.release();
-      return results.slice(1, -1).map((result) => result.rows);
+      const rows: AppendedRow[][] = Array.from({ length: count }, () => []);
+      for (const { n, ...row } of results[1]!.rows) rows[n - 1]!.push(row);
+      return rows;
     } catch (error) {
       // A failed batch left its transaction aborted (and perhaps a stale
       // prepared statement): the connection is discarded, not reused.

@@ -88,7 +88,7 @@ export async function signalWorkersOnCommit(db: Db, target: ObjectRef): Promise<
  * rows appendResult reads. Prepared on each connection (PreparingClient):
  * parsing and planning it was about a third of an append's server CPU.
  *
- * Its text is fixed (one per function, see appendText) and its values are
+ * Its text is fixed (one per function) and its values are
  * the call's arguments in order, so nothing is compiled per append: Kysely
  * building the same text from a template at every call was about a
  * twentieth of an API server's CPU on a stream of releases (a V8 profile of
@@ -96,20 +96,38 @@ export async function signalWorkersOnCommit(db: Db, target: ObjectRef): Promise<
  */
 export function appendStatement(request: AppendRequest, options: AppendOptions): CompiledQuery<AppendedRow> {
   const args = appendArguments(request, options, validatedAppend(request, options));
-  return CompiledQuery.raw(appendText(options.queueLimit !== undefined), options.queueLimit === undefined ? args : [options.queueLimit, ...args]);
+  return options.queueLimit === undefined
+    ? CompiledQuery.raw(APPEND_TEXT, args)
+    : CompiledQuery.raw(APPEND_WITHIN_TEXT, [options.queueLimit, ...args]);
 }
 
 /**
- * The casts of slipway_append_command's arguments as appends pass them, in
- * its order (appendArguments): the one list both appendStatement's text and
- * appendCall's template are written from. A blank cast is a parameter typed
- * by the function's signature.
+ * The types of slipway_append_command's arguments, in its order
+ * (appendArguments): the one list that appendStatement's text, the
+ * batch's (appendBatchStatement) and appendCall's template are written from.
  */
-const ARGUMENT_CASTS = ['', '', '::text[]', '', '', '::jsonb', '', '', '', '', '', '', '::bigint', '', '::timestamptz', ''] as const;
+const ARGUMENT_TYPES = [
+  'text',
+  'bigint',
+  'text[]',
+  'text',
+  'integer',
+  'jsonb',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'bigint',
+  'text',
+  'timestamptz',
+  'text',
+] as const;
 /** Where the payload is among them: appendCall may extend it with ids the same statement makes. */
 const PAYLOAD_ARGUMENT = 5;
 
-/** slipway_append_command's arguments for `request`, in its order (ARGUMENT_CASTS), the payload as its JSON text. */
+/** slipway_append_command's arguments for `request`, in its order (ARGUMENT_TYPES), the payload as its JSON text. */
 function appendArguments(request: AppendCallRequest, options: AppendOptions, validated: ValidatedAppend): unknown[] {
   const { target, kind, actor } = request;
   return [
@@ -132,21 +150,55 @@ function appendArguments(request: AppendCallRequest, options: AppendOptions, val
   ];
 }
 
+/** One append of a batch (appendBatchStatement): its queue limit and slipway_append_command's arguments, validated. */
+export type BatchedAppend = readonly unknown[];
+
+/** `request` validated for a batch: throws InvalidInputError as appendStatement does, before it joins one. */
+export function batchedAppend(request: AppendRequest, options: AppendOptions): BatchedAppend {
+  return [options.queueLimit ?? null, ...appendArguments(request, options, validatedAppend(request, options))];
+}
+
+/**
+ * Many appends as ONE statement, for the AppendBatcher: a lateral call of
+ * slipway_append_within per append, in order (PostgreSQL calls it once per
+ * row of the arrays, in their order, and each call sees what the ones
+ * before it wrote, so a duplicate coalesces into the command an earlier
+ * row inserted), each row of the answer numbered with its append's place
+ * (from 1). An append without a queue limit passes none (a null limit
+ * counts nothing). The accepted states travel as comma-separated text, as
+ * an array of arrays must be rectangular.
+ *
+ * Why one statement rather than one per append in the batch's transaction:
+ * each statement of a batch cost the server its own parse of the EXECUTE and
+ * executor start, and the server's client its own row description and
+ * result, for a row or two each.
+ */
+export function appendBatchStatement(appends: readonly BatchedAppend[]): CompiledQuery<AppendedRow & { n: number }> {
+  const columns = BATCH_COLUMNS.map((type, i) => appends.map((append) => (type === 'text[]' ? joinedStates(append[i]) : append[i])));
+  return CompiledQuery.raw(BATCH_TEXT, columns);
+}
+
+/** A batch's columns: the queue limit, then the arguments. */
+const BATCH_COLUMNS = ['integer', ...ARGUMENT_TYPES] as const;
+const joinedStates = (states: unknown) => (states === null ? null : (states as string[]).join(','));
+// Prepared by the batcher's simple query (preparedText.ts).
+const BATCH_TEXT = `select u.n::int as n, f.part, f.object_state, ${commandColumnsText('(f.cmd)')}
+  from unnest(${BATCH_COLUMNS.map((type, i) => `$${i + 1}::${type === 'text[]' ? 'text' : type}[]`).join(', ')})
+    with ordinality as u(${BATCH_COLUMNS.map((_, i) => `a${i}`).join(', ')}, n)
+  cross join lateral slipway_append_within(${BATCH_COLUMNS.map((type, i) => (type === 'text[]' ? `string_to_array(u.a${i}, ',')` : `u.a${i}`)).join(', ')}) as f
+  order by u.n`;
+
 /** The function an append calls: behind a queue limit, slipway_append_within (migrations/0011) checks the depth first, in the same statement. */
 const appendFunction = (within: boolean) => (within ? 'slipway_append_within' : 'slipway_append_command');
 
-/** appendStatement's text, made once for each of the two functions. */
-const appendTexts = new Map<boolean, string>();
+/** appendStatement's text for each of the two functions: the same for every append. */
 function appendText(within: boolean): string {
-  let text = appendTexts.get(within);
-  if (text === undefined) {
-    const first = within ? 2 : 1;
-    const args = [...(within ? ['$1::int'] : []), ...ARGUMENT_CASTS.map((cast, i) => `$${first + i}${cast}`)].join(', ');
-    text = `${PREPARED_MARK} select f.part, f.object_state, ${commandColumnsText('(f.cmd)')} from ${appendFunction(within)}(${args}) as f`;
-    appendTexts.set(within, text);
-  }
-  return text;
+  const first = within ? 2 : 1;
+  const args = [...(within ? ['$1::int'] : []), ...ARGUMENT_TYPES.map((type, i) => `$${first + i}::${type}`)].join(', ');
+  return `${PREPARED_MARK} select f.part, f.object_state, ${commandColumnsText('(f.cmd)')} from ${appendFunction(within)}(${args}) as f`;
 }
+const APPEND_TEXT = appendText(false);
+const APPEND_WITHIN_TEXT = appendText(true);
 
 /**
  * What an append's rows mean for its caller: the command, or the typed error
@@ -244,7 +296,7 @@ export function appendCall(request: AppendCallRequest, options: AppendOptions): 
   const args = appendArguments(request, options, validatedAppend(checked, options));
   const ids = fields.map(([field, value]) => sql`jsonb_build_object(${field}::text, ${value})`);
   const values = args.map((value, i) =>
-    i === PAYLOAD_ARGUMENT ? sql.join([sql`${value}::jsonb`, ...ids], sql` || `) : sql`${value}${sql.raw(ARGUMENT_CASTS[i]!)}`,
+    i === PAYLOAD_ARGUMENT ? sql.join([sql`${value}::jsonb`, ...ids], sql` || `) : sql`${value}::${sql.raw(ARGUMENT_TYPES[i]!)}`,
   );
   const limit = options.queueLimit === undefined ? [] : [sql`${options.queueLimit}::int`];
   return sql<AppendedRow>`${sql.raw(appendFunction(limit.length > 0))}(${sql.join([...limit, ...values])})`;
