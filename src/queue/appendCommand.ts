@@ -84,15 +84,15 @@ export async function signalWorkersOnCommit(db: Db, target: ObjectRef): Promise<
 }
 
 /**
- * The append as a statement of its own (see appendCall), answering with the
- * rows appendResult reads. Prepared on each connection (PreparingClient):
+ * The append as a statement of its own, answering with the rows
+ * appendResult reads. Prepared on each connection (PreparingClient):
  * parsing and planning it was about a third of an append's server CPU.
  *
- * Its text is fixed (one per function) and its values are
- * the call's arguments in order, so nothing is compiled per append: Kysely
- * building the same text from a template at every call was about a
- * twentieth of an API server's CPU on a stream of releases (a V8 profile of
- * the server under `npm run bench`'s (g)).
+ * Its text is fixed (one per function) and its values are the call's
+ * arguments in order, so nothing is compiled per append: Kysely building
+ * the same text from a template at every call was about a twentieth of an
+ * API server's CPU on a stream of releases (a V8 profile of the server
+ * under a scratch run of `npm run bench`'s (g)).
  */
 export function appendStatement(request: AppendRequest, options: AppendOptions): CompiledQuery<AppendedRow> {
   const args = appendArguments(request, options, validatedAppend(request, options));
@@ -164,9 +164,11 @@ export function batchedAppend(request: AppendRequest, options: AppendOptions): B
  * row of the arrays, in their order, and each call sees what the ones
  * before it wrote, so a duplicate coalesces into the command an earlier
  * row inserted), each row of the answer numbered with its append's place
- * (from 1). An append without a queue limit passes none (a null limit
- * counts nothing). The accepted states travel as comma-separated text, as
- * an array of arrays must be rectangular.
+ * (from 1). An append without a queue limit passes null, which refuses
+ * nothing (the depth check then counts the object's whole queue; the
+ * batcher's one caller, the API, always passes its limit). The accepted
+ * states travel as comma-separated text, as an array of arrays must be
+ * rectangular.
  *
  * Why one statement rather than one per append in the batch's transaction:
  * each statement of a batch cost the server its own parse of the EXECUTE and
@@ -233,8 +235,9 @@ export interface ValidatedAppend {
 
 /**
  * The request's kind, version and payload checked against the command
- * kinds' schemas (InvalidInputError naming what is wrong); for every append,
- * one at a time (appendCall) or a drain's follow-ups together
+ * kinds' schemas (InvalidInputError naming what is wrong); for every
+ * append: one at a time (appendStatement, appendCall), in an API batch
+ * (batchedAppend), or a drain's follow-ups together
  * (drain/sql/appendFollowUps.ts).
  */
 export function validatedAppend(request: AppendCallRequest, options: Pick<AppendOptions, 'fromOutside'>): ValidatedAppend {
@@ -284,9 +287,10 @@ const STAND_IN_ID = 1;
 
 /**
  * The append as a call of slipway_append_command (a set-returning function:
- * use it in a FROM), after validating the kind, version and payload.
+ * use it in a FROM), after validating the kind, version and payload. With
+ * no queue limit: the one statement that nests it (createLease) has none.
  */
-export function appendCall(request: AppendCallRequest, options: AppendOptions): RawBuilder<AppendedRow> {
+export function appendCall(request: AppendCallRequest, options: Omit<AppendOptions, 'queueLimit'>): RawBuilder<AppendedRow> {
   const { payloadIds } = request;
   const fields = Object.entries(payloadIds ?? {});
   const checked =
@@ -298,8 +302,7 @@ export function appendCall(request: AppendCallRequest, options: AppendOptions): 
   const values = args.map((value, i) =>
     i === PAYLOAD_ARGUMENT ? sql.join([sql`${value}::jsonb`, ...ids], sql` || `) : sql`${value}::${sql.raw(ARGUMENT_TYPES[i]!)}`,
   );
-  const limit = options.queueLimit === undefined ? [] : [sql`${options.queueLimit}::int`];
-  return sql<AppendedRow>`${sql.raw(appendFunction(limit.length > 0))}(${sql.join([...limit, ...values])})`;
+  return sql<AppendedRow>`${sql.raw(appendFunction(false))}(${sql.join(values)})`;
 }
 
 /** Any non-null text asks slipway_append_command to wake the object (it once named a graphile-worker task). */
