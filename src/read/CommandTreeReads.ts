@@ -1,5 +1,5 @@
 import type { Db } from '../db/Database.ts';
-import { type CommandTreeNode, readCommandTrees } from './commandTree.ts';
+import { readCommandTrees, type TreeQuery, type TreeRead } from './commandTree.ts';
 
 /** The most trees read in one statement. */
 const MAX_BATCH = 128;
@@ -7,8 +7,8 @@ const MAX_BATCH = 128;
 const MAX_IN_FLIGHT = 2;
 
 interface Waiting {
-  readonly rootId: number;
-  resolve(tree: CommandTreeNode[]): void;
+  readonly query: TreeQuery;
+  resolve(read: TreeRead): void;
   reject(error: unknown): void;
 }
 
@@ -27,10 +27,10 @@ export class CommandTreeReads {
 
   constructor(private readonly db: Db) {}
 
-  /** The tree of `rootId` (empty when there is no such command), as readCommandTree answers it. */
-  read(rootId: number): Promise<CommandTreeNode[]> {
+  /** The tree of `query.rootId` (empty when there is no such command), as readCommandTree answers it, with its object's state if asked. */
+  read(query: TreeQuery): Promise<TreeRead> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ rootId, resolve, reject });
+      this.waiting.push({ query, resolve, reject });
       this.sendWaiting();
     });
   }
@@ -48,8 +48,11 @@ export class CommandTreeReads {
 
   private async send(batch: readonly Waiting[]): Promise<void> {
     try {
-      const trees = await readCommandTrees(this.db, [...new Set(batch.map((w) => w.rootId))]);
-      for (const w of batch) w.resolve(trees.get(w.rootId) ?? []);
+      const reads = await readCommandTrees(
+        this.db,
+        batch.map((w) => w.query),
+      );
+      for (const [n, w] of batch.entries()) w.resolve(reads[n]!);
     } catch (error) {
       for (const w of batch) w.reject(error);
     }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { CommandRow, CommandStatus } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
+import type { ObjectRef } from '../queue/objectTables.ts';
 
 /** A command in the tree of commands one command caused, `depth` steps below the root. */
 export type CommandTreeNode = CommandRow & { readonly depth: number };
@@ -19,17 +20,34 @@ export function isSettled(status: string): boolean {
  * by id). Empty when the command does not exist.
  */
 export async function readCommandTree(db: Db, rootId: number): Promise<CommandTreeNode[]> {
-  return (await readCommandTrees(db, [rootId])).get(rootId) ?? [];
+  return (await readCommandTrees(db, [{ rootId }]))[0]!.tree;
+}
+
+/** A tree to read, and the object whose current state to read with it, if any. */
+export interface TreeQuery {
+  readonly rootId: number;
+  readonly object?: ObjectRef | undefined;
+}
+
+/** A tree as read (empty when its root does not exist), with its object's state (null: none asked for, or no such object). */
+export interface TreeRead {
+  readonly tree: CommandTreeNode[];
+  readonly objectState: string | null;
 }
 
 /**
- * The trees of several commands in one statement (see readCommandTree), by
- * root; a root that does not exist has no entry. For many waiters at once
- * (CommandTreeReads).
+ * The trees of several commands in one statement (see readCommandTree), in
+ * the order asked, each with the current state of the object asked with it
+ * (a `?wait` answers the state of the command's target with its tree): for
+ * many waiters at once (CommandTreeReads). The state rides in the tree's
+ * statement, so it is read with the same snapshot as the tree (a wait
+ * never answers a settled tree with the state from before it settled) and
+ * costs the waiter no statement of its own.
  *
- * Index lookups only, whatever the table's size: each level's children are
- * found through `commands_by_cause` from a LATERAL subquery per parent,
- * which `offset 0` keeps from being flattened into a join, and each row is
+ * Index lookups only, whatever the table's size: each root is found by its
+ * key, and each level's children through `commands_by_cause`, from a
+ * LATERAL subquery per row, which `offset 0` keeps from being flattened
+ * into a join, and each row is
  * carried up the recursion instead of joined back by id. Written as plain
  * joins, the planner guesses each level at ten times the rows of the one
  * before; for a batch of roots that guess makes hashing the whole table look
@@ -37,24 +55,34 @@ export async function readCommandTree(db: Db, rootId: number): Promise<CommandTr
  * commands, and every ?wait answer paid a scan of all of them, once per
  * level and once more for the rows.
  */
-export async function readCommandTrees(db: Db, rootIds: readonly number[]): Promise<Map<number, CommandTreeNode[]>> {
-  const { rows } = await sql<CommandTreeNode & { tree_root: number; tree_path: unknown }>`
-    with recursive tree as (
-      select c.*, 0 as depth, c.id as tree_root, array[c.id] as tree_path from commands c where c.id = any(${[...rootIds]}::bigint[])
+export async function readCommandTrees(db: Db, queries: readonly TreeQuery[]): Promise<TreeRead[]> {
+  const { rows } = await sql<CommandTreeNode & { tree_query: number; tree_path: unknown; object_state: string | null }>`
+    with recursive asked as (
+      select * from unnest(${queries.map((q) => q.rootId)}::bigint[], ${queries.map((q) => q.object?.kind ?? null)}::text[],
+                           ${queries.map((q) => q.object?.id ?? null)}::bigint[]) with ordinality as a(root_id, object_kind, object_id, n)
+    ),
+    tree as (
+      select c.*, 0 as depth, a.n as tree_query, array[c.id] as tree_path
+        from asked a cross join lateral (select * from commands c where c.id = a.root_id offset 0) as c
       union all
-      select child.*, tree.depth + 1, tree.tree_root, tree.tree_path || child.id
+      select child.*, tree.depth + 1, tree.tree_query, tree.tree_path || child.id
         from tree cross join lateral (select * from commands c where c.caused_by = tree.id offset 0) as child
     )
-    select * from tree order by tree_root, tree_path
+    select tree.*, case when tree.depth = 0 then (
+             select state from leases where a.object_kind = 'lease' and id = a.object_id
+             union all select state from resources where a.object_kind = 'resource' and id = a.object_id
+             union all select state from blueprints where a.object_kind = 'blueprint' and id = a.object_id
+           ) end as object_state
+      from tree join asked a on a.n = tree.tree_query
+     order by tree.tree_query, tree.tree_path
   `.execute(db);
-  const trees = new Map<number, CommandTreeNode[]>();
-  for (const { tree_root, tree_path: _, ...node } of rows) {
-    const root = Number(tree_root);
-    const tree = trees.get(root) ?? [];
-    tree.push(node);
-    trees.set(root, tree);
+  const reads: TreeRead[] = queries.map(() => ({ tree: [], objectState: null }));
+  for (const { tree_query, tree_path: _, object_state, ...node } of rows) {
+    const n = Number(tree_query) - 1;
+    if (node.depth === 0) reads[n] = { tree: [], objectState: object_state };
+    reads[n]!.tree.push(node);
   }
-  return trees;
+  return reads;
 }
 
 /** Every command of the tree has settled (a tree of rows, or of the API's shapes). */

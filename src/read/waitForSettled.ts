@@ -4,7 +4,7 @@ import type { ObjectRef } from '../queue/objectTables.ts';
 import { CommandNotices, type CommandNotice, type NoticeListener } from './CommandNotices.ts';
 import { isSettled, treeSettled, type CommandTreeNode } from './commandTree.ts';
 import { CommandTreeReads } from './CommandTreeReads.ts';
-import { readObjectState, readTransitionsSince, type Transition } from './objectState.ts';
+import { readTransitionsSince, type Transition } from './objectState.ts';
 
 /**
  * How often the waiter reads again without a notice, by default. Notices come
@@ -153,11 +153,11 @@ function awaited(tree: readonly CommandTreeNode[], notices: CommandNotices, targ
 
 async function readSnapshot(database: Database, trees: CommandTreeReads, request: WaitRequest): Promise<WaitSnapshot> {
   const object = request.object?.ref;
-  const [tree, objectState, transitions] = await Promise.all([
-    trees.read(request.rootId),
-    object ? readObjectState(database.db, object) : null,
+  const [{ tree, objectState }, transitions] = await Promise.all([
+    trees.read({ rootId: request.rootId, object }),
     object && request.onSnapshot ? readTransitionsSince(database.db, object, request.rootId) : [],
   ]);
   if (tree.length === 0) throw new NotFoundError('command', request.rootId);
+  if (object && objectState === null) throw new NotFoundError(object.kind, object.id);
   return { tree, objectState, transitions };
 }

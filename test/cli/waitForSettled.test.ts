@@ -4,7 +4,7 @@ import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { NoticeListener } from '../../src/read/CommandNotices.ts';
-import type { CommandTreeNode } from '../../src/read/commandTree.ts';
+import type { TreeQuery, TreeRead } from '../../src/read/commandTree.ts';
 import { CommandTreeReads } from '../../src/read/CommandTreeReads.ts';
 import { waitForSettled, type WaitSnapshot } from '../../src/read/waitForSettled.ts';
 import { cliTestEnv } from './cliTestEnv.ts';
@@ -43,9 +43,9 @@ test('wakes on the drain’s notices, not on its fallback timer', async () => {
 /** Tree reads that count themselves. */
 class CountedTreeReads extends CommandTreeReads {
   count = 0;
-  override read(rootId: number): Promise<CommandTreeNode[]> {
+  override read(query: TreeQuery): Promise<TreeRead> {
     this.count++;
-    return super.read(rootId);
+    return super.read(query);
   }
 }
 

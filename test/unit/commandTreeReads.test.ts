@@ -42,7 +42,7 @@ function countedReads(): { reads: CommandTreeReads; statements: () => number } {
 test('trees asked for together are read in one statement, each answered as readCommandTree answers it alone', async () => {
   const { reads, statements } = countedReads();
   const asked = [...roots, roots[0]!, 999_999_999];
-  const answers = await Promise.all(asked.map((id) => reads.read(id)));
+  const answers = (await Promise.all(asked.map((rootId) => reads.read({ rootId })))).map((read) => read.tree);
   // The first two go at once, each alone (two reads may be under way); the
   // other 40, asked while those are, go together in the third.
   expect(statements()).toBe(3);
@@ -58,10 +58,36 @@ test('trees asked for together are read in one statement, each answered as readC
 test('a read PostgreSQL fails fails the reads that shared its statement, and the reads after it go on', async () => {
   const { reads } = countedReads();
   // The third to fifth share a statement, which a root id out of bigint's range fails.
-  const results = await Promise.allSettled([roots[0], roots[1], roots[2], 2 ** 64, roots[3]].map((id) => reads.read(id!)));
+  const results = await Promise.allSettled([roots[0], roots[1], roots[2], 2 ** 64, roots[3]].map((rootId) => reads.read({ rootId: rootId! })));
   expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'rejected']);
   expect(String((results[3] as PromiseRejectedResult).reason)).toMatch(/out of range/);
-  expect(await reads.read(roots[3]!)).toEqual(await readCommandTree(database.db, roots[3]!));
+  expect((await reads.read({ rootId: roots[3]! })).tree).toEqual(await readCommandTree(database.db, roots[3]!));
+});
+
+test('each tree is read with the state of the object asked with it, in the same statement', async () => {
+  const blueprint = await database.db
+    .insertInto('blueprints')
+    .values({ name: 'tree-reads', driver: 'simulated', settings: '{}', max_resources: 1, leases_per_resource: 1 })
+    .returning(['id', 'state'])
+    .executeTakeFirstOrThrow();
+  const lease = await database.db
+    .insertInto('leases')
+    .values({ blueprint_id: blueprint.id, holder: 'tree-reads', state: 'active' })
+    .returning(['id', 'state'])
+    .executeTakeFirstOrThrow();
+  const { reads, statements } = countedReads();
+  const asked = [
+    { rootId: roots[0]!, object: { kind: 'lease', id: lease.id } },
+    { rootId: roots[1]!, object: { kind: 'blueprint', id: blueprint.id } },
+    { rootId: roots[2]! },
+    { rootId: roots[3]!, object: { kind: 'resource', id: 999_999_999 } },
+    { rootId: roots[4]!, object: { kind: 'lease', id: lease.id } },
+  ] as const;
+  // The first two read alone; the other three, together.
+  const answers = await Promise.all(asked.map((query) => reads.read(query)));
+  expect(statements()).toBe(3);
+  expect(answers.map((read) => read.objectState)).toEqual(['active', blueprint.state, null, null, 'active']);
+  for (const [n, query] of asked.entries()) expect(answers[n]!.tree).toEqual(await readCommandTree(database.db, query.rootId));
 });
 
 test('trees are read through the cause index, not by scanning commands, whatever their number', async () => {
@@ -83,9 +109,12 @@ test('trees are read through the cause index, not by scanning commands, whatever
       return { seq: Number(rows[0]!.seq_scan), idx: Number(rows[0]!.idx_scan) };
     };
     const before = await scans();
-    const trees = await readCommandTrees(trx, roots);
+    const reads = await readCommandTrees(
+      trx,
+      roots.map((rootId) => ({ rootId })),
+    );
     const after = await scans();
-    expect(roots.map((root) => trees.get(root)?.map((node) => node.depth))).toEqual(roots.map(() => [0, 1, 2]));
+    expect(reads.map((read) => read.tree.map((node) => node.depth))).toEqual(roots.map(() => [0, 1, 2]));
     expect(after.seq - before.seq).toBe(0);
     expect(after.idx - before.idx).toBeGreaterThan(0);
   });
