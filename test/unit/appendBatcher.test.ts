@@ -61,6 +61,32 @@ test('concurrent appends go in shared transactions, and each caller gets its own
   expect(new Set(written.map((r) => r.tx)).size).toBeLessThan(10);
 });
 
+test('a batch waiting for a lock does not hold up the appends behind it: they go in a second batch beside it', async () => {
+  const [locked, free] = await newLeases(2);
+  const holder = await database.pool.connect();
+  try {
+    // A drain deciding about the lease holds its row so; the append's share lock waits for it.
+    await holder.query('begin');
+    await holder.query('select 1 from leases where id = $1 for update', [locked]);
+    let blockedDone = false;
+    const blocked = release(locked!).finally(() => {
+      blockedDone = true;
+    });
+    // Once its batch is waiting for the lock (not before, or both would share it).
+    await expect
+      .poll(async () => (await holder.query("select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock'")).rows[0].n, {
+        timeout: 10_000,
+      })
+      .toBe(1);
+    const other = await release(free!);
+    expect([other.command.target_id, other.coalesced, blockedDone]).toEqual([free, false, false]);
+    await holder.query('commit');
+    expect((await blocked).command.target_id).toBe(locked);
+  } finally {
+    holder.release();
+  }
+});
+
 test('a batch that fails as a whole is made again one append at a time: the bad one fails alone, the rest are written once', async () => {
   const ids = await newLeases(12);
   // The commands table accepts only known sources: this append fails in the database itself.
