@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { CommandRow, CommandStatus } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import { OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
 
 /** A command in the tree of commands one command caused, `depth` steps below the root. */
 export type CommandTreeNode = CommandRow & { readonly depth: number };
@@ -34,6 +34,14 @@ export interface TreeRead {
   readonly tree: CommandTreeNode[];
   readonly objectState: string | null;
 }
+
+/** The state of the object `asked` names (`a`, in readCommandTrees), from its kind's table: one branch per kind, only its own runs. */
+const objectStateSql = sql.join(
+  Object.entries(OBJECT_TABLE).map(
+    ([kind, table]) => sql`select state from ${sql.table(table)} where a.object_kind = ${sql.lit(kind)} and id = a.object_id`,
+  ),
+  sql` union all `,
+);
 
 /**
  * The trees of several commands in one statement (see readCommandTree), in
@@ -68,19 +76,15 @@ export async function readCommandTrees(db: Db, queries: readonly TreeQuery[]): P
       select child.*, tree.depth + 1, tree.tree_query, tree.tree_path || child.id
         from tree cross join lateral (select * from commands c where c.caused_by = tree.id offset 0) as child
     )
-    select tree.*, case when tree.depth = 0 then (
-             select state from leases where a.object_kind = 'lease' and id = a.object_id
-             union all select state from resources where a.object_kind = 'resource' and id = a.object_id
-             union all select state from blueprints where a.object_kind = 'blueprint' and id = a.object_id
-           ) end as object_state
+    select tree.*, case when tree.depth = 0 then (${objectStateSql}) end as object_state
       from tree join asked a on a.n = tree.tree_query
      order by tree.tree_query, tree.tree_path
   `.execute(db);
-  const reads: TreeRead[] = queries.map(() => ({ tree: [], objectState: null }));
+  const reads = queries.map(() => ({ tree: [] as CommandTreeNode[], objectState: null as string | null }));
   for (const { tree_query, tree_path: _, object_state, ...node } of rows) {
-    const n = Number(tree_query) - 1;
-    if (node.depth === 0) reads[n] = { tree: [], objectState: object_state };
-    reads[n]!.tree.push(node);
+    const read = reads[Number(tree_query) - 1]!;
+    if (node.depth === 0) read.objectState = object_state;
+    read.tree.push(node);
   }
   return reads;
 }
