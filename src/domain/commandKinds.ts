@@ -114,7 +114,18 @@ const resourceKinds = {
   allocate: { versions: [none], internal: true, goal: 'active', summary: 'create the resource' },
   activate: { versions: [none], internal: true, goal: 'active', summary: 'make the resource usable' },
   acquire: { versions: [leaseRef], internal: true, summary: 'a lease asks for a slot' },
-  release_slot: { versions: [leaseRef], internal: true, summary: 'a lease gives its slot back' },
+  release_slot: {
+    versions: [leaseRef],
+    internal: true,
+    summary: 'take a slot back from a lease (to clean it, on a blueprint that cleans between leases; or one its lease no longer wanted)',
+  },
+  // Not deduplicated: a count queued but already being decided may have
+  // read the slots before the return that asks again committed.
+  count_slots: {
+    versions: [none],
+    internal: true,
+    summary: "a lease gave back what may have been the resource's last slot: count them (idle from then; destroyed if released and empty)",
+  },
   clean_slot: {
     versions: [z.object({ slot: z.number().int().min(0) }).strict()],
     internal: true,

@@ -72,7 +72,7 @@ const resource = {
   },
   active: {
     next: ['maintenance', 'quarantined', 'released', 'broken'],
-    accepts: ['acquire', 'release_slot', 'clean_slot', 'release', 'reclaim', 'retire', 'drain', 'check'],
+    accepts: ['acquire', 'release_slot', 'count_slots', 'clean_slot', 'release', 'reclaim', 'retire', 'drain', 'check'],
     grantsSlots: true,
     tone: 'good',
   },
@@ -82,7 +82,7 @@ const resource = {
   // The collector reclaims none of it; it still checks it.
   maintenance: {
     next: ['active', 'quarantined', 'released', 'broken'],
-    accepts: ['acquire', 'release_slot', 'clean_slot', 'release', 'reclaim', 'retire', 'undrain', 'check'],
+    accepts: ['acquire', 'release_slot', 'count_slots', 'clean_slot', 'release', 'reclaim', 'retire', 'undrain', 'check'],
     tone: 'quiet',
   },
   // A check found it unhealthy: like maintenance, no new lease lands on it
@@ -91,10 +91,10 @@ const resource = {
   // alone does not: somebody should look at what went wrong.
   quarantined: {
     next: ['active', 'released', 'broken'],
-    accepts: ['acquire', 'release_slot', 'clean_slot', 'release', 'reclaim', 'retire', 'repair', 'check'],
+    accepts: ['acquire', 'release_slot', 'count_slots', 'clean_slot', 'release', 'reclaim', 'retire', 'repair', 'check'],
     tone: 'bad',
   },
-  released: { next: ['destroyed', 'broken'], accepts: ['destroy', 'acquire', 'release_slot'], tone: 'quiet' },
+  released: { next: ['destroyed', 'broken'], accepts: ['destroy', 'acquire', 'release_slot', 'count_slots'], tone: 'quiet' },
   broken: { next: ['destroyed'], accepts: ['destroy', 'acquire', 'release_slot', 'release'], tone: 'bad' },
   destroyed: { next: [], accepts: ['acquire', 'release_slot'], tone: 'gone' },
 } as const satisfies Record<string, StateSpec>;

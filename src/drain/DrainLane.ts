@@ -448,7 +448,7 @@ export class DrainLane {
   private async decideAndCommit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number, runs: boolean): Promise<void> {
     const applying = planned.filter((p) => !p.handOff).sort((a, b) => DECISION_ORDER[a.held.ref.kind] - DECISION_ORDER[b.held.ref.kind]);
     const lock = lockVersionsStatement(applying.map((p) => ({ ...p.held.ref, version: p.held.object.version })));
-    const batches = lockedBatches(applying, runs);
+    const batches = lockedBatches(applying);
     // A locked batch writes (a slot row's delete): it runs in the step's transaction whatever its handler declares.
     const inTransaction =
       batches.size > 0 ||
@@ -464,13 +464,19 @@ export class DrainLane {
       const due = batches.get(kind) ?? [];
       batches.delete(kind);
       if (unopened.length === 0 && due.length === 0) return;
+      const sent = due.flatMap((b) => b.statements);
       const results = await this.send(
         client,
-        [...unopened, ...due.map((b) => b.statement)],
-        due.map((_, n) => unopened.length + n),
+        [...unopened, ...sent],
+        sent.map((_, n) => unopened.length + n),
       );
       unopened = [];
-      for (const [n, b] of due.entries()) b.batch.keep(trx, results[n]!.rows);
+      let n = 0;
+      for (const b of due)
+        b.batch.keep(
+          trx,
+          b.statements.map(() => results[n++]!.rows),
+        );
     };
     if (applying.length > 0) await sendBatches(applying[0]!.held.ref.kind);
     const decided: Decided[] = [];
@@ -636,23 +642,20 @@ async function readAll(db: Db, planned: readonly Planned[]): Promise<void> {
   }
 }
 
-/** The step's locked batches (LockedBatch), each one statement for all the heads whose handler declares it, by the kind of object they decide. */
-function lockedBatches(applying: readonly Planned[], runs: boolean): Map<ObjectKind, { batch: LockedBatch; statement: CompiledQuery }[]> {
+/** The step's locked batches (LockedBatch), each one set of statements for all the heads whose handler declares it, by the kind of object they decide. */
+function lockedBatches(applying: readonly Planned[]): Map<ObjectKind, { batch: LockedBatch; statements: readonly CompiledQuery[] }[]> {
   const byBatch = new Map<LockedBatch, Planned[]>();
   for (const p of applying) {
     const batch = p.handler?.lockedBatch;
     if (!batch || p.outcome) continue;
     byBatch.set(batch, [...(byBatch.get(batch) ?? []), p]);
   }
-  const byKind = new Map<ObjectKind, { batch: LockedBatch; statement: CompiledQuery }[]>();
+  const byKind = new Map<ObjectKind, { batch: LockedBatch; statements: readonly CompiledQuery[] }[]>();
   for (const [batch, users] of byBatch) {
-    const statement = batch.statement(
-      users.map((p) => p.ctx!),
-      runs,
-    );
-    if (!statement) continue;
+    const statements = batch.statements(users.map((p) => p.ctx!));
+    if (statements.length === 0) continue;
     const kind = users[0]!.held.ref.kind;
-    byKind.set(kind, [...(byKind.get(kind) ?? []), { batch, statement }]);
+    byKind.set(kind, [...(byKind.get(kind) ?? []), { batch, statements }]);
   }
   return byKind;
 }

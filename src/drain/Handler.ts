@@ -29,6 +29,14 @@ export interface FollowUp {
   readonly notBeforeMs?: number;
 }
 
+/** An event an outcome records, on its object's timeline unless `on` names another object's (a slot a lease gave back, on its resource's). */
+export interface OutcomeEvent {
+  readonly type: string;
+  readonly message: string;
+  readonly data?: unknown;
+  readonly on?: ObjectRef;
+}
+
 /**
  * What applying a command decided. The drain commits all of it in one
  * transaction: the object's new state and columns (version-checked), the
@@ -47,7 +55,7 @@ export interface Outcome<K extends ObjectKind = ObjectKind> {
    */
   readonly through?: { readonly state: string; readonly message: string };
   readonly set?: ObjectTypes[K]['update'];
-  readonly events?: ReadonlyArray<{ type: string; message: string; data?: unknown }>;
+  readonly events?: readonly OutcomeEvent[];
   readonly followUps?: readonly FollowUp[];
   readonly retryInMs?: number;
 }
@@ -93,23 +101,23 @@ export interface BatchRead<R, C = HandlerContext<ObjectKind>> {
 }
 
 /**
- * A statement the decisions of one handler share across a step, made under
- * the step's row locks: one for every object of the step whose head the
- * handler decides, covering those heads and, when the step decides runs,
- * the commands of their runs that the handler says it will decide (a write
- * only the objects' single writer makes, such as a slot row's delete, must
- * cover only commands the step is sure to decide). The drain sends it in
- * the round trip that opens the step's transaction, or, when objects of a
- * kind decided earlier are in the step (DECISION_ORDER in DrainLane), just
- * before it decides the first of this kind, so they do not see it; and
- * hands its result to `keep`, which holds it for the decisions
- * (perStep). A decision it did not cover asks for itself.
+ * Statements the decisions of one handler share across a step, made under
+ * the step's row locks: one set for every object of the step whose head the
+ * handler decides (a write only the objects' single writer makes, such as a
+ * slot row's delete, must cover only heads the step is sure to decide that
+ * way). They run in order, each with a snapshot of its own, so a later one
+ * sees what the rows an earlier one waited to lock were left as. The drain
+ * sends them in the round trip that opens the step's transaction, or, when
+ * objects of a kind decided earlier are in the step (DECISION_ORDER in
+ * DrainLane), just before it decides the first of this kind, so they do
+ * not see them; and hands their results to `keep`, which holds them for
+ * the decisions (perStep). A decision they did not cover asks for itself.
  */
 export interface LockedBatch<C = HandlerContext<ObjectKind>> {
-  /** The statement for the step's heads (`withRuns`: and what of their runs it covers); undefined: none needed. */
-  statement(heads: readonly C[], withRuns: boolean): CompiledQuery | undefined;
-  /** Keeps what it answered (its rows) for the step's decisions, on the step's `trx`. */
-  keep(trx: Db, rows: readonly unknown[]): void;
+  /** The statements for the step's heads; none: nothing needed. */
+  statements(heads: readonly C[]): readonly CompiledQuery[];
+  /** Keeps what they answered (each one's rows, in order) for the step's decisions, on the step's `trx`. */
+  keep(trx: Db, results: readonly (readonly unknown[])[]): void;
 }
 
 /**
@@ -119,9 +127,9 @@ export interface LockedBatch<C = HandlerContext<ObjectKind>> {
  * - `read`: a batched read, made before the effect (see BatchRead);
  * - `effect`: runs outside any transaction and is where drivers are called;
  *   the effects of a step's objects run concurrently;
- * - `lockedBatch`: a statement its decisions share under the step's row
- *   locks, one for the step (see LockedBatch); a step with one opens its
- *   transaction first, as `readsInTransaction` has it do;
+ * - `lockedBatch`: statements its decisions share under the step's row
+ *   locks, one set for the step (see LockedBatch); a step with one opens
+ *   its transaction first, as `readsInTransaction` has it do;
  * - `readsInTransaction`: the decision queries under the step's row locks
  *   (a capacity decision), so the step opens its transaction before the
  *   decisions run; without it `decide` is pure and costs no round trip. A

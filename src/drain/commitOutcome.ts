@@ -129,7 +129,7 @@ function settlement(target: ObjectRef, object: { state: string }, command: Comma
     from = step.state;
   }
   for (const e of outcome.events ?? []) {
-    events.push({ target, type: e.type, message: e.message, data: e.data, actor, commandId: command.id });
+    events.push({ target: e.on ?? target, type: e.type, message: e.message, data: e.data, actor, commandId: command.id });
   }
   const supersedes = outcome.status === 'done' ? (commandKindSpec(target.kind, command.kind)?.supersedes ?? []) : [];
   return { command, outcome, events, supersedes };

@@ -4,6 +4,7 @@ import type { Db } from '../db/Database.ts';
 import { InvalidInputError } from '../domain/errors.ts';
 import { formatSelector, type Labels, matches, resourceLabels, type Selector, whyNeverMatches } from '../domain/labels.ts';
 import { statesWith } from '../domain/lifecycle.ts';
+import { slotsTaken } from '../read/slotsTaken.ts';
 import { driverFactory, validateDriverSettings } from '../drivers/registry.ts';
 import { waitingLeases } from '../drain/sql/waitingLeases.ts';
 
@@ -43,13 +44,14 @@ export async function chooseBlueprint(db: Db, selector: Selector): Promise<{ id:
     );
   }
   const ids = candidates.map((b) => b.id);
-  const free = await db
-    .selectFrom('resources')
-    .select(['blueprint_id', 'labels', sql<number>`capacity - used_slots`.as('free')])
-    .where('blueprint_id', 'in', ids)
-    .where('state', 'in', statesWith('resource', 'grantsSlots'))
-    .whereRef('used_slots', '<', 'capacity')
-    .execute();
+  const free = (
+    await db
+      .selectFrom('resources')
+      .select(['blueprint_id', 'labels', sql<number>`capacity - ${slotsTaken('resources')}`.as('free')])
+      .where('blueprint_id', 'in', ids)
+      .where('state', 'in', statesWith('resource', 'grantsSlots'))
+      .execute()
+  ).filter((r) => r.free > 0);
   const waiting = await waitingLeases(db)
     .select(['w.blueprint_id', sql<number>`count(*)::int`.as('n')])
     .where('w.blueprint_id', 'in', ids)

@@ -2,9 +2,15 @@ import type { ResourceRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import { fetchPage, type Page, type ListPage } from './page.ts';
+import { slotsTaken } from './slotsTaken.ts';
 import { statesMatching } from './stateFilter.ts';
 
-export type ResourceView = ResourceRow & { readonly blueprint_name: string; readonly blueprint_labels: unknown };
+/** A resource as lists and pages show it: its slots taken counted (slotsTaken), not its `used_slots` column. */
+export type ResourceView = Omit<ResourceRow, 'used_slots'> & {
+  readonly slots_taken: number;
+  readonly blueprint_name: string;
+  readonly blueprint_labels: unknown;
+};
 
 /** A resource with the leases holding its slots, and the slots waiting to be cleaned. */
 export interface ResourceDetail extends ResourceView {
@@ -22,7 +28,7 @@ function resourcesWithBlueprint(db: Db) {
     .selectFrom('resources')
     .innerJoin('blueprints', 'blueprints.id', 'resources.blueprint_id')
     .selectAll('resources')
-    .select(['blueprints.name as blueprint_name', 'blueprints.labels as blueprint_labels']);
+    .select([slotsTaken('resources').as('slots_taken'), 'blueprints.name as blueprint_name', 'blueprints.labels as blueprint_labels']);
 }
 
 export async function readResourceDetail(db: Db, id: number): Promise<ResourceDetail> {

@@ -29,7 +29,8 @@ beforeAll(async () => {
     SLIPWAY_CALLBACK_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
   });
   worker = await SlipwayWorker.start(database, config, testLog);
-  const blueprint = await simulatedBlueprint(database.db, 'hooks', { maxResources: 4, leasesPerResource: 2 });
+  // A slot a resource: each release gives back its resource's last slot, which the resource then counts.
+  const blueprint = await simulatedBlueprint(database.db, 'hooks', { maxResources: 4, leasesPerResource: 1 });
   nextLease = async () => {
     const [lease] = await createLeases(database.db, blueprint, 1);
     await waitForLeases(database.db, [lease!.id], ['active']);
@@ -68,7 +69,7 @@ test('a release with a callback is delivered once, signed, after the release and
     'slipway-attempt': '1',
   });
 
-  // The body is the whole settled tree: release (which destroys the lease) → release_slot, nothing left running.
+  // The body is the whole settled tree: release (which destroys the lease) → count_slots, nothing left running.
   const body = JSON.parse(request!.body);
   expect(body).toMatchObject({
     event: 'command.settled',
@@ -79,7 +80,7 @@ test('a release with a callback is delivered once, signed, after the release and
   });
   const finalTree = await readCommandTree(db, command.id);
   expect(body.tree.map((n: { id: number; status: string }) => [n.id, n.status])).toEqual(finalTree.map((n) => [n.id, n.status]));
-  expect(body.tree.map((n: { kind: string }) => n.kind)).toEqual(['release', 'release_slot']);
+  expect(body.tree.map((n: { kind: string }) => n.kind)).toEqual(['release', 'count_slots']);
 
   // Still once after every queue (and every delivery job) has emptied.
   await waitForQuietQueues(db);

@@ -55,8 +55,9 @@ test('a callback is queued once, when the last command of the tree settles, not 
   const [lease] = await activeLeases(1, 'hooked');
   const { command } = await releaseWithCallback(database().db, lease!.id, 'http://localhost:9/hook');
 
-  // The lease's drain settles the release (which destroys the lease); the
-  // slot's release_slot, queued on the resource, is still to come.
+  // The lease's drain settles the release (which destroys the lease and
+  // gives its slot back); the resource's count of its slots, which the
+  // return of its only slot asked for, is still to come.
   await drain().drain('lease', lease!.id);
   const release = await database().db.selectFrom('commands').select('status').where('id', '=', command.id).executeTakeFirstOrThrow();
   expect(release.status).toBe('done');
@@ -76,8 +77,8 @@ test('a callback attached while the last command of its tree settles is queued a
   const { resource_id } = await db.selectFrom('leases').select('resource_id').where('id', '=', lease!.id).executeTakeFirstOrThrow();
   const jobsBefore = await deliveryJobs(db);
 
-  // The attach sees the tree unsettled (release_slot is queued); the drain
-  // that settles release_slot runs while the attach's transaction is open.
+  // The attach sees the tree unsettled (count_slots is queued); the drain
+  // that settles count_slots runs while the attach's transaction is open.
   let drained: Promise<number> | undefined;
   await db.transaction().execute(async (trx) => {
     const callback = await attachCallback(trx, command.id, 'http://localhost:9/racing', LOOPBACK);

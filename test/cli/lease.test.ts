@@ -124,7 +124,7 @@ test('lease release waits until the lease is destroyed, and show gives its timel
   expect(run.stderr).toBe('');
   expect(run.code).toBe(0);
   expect(run.stdout).toMatch(new RegExp(`^release lease ${id}: queued as command \\d+$`, 'm'));
-  expect(run.stdout).toMatch(/^ +#\d+ release_slot resource:\d+ → done/m);
+  expect(run.stdout).toMatch(new RegExp(`^#\\d+ release lease:${id} → done: released and destroyed$`, 'm'));
   expect(run.stdout).toMatch(new RegExp(`^lease ${id} is destroyed$`, 'm'));
   expect((await leaseRow(id)).state).toBe('destroyed');
 

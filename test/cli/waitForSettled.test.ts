@@ -68,8 +68,8 @@ test('a wait that reports no progress follows the notices down the tree and read
       since: { notices, tree: [{ ...command, depth: 0 }] },
     });
     expect(result.outcome).toBe('settled');
-    // The release's notice named the slot's return it caused; that one's notice said it settled too.
-    expect(result.tree.map((c) => `${c.target_kind}:${c.kind}:${c.status}`)).toEqual(['lease:release:done', 'resource:release_slot:done']);
+    // The release's notice named the count of slots it caused (it gave back its resource's only slot); that one's notice said it settled too.
+    expect(result.tree.map((c) => `${c.target_kind}:${c.kind}:${c.status}`)).toEqual(['lease:release:done', 'resource:count_slots:done']);
     expect(trees.count).toBe(1);
   } finally {
     await notices.close();

@@ -323,7 +323,8 @@ test.each([
       .execute();
     expect(refused.length).toBeGreaterThan(0);
 
-    // No slot leaked: a resource's slots are exactly those of the leases holding one there, and its count says so.
+    // No slot leaked: a resource's slots are exactly those of the leases holding one there, and the count
+    // it last wrote is no lower (a lease deletes its own slot row, and tells it only of what may be its last).
     const slotsMatchLeases = async (id: number) => {
       const slots = await db.selectFrom('resource_slots').select('lease_id').where('resource_id', '=', id).orderBy('lease_id').execute();
       const holders = await db
@@ -338,7 +339,7 @@ test.each([
         slots.map((s) => s.lease_id),
         `resource ${id}'s slots`,
       ).toEqual(holders.map((l) => l.id));
-      expect(used_slots, `resource ${id}'s used slots`).toBe(holders.length);
+      expect(used_slots, `resource ${id}'s used slots`).toBeGreaterThanOrEqual(holders.length);
       return holders.map((l) => l.id);
     };
     const all = [first!.id, ...racing];
@@ -355,9 +356,8 @@ test.each([
     } else {
       // Gone: each lease granted there before the verdict was broken and its slot given back; the others are served on a replacement.
       await waitForLeases(db, all, ['active', 'destroyed']);
-      expect(await db.selectFrom('resources').select(['state', 'used_slots']).where('id', '=', resourceId!).executeTakeFirstOrThrow()).toEqual({
+      expect(await db.selectFrom('resources').select('state').where('id', '=', resourceId!).executeTakeFirstOrThrow()).toEqual({
         state: 'destroyed',
-        used_slots: 0,
       });
       expect(await slotsMatchLeases(resourceId!)).toEqual([]);
       const leases = await db.selectFrom('leases').select(['id', 'state', 'resource_id', 'message']).where('id', 'in', all).execute();

@@ -8,9 +8,9 @@ import { createLeases, releaseLease, simulatedBlueprint } from './support/fixtur
 /**
  * The handshake that keeps a freed slot and a new waiter from missing each
  * other, at its narrowest: the blueprint has decided, inside its transaction,
- * that a lease must wait, and a resource frees its last slot at that very
- * moment. The resource must wait for the blueprint's decision and then see
- * the waiter. Drains run in this process, one step at a time, and the test
+ * that a lease must wait, and a lease gives back the last slot at that
+ * very moment. The return must wait for the blueprint's decision and then
+ * see the waiter. Drains run in this process, one step at a time, and the test
  * plays the blueprint's side of that one transaction by hand (its lock, its
  * waiter row) to hold it open.
  */
@@ -35,17 +35,16 @@ test('a slot freed while the blueprint is deciding that a lease waits goes to th
   await drainAllBut([]);
   const [waiter] = await createLeases(db, blueprint, 1);
   await releaseLease(db, holder!.id);
-  // The holder's slot is on its way back; the waiter's need_resource sits at the blueprint.
-  await drainAllBut(['resource', 'blueprint']);
+  // The holder's release is queued; the waiter's need_resource sits at the blueprint.
+  await drainAllBut(['lease', 'blueprint']);
 
-  const resource = await db.selectFrom('resources').select('id').where('blueprint_id', '=', blueprint.id).executeTakeFirstOrThrow();
   const blueprintSide = await database().pool.connect();
   try {
     await blueprintSide.query('begin');
     await blueprintSide.query('select id from blueprints where id = $1 for no key update', [blueprint.id]);
     await blueprintSide.query('insert into blueprint_waiters (blueprint_id, lease_id, since) values ($1, $2, now())', [blueprint.id, waiter!.id]);
-    const freeing = drain().drain('resource', resource.id);
-    await waitFor('the resource to wait for the blueprint', async () => {
+    const freeing = drain().drain('lease', holder!.id);
+    await waitFor('the release to wait for the blueprint', async () => {
       const { rows } = await sql<{ waiting: boolean }>`
         select exists (select 1 from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()) as waiting
       `.execute(db);

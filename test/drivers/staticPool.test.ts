@@ -103,7 +103,10 @@ describe('static-pool driver through a worker', () => {
     const [onA1, onA2] = first.filter((row) => entryOf(row) === 'host-a');
     const onB = first.find((row) => entryOf(row) === 'host-b')!;
     await release(onA1!.id);
-    await waitFor('host-a has a free slot', async () => (await resource(hostAResource.id)).used_slots === 1);
+    await waitFor(
+      'host-a has a free slot',
+      async () => (await db().selectFrom('resource_slots').select('slot').where('resource_id', '=', hostAResource.id).execute()).length === 1,
+    );
     const { lease: fifth } = await createLease(db(), { blueprint: 'hosts', holder: 'l5' }, actor);
     await waitingAtBlueprint(fifth.id);
     expect((await lease(fifth.id)).state).toBe('pending');

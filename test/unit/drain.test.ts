@@ -89,19 +89,33 @@ describe('the drain', () => {
       { to_state: 'destroyed', command_id: release.id },
     ]);
     expect((await commandsOf(db(), 'lease', l.id)).map((c) => c.kind)).not.toContain('destroy');
-    const slotBack = await db()
-      .selectFrom('commands')
-      .selectAll()
-      .where('kind', '=', 'release_slot')
-      .where('caused_by', '=', release.id)
-      .executeTakeFirstOrThrow();
-    expect(slotBack).toMatchObject({ target_kind: 'resource', status: 'done', issued_by: 'alice@host', source: 'system' });
-    const resource = await db()
-      .selectFrom('resources')
-      .selectAll()
-      .where('id', '=', (await lease(l.id)).resource_id!)
-      .executeTakeFirstOrThrow();
+    // It gave its slot back itself: the row is gone, the resource's timeline
+    // says so with the release as its cause, and the resource, whose last
+    // slot it was, was told only to count them (no release_slot).
+    const resourceId = (await lease(l.id)).resource_id!;
+    expect(await db().selectFrom('resource_slots').select('slot').where('resource_id', '=', resourceId).execute()).toEqual([]);
+    const freed = await db()
+      .selectFrom('events')
+      .select(['command_id', 'actor', 'data'])
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', resourceId)
+      .where('type', '=', 'slot_freed')
+      .execute();
+    expect(freed).toEqual([{ command_id: release.id, actor: 'alice@host', data: { leaseId: l.id, slot: 0 } }]);
+    const caused = await db().selectFrom('commands').selectAll().where('caused_by', '=', release.id).execute();
+    expect(caused).toEqual([
+      expect.objectContaining({
+        target_kind: 'resource',
+        target_id: resourceId,
+        kind: 'count_slots',
+        status: 'done',
+        issued_by: 'alice@host',
+        source: 'system',
+      }),
+    ]);
+    const resource = await db().selectFrom('resources').selectAll().where('id', '=', resourceId).executeTakeFirstOrThrow();
     expect(resource).toMatchObject({ state: 'active', used_slots: 0 });
+    expect(resource.idle_since).not.toBeNull();
     expect(await releaseEffects(l.id)).toBe(1);
   });
 
@@ -374,42 +388,54 @@ describe('the drain', () => {
     expect(denied).toEqual([]);
   });
 
-  test('slot returns queued together are decided as one run, each on the row the one before left; a command outside runs ends it', async () => {
-    const b = await createBlueprint(db(), { name: 'runs', driver: 'simulated', settings: {}, maxResources: 1, leasesPerResource: 4 }, alice);
+  test('leases give their slots back themselves: the resource hears only of what may be its last, and a retired one is destroyed once empty', async () => {
+    const b = await createBlueprint(db(), { name: 'returns', driver: 'simulated', settings: {}, maxResources: 1, leasesPerResource: 4 }, alice);
     const leases = [];
-    for (const holder of ['a', 'b', 'c', 'd']) leases.push((await createLease(db(), { blueprint: 'runs', holder }, alice)).lease);
+    for (const holder of ['a', 'b', 'c', 'd']) leases.push((await createLease(db(), { blueprint: 'returns', holder }, alice)).lease);
     await drainAll();
     const resourceId = (await lease(leases[0]!.id)).resource_id!;
     const before = await db().selectFrom('resources').selectAll().where('id', '=', resourceId).executeTakeFirstOrThrow();
-    expect(before).toMatchObject({ blueprint_id: b.id, used_slots: 4 });
+    expect(before).toMatchObject({ blueprint_id: b.id, used_slots: 4, idle_since: null });
+    const resourceCommands = async () =>
+      (
+        await db()
+          .selectFrom('commands')
+          .select(['kind', 'status'])
+          .where('target_kind', '=', 'resource')
+          .where('target_id', '=', resourceId)
+          .where('kind', 'not in', ['allocate', 'activate', 'acquire'])
+          .orderBy('id')
+          .execute()
+      ).map((c) => [c.kind, c.status]);
     const release = async (leaseId: number) => {
       await appendCommand(db(), { target: { kind: 'lease', id: leaseId }, kind: 'release', actor: alice });
-      // The lease's release and destroy; its slot return waits in the resource's queue.
       await drain().drain('lease', leaseId);
     };
-    for (const l of leases.slice(0, 3)) await release(l.id);
-    await appendInTransaction(db(), { target: { kind: 'resource', id: resourceId }, kind: 'retire', actor: alice }, { fromOutside: false });
-    await release(leases[3]!.id);
 
-    // The first command is taken alone with the lock; the rest as runs.
-    expect(await drain().drain('resource', resourceId)).toBe(6);
-    const { rows: commands } = await sql<{ kind: string; status: string; committed_at: string }>`
-      select kind, status, finished_at::text as committed_at from commands
-      where target_kind = 'resource' and target_id = ${resourceId} and kind in ('release_slot', 'retire', 'destroy')
-      order by id
-    `.execute(db());
-    expect(commands.map((c) => [c.kind, c.status])).toEqual([
-      ['release_slot', 'done'],
-      ['release_slot', 'done'],
-      ['release_slot', 'done'],
+    // Three of four given back: nothing reaches the resource, whose row stays as it was.
+    for (const l of leases.slice(0, 3)) await release(l.id);
+    expect(await resourceCommands()).toEqual([]);
+    expect(await db().selectFrom('resource_slots').select('lease_id').where('resource_id', '=', resourceId).execute()).toEqual([
+      { lease_id: leases[3]!.id },
+    ]);
+    expect(await db().selectFrom('resources').select('version').where('id', '=', resourceId).executeTakeFirstOrThrow()).toEqual({
+      version: before.version,
+    });
+
+    // Retired with one lease left, then that lease ends: its return asks for a count, which finds it empty and destroys it.
+    await appendInTransaction(db(), { target: { kind: 'resource', id: resourceId }, kind: 'retire', actor: alice }, { fromOutside: false });
+    await drain().drain('resource', resourceId);
+    expect(await db().selectFrom('resources').select(['state', 'used_slots']).where('id', '=', resourceId).executeTakeFirstOrThrow()).toEqual({
+      state: 'released',
+      used_slots: 1,
+    });
+    await release(leases[3]!.id);
+    await drainAll();
+    expect(await resourceCommands()).toEqual([
       ['retire', 'done'],
-      ['release_slot', 'done'],
+      ['count_slots', 'done'],
       ['destroy', 'done'],
     ]);
-    // One step, one transaction, one now() (to the microsecond): the 2nd and 3rd returns share it; retire (not in runs) has its own step.
-    const committedAt = commands.map((c) => c.committed_at);
-    expect(committedAt[2]).toBe(committedAt[1]);
-    expect(new Set([committedAt[0], committedAt[1], committedAt[3], committedAt[4]]).size).toBe(4);
     const freed = await db()
       .selectFrom('events')
       .select(['data'])
@@ -420,8 +446,7 @@ describe('the drain', () => {
       .execute();
     expect(freed.map((e) => (e.data as { leaseId: number }).leaseId)).toEqual(leases.map((l) => l.id));
     const after = await db().selectFrom('resources').selectAll().where('id', '=', resourceId).executeTakeFirstOrThrow();
-    // Each return and the retire changed the row once: the run carried each one's row to the next.
-    expect(after).toMatchObject({ state: 'destroyed', used_slots: 0, version: before.version + 6 });
+    expect(after).toMatchObject({ state: 'destroyed', used_slots: 0 });
     expect(await db().selectFrom('resource_slots').select('lease_id').where('resource_id', '=', resourceId).execute()).toEqual([]);
   });
 

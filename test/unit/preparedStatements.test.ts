@@ -9,6 +9,7 @@ import { drainByHand } from '../helpers/drainByHand.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 import { statementName } from '../../src/db/preparedText.ts';
 import { returnSlotsStatement } from '../../src/drain/sql/returnSlots.ts';
+import { slotsLeftStatement } from '../../src/drain/sql/slotsLeft.ts';
 import { EFFECT_JOIN_MS } from '../../src/drain/DrainLane.ts';
 
 const alice = { issuedBy: 'alice@host', source: 'cli', reason: 'test' } as const;
@@ -111,13 +112,14 @@ test("a request for a slot reads its lease, the free slots and the line's heads 
   expect(rows.find((r) => r.statement.includes(reads.freeSlots))!.statement).toContain(`"r"."state" in (${granting.join(', ')})`);
 });
 
-test('the slots a step gives back, on several resources and in runs behind heads, are one statement, sent in the round trip that opens the step', async () => {
+test('the slots a step gives back, on several resources, are one statement, sent in the round trip that opens the step', async () => {
   // The drivers' calls and the marks of calls that outlive their step go through a pool of their own: the lanes hold the test pool's only connection.
   const sidePool = new pg.Pool({ connectionString: database.url, max: 2 });
   onTestFinished(() => sidePool.end());
   const drain = drainByHand(database, undefined, sidePool);
-  // Every call outlives a step's join window, on any machine, so its command is marked running through that pool.
-  const settings = { latencyMs: { min: EFFECT_JOIN_MS + 30, max: EFFECT_JOIN_MS + 30 } };
+  // Every grant's call outlives a step's join window, on any machine, so its command is marked running through
+  // that pool; the releases' calls return at once, so the nine are decided in one step.
+  const settings = { recordEffects: false, operationLatencyMs: { acquireLease: EFFECT_JOIN_MS + 30 } };
   await createBlueprint(database.db, { name: 'slots', driver: 'simulated', maxResources: 3, leasesPerResource: 3, settings }, alice);
   const leases = [];
   for (let n = 0; n < 9; n++) leases.push((await createLease(database.db, { blueprint: 'slots', holder: 'alice' }, alice)).lease);
@@ -127,12 +129,16 @@ test('the slots a step gives back, on several resources and in runs behind heads
   expect(held.map((l) => l.state)).toEqual(Array(9).fill('active'));
   const resources = [...new Set(held.map((l) => l.resource_id!))];
   expect(resources).toHaveLength(3);
-  // The slots' return, by the names a step's PREPARE and a decision's statement sent alone give it.
-  const text = returnSlotsStatement([]).sql;
-  const names = new Map([
-    [statementName(text), 'by the step'],
-    [statementName(text, 'slipway_named'), 'alone'],
-  ]);
+  // The slots' return and the look at what it left, by the names a step's PREPARE and a decision's statement sent alone give them.
+  const names = new Map(
+    [
+      ['return', returnSlotsStatement([]).sql],
+      ['left', slotsLeftStatement([]).sql],
+    ].flatMap(([what, text]) => [
+      [statementName(text!), `${what} by the step`],
+      [statementName(text!, 'slipway_named'), `${what} alone`],
+    ]),
+  );
   const statements = async () =>
     (
       await sql<{ name: string; executions: number }>`
@@ -141,18 +147,19 @@ test('the slots a step gives back, on several resources and in runs behind heads
     ).rows.map((r) => [names.get(r.name)!, r.executions] as const);
   const before = new Map(await statements());
 
-  // Every lease released in one step: their nine release_slots queue on three resources, three on each.
+  // Every lease released in one step: each gives its slot back itself, three on each of three resources.
   for (const lease of leases) await release(lease.id);
   await drain.together(leases.map((l) => ({ kind: 'lease', id: l.id })));
-  await drain.together(resources.map((id) => ({ kind: 'resource', id })));
 
-  // Never sent alone by a decision, and run once a step for the nine: a lane takes an object with its first
-  // command alone, so the heads' three went in the first step, and the other six (three heads, each with the
-  // one of its run behind it) in the second.
+  // Never sent alone by a decision, and run once, for the nine, in the step.
   const ran = (await statements()).map(([name, executions]) => [name, executions - (before.get(name) ?? 0)] as const);
-  expect(Object.fromEntries(ran.filter(([, n]) => n > 0))).toEqual({ 'by the step': 2 });
+  expect(Object.fromEntries(ran.filter(([, n]) => n > 0))).toEqual({ 'return by the step': 1, 'left by the step': 1 });
   const slots = await database.db.selectFrom('resource_slots').select('lease_id').where('resource_id', 'in', resources).execute();
   expect(slots).toEqual([]);
+  // Each resource was emptied by the step, and asked once to count its slots: it then says it is idle.
+  const counts = await database.db.selectFrom('commands').select('target_id').where('kind', '=', 'count_slots').orderBy('target_id').execute();
+  expect(counts.map((c) => c.target_id)).toEqual([...resources].sort((a, b) => a - b));
+  await drain.together(resources.map((id) => ({ kind: 'resource', id })));
   const rows = await database.db.selectFrom('resources').select(['used_slots', 'idle_since']).where('id', 'in', resources).execute();
   expect(rows.map((r) => r.used_slots)).toEqual([0, 0, 0]);
   expect(rows.every((r) => r.idle_since !== null)).toBe(true);

@@ -5,10 +5,11 @@ import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import type { DriverResult, LeaseCall } from '../../drivers/Driver.ts';
 import { holdsSlot } from '../../domain/lifecycle.ts';
 import { deadlinesFromNow, pastDeadline } from '../../objects/leaseDeadlines.ts';
-import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, yieldFor } from '../Handler.ts';
+import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, type Outcome, yieldFor } from '../Handler.ts';
 import { driverFailure } from '../driverFailure.ts';
 import { heldSlot } from '../reads/heldSlots.ts';
 import { type ResourceIdentity, resourceAttributes } from '../reads/resourceAttributes.ts';
+import { giveBackSlot, type SlotReturn, slotFreedEvent, slotReturnsBatch, tellOfSlotGivenBack } from './slotsGivenBack.ts';
 
 type Ctx<R = unknown> = HandlerContext<'lease', unknown, R>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
@@ -38,13 +39,50 @@ const grantedResource = resourceAttributes((ctx: CtxOf<'grant'>) => ctx.payload.
 /** The resource the lease holds a slot of, if any. */
 const heldResource = resourceAttributes((ctx: Ctx) => ctx.object.resource_id ?? undefined);
 
-/** Hands a slot back to the resource that granted it. */
-const giveBackSlot = (lease: LeaseRow, resourceId: number, reason: string): FollowUp => ({
+/** Asks the resource that granted a slot to take it back (see endHold). */
+const releaseSlot = (lease: LeaseRow, resourceId: number, reason: string): FollowUp => ({
   target: { kind: 'resource', id: resourceId },
   kind: 'release_slot',
   payload: { leaseId: lease.id },
   reason,
 });
+
+/**
+ * The slot on `resourceId` that a lease ending in this command gives back
+ * itself (slotsGivenBack.ts); undefined on a blueprint that cleans between
+ * leases, where the resource takes it back to clean it first.
+ */
+function ownReturn(ctx: Ctx, resourceId: number | undefined): SlotReturn | undefined {
+  if (resourceId === undefined || ctx.blueprint.clean_between_leases) return undefined;
+  return { resourceId, leaseId: ctx.object.id, blueprintId: ctx.object.blueprint_id };
+}
+
+/** The slot a release gives back: the one the lease's row records, if its state holds one. */
+const releasedSlot = (ctx: Ctx) => (holdsSlot('lease', ctx.object.state) && ctx.object.resource_id !== null ? ctx.object.resource_id : undefined);
+
+/**
+ * A lease's hold on a slot ended by this command: the slot given back (a
+ * decision that reads in its transaction), with the event on the
+ * resource's timeline and what the return must tell, or, on a blueprint
+ * that cleans between leases, the resource asked to take it back.
+ */
+async function endHold(trx: Db, ctx: Ctx, resourceId: number, why: string): Promise<Pick<Outcome<'lease'>, 'events' | 'followUps'>> {
+  const lease = ctx.object;
+  const own = ownReturn(ctx, resourceId);
+  if (!own) return { followUps: [releaseSlot(lease, resourceId, `lease ${lease.id} ${why}`)] };
+  const given = await giveBackSlot(trx, own);
+  if (!given) return {};
+  return { events: [slotFreedEvent(resourceId, lease.id, given.slot)], followUps: await tellOfSlotGivenBack(trx, lease.id, given) };
+}
+
+/**
+ * The step's slot returns of plain releases, one batch for them all. An
+ * expiry release is left out: it may be skipped, and gives its slot back
+ * alone if it is not.
+ */
+const releaseReturns = slotReturnsBatch((ctx: CtxOf<'release'>) => (ctx.payload.ifExpired ? undefined : ownReturn(ctx, releasedSlot(ctx))));
+/** The step's slot returns of broken leases' destroys. */
+const destroyReturns = slotReturnsBatch((ctx: Ctx<number>) => ownReturn(ctx, ctx.read));
 
 /**
  * Whether a release should go ahead. The collector's expiry release
@@ -88,9 +126,10 @@ async function tellHolder(trx: Db, lease: LeaseRow, commandId: number): Promise<
 const heldCall = (ctx: Ctx<ResourceIdentity>) => leaseCall(ctx, ctx.object.slot!);
 
 /**
- * A lease's side of the conversation. It never touches a resource's rows: it
- * asks its blueprint for a slot (`need_resource`), and hands slots back
- * (`release_slot`), all by message.
+ * A lease's side of the conversation. It never writes a resource's row: it
+ * asks its blueprint for a slot (`need_resource`), and when it ends it
+ * deletes its own slot row, which only makes room, and tells the resource
+ * and the blueprint what they must hear, by message (slotsGivenBack.ts).
  */
 export const LEASE_HANDLERS = {
   allocate: {
@@ -143,8 +182,9 @@ export const LEASE_HANDLERS = {
       const { resourceId, slot } = ctx.payload;
       if (!granted) {
         // Released (or served elsewhere) while the grant was on its way: give it back.
+        // Rare, and known only from the effect: the resource takes it back.
         return done<'lease'>(`returned slot ${slot} of resource ${resourceId}: lease is ${lease.state}`, {
-          followUps: [giveBackSlot(lease, resourceId, `lease ${lease.id} does not need the slot`)],
+          followUps: [releaseSlot(lease, resourceId, `lease ${lease.id} does not need the slot`)],
         });
       }
       // Acquired and activated in this one command (docs/decisions/0025-a-grant-activates-the-lease.md).
@@ -268,10 +308,12 @@ export const LEASE_HANDLERS = {
 
   release: {
     read: heldResource,
+    lockedBatch: releaseReturns,
     // A skipped expiry release looks again under the lease's row lock: a
     // plain release may have joined it since the effect looked. Only an
     // expiry release can be skipped; a plain one decides from its effect.
-    readsInTransaction: (ctx) => ctx.payload.ifExpired === true,
+    // A slot given back asks what it left under the same locks.
+    readsInTransaction: (ctx) => ctx.payload.ifExpired === true || ownReturn(ctx, releasedSlot(ctx)) !== undefined,
     async effect(ctx: CtxOf<'release', ResourceIdentity>) {
       if (!(await releaseWanted(ctx.db, ctx))) return { skipped: true };
       if (holdsSlot('lease', ctx.object.state)) await ctx.driver().releaseLease(heldCall(ctx));
@@ -289,19 +331,19 @@ export const LEASE_HANDLERS = {
             : 'not released: the lease was renewed before its expiry release was applied',
         );
       }
-      // Released and destroyed in this one command: a released lease has
-      // nothing left to do but give its slot back, which is a message to its
-      // resource, so a `destroy` of its own would only cost a step, a command
-      // and a row version (docs/decisions/0024-a-release-destroys-the-lease.md).
+      // Released and destroyed in this one command, its slot given back in
+      // it too: a released lease has nothing else left to do, so a `destroy`
+      // of its own would only cost a step, a command and a row version
+      // (docs/decisions/0024-a-release-destroys-the-lease.md).
       // The slot it holds is the one its row records: a grant still on its
       // way finds the lease destroyed and returns its slot itself.
       // The collector's release (expiry, heartbeat or wait deadline): Slipway ends the lease itself.
       if (ctx.payload.ifExpired) await tellHolder(trx, lease, ctx.command.id);
-      const slotHeld = holdsSlot('lease', lease.state) && lease.resource_id !== null;
-      return done<'lease'>(slotHeld ? 'released and destroyed' : 'released before it got a slot, and destroyed', {
+      const slot = releasedSlot(ctx);
+      return done<'lease'>(slot !== undefined ? 'released and destroyed' : 'released before it got a slot, and destroyed', {
         to: 'destroyed',
-        through: { state: 'released', message: slotHeld ? 'released' : 'released before it got a slot' },
-        followUps: slotHeld ? [giveBackSlot(lease, lease.resource_id!, `lease ${lease.id} released`)] : [],
+        through: { state: 'released', message: slot !== undefined ? 'released' : 'released before it got a slot' },
+        ...(slot !== undefined ? await endHold(trx, ctx, slot, 'released') : {}),
       });
     },
   },
@@ -329,14 +371,12 @@ export const LEASE_HANDLERS = {
 
   destroy: {
     read: heldSlot,
-    decide(_trx: Db, ctx: Ctx<number>) {
-      const lease = ctx.object;
+    lockedBatch: destroyReturns,
+    readsInTransaction: (ctx) => ownReturn(ctx, ctx.read) !== undefined,
+    async decide(trx: Db, ctx: Ctx<number>) {
       // A grant still on its way finds the lease destroyed and returns its slot itself.
       const held = ctx.read;
-      return done<'lease'>('destroyed', {
-        to: 'destroyed',
-        followUps: held !== undefined ? [giveBackSlot(lease, held, `lease ${lease.id} destroyed`)] : [],
-      });
+      return done<'lease'>('destroyed', { to: 'destroyed', ...(held !== undefined ? await endHold(trx, ctx, held, 'destroyed') : {}) });
     },
   },
 } satisfies HandlerTable<'lease'>;

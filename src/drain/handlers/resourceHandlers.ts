@@ -1,17 +1,14 @@
 import { sql } from 'kysely';
-import type { BlueprintRow, CommandRow, ResourceRow } from '../../../migrations/schema.ts';
+import type { BlueprintRow, ResourceRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
-import { COMMAND_KINDS, type CommandKindOf, type PayloadOf } from '../../domain/commandKinds.ts';
+import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import { mismatch, parseSelector, resourceLabels } from '../../domain/labels.ts';
 import { accepts, grantsSlots, isSettingUp } from '../../domain/lifecycle.ts';
 import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall } from '../../drivers/Driver.ts';
 import { retryDelayMs } from '../driverFailure.ts';
-import { waitersAndQuotas } from '../sql/waitingLeases.ts';
-import { returnSlotsStatement, type SlotReturn, slotsReturned } from '../sql/returnSlots.ts';
 import { takeSlot } from '../sql/takeSlot.ts';
-import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, type LockedBatch, mergedAttributes, yieldFor } from '../Handler.ts';
-import { perStep } from '../perStep.ts';
-import { blueprintsWhereTeamWaits } from '../sql/teamWaiters.ts';
+import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, type OutcomeEvent, yieldFor } from '../Handler.ts';
+import { blueprintHasWaiters, giveBackSlot, quotaFreed, slotFreed, slotFreedEvent } from './slotsGivenBack.ts';
 
 type Ctx = HandlerContext<'resource'>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
@@ -39,12 +36,46 @@ const deny = (resource: ResourceRow, leaseId: number, reason: string): FollowUp 
 });
 
 /**
- * idle_since, kept by the resource's own drain: when its last slot was
- * given back (or it became active), null while a lease holds a slot. The
- * collector reclaims by it. The worker's clock, not the database's: an idle
- * time is minutes long, clock skew between hosts is not.
+ * idle_since, kept by the resource's own drain from its count of slots:
+ * null while any is taken; otherwise when it first counted none (kept
+ * through later counts of none), or now. The collector reclaims by it. The
+ * worker's clock, not the database's: an idle time is minutes long, clock
+ * skew between hosts is not.
  */
-const idleFrom = (usedSlots: number) => (usedSlots > 0 ? null : new Date());
+const idleFrom = (resource: ResourceRow, usedSlots: number) => (usedSlots > 0 ? null : (resource.idle_since ?? new Date()));
+
+/**
+ * How many of the resource's slots are taken: its slot rows, held or
+ * waiting to be cleaned. Counted, not read from `used_slots`: a lease
+ * deletes its own slot row when it ends and tells the resource only when
+ * it may have emptied it (slotsGivenBack.ts), so the column is the count
+ * as the resource last wrote it, at least the truth. The resource writes
+ * every count it makes back to the column, which the previous release's
+ * workers read (docs/upgrades.md). A row another transaction is deleting
+ * still counts here: a count too high by it only refuses or waits, and
+ * that return tells the resource if the count it misses was its last.
+ */
+async function slotsInUse(trx: Db, resourceId: number): Promise<number> {
+  const { n } = await trx
+    .selectFrom('resource_slots')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('resource_id', '=', resourceId)
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}
+
+/**
+ * The resource's slots counted once every return in progress has
+ * committed: each row key-share locked, which waits for a lease deleting
+ * it (and then skips it). For a resource put back in service: the lease
+ * reads the resource's state after its delete and offers the slot only
+ * to a resource that grants slots, so without the wait a return during
+ * the switch would be offered by neither.
+ */
+async function slotsInUseSettled(trx: Db, resourceId: number): Promise<number> {
+  const rows = await trx.selectFrom('resource_slots').select('slot').where('resource_id', '=', resourceId).forKeyShare().execute();
+  return rows.length;
+}
 
 const destroySelf = (resource: ResourceRow, reason: string): FollowUp => ({ target: self(resource), kind: 'destroy', reason });
 
@@ -79,75 +110,6 @@ const cleanSlot = (resource: ResourceRow, slot: number, reason: string): FollowU
 });
 
 /**
- * Does the blueprint have leases waiting? Lock the blueprint's row FOR SHARE
- * first: the blueprint's drain holds it FOR NO KEY UPDATE while it decides to
- * make a lease wait, so either we see that waiter, or the blueprint sees the slot we
- * are freeing. Without the row lock, both could miss each other and the
- * waiter would wait for the next release.
- *
- * Two statements, not one: under READ COMMITTED a statement reads with the
- * snapshot it took when it started, so a waiter-lookup in the same statement
- * as the lock would still miss the waiter committed while we waited for the
- * lock. The lookup after it takes a fresh snapshot.
- */
-function blueprintHasWaiters(trx: Db, blueprintId: number): Promise<boolean> {
-  // Asked once per blueprint and step: from the row lock on, no lease can
-  // join the line until this transaction ends (joining takes the
-  // blueprint's row FOR NO KEY UPDATE), so every later decision of the step
-  // (the rest of a run of slot returns) would read the same answer, at two
-  // round trips each. A waiter that leaves meanwhile costs at most a
-  // slot_freed that finds nobody.
-  const step = waitersAsked(trx);
-  let answer = step.answers.get(blueprintId);
-  if (!answer) {
-    // A slot's return has taken the lock already (returnSlotsStatement).
-    const locked = step.locked.has(blueprintId)
-      ? Promise.resolve()
-      : trx.selectFrom('blueprints').select('id').where('id', '=', blueprintId).forShare().execute();
-    answer = locked.then(async () => {
-      const { waiters, quotas } = await waitersAndQuotas(trx, blueprintId);
-      quotasAsked(trx).answer ??= Promise.resolve(quotas);
-      return waiters;
-    });
-    step.answers.set(blueprintId, answer);
-  }
-  return answer;
-}
-const waitersAsked = perStep(() => ({ answers: new Map<number, Promise<boolean>>(), locked: new Set<number>() }));
-
-/**
- * A slot given back stops counting against its lease's team's quotas: the
- * blueprints where a quota held the team's waiters back serve their lines
- * again (see blueprintsWhereTeamWaits).
- */
-async function quotaFreed(trx: Db, leaseId: number): Promise<FollowUp[]> {
-  if (!(await anyQuota(trx))) return [];
-  const blueprints = await blueprintsWhereTeamWaits(trx, { leaseId }, { anyQuota: true });
-  return blueprints.map((id) => ({
-    target: { kind: 'blueprint', id },
-    kind: 'serve_waiters',
-    reason: `lease ${leaseId} gave its slot back: its team counts one lease fewer`,
-  }));
-}
-
-/**
- * Whether any quota exists, asked once a step (or answered with the
- * blueprint's waiters, blueprintHasWaiters): most fleets have none, and then
- * a slot given back costs no read for them.
- */
-const anyQuota = (trx: Db) => {
-  const asked = quotasAsked(trx);
-  asked.answer ??= trx
-    .selectFrom('quotas')
-    .select('id')
-    .limit(1)
-    .executeTakeFirst()
-    .then((row) => row !== undefined);
-  return asked.answer;
-};
-const quotasAsked = perStep((): { answer?: Promise<boolean> } => ({}));
-
-/**
  * Whether a lease's slot given back to the resource is freed at once (its
  * row deleted) rather than kept, with no lease, until it is cleaned: on a
  * blueprint that cleans between leases the slot stays taken; a resource
@@ -155,88 +117,6 @@ const quotasAsked = perStep((): { answer?: Promise<boolean> } => ({}));
  */
 const freedAtOnce = (resource: ResourceRow, blueprint: BlueprintRow) =>
   !(blueprint.clean_between_leases && accepts('resource', resource.state, 'clean_slot'));
-
-/**
- * The lease a command of a release_slot's run gives a slot back for, as its
- * decision will read it; undefined for any other command, or a payload of
- * another version or one its schema refuses (the decision of such a
- * command, if any, asks for itself).
- */
-function slotGivenBackBy(command: CommandRow): number | undefined {
-  if (command.kind !== 'release_slot' || command.version !== 1) return undefined;
-  const payload = COMMAND_KINDS.resource.release_slot.versions[0].safeParse(command.payload);
-  return payload.success ? payload.data.leaseId : undefined;
-}
-
-/** The slot returns the step has made so far, by resource and lease: the slot each freed (undefined: the lease held none there). */
-const returnsInStep = perStep(() => new Map<string, number | undefined>());
-const returnKey = (resourceId: number, leaseId: number) => `${resourceId}:${leaseId}`;
-
-/** Keeps the returns a statement made for the step's decisions; their blueprints' rows are share-locked now. */
-function keepReturns(trx: Db, rows: readonly unknown[]): void {
-  const step = returnsInStep(trx);
-  for (const r of slotsReturned(rows)) {
-    const key = returnKey(r.resourceId, r.leaseId);
-    // A lease's second return in one statement finds the row gone: the first answer stands.
-    if (!step.has(key) || r.slot !== undefined) step.set(key, r.slot);
-    waitersAsked(trx).locked.add(r.blueprintId);
-  }
-}
-
-/**
- * The step's slot returns, one statement for them all (LockedBatch): every
- * head's, and, when the step decides runs, those of the release_slots right
- * behind it in its queue. The run is sure to decide those (DrainLane's
- * decideRun, commandRun.ts): a release_slot is always done, supersedes
- * nothing and leaves the resource in its state, which accepted the head's,
- * so each one after it is decided by this handler too. Coverage stops at
- * the first command of another kind or version, after which the run may
- * stop. Should this handler ever yield or change the state, the coverage
- * of runs must go.
- */
-const slotReturns: LockedBatch<CtxOf<'release_slot'>> = {
-  statement(heads, withRuns) {
-    const returns: SlotReturn[] = [];
-    for (const ctx of heads) {
-      const resource = ctx.object;
-      if (!freedAtOnce(resource, ctx.blueprint)) continue;
-      const giveBack = (leaseId: number) => returns.push({ resourceId: resource.id, leaseId, blueprintId: resource.blueprint_id });
-      giveBack(ctx.payload.leaseId);
-      for (const command of withRuns ? ctx.queued : []) {
-        const leaseId = slotGivenBackBy(command);
-        if (leaseId === undefined) break;
-        giveBack(leaseId);
-      }
-    }
-    return returns.length > 0 ? returnSlotsStatement(returns) : undefined;
-  },
-  keep: keepReturns,
-};
-
-/**
- * A lease's slot given back to the resource: the slot it held here, now
- * free, or undefined when it held none. The step's batch made the return
- * if it covered this one; otherwise it is made now, alone. Each return is
- * answered once: a second one of the same lease in the step finds nothing.
- */
-async function returnedSlot(trx: Db, resource: ResourceRow, leaseId: number): Promise<number | undefined> {
-  const step = returnsInStep(trx);
-  const key = returnKey(resource.id, leaseId);
-  if (!step.has(key)) {
-    const statement = returnSlotsStatement([{ resourceId: resource.id, leaseId, blueprintId: resource.blueprint_id }]);
-    keepReturns(trx, (await trx.executeQuery(statement)).rows);
-  }
-  const slot = step.get(key);
-  step.delete(key);
-  return slot;
-}
-
-const slotFreed = (resource: ResourceRow): FollowUp => ({
-  target: { kind: 'blueprint', id: resource.blueprint_id },
-  kind: 'slot_freed',
-  payload: { resourceId: resource.id },
-  reason: `resource ${resource.id} has a free slot`,
-});
 
 /**
  * Tells the blueprint when this resource, in a state that grants slots (or
@@ -248,7 +128,7 @@ const slotFreed = (resource: ResourceRow): FollowUp => ({
  */
 async function offerFreeSlot(trx: Db, resource: ResourceRow, usedSlots: number): Promise<FollowUp[]> {
   if (usedSlots >= resource.capacity) return [];
-  return (await blueprintHasWaiters(trx, resource.blueprint_id)) ? [slotFreed(resource)] : [];
+  return (await blueprintHasWaiters(trx, resource.blueprint_id)) ? [slotFreed(resource.id, resource.blueprint_id)] : [];
 }
 
 /** What a cleaning came to: the driver's error is the decision's to weigh (a retry, or quarantine after too many). */
@@ -358,14 +238,15 @@ async function backInService(
   trx: Db,
   resource: ResourceRow,
   set: Partial<Pick<ResourceRow, 'health' | 'health_message' | 'checked_at'>>,
-  events: ReadonlyArray<{ type: string; message: string; data?: unknown }>,
+  events: readonly OutcomeEvent[],
   message: string,
 ) {
+  const used = await slotsInUseSettled(trx, resource.id);
   return done<'resource'>(message, {
     to: 'active',
-    set: { ...set, message: null, used_slots: resource.used_slots, idle_since: idleFrom(resource.used_slots) },
+    set: { ...set, message: null, used_slots: used, idle_since: used > 0 ? null : new Date() },
     events,
-    followUps: await offerFreeSlot(trx, resource, resource.used_slots),
+    followUps: await offerFreeSlot(trx, resource, used),
   });
 }
 
@@ -433,10 +314,11 @@ export const RESOURCE_HANDLERS = {
         .execute();
       // Slots beyond the one made for the waiting lease can serve others
       // (the blueprint discounts the slot that lease's acquire will take).
+      const used = await slotsInUse(trx, resource.id);
       return done<'resource'>('active', {
         to: 'active',
-        set: { attributes: mergedAttributes(resource.attributes, result.attributes), idle_since: idleFrom(resource.used_slots) },
-        followUps: await offerFreeSlot(trx, resource, resource.used_slots),
+        set: { attributes: mergedAttributes(resource.attributes, result.attributes), used_slots: used, idle_since: idleFrom(resource, used) },
+        followUps: await offerFreeSlot(trx, resource, used),
       });
     },
   },
@@ -457,7 +339,7 @@ export const RESOURCE_HANDLERS = {
           followUps: [deny(resource, leaseId, `resource is ${resource.state}`)],
         });
 
-      let { lease, heldOn, slot } = await takeSlot(trx, resource, leaseId);
+      let { lease, heldOn, slot, taken } = await takeSlot(trx, resource, leaseId);
       if (slot === undefined && lease?.selector && lease.state === 'pending' && lease.resourceId === null && heldOn === undefined) {
         // A slot goes only to a lease whose selector this resource's labels match.
         const labels = resourceLabels(resource.labels, ctx.blueprint.labels);
@@ -470,14 +352,14 @@ export const RESOURCE_HANDLERS = {
             followUps: [deny(resource, leaseId, `its selector does not match this resource's labels (${failed})`)],
           });
         }
-        ({ lease, heldOn, slot } = await takeSlot(trx, resource, leaseId, true));
+        ({ lease, heldOn, slot, taken } = await takeSlot(trx, resource, leaseId, true));
       }
       if (lease?.state !== 'pending' || lease.resourceId !== null) {
-        return done<'resource'>(`lease ${leaseId} no longer needs a slot`, { followUps: await offerFreeSlot(trx, resource, resource.used_slots) });
+        return done<'resource'>(`lease ${leaseId} no longer needs a slot`, { followUps: await offerFreeSlot(trx, resource, taken) });
       }
       if (heldOn !== undefined) {
         return done<'resource'>(`lease ${leaseId} already holds a slot on resource ${heldOn}`, {
-          followUps: await offerFreeSlot(trx, resource, resource.used_slots),
+          followUps: await offerFreeSlot(trx, resource, taken),
         });
       }
       if (slot === undefined) {
@@ -486,7 +368,7 @@ export const RESOURCE_HANDLERS = {
         });
       }
       return done<'resource'>(`granted slot ${slot} to lease ${leaseId}`, {
-        set: { used_slots: resource.used_slots + 1, idle_since: null },
+        set: { used_slots: taken + 1, idle_since: null },
         events: [{ type: 'slot_granted', message: `slot ${slot} to lease ${leaseId}`, data: { leaseId, slot } }],
         followUps: [
           {
@@ -501,10 +383,12 @@ export const RESOURCE_HANDLERS = {
     },
   },
 
+  // A slot taken back from a lease: on a blueprint that cleans between
+  // leases (its lease asks, rather than freeing the slot itself), and for
+  // a lease that a grant reached after it no longer wanted a slot.
   release_slot: {
     readsInTransaction: true,
     inRuns: true,
-    lockedBatch: slotReturns,
     async decide(trx: Db, ctx: CtxOf<'release_slot'>) {
       const resource = ctx.object;
       const { leaseId } = ctx.payload;
@@ -518,22 +402,41 @@ export const RESOURCE_HANDLERS = {
           .executeTakeFirst();
         if (!dirty) return done<'resource'>(`lease ${leaseId} held no slot here`);
         return done<'resource'>(`lease ${leaseId} gave back slot ${dirty.slot}; cleaning it`, {
-          events: [{ type: 'slot_freed', message: `slot ${dirty.slot} from lease ${leaseId}, to be cleaned`, data: { leaseId, slot: dirty.slot } }],
+          events: [slotFreedEvent(resource.id, leaseId, dirty.slot, ', to be cleaned')],
           followUps: [cleanSlot(resource, dirty.slot, `lease ${leaseId} gave it back`), ...(await quotaFreed(trx, leaseId))],
         });
       }
-      const slot = await returnedSlot(trx, resource, leaseId);
-      if (slot === undefined) return done<'resource'>(`lease ${leaseId} held no slot here`);
-      const used = resource.used_slots - 1;
+      const given = await giveBackSlot(trx, { resourceId: resource.id, leaseId, blueprintId: resource.blueprint_id });
+      if (!given) return done<'resource'>(`lease ${leaseId} held no slot here`);
+      const used = given.left.slots;
       const followUps: FollowUp[] = [];
       if (resource.state === 'released' && used === 0) followUps.push(destroySelf(resource, 'released and empty'));
       if (grantsSlots('resource', resource.state)) followUps.push(...(await offerFreeSlot(trx, resource, used)));
       followUps.push(...(await quotaFreed(trx, leaseId)));
-      return done<'resource'>(`lease ${leaseId} gave back slot ${slot}`, {
-        set: { used_slots: used, idle_since: idleFrom(used) },
-        events: [{ type: 'slot_freed', message: `slot ${slot} from lease ${leaseId}`, data: { leaseId, slot } }],
+      return done<'resource'>(`lease ${leaseId} gave back slot ${given.slot}`, {
+        set: { used_slots: used, idle_since: idleFrom(resource, used) },
+        events: [slotFreedEvent(resource.id, leaseId, given.slot)],
         followUps,
       });
+    },
+  },
+
+  // A lease gave back what may have been the resource's last slot
+  // (slotsGivenBack.ts): the resource counts its slots, idle from now if
+  // none is taken, and destroyed if it was released and is empty.
+  count_slots: {
+    readsInTransaction: true,
+    async decide(trx: Db, ctx: Ctx) {
+      const resource = ctx.object;
+      const used = await slotsInUse(trx, resource.id);
+      const destroyed = resource.state === 'released' && used === 0;
+      return done<'resource'>(
+        used === 0 ? `no slot taken${destroyed ? ': released and empty' : ''}` : `${used} of ${resource.capacity} slot(s) taken`,
+        {
+          set: { used_slots: used, idle_since: idleFrom(resource, used) },
+          followUps: destroyed ? [destroySelf(resource, 'released and empty')] : [],
+        },
+      );
     },
   },
 
@@ -544,7 +447,7 @@ export const RESOURCE_HANDLERS = {
       if (resource.state === 'broken')
         return done<'resource'>('broken: destroying it again', { followUps: [destroySelf(resource, 'release of a broken resource')] });
       const holders = await slotHolders(trx, resource.id);
-      const dirty = await dropDirtySlots(trx, resource.id);
+      await dropDirtySlots(trx, resource.id);
       const followUps: FollowUp[] =
         holders.length === 0
           ? [destroySelf(resource, 'released with no leases')]
@@ -555,7 +458,7 @@ export const RESOURCE_HANDLERS = {
             }));
       return done<'resource'>(holders.length === 0 ? 'released' : `released; releasing its ${holders.length} lease(s) first`, {
         to: 'released',
-        ...(dirty > 0 ? { set: { used_slots: resource.used_slots - dirty } } : {}),
+        set: { used_slots: holders.length },
         followUps,
       });
     },
@@ -567,22 +470,24 @@ export const RESOURCE_HANDLERS = {
       const resource = ctx.object;
       const held = (await slotHolders(trx, resource.id)).length;
       if (held > 0) return failed<'resource'>(`not reclaimed: ${held} lease(s) hold it`);
-      const dirty = await dropDirtySlots(trx, resource.id);
+      await dropDirtySlots(trx, resource.id);
       return done<'resource'>('reclaimed', {
         to: 'released',
-        ...(dirty > 0 ? { set: { used_slots: resource.used_slots - dirty } } : {}),
+        set: { used_slots: 0 },
         followUps: [destroySelf(resource, 'reclaimed')],
       });
     },
   },
 
   // Released without releasing its leases: acquires are refused from now
-  // on, and release_slot destroys it once the last lease has given its slot back.
+  // on, and it is destroyed once its last lease has given its slot back
+  // (the count that return asks for, count_slots).
   retire: {
     readsInTransaction: true,
     async decide(trx: Db, ctx: Ctx) {
       const resource = ctx.object;
-      const used = resource.used_slots - (await dropDirtySlots(trx, resource.id));
+      await dropDirtySlots(trx, resource.id);
+      const used = await slotsInUse(trx, resource.id);
       const empty = used === 0;
       return done<'resource'>(empty ? 'retired with no leases' : `retired; destroyed once its ${used} lease(s) end`, {
         to: 'released',
@@ -605,9 +510,9 @@ export const RESOURCE_HANDLERS = {
       const { slot } = ctx.payload;
       if (cleaning.ok) {
         if ((await freeCleanedSlots(trx, resource, [slot])) === 0) return done<'resource'>(`slot ${slot} was not waiting to be cleaned`);
-        const used = resource.used_slots - 1;
+        const used = await slotsInUse(trx, resource.id);
         return done<'resource'>(`cleaned slot ${slot}`, {
-          set: { used_slots: used, idle_since: idleFrom(used) },
+          set: { used_slots: used, idle_since: idleFrom(resource, used) },
           events: [{ type: 'slot_cleaned', message: `slot ${slot}`, data: { slot } }],
           followUps: grantsSlots('resource', resource.state) ? await offerFreeSlot(trx, resource, used) : [],
         });
@@ -637,8 +542,9 @@ export const RESOURCE_HANDLERS = {
   // blueprint again, which counts only active resources' slots), while the
   // leases that hold slots carry on and give them back as usual.
   drain: {
-    async decide(_trx: Db, ctx: Ctx) {
-      const used = ctx.object.used_slots;
+    readsInTransaction: true,
+    async decide(trx: Db, ctx: Ctx) {
+      const used = await slotsInUse(trx, ctx.object.id);
       return done<'resource'>(`in maintenance: takes no new leases${used > 0 ? `; its ${used} lease(s) carry on` : ''}`, { to: 'maintenance' });
     },
   },
@@ -660,14 +566,13 @@ export const RESOURCE_HANDLERS = {
     readsInTransaction: true,
     effect: repairAtDriver,
     async decide(trx: Db, ctx: Ctx, { answer, cleaned, failedCleaning }: Repairing) {
-      const freed = await freeCleanedSlots(trx, ctx.object, cleaned);
-      const resource = { ...ctx.object, used_slots: ctx.object.used_slots - freed };
+      await freeCleanedSlots(trx, ctx.object, cleaned);
       if (failedCleaning) {
         return failed<'resource'>(`still quarantined: cleaning slot ${failedCleaning.slot} failed: ${failedCleaning.message}`, {
-          set: { used_slots: resource.used_slots },
+          set: { used_slots: await slotsInUse(trx, ctx.object.id) },
         });
       }
-      const outcome = await decideHealth(trx, { ...ctx, object: resource }, answer, true);
+      const outcome = await decideHealth(trx, ctx, answer, true);
       const cleanedEvents = cleaned.map((slot) => ({ type: 'slot_cleaned', message: `slot ${slot}`, data: { slot } }));
       return { ...outcome, events: [...cleanedEvents, ...(outcome.events ?? [])] };
     },

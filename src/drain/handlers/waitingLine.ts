@@ -6,6 +6,7 @@ import { formatSelector, type Labels, matches, parseSelector, resourceLabels, ty
 import { statesWith } from '../../domain/lifecycle.ts';
 import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
+import { slotsTaken } from '../../read/slotsTaken.ts';
 import type { FollowUp } from '../Handler.ts';
 import { type Candidate as FairCandidate, describeChoice, pickNext, type TeamUse } from '../../domain/fairShare.ts';
 import { describeQuota, type Quota, quotaReached } from '../../domain/quotas.ts';
@@ -537,7 +538,7 @@ export function servedInStep(trx: Db, leaseId: number): number | undefined {
 }
 
 /**
- * The blueprint's resources that grant slots (active ones) with free slots, less the slots already
+ * The blueprint's resources that grant slots (active ones) with free slots (their slot rows counted), less the slots already
  * promised to acquires still in their queues (a resource whose acquire finds
  * its lease gone offers the slot to the line again) and to those this step
  * sent a lease to (`sent`).
@@ -550,7 +551,7 @@ async function freeSlots(trx: Db, blueprint: BlueprintRow, sent: ReadonlyMap<num
     .select([
       'r.id',
       'r.labels',
-      sql<number>`r.capacity - r.used_slots - (
+      sql<number>`r.capacity - ${slotsTaken('r')} - (
         select count(*) from commands c
         where c.target_kind = 'resource' and c.target_id = r.id and c.kind = 'acquire' and c.status in ('queued', 'running'))::int`.as('free'),
     ])
@@ -560,7 +561,6 @@ async function freeSlots(trx: Db, blueprint: BlueprintRow, sent: ReadonlyMap<num
       'in',
       statesWith('resource', 'grantsSlots').map((state) => sql.lit(state)),
     )
-    .whereRef('r.used_slots', '<', 'r.capacity')
     .orderBy('r.id');
   return (await executePrepared(trx, query))
     .map((r) => ({ id: r.id, free: r.free - (promised.get(r.id) ?? 0), labels: resourceLabels(r.labels, blueprint.labels) }))

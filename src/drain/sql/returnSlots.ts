@@ -13,10 +13,10 @@ export interface SlotReturn {
  * a step's returns: their slot rows deleted and, in the same statement, the
  * blueprint rows of their resources share-locked (in id order, as every
  * step locks rows), which the question that follows a freed slot needs
- * first (does a lease wait for it? see blueprintHasWaiters in
- * resourceHandlers.ts). The drain sends it in the round trip that opens the
- * step's transaction (DrainLane, `LockedBatch`), so returning slots to
- * thirty resources costs no round trip of its own where it cost thirty.
+ * first (does a lease wait for it? see slotsLeft.ts and blueprintHasWaiters
+ * in handlers/slotsGivenBack.ts). The drain sends it in the round trip that
+ * opens the step's transaction (DrainLane, `LockedBatch`), so returning
+ * thirty leases' slots costs no round trip of its own where it cost thirty.
  *
  * The lookup of the line itself stays a statement of its own, after this
  * one: under READ COMMITTED a statement reads with the snapshot it took

@@ -11,13 +11,17 @@ export interface SlotTaken {
   readonly heldOn: number | undefined;
   /** The lowest free slot, now the lease's; undefined when any check above, or a full resource, refused it. */
   readonly slot: number | undefined;
+  /** The resource's slots taken before this one: its slot rows (see slotsInUse in resourceHandlers.ts). */
+  readonly taken: number;
 }
 
 /**
  * A resource's answer to a lease's `acquire`, in one round trip rather than
  * one per question: whether the lease still wants a slot (pending, with
  * none recorded), whether it already holds one somewhere, and, if it wants
- * one and this resource has room, the lowest free slot taken for it. The
+ * one and this resource has room, the lowest free slot taken for it; and
+ * how many slots were taken before (the resource's slot rows: a full
+ * resource has no free slot to find, whatever `used_slots` says). The
  * resource's drain is the only writer of its slots, so the free slot read
  * here is still free at the insert; the lease's row is written only by the
  * lease's drain, which a pending lease's acquire does not wait for (a lease
@@ -40,12 +44,13 @@ export async function takeSlot(trx: Db, resource: ResourceRow, leaseId: number, 
     lease_selector: string | null;
     held_on: number | null;
     slot: number | null;
+    taken: number;
   }>`${sql.raw(PREPARED_MARK)}
     with lease as (select state, resource_id, selector from leases where id = ${leaseId}),
     held as (select resource_id from resource_slots where lease_id = ${leaseId}),
     wanted as (
       select 1 from lease where state = 'pending' and resource_id is null and not exists (select 1 from held)
-        and ${resource.used_slots}::int < ${resource.capacity}::int and (selector is null or ${selectorMatched})
+        and (selector is null or ${selectorMatched})
     ),
     taken as (
       insert into resource_slots (resource_id, slot, lease_id)
@@ -57,7 +62,8 @@ export async function takeSlot(trx: Db, resource: ResourceRow, leaseId: number, 
       returning slot
     )
     select (select state from lease) as lease_state, (select resource_id from lease) as lease_resource, (select selector from lease) as lease_selector,
-           (select resource_id from held) as held_on, (select slot from taken) as slot
+           (select resource_id from held) as held_on, (select slot from taken) as slot,
+           (select count(*) from resource_slots where resource_id = ${resource.id}::bigint)::int as taken
   `.execute(trx);
   const row = rows[0]!;
   return {
@@ -67,5 +73,6 @@ export async function takeSlot(trx: Db, resource: ResourceRow, leaseId: number, 
         : { state: row.lease_state, resourceId: row.lease_resource === null ? null : Number(row.lease_resource), selector: row.lease_selector },
     heldOn: row.held_on === null ? undefined : Number(row.held_on),
     slot: row.slot ?? undefined,
+    taken: row.taken,
   };
 }

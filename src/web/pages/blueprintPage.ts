@@ -81,7 +81,7 @@ ${
     : html`<div class="table-wrap"><table><thead><tr><th>Resource</th><th>State</th><th>Slots used</th><th>Idle since</th><th>Message</th></tr></thead>
 <tbody>${resources.items.map(
         (r) =>
-          html`<tr><td>${objectLink('resource', r.id)}</td><td>${stateBadge('resource', r.state)}</td><td>${r.used_slots} of ${r.capacity}</td><td>${when(r.idle_since)}</td><td>${orDash(r.message)}</td></tr>`,
+          html`<tr><td>${objectLink('resource', r.id)}</td><td>${stateBadge('resource', r.state)}</td><td>${r.slots_taken} of ${r.capacity}</td><td>${when(r.idle_since)}</td><td>${orDash(r.message)}</td></tr>`,
       )}</tbody></table></div>
 ${resources.next === null ? '' : html`<p><a href="/resources?blueprint=${blueprint.id}">All of its resources</a></p>`}`
 }

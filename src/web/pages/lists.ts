@@ -82,7 +82,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
           { header: 'Resource', cell: (r) => objectLink('resource', r.id) },
           { header: 'State', cell: (r) => stateBadge('resource', r.state) },
           { header: 'Blueprint', cell: (r) => r.blueprint_name },
-          { header: 'Slots used', cell: (r) => `${r.used_slots} of ${r.capacity}` },
+          { header: 'Slots used', cell: (r) => `${r.slots_taken} of ${r.capacity}` },
           { header: 'Message', cell: (r) => orDash(r.message) },
           { header: 'Created', cell: (r) => when(r.created_at) },
         ],

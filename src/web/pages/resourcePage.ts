@@ -33,7 +33,7 @@ ${renderNotice(query)}
 <dl class="fields">
   ${stateFields(resource.state, goal)}
   <dt>Blueprint</dt><dd>${namedLink('blueprint', resource.blueprint_id, resource.blueprint_name)}</dd>
-  <dt>Slots used</dt><dd>${resource.used_slots} of ${resource.capacity}</dd>
+  <dt>Slots used</dt><dd>${resource.slots_taken} of ${resource.capacity}</dd>
   <dt>Idle since</dt><dd>${when(resource.idle_since)}</dd>
   <dt>Health</dt><dd>${resource.health === null ? html`<span class="muted">never checked</span>` : html`${resource.health}${resource.health_message ? ` (${resource.health_message})` : ''}, checked ${when(resource.checked_at)}`}</dd>
   <dt>Attributes</dt><dd>${attributeList(resource.attributes)}</dd>
