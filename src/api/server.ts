@@ -66,7 +66,7 @@ export function apiContext(parts: Omit<ApiContext, 'backpressure' | 'appends' | 
     ...parts,
     backpressure: new Backpressure({ queueDepth: config.SLIPWAY_API_QUEUE_DEPTH_LIMIT, backlog: config.SLIPWAY_API_BACKLOG_LIMIT }),
     appends: new AppendBatcher(database.pool, database.db, log),
-    trees: new CommandTreeReads(database.db),
+    trees: new CommandTreeReads(database.pool),
   };
 }
 

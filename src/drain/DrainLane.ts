@@ -6,6 +6,7 @@ import type { Database, Db } from '../db/Database.ts';
 import { DISPATCH_CALLBACKS } from '../callbacks/dispatchCallbacks.ts';
 import { ASYNCHRONOUS_COMMIT } from '../db/asynchronousCommit.ts';
 import { compileOnly } from '../db/compileOnly.ts';
+import { GENERIC_PLANS } from '../db/genericPlans.ts';
 import { kyselyOnClient } from '../db/kyselyOnClient.ts';
 import { simpleQueryText } from '../db/preparedText.ts';
 import type { DriverRegistry } from '../drivers/registry.ts';
@@ -605,18 +606,12 @@ function objectRows([leases, resources, blueprints]: Results): { rows: Map<strin
  * index wherever there is one (a table with none is still scanned)
  * (test/unit/plansOnGrowingTables.test.ts).
  *
- * GENERIC_PLANS, only where the drain's own prepared statements run (sql/):
- * PostgreSQL's default plans a prepared statement afresh on every execution
- * while it guesses the statement-specific plan cheaper, and with array
- * parameters (`id = any($1)`) it always does: a generic plan assumes ten
- * elements. So every step replanned each of its statements. Their plans do
- * not depend on the values (keys, arrays of keys; the constants partial
- * indexes match are written in the SQL), so one plan per connection serves.
- * A decision's Kysely queries send such constants as parameters: they run
- * before the commit sets it (test/unit/preparedStatements.test.ts).
+ * GENERIC_PLANS (src/db/genericPlans.ts), only where the drain's own
+ * prepared statements run (sql/). A decision's Kysely queries send the
+ * constants partial indexes match as parameters: they run before the
+ * commit sets it (test/unit/preparedStatements.test.ts).
  */
 const NO_SEQ_SCANS = "set_config('enable_seqscan', 'off', true)";
-const GENERIC_PLANS = "set_config('plan_cache_mode', 'force_generic_plan', true)";
 const settings = (...configs: string[]) => `select ${configs.join(', ')}`;
 
 /** Statements in a transaction of their own that commits without waiting for its WAL flush (for hints that may be lost in a crash). */

@@ -1,5 +1,7 @@
-import type { Db } from '../db/Database.ts';
-import { readCommandTrees, type TreeQuery, type TreeRead } from './commandTree.ts';
+import type pg from 'pg';
+import { GENERIC_PLANS } from '../db/genericPlans.ts';
+import { simpleQueryText } from '../db/preparedText.ts';
+import { commandTreesStatement, type TreeQuery, type TreeRead, treesRead } from './commandTree.ts';
 
 /** The most trees read in one statement. */
 const MAX_BATCH = 128;
@@ -20,12 +22,18 @@ interface Waiting {
  * costs its caller several reads; sent one by one, each would take a pool
  * connection and a round trip of its own, queued beside the appends. An
  * idle server sends each read at once, alone.
+ *
+ * The statement is prepared on each connection and executed with its
+ * generic plan (GENERIC_PLANS), in one round trip: planning the recursive
+ * read afresh each time, as an unnamed statement is, cost about four times
+ * its execution on the trees of a release, and every `?wait` answer reads
+ * one or more.
  */
 export class CommandTreeReads {
   private readonly waiting: Waiting[] = [];
   private inFlight = 0;
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly pool: pg.Pool) {}
 
   /** The tree of `query.rootId` (empty when there is no such command), as readCommandTree answers it, with its object's state if asked. */
   read(query: TreeQuery): Promise<TreeRead> {
@@ -47,13 +55,19 @@ export class CommandTreeReads {
   }
 
   private async send(batch: readonly Waiting[]): Promise<void> {
+    let client: pg.PoolClient | undefined;
     try {
-      const reads = await readCommandTrees(
-        this.db,
-        batch.map((w) => w.query),
-      );
+      client = await this.pool.connect();
+      const statement = commandTreesStatement(batch.map((w) => w.query));
+      const results = (await client.query(
+        await simpleQueryText(client, ['begin', `select ${GENERIC_PLANS}`, statement, 'commit']),
+      )) as unknown as pg.QueryResult[];
+      client.release();
+      const reads = treesRead(batch.length, results[2]!.rows);
       for (const [n, w] of batch.entries()) w.resolve(reads[n]!);
     } catch (error) {
+      // A failed read may leave its transaction open: the connection is discarded, not reused.
+      client?.release(error as Error);
       for (const w of batch) w.reject(error);
     }
   }

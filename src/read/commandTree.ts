@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
+import { type CompiledQuery, sql } from 'kysely';
 import type { CommandRow, CommandStatus } from '../../migrations/schema.ts';
+import { compileOnly } from '../db/compileOnly.ts';
 import type { Db } from '../db/Database.ts';
 import { OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
 
@@ -64,7 +65,12 @@ const objectStateSql = sql.join(
  * level and once more for the rows.
  */
 export async function readCommandTrees(db: Db, queries: readonly TreeQuery[]): Promise<TreeRead[]> {
-  const { rows } = await sql<CommandTreeNode & { tree_query: number; tree_path: unknown; object_state: string | null }>`
+  return treesRead(queries.length, (await db.executeQuery(commandTreesStatement(queries))).rows);
+}
+
+/** The statement readCommandTrees sends, for a caller that sends it another way (CommandTreeReads). */
+export function commandTreesStatement(queries: readonly TreeQuery[]): CompiledQuery {
+  return sql`
     with recursive asked as (
       select * from unnest(${queries.map((q) => q.rootId)}::bigint[], ${queries.map((q) => q.object?.kind ?? null)}::text[],
                            ${queries.map((q) => q.object?.id ?? null)}::bigint[]) with ordinality as a(root_id, object_kind, object_id, n)
@@ -79,15 +85,22 @@ export async function readCommandTrees(db: Db, queries: readonly TreeQuery[]): P
     select tree.*, case when tree.depth = 0 then (${objectStateSql}) end as object_state
       from tree join asked a on a.n = tree.tree_query
      order by tree.tree_query, tree.tree_path
-  `.execute(db);
-  const reads = queries.map(() => ({ tree: [] as CommandTreeNode[], objectState: null as string | null }));
-  for (const { tree_query, tree_path: _, object_state, ...node } of rows) {
+  `.compile(COMPILER);
+}
+
+/** The `count` trees asked for, from the statement's rows (commandTreesStatement). */
+export function treesRead(count: number, rows: readonly unknown[]): TreeRead[] {
+  const reads = Array.from({ length: count }, () => ({ tree: [] as CommandTreeNode[], objectState: null as string | null }));
+  for (const row of rows as (CommandTreeNode & { tree_query: number; tree_path: unknown; object_state: string | null })[]) {
+    const { tree_query, tree_path: _, object_state, ...node } = row;
     const read = reads[Number(tree_query) - 1]!;
     if (node.depth === 0) read.objectState = object_state;
     read.tree.push(node);
   }
   return reads;
 }
+
+const COMPILER = compileOnly('command trees are compiled here and sent by their reader');
 
 /** Every command of the tree has settled (a tree of rows, or of the API's shapes). */
 export function treeSettled(tree: ReadonlyArray<{ readonly status: CommandStatus }>): boolean {

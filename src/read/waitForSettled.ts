@@ -82,7 +82,7 @@ export async function waitForSettled(database: Database, request: WaitRequest): 
   const deadline = Date.now() + request.timeoutMs;
   const { since } = request;
   const notices = since?.notices ?? (request.listener ? request.listener.subscribe() : await CommandNotices.listen(database.pool));
-  const trees = request.trees ?? new CommandTreeReads(database.db);
+  const trees = request.trees ?? new CommandTreeReads(database.pool);
   const fallbackMs = request.fallbackMs ?? FALLBACK_MS;
   const { object } = request;
   const eager = request.onSnapshot !== undefined;

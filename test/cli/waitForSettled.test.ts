@@ -58,7 +58,7 @@ test('a wait that reports no progress follows the notices down the tree and read
   try {
     // Subscribed before the append, as the API does for `?wait`: the wait starts from the command it appended.
     const { command } = await appendCommand(env.database.db, { target: object.ref, kind: 'release', actor });
-    const trees = new CountedTreeReads(env.database.db);
+    const trees = new CountedTreeReads(env.database.pool);
     const result = await waitForSettled(env.database, {
       rootId: command.id,
       timeoutMs: 30_000,

@@ -1,6 +1,7 @@
-import { Kysely, PostgresDialect, sql } from 'kysely';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import type { DB } from '../../migrations/schema.ts';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, onTestFinished, test } from 'vitest';
+import { GENERIC_PLANS } from '../../src/db/genericPlans.ts';
 import { readCommandTree, readCommandTrees } from '../../src/read/commandTree.ts';
 import { CommandTreeReads } from '../../src/read/CommandTreeReads.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
@@ -27,16 +28,26 @@ afterAll(async () => {
   await database?.drop();
 });
 
-/** Tree reads on the test database that count the statements they send. */
+/** Tree reads on the test database that count the reads they send. */
 function countedReads(): { reads: CommandTreeReads; statements: () => number } {
   let statements = 0;
-  const db = new Kysely<DB>({
-    dialect: new PostgresDialect({ pool: database.pool }),
-    log: (event) => {
-      statements += event.level === 'query' ? 1 : 0;
+  const counting = new WeakSet<pg.PoolClient>();
+  const pool = {
+    connect: async () => {
+      const client = await database.pool.connect();
+      if (!counting.has(client)) {
+        counting.add(client);
+        const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+        // The reads' own queries: a transaction with generic plans (not the PREPAREs, nor others' queries on the connection).
+        (client as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = (...args) => {
+          if (typeof args[0] === 'string' && args[0].startsWith('begin') && args[0].includes(GENERIC_PLANS)) statements++;
+          return query(...args);
+        };
+      }
+      return client;
     },
-  });
-  return { reads: new CommandTreeReads(db), statements: () => statements };
+  } as unknown as pg.Pool;
+  return { reads: new CommandTreeReads(pool), statements: () => statements };
 }
 
 test('trees asked for together are read in one statement, each answered as readCommandTree answers it alone', async () => {
@@ -118,4 +129,16 @@ test('trees are read through the cause index, not by scanning commands, whatever
     expect(after.seq - before.seq).toBe(0);
     expect(after.idx - before.idx).toBeGreaterThan(0);
   });
+});
+
+test('the reads are prepared on their connection and run with its generic plan, not planned afresh each time', async () => {
+  // One connection, so the session that prepared the read is the one asked about it.
+  const single = new pg.Pool({ connectionString: database.url, max: 1, types: database.pool.options.types });
+  onTestFinished(() => single.end());
+  const reads = new CommandTreeReads(single);
+  for (const rootId of roots.slice(0, 8)) expect((await reads.read({ rootId })).tree).toEqual(await readCommandTree(database.db, rootId));
+  const { rows } = await single.query<{ generic_plans: string; custom_plans: string }>(
+    `select generic_plans, custom_plans from pg_prepared_statements where statement like '%with recursive asked%'`,
+  );
+  expect(rows.map((r) => [Number(r.generic_plans), Number(r.custom_plans)])).toEqual([[8, 0]]);
 });
