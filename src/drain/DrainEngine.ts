@@ -30,13 +30,17 @@ export interface EngineOptions {
  * signals starts lanes one by one rather than all at once for the same few
  * objects; a lane that took a full batch starts another, and a signal that
  * came meanwhile is looked at again once that claim is done. A running lane
- * also takes new wake-ups at each step, while it has room.
+ * also takes new wake-ups at each step, while it has room; a signal that
+ * starts no lane (the worker runs all it may) asks the running lanes to look
+ * (DrainLane.lookAgain), so one whose every object waits on a slow driver
+ * call takes the new work at once rather than when a call returns.
  */
 export class DrainEngine {
   private running = 0;
   private claiming = false;
   private signalled = false;
   private readonly lanes = new Set<Promise<unknown>>();
+  private readonly runningLanes = new Set<DrainLane>();
   private readonly stopping = new AbortController();
   private listener: ChannelListener | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -74,6 +78,7 @@ export class DrainEngine {
     if (this.stopping.signal.aborted) return;
     if (this.claiming || this.running >= this.options.lanes) {
       this.signalled = true;
+      for (const lane of this.runningLanes) lane.lookAgain();
       return;
     }
     this.signalled = false;
@@ -86,6 +91,7 @@ export class DrainEngine {
       stopping: this.stopping.signal,
       named,
     });
+    this.runningLanes.add(lane);
     let claimed = 0;
     const done = lane
       .run((n) => {
@@ -96,6 +102,7 @@ export class DrainEngine {
       .finally(() => {
         if (this.claiming && claimed === 0) this.claimed(0);
         this.running--;
+        this.runningLanes.delete(lane);
         this.lanes.delete(done);
         // A lane that ends may have been what kept a signal waiting.
         if (this.signalled) this.wake();

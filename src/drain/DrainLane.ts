@@ -54,11 +54,6 @@ const isServerError = (error: unknown) => typeof (error as { code?: unknown }).c
  * first step after the call returns: one slow call never holds up a batch.
  */
 export const EFFECT_JOIN_MS = 50;
-/**
- * While every object a lane holds waits on a driver call, how often it still
- * looks for new wake-ups (it is woken at once when a call returns).
- */
-export const IN_FLIGHT_CLAIM_MS = 250;
 
 type ObjectRow = ObjectTypes[ObjectKind]['row'];
 type Results = pg.QueryResult<pg.QueryResultRow>[];
@@ -175,6 +170,10 @@ export class DrainLane {
   /** Held objects whose driver call outlived the step that started it. */
   private readonly inFlight = new Map<string, Planned>();
   private applied = 0;
+  /** Ends the wait of a lane whose every object waits on a driver call (see lookAgain). */
+  private wakeWaiting: (() => void) | undefined;
+  /** Asked to look for new work while it was not waiting: its next wait is skipped. */
+  private lookAsked = false;
   private readonly pool: pg.Pool;
   /** Where the running marks go (LaneOptions.marksPool). */
   private readonly marksPool: pg.Pool;
@@ -240,6 +239,17 @@ export class DrainLane {
       client.release(failure);
       if (failure) await this.handBack();
     }
+  }
+
+  /**
+   * New work is due that no new lane will take (its worker runs all the
+   * lanes it may): if every object this lane holds waits on a driver call,
+   * it stops waiting and looks for it now, rather than when a call returns.
+   * A lane busy with a step takes new work as the step ends anyway.
+   */
+  lookAgain(): void {
+    if (this.wakeWaiting) this.wakeWaiting();
+    else this.lookAsked = true;
   }
 
   /** Wakes the objects a failed lane held, for another lane or worker (the sweeper, if the database is down now). */
@@ -310,9 +320,16 @@ export class DrainLane {
     if (finishing) await Promise.all([...this.inFlight.values()].map((p) => p.running));
     else if (started.length > 0) await Promise.race([Promise.all(started.map((p) => p.running)), sleep(EFFECT_JOIN_MS)]);
     else if (ready.length === 0 && ![...this.inFlight.values()].some((p) => p.effectDone)) {
-      // Every held object waits on a call: wait for the first to return, looking for new work meanwhile.
-      await Promise.race([...[...this.inFlight.values()].map((p) => p.running), sleep(IN_FLIGHT_CLAIM_MS)]);
+      // Every held object waits on a call: wait for the first to return, or to be asked to look for new work (lookAgain).
+      if (!this.lookAsked) {
+        const asked = new Promise<void>((resolve) => {
+          this.wakeWaiting = resolve;
+        });
+        await Promise.race([...[...this.inFlight.values()].map((p) => p.running), asked]);
+        this.wakeWaiting = undefined;
+      }
     }
+    this.lookAsked = false;
     marks.markOutlived(started.filter((p) => !p.effectDone));
     for (const [key, p] of this.inFlight) {
       if (!p.effectDone) continue;

@@ -57,8 +57,8 @@ function ownReturn(ctx: Ctx, resourceId: number | undefined): SlotReturn | undef
   return { resourceId, leaseId: ctx.object.id, blueprintId: ctx.object.blueprint_id };
 }
 
-/** The slot a release gives back: the one the lease's row records, if its state holds one. */
-const releasedSlot = (ctx: Ctx) => (holdsSlot('lease', ctx.object.state) && ctx.object.resource_id !== null ? ctx.object.resource_id : undefined);
+/** The resource whose slot a release gives back: the one the lease's row records, if its state holds a slot. */
+const slotResource = (ctx: Ctx) => (holdsSlot('lease', ctx.object.state) && ctx.object.resource_id !== null ? ctx.object.resource_id : undefined);
 
 /**
  * A lease's hold on a slot ended by this command: the slot given back (a
@@ -80,7 +80,7 @@ async function endHold(trx: Db, ctx: Ctx, resourceId: number, why: string): Prom
  * expiry release is left out: it may be skipped, and gives its slot back
  * alone if it is not.
  */
-const releaseReturns = slotReturnsBatch((ctx: CtxOf<'release'>) => (ctx.payload.ifExpired ? undefined : ownReturn(ctx, releasedSlot(ctx))));
+const releaseReturns = slotReturnsBatch((ctx: CtxOf<'release'>) => (ctx.payload.ifExpired ? undefined : ownReturn(ctx, slotResource(ctx))));
 /** The step's slot returns of broken leases' destroys. */
 const destroyReturns = slotReturnsBatch((ctx: Ctx<number>) => ownReturn(ctx, ctx.read));
 
@@ -313,7 +313,7 @@ export const LEASE_HANDLERS = {
     // plain release may have joined it since the effect looked. Only an
     // expiry release can be skipped; a plain one decides from its effect.
     // A slot given back asks what it left under the same locks.
-    readsInTransaction: (ctx) => ctx.payload.ifExpired === true || ownReturn(ctx, releasedSlot(ctx)) !== undefined,
+    readsInTransaction: (ctx) => ctx.payload.ifExpired === true || ownReturn(ctx, slotResource(ctx)) !== undefined,
     async effect(ctx: CtxOf<'release', ResourceIdentity>) {
       if (!(await releaseWanted(ctx.db, ctx))) return { skipped: true };
       if (holdsSlot('lease', ctx.object.state)) await ctx.driver().releaseLease(heldCall(ctx));
@@ -339,11 +339,12 @@ export const LEASE_HANDLERS = {
       // way finds the lease destroyed and returns its slot itself.
       // The collector's release (expiry, heartbeat or wait deadline): Slipway ends the lease itself.
       if (ctx.payload.ifExpired) await tellHolder(trx, lease, ctx.command.id);
-      const slot = releasedSlot(ctx);
-      return done<'lease'>(slot !== undefined ? 'released and destroyed' : 'released before it got a slot, and destroyed', {
+      const resourceId = slotResource(ctx);
+      const held = resourceId !== undefined;
+      return done<'lease'>(held ? 'released and destroyed' : 'released before it got a slot, and destroyed', {
         to: 'destroyed',
-        through: { state: 'released', message: slot !== undefined ? 'released' : 'released before it got a slot' },
-        ...(slot !== undefined ? await endHold(trx, ctx, slot, 'released') : {}),
+        through: { state: 'released', message: held ? 'released' : 'released before it got a slot' },
+        ...(held ? await endHold(trx, ctx, resourceId, 'released') : {}),
       });
     },
   },
