@@ -39,7 +39,8 @@ export const ConfigSchema = z.object({
     .int()
     .min(1)
     .max(256)
-    .default(2)
+    // One: a stream split over more lanes makes smaller steps, which cost more per command (docs/decisions/0029-one-lane-per-worker.md).
+    .default(1)
     .describe(
       'drain lanes one worker process runs at once, each on a connection of its own and holding up to 64 objects of any kind, whose commands it applies in steps',
     ),
