@@ -27,7 +27,6 @@ import * as waitDeadlines from './0025_wait_deadlines.ts';
 import * as leasePriorities from './0026_lease_priorities.ts';
 import * as teams from './0027_teams.ts';
 import * as labels from './0028_labels.ts';
-import * as claimedRows from './0029_claimed_rows.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -59,5 +58,4 @@ export const migrations: Record<string, Migration> = {
   '0026_lease_priorities': leasePriorities,
   '0027_teams': teams,
   '0028_labels': labels,
-  '0029_claimed_rows': claimedRows,
 };

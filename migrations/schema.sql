@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0029_claimed_rows.
+-- Slipway's schema (`public`) after migration 0028_labels.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -654,9 +654,6 @@ AS $function$
           end
         )
         select array_agg(l.target_kind), array_agg(l.target_id) into v_kinds, v_ids from locked l;
-        perform set_config('slipway.claimed_' || k.kind,
-                           array(select t.id from unnest(v_kinds, v_ids) as t(kind, id) where t.kind = k.kind)::text, true)
-        from unnest(array['lease', 'resource', 'blueprint']) as k(kind);
         if exists (
           select 1 from drain_wakeups w join unnest(p_want_kinds, p_want_ids) as u(kind, id)
             on w.target_kind = u.kind and w.target_id = u.id

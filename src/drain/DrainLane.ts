@@ -32,7 +32,7 @@ import { commandNotice, noticesStatement } from './sql/announcements.ts';
 import { claimStatement } from './sql/claim.ts';
 import { lockVersionsStatement } from './sql/lockVersions.ts';
 import { markRunningStatement } from './sql/markRunning.ts';
-import { claimedRowsStatements } from './sql/claimedRows.ts';
+import { objectRowsStatements } from './sql/objectRows.ts';
 import { runsStatement } from './sql/runs.ts';
 
 /**
@@ -69,7 +69,7 @@ export interface LaneOptions {
   readonly stopping: AbortSignal;
   /** Drain these objects and take no others (tests that decide what is applied when). */
   readonly only?: readonly ObjectRef[];
-  /** Take these first if they are due (the objects the wake-up signal named). */
+  /** Take these first if they are due (the objects the wake-up signal named), with their rows in the same round trip. */
   readonly named?: readonly ObjectRef[];
   /**
    * Where the running marks go, if not the lane's own pool. A step waits for
@@ -155,7 +155,8 @@ const DECISION_ORDER: Record<ObjectKind, number> = { blueprint: 0, resource: 1, 
  *    follow-ups woke first: no wake-up signal is needed for work this lane
  *    picks up itself), reads every held object's next command, letting go
  *    of those with none (sql/claim.ts, sql/runs.ts), and reads the rows of
- *    the objects it took (sql/claimedRows.ts).
+ *    the objects it took that its follow-ups woke;
+ * 5. the rows of the other objects it took, if any.
  * A step of pure decisions and no driver calls is one round trip.
  *
  * The lock is a session advisory lock, so it spans the step's transactions
@@ -207,13 +208,13 @@ export class DrainLane {
       const first = only
         ? [wakeObjectsQuery(only).compile(COMPILER), claimStatement(only.length, only, [], true)]
         : [claimStatement(this.options.maxHeld, named, [])];
-      // The rows of the objects it took, read after the claim has locked them.
-      const rows = claimedRowsStatements();
-      const statements = asynchronously([...first, ...rows]);
-      const picked = [first.at(-1)!, ...rows].map((s) => statements.indexOf(s));
-      const [claimed, ...read] = await this.send(client, statements, picked);
+      // The named objects' rows, read after the claim has locked them (as a step's prefetch: rows of objects not taken are ignored).
+      const prefetch = named.length > 0 && !only ? objectRowsStatements(named) : [];
+      const statements = asynchronously([...first, ...prefetch]);
+      const picked = [first.at(-1)!, ...prefetch].map((s) => statements.indexOf(s));
+      const [claimed, ...prefetched] = await this.send(client, statements, picked);
       onFirstClaim(claimed!.rows.length);
-      this.adopt(claimed!.rows as CommandRow[], read);
+      await this.adopt(client, claimed!.rows as CommandRow[], prefetched);
       while (this.held.size > 0) {
         if (this.options.stopping.aborted) {
           // The calls in flight are let finish and their outcomes committed, as a step's would be.
@@ -261,11 +262,29 @@ export class DrainLane {
   }
 
   /**
-   * Holds newly locked objects with their first commands, and their rows as
-   * the claim's round trip read them after the lock (claimedRowsStatements).
+   * Holds newly locked objects with their first commands. Their rows come
+   * from `prefetched` (read in the claim's round trip, after the lock) where
+   * it has them, the rest in one more round trip.
    */
-  private adopt(heads: readonly CommandRow[], read: Results): void {
-    const { rows, blueprintRows } = objectRows(read);
+  private async adopt(client: pg.PoolClient, heads: readonly CommandRow[], prefetched?: Results): Promise<void> {
+    if (heads.length === 0) return;
+    const refOf = (h: CommandRow): ObjectRef => ({ kind: h.target_kind, id: h.target_id });
+    const { rows, blueprintRows } = objectRows(prefetched ?? []);
+    const missing = heads.filter((h) => !rows.has(keyOf(refOf(h))));
+    if (missing.length > 0) {
+      // In a transaction of its own for its planner settings' sake (it writes nothing).
+      const reads = objectRowsStatements(missing.map(refOf));
+      const statements = asynchronously(reads);
+      const read = objectRows(
+        await this.send(
+          client,
+          statements,
+          reads.map((s) => statements.indexOf(s)),
+        ),
+      );
+      for (const [key, row] of read.rows) rows.set(key, row);
+      for (const [id, row] of read.blueprintRows) blueprintRows.set(id, row);
+    }
     for (const head of heads) {
       const ref = { kind: head.target_kind, id: head.target_id };
       const object = rows.get(keyOf(ref));
@@ -497,10 +516,11 @@ export class DrainLane {
     // A step that only looks for work (every object in flight) commits nothing.
     const durable = planned.length === 0 ? [] : [...opening, ...updates, ...statements.rest, ...handOffs, 'commit'];
     const claim = claimStatement(room, want, heldRefs);
-    // The rows of the objects the claim takes, read after it (statements of
-    // their own: fresh snapshots, with the locks held), so new work costs no
-    // round trip to adopt.
-    const claimedRows = room > 0 ? claimedRowsStatements() : [];
+    // The rows of the objects the claim is asked to take first, read after
+    // it (a statement of its own: a fresh snapshot, with their locks held),
+    // so the objects a step hands itself cost no round trip to adopt. Rows of
+    // objects it did not get are ignored.
+    const prefetch = room > 0 && want.length > 0 ? objectRowsStatements(want) : [];
     // An object in flight keeps its head and its lock until its call returns.
     const settledRefs = heldRefs.filter((ref) => !this.inFlight.has(keyOf(ref)));
     // The callback deliveries the commit made due get their jobs here, outside it (see dispatchCallbacks.ts).
@@ -508,12 +528,12 @@ export class DrainLane {
     // The notices commit on their own, first: a NOTIFY is delivered when its
     // transaction commits, and waiters need not wait for the claim's work.
     const announce = notices.length > 0 ? asynchronously([noticesStatement(notices)]) : [];
-    const after = asynchronously([...dispatch, claim, runsStatement(settledRefs), ...claimedRows]);
+    const after = asynchronously([...dispatch, claim, runsStatement(settledRefs), ...prefetch]);
     const claimAt = durable.length + announce.length + after.indexOf(claim);
     const results = await this.send(
       client,
       [...durable, ...announce, ...after],
-      [...updates.map((_, n) => opening.length + n), claimAt, claimAt + 1, ...claimedRows.map((_, n) => claimAt + 2 + n)],
+      [...updates.map((_, n) => opening.length + n), claimAt, claimAt + 1, ...prefetch.map((_, n) => claimAt + 2 + n)],
     );
     recordBatchCommitted(decided, pickedUpAt);
     this.applied += decided.length;
@@ -548,7 +568,7 @@ export class DrainLane {
       h.head = head;
       h.following = following;
     }
-    this.adopt(claimed, results.slice(n + 2));
+    await this.adopt(client, claimed, results.slice(n + 2));
   }
 
   /** A command this worker cannot run: noted, and left queued until another worker may take it. */
@@ -574,7 +594,7 @@ export class DrainLane {
   }
 }
 
-/** Object rows and blueprint rows by key from claimedRowsStatements' three results (none: empty). */
+/** Object rows and blueprint rows by key from objectRowsStatements' three results (none: empty). */
 function objectRows([leases, resources, blueprints]: Results): { rows: Map<string, ObjectRow>; blueprintRows: Map<number, BlueprintRow> } {
   const keyed = (kind: ObjectKind, result: pg.QueryResult | undefined) =>
     (result?.rows ?? []).map((r) => [keyOf({ kind, id: r.id }), r as ObjectRow] as const);
