@@ -2,6 +2,7 @@ import path from 'node:path';
 import { ensureFirstAdminToken, FIRST_ADMIN_TOKEN_FILE } from '../api/auth/firstAdminToken.ts';
 import { ApiServer } from '../api/server.ts';
 import type { Config } from '../config.ts';
+import { warnAboutServerSettings } from '../db/serverChecks.ts';
 import { ProcessHealth } from '../health/ProcessHealth.ts';
 import { slipwayVersion } from '../version.ts';
 import { MetricsListener } from '../worker/MetricsListener.ts';
@@ -31,6 +32,7 @@ export async function runService(session: Session, parts: ServiceParts): Promise
   const { database, config, log, out } = session;
   // One account of the process's parts, so that `slipway start`'s /readyz also says when its worker's runner is down.
   const health = new ProcessHealth(log);
+  await warnAboutServerSettings(database, log);
   const api = parts.api ? await startApi(session, health) : undefined;
   // With an API, /metrics is on its port; a worker alone serves it on a port of its own, when given one.
   const metricsPort = api ? undefined : config.SLIPWAY_METRICS_PORT;

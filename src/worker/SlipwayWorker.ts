@@ -4,6 +4,7 @@ import { CallbackDelivery } from '../callbacks/CallbackDelivery.ts';
 import { gcCronItems, gcTasks } from '../../workers/gcTasks.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';
+import { withSessionSettings } from '../db/sessionSettings.ts';
 import { DrainEngine } from '../drain/DrainEngine.ts';
 import { DriverRegistry } from '../drivers/registry.ts';
 import { ProcessHealth } from '../health/ProcessHealth.ts';
@@ -49,7 +50,7 @@ export class SlipwayWorker {
     let registry: WorkerRegistry | undefined;
     const runnerOptions = {
       // graphile-worker gets its own pool: ours parses int8 as numbers.
-      connectionString: asynchronousCommits(database.url),
+      connectionString: withSessionSettings(database.url, ASYNCHRONOUS_COMMITS),
       concurrency: JOB_CONCURRENCY,
       maxPoolSize: JOB_CONCURRENCY + 2,
       noHandleSignals: true,
@@ -114,8 +115,4 @@ export class SlipwayWorker {
  * run, nothing more. This spares the flush that would otherwise be waited
  * for on every job taken and completed.
  */
-function asynchronousCommits(url: string): string {
-  const withOption = new URL(url);
-  withOption.searchParams.set('options', '-c synchronous_commit=off');
-  return withOption.toString();
-}
+const ASYNCHRONOUS_COMMITS = { synchronous_commit: 'off' };
