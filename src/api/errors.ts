@@ -24,7 +24,6 @@ const API_ERROR_STATUS = {
   unauthorized: 401,
   forbidden: 403,
   idempotency_key_reused: 422,
-  in_progress: 409,
   busy: 409,
   too_many_requests: 429,
   backlog_full: 503,

@@ -25,14 +25,6 @@ const KeySchema = z
   .max(200, 'use at most 200 characters')
   .regex(/^[\x21-\x7e]+$/, 'use printable ASCII without spaces (a UUID is a good key)');
 
-/**
- * An `in_progress` key older than this is an answer that was never
- * finalised (the server stopped while the request waited): its recorded 202
- * is replayed instead of "still in progress" for ever. Longer than the
- * longest `wait`.
- */
-const ABANDONED_AFTER_S = 120;
-
 /** The Idempotency-Key header, validated; undefined when absent. */
 export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
   const header = request.headers['idempotency-key'];
@@ -69,8 +61,9 @@ function canonicalJson(value: unknown): string {
  * Claims `key` for this token inside the request's transaction. Returns
  * undefined when the key is fresh (or expired, and so reused): the caller
  * goes on and records its response. Returns the stored response to replay
- * when the same request already completed. Throws 422 for the key reused
- * with another request, 409 while the first request is still in progress.
+ * when the same request already took effect: its final answer, or, while
+ * its `?wait` is still waiting or was cut off, its 202. Throws 422 for the
+ * key reused with another request.
  *
  * A concurrent request with the same key blocks on the row's unique index
  * until the first transaction ends, then sees its outcome: a key is never
@@ -90,14 +83,7 @@ export async function claimKey(trx: Db, claim: ClaimedKey, fingerprint: string, 
 
   const existing = await trx
     .selectFrom('idempotency_keys')
-    .select([
-      'request_sha256',
-      'state',
-      'response_status',
-      'response_headers',
-      'response_body',
-      sql<boolean>`created_at < now() - make_interval(secs => ${ABANDONED_AFTER_S})`.as('abandoned'),
-    ])
+    .select(['request_sha256', 'state', 'response_status', 'response_headers', 'response_body'])
     .where('token_id', '=', claim.tokenId)
     .where('key', '=', claim.key)
     .executeTakeFirstOrThrow();
@@ -108,21 +94,27 @@ export async function claimKey(trx: Db, claim: ClaimedKey, fingerprint: string, 
       { key: claim.key },
     );
   }
-  const stored = existing.response_status === null ? undefined : storedOf(existing);
-  if (existing.state === 'completed' || (existing.abandoned && stored)) return stored;
-  throw new ApiError('in_progress', `the request with Idempotency-Key "${claim.key}" is still in progress; retry shortly`, { key: claim.key }, 1);
+  // Every committed key has an answer: its request recorded one in the
+  // transaction that claimed it. A key an older release left `in_progress`
+  // (its request was still waiting, or was cut off) replays that answer too.
+  if (existing.response_status === null) throw new Error(`Idempotency-Key "${claim.key}" was committed without an answer`);
+  return storedOf(existing);
 }
 
 function storedOf(row: { response_status: number | null; response_headers: unknown; response_body: unknown }): StoredResponse {
   return { status: row.response_status!, headers: row.response_headers as Record<string, string>, body: row.response_body };
 }
 
-/** Records the response for a claimed key: `final` false while a waiting request still has its final answer to give. */
-export async function recordResponse(db: Db, claim: ClaimedKey, response: StoredResponse, final: boolean): Promise<void> {
+/**
+ * Records the answer of a claimed key's request: its first answer in the
+ * transaction that claimed the key, and a waiting request's final answer
+ * over it once the wait is over.
+ */
+export async function recordResponse(db: Db, claim: ClaimedKey, response: StoredResponse): Promise<void> {
   await db
     .updateTable('idempotency_keys')
     .set({
-      state: final ? 'completed' : 'in_progress',
+      state: 'completed',
       response_status: response.status,
       response_headers: JSON.stringify(response.headers),
       response_body: JSON.stringify(response.body),

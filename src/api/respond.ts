@@ -38,7 +38,9 @@ export async function runPost(
         const replay = await claimKey(trx, claim, requestFingerprint(request), hours);
         if (replay) return { replay };
         const accepted = await work(trx);
-        await recordResponse(trx, claim, accepted.response, !accepted.settle);
+        // Complete with its 202 as it commits: a retry after a wait cut off
+        // (a lost connection, a failover) is answered at once with it.
+        await recordResponse(trx, claim, accepted.response);
         return { accepted };
       })
     : { accepted: await work(db) };
@@ -49,7 +51,7 @@ export async function runPost(
   if (!accepted.settle) return send(reply, accepted.response);
   try {
     const response = await accepted.settle(AbortSignal.any([disconnected(reply), context.stopping]));
-    if (claim) await recordResponse(db, claim, response, true);
+    if (claim) await recordResponse(db, claim, response);
     return send(reply, response);
   } catch (error) {
     // The request's writes committed before the wait: a connection lost now must not read as "nothing was written".

@@ -49,7 +49,7 @@ test('the same key with a different body, path or query is refused with 422, and
   expect(await leaseCount()).toBe(before);
 });
 
-test('while the first request is still waiting, the same key gets 409; afterwards, the final answer', async () => {
+test('while the first request is still waiting, the same key replays its 202 at once; afterwards, the final answer', async () => {
   const { name } = await simulatedBlueprint(env.as.admin, { operationLatencyMs: { releaseLease: 3000 } });
   const lease = await activeLease(env.as.operator, name);
   const headers = { 'idempotency-key': key() };
@@ -60,9 +60,10 @@ test('while the first request is still waiting, the same key gets 409; afterward
     env.database.db.selectFrom('idempotency_keys').select('state').where('key', '=', headers['idempotency-key']).executeTakeFirst(),
   );
   const during = await env.as.operator.post(path, { kind: 'release' }, { headers });
-  expect(during.status).toBe(409);
-  expect(during.body.code).toBe('in_progress');
-  expect(during.headers.get('retry-after')).toBe('1');
+  expect(during.status, JSON.stringify(during.body)).toBe(202);
+  expect(during.headers.get('idempotent-replayed')).toBe('true');
+  expect(during.headers.get('location')).toBe(`/v1/commands/${during.body.command.id}`);
+  expect(during.body.command.kind).toBe('release');
 
   const answered = await first;
   expect(answered.status).toBe(200);

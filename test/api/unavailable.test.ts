@@ -5,6 +5,7 @@ import { terminateBackend, urlWithoutServer } from '../helpers/deadEnds.ts';
 import { testLog } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
+import { ApiClient } from './support/ApiClient.ts';
 import { activeLease, simulatedBlueprint } from './support/fixtures.ts';
 import { inProcessApp } from './support/inProcessApp.ts';
 
@@ -117,4 +118,52 @@ test('a request with an Idempotency-Key whose connection is terminated before it
   const replayed = await release();
   expect(replayed.status, JSON.stringify(replayed.body)).toBe(202);
   expect(await releaseCount(lease.id)).toBe(1);
+});
+
+test('a ?wait request cut off after its commit answers 503 mayHaveCommitted, and its retry with the same key is answered at once with its 202', async () => {
+  // No worker: the new lease is never served, so its request waits and re-reads (every 100 ms on this server).
+  await env.stopWorker();
+  const server = await env.startServer({ SLIPWAY_API_WAIT_REREAD_MS: '100' });
+  const client = new ApiClient(server.url, env.as.admin.token);
+  const locker = new pg.Client({ connectionString: env.database.url });
+  await locker.connect();
+  try {
+    const { name } = await simulatedBlueprint(env.as.admin);
+    const headers = { 'idempotency-key': `cut-off-${name}` };
+    const path = '/v1/leases?wait=30';
+    const first = client.post(path, { blueprint: name }, { headers });
+    await waitFor('the first request to commit its lease and key', async () =>
+      env.database.db.selectFrom('idempotency_keys').select('state').where('key', '=', headers['idempotency-key']).executeTakeFirst(),
+    );
+    // The wait's next read blocks on the locked table; its connection is then cut, as in a failover.
+    await locker.query('begin');
+    await locker.query('lock table commands in access exclusive mode');
+    const pid = await waitFor('the wait to read the tree behind the lock', async () => {
+      const { rows } = await locker.query<{ pid: number }>(
+        `select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`,
+      );
+      return rows[0]?.pid;
+    });
+    await terminateBackend(env.database.url, pid);
+    const cutOff = await first;
+    await locker.query('rollback');
+    expect(cutOff.status, JSON.stringify(cutOff.body)).toBe(503);
+    expect(cutOff.body).toMatchObject({ code: 'unavailable', details: { mayHaveCommitted: true } });
+
+    const retried = await client.post(path, { blueprint: name }, { headers });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(202);
+    expect(retried.headers.get('idempotent-replayed')).toBe('true');
+    expect(retried.body.lease.blueprintName).toBe(name);
+    const leases = await env.database.db
+      .selectFrom('leases')
+      .innerJoin('blueprints', 'blueprints.id', 'leases.blueprint_id')
+      .select('leases.id')
+      .where('blueprints.name', '=', name)
+      .execute();
+    expect(leases.map((l) => l.id)).toEqual([retried.body.lease.id]);
+  } finally {
+    await locker.query('rollback').catch(() => undefined);
+    await locker.end();
+    await env.startWorker();
+  }
 });
