@@ -60,27 +60,43 @@ export interface LineStanding {
 
 /**
  * Where lease `leaseId` stands in its blueprint's waiting line; undefined
- * when it is not waiting. Two counts along the line's index (those ahead of
- * its place, and all), not a numbering of the whole line: a waiting client
- * may ask every second.
+ * when it is not waiting. One statement, so one snapshot: read in two, a
+ * lease that left the line between them was counted out of its own line
+ * (`waiting` 0). Two counts along the line's index (those ahead of its
+ * place, and all), not a numbering of the whole line: a waiting client may
+ * ask every second.
  */
 export async function readLineStanding(db: Db, leaseId: number): Promise<LineStanding | undefined> {
-  const mine = await waitingLeases(db)
-    .innerJoin('blueprints as b', 'b.id', 'w.blueprint_id')
-    .select(['w.blueprint_id', sql<string>`w.since::text`.as('place'), 'l.created_at', 'b.name'])
-    .where('w.lease_id', '=', leaseId)
+  const line = waitingLeases(db).select(['w.blueprint_id', 'w.lease_id', 'w.since', 'l.created_at']);
+  const mine = await db
+    .selectFrom(line.as('me'))
+    .innerJoin('blueprints as b', 'b.id', 'me.blueprint_id')
+    .innerJoinLateral(
+      (eb) =>
+        eb
+          .selectFrom(line.as('o'))
+          .whereRef('o.blueprint_id', '=', 'me.blueprint_id')
+          .select([
+            sql<number>`(count(*) filter (where (o.since, o.lease_id) < (me.since, me.lease_id)))::int`.as('ahead'),
+            sql<number>`count(*)::int`.as('waiting'),
+          ])
+          .as('counts'),
+      (join) => join.onTrue(),
+    )
+    .select(['me.blueprint_id', 'me.created_at', 'b.name', 'counts.ahead', 'counts.waiting'])
+    .where('me.lease_id', '=', leaseId)
     .executeTakeFirst();
   if (!mine) return undefined;
-  const { ahead, waiting } = await waitingLeases(db)
-    .select([
-      sql<number>`(count(*) filter (where (w.since, w.lease_id) < (${mine.place}::timestamptz, ${leaseId}::bigint)))::int`.as('ahead'),
-      sql<number>`count(*)::int`.as('waiting'),
-    ])
-    .where('w.blueprint_id', '=', mine.blueprint_id)
-    .executeTakeFirstOrThrow();
-  const position = ahead + 1;
+  const position = mine.ahead + 1;
   const rate = await recentGrantRate(db, mine.blueprint_id, mine.name);
-  return { blueprintName: mine.name, position, waiting, since: mine.created_at, estimateSeconds: estimateFor(position, rate), basis: rate.basis };
+  return {
+    blueprintName: mine.name,
+    position,
+    waiting: mine.waiting,
+    since: mine.created_at,
+    estimateSeconds: estimateFor(position, rate),
+    basis: rate.basis,
+  };
 }
 
 /** An estimate in words, as the CLI and the web UI give it: "about 2 min", "about 1 h 20 min", "under a minute". */

@@ -74,3 +74,33 @@ test('estimates and places read as words', () => {
     'about 1 h 20 min',
   ]);
 });
+
+test('a lease read while it leaves the line is either in line, with itself counted, or out of it', async () => {
+  let reads = 0;
+  for (let round = 0; round < 20; round++) {
+    const blueprint = `race-${round}`;
+    await createBlueprint(db(), { name: blueprint, driver: 'simulated', maxResources: 1, leasesPerResource: 1 }, alice);
+    const holder = await newLease('holder', blueprint);
+    await hand.all();
+    const waiter = await newLease('waiter', blueprint);
+    await hand.all();
+    expect(await readLineStanding(db(), waiter)).toMatchObject({ position: 1, waiting: 1 });
+    // Reads run while the holder's release hands its slot to the waiter.
+    let left = false;
+    const reader = (async () => {
+      while (!left) {
+        const standing = await readLineStanding(db(), waiter);
+        reads++;
+        if (standing === undefined) return;
+        expect(standing.position).toBe(1);
+        expect(standing.waiting).toBe(1);
+      }
+    })();
+    await release(holder);
+    await hand.all();
+    left = true;
+    await reader;
+    expect(await readLineStanding(db(), waiter)).toBeUndefined();
+  }
+  expect(reads).toBeGreaterThan(20);
+});
