@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import type pg from 'pg';
 import { handledVersions } from '../domain/commandKinds.ts';
+import { waitBeforeReconnect } from '../health/reconnectDelay.ts';
 import type { Logger } from '../log.ts';
 import { slipwayVersion } from '../version.ts';
 
@@ -28,8 +29,10 @@ export interface RunnerState {
  * (heartbeats only age). A worker whose runner is down beats no more and
  * gives up that lock, so it stops looking alive while it cannot work; its
  * connection is made again (with the lock) at the first beat after the
- * runner is back. Rows whose heartbeat is long gone are pruned by any live
- * worker.
+ * runner is back. A connection that is lost (a restart, a failover) is
+ * made again, and the worker beats, as soon as the database answers, not
+ * at the next beat's time. Rows whose heartbeat is long gone are pruned by
+ * any live worker.
  */
 export class WorkerRegistry {
   readonly id = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -37,6 +40,7 @@ export class WorkerRegistry {
   private client: pg.PoolClient | undefined;
   private beating: Promise<void> | undefined;
   private stopped = false;
+  private readonly stopping = new AbortController();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -89,7 +93,22 @@ export class WorkerRegistry {
       throw error;
     }
     this.client = client;
+    const lost = () => {
+      if (this.client !== client) return;
+      this.dropConnection(new Error('worker registry connection lost'));
+      void this.beatAgain();
+    };
+    client.once('error', lost);
+    client.once('end', lost);
     return client;
+  }
+
+  /** Beats again after a lost connection, retrying as every long-lived part reconnects, until a beat goes through. */
+  private async beatAgain(): Promise<void> {
+    for (let attempt = 0; await waitBeforeReconnect(attempt, this.stopping.signal); attempt++) {
+      await this.beatNow();
+      if (this.client || !this.runner.isUp) return;
+    }
   }
 
   /** Gives the connection back for good (with it, the liveness lock). */
@@ -102,6 +121,7 @@ export class WorkerRegistry {
 
   async deregister(): Promise<void> {
     clearInterval(this.timer);
+    this.stopping.abort();
     await this.beating;
     this.stopped = true;
     try {
