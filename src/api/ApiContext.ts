@@ -4,6 +4,7 @@ import type { ProcessHealth } from '../health/ProcessHealth.ts';
 import type { AppendBatcher } from '../queue/AppendBatcher.ts';
 import type { NoticeListener } from '../read/CommandNotices.ts';
 import type { CommandTreeReads } from '../read/CommandTreeReads.ts';
+import type { TrustedTokens } from './auth/TrustedTokens.ts';
 import type { Backpressure } from './backpressure.ts';
 
 /** What every route plugin works with: one per server process. */
@@ -12,6 +13,8 @@ export interface ApiContext {
   readonly config: Config;
   /** The process's one LISTEN connection, shared by every waiting request. */
   readonly notices: NoticeListener;
+  /** The tokens the process trusts for now; its LISTEN connection tells it of revocations. */
+  readonly tokens: TrustedTokens;
   readonly backpressure: Backpressure;
   /** The process's long-lived parts (the LISTEN connection; the worker's runner in `slipway start`), for /readyz. */
   readonly health: ProcessHealth;

@@ -10,6 +10,8 @@ import { NoticeListener } from '../read/CommandNotices.ts';
 import { CommandTreeReads } from '../read/CommandTreeReads.ts';
 import type { ApiContext } from './ApiContext.ts';
 import { installAuthentication } from './auth/authenticate.ts';
+import { TOKEN_REVOKED_CHANNEL } from './auth/tokenRevocations.ts';
+import { TrustedTokens } from './auth/TrustedTokens.ts';
 import { Backpressure } from './backpressure.ts';
 import { installBodyParsing } from './bodyParsing.ts';
 import { installErrorHandling, sendError } from './errors.ts';
@@ -54,7 +56,7 @@ export async function buildApp(context: ApiContext, log: Logger): Promise<Fastif
   installErrorHandling(app);
   installBodyParsing(app);
   await installTypedRoutes(app);
-  installAuthentication(app, context.database.db, context.config.SLIPWAY_API_AUTH_FAILURES_PER_MINUTE);
+  installAuthentication(app, context.tokens, context.config.SLIPWAY_API_AUTH_FAILURES_PER_MINUTE);
   for (const routes of ROUTES) await app.register(async (scope) => routes(scope, context));
   return app;
 }
@@ -85,10 +87,11 @@ export class ApiServer {
   ) {}
 
   static async start(database: Database, config: Config, log: Logger, health = new ProcessHealth(log)): Promise<ApiServer> {
-    const notices = await NoticeListener.open(database.pool, health.part('listen'));
+    const tokens = new TrustedTokens(database.db);
+    const notices = await NoticeListener.open(database.pool, health.part('listen'), { [TOKEN_REVOKED_CHANNEL]: tokens.revocations });
     await database.openConnections();
     const stopping = new AbortController();
-    const context = apiContext({ database, config, notices, stopping: stopping.signal, health }, log);
+    const context = apiContext({ database, config, notices, tokens, stopping: stopping.signal, health }, log);
     const app = await buildApp(context, log);
     try {
       await app.listen({ host: config.SLIPWAY_API_HOST, port: config.SLIPWAY_API_PORT });

@@ -8,14 +8,17 @@ export interface ChannelHandlers {
   onResync(): void;
 }
 
+/** The handlers of each channel a listener listens on, by channel name. */
+export type ChannelHandlersByName = Readonly<Record<string, ChannelHandlers>>;
+
 /**
- * LISTENs on one channel on a dedicated connection (LISTEN belongs to a
+ * LISTENs on its channels on one dedicated connection (LISTEN belongs to a
  * session, so it cannot share pooled connections).
  *
  * When the connection drops (a PostgreSQL restart, a failover, a killed
  * backend) it is made again, with backoff, for as long as the listener is
- * open. Payloads sent meanwhile are lost, so once it listens again the
- * handlers are told to resync. `health` hears of every drop and return.
+ * open. Payloads sent meanwhile are lost, so once it listens again every
+ * channel's handlers are told to resync. `health` hears of every drop and return.
  */
 export class ChannelListener {
   private client: pg.PoolClient | undefined;
@@ -24,14 +27,13 @@ export class ChannelListener {
 
   private constructor(
     private readonly pool: pg.Pool,
-    private readonly channel: string,
-    private readonly handlers: ChannelHandlers,
+    private readonly channels: ChannelHandlersByName,
     private readonly health: PartHealth | undefined,
   ) {}
 
   /** Listens, or fails if it cannot now. */
-  static async open(pool: pg.Pool, channel: string, handlers: ChannelHandlers, health?: PartHealth): Promise<ChannelListener> {
-    const listener = new ChannelListener(pool, channel, handlers, health);
+  static async open(pool: pg.Pool, channels: ChannelHandlersByName, health?: PartHealth): Promise<ChannelListener> {
+    const listener = new ChannelListener(pool, channels, health);
     await listener.connect();
     return listener;
   }
@@ -44,7 +46,7 @@ export class ChannelListener {
     if (!client) return;
     let failure: Error | undefined;
     try {
-      await client.query(`unlisten ${this.channel}`);
+      await client.query('unlisten *');
     } catch (error) {
       // A connection that cannot unlisten is discarded rather than pooled.
       failure = error as Error;
@@ -55,13 +57,17 @@ export class ChannelListener {
   private async connect(): Promise<void> {
     const client = await this.pool.connect();
     try {
-      await client.query(`listen ${this.channel}`);
+      await client.query(
+        Object.keys(this.channels)
+          .map((channel) => `listen ${channel}`)
+          .join('; '),
+      );
     } catch (error) {
       client.release(error as Error);
       throw error;
     }
     client.on('notification', (message) => {
-      if (message.channel === this.channel) this.handlers.onMessage(message.payload);
+      this.channels[message.channel]?.onMessage(message.payload);
     });
     client.once('error', (error) => this.lost(client, error));
     client.once('end', () => this.lost(client, new Error('the LISTEN connection ended')));
@@ -87,7 +93,7 @@ export class ChannelListener {
         continue;
       }
       this.health?.up();
-      this.handlers.onResync();
+      for (const handlers of Object.values(this.channels)) handlers.onResync();
       return;
     }
   }

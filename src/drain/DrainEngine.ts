@@ -54,7 +54,7 @@ export class DrainEngine {
 
   async start(health?: PartHealth): Promise<void> {
     const handlers = { onMessage: (payload: string | undefined) => this.wake(namedObjects(payload)), onResync: () => this.wake() };
-    this.listener = await ChannelListener.open(this.database.pool, WAKE_CHANNEL, handlers, health);
+    this.listener = await ChannelListener.open(this.database.pool, { [WAKE_CHANNEL]: handlers }, health);
     this.poll();
   }
 

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { z } from 'zod';
-import { ChannelListener } from '../db/ChannelListener.ts';
+import { type ChannelHandlers, type ChannelHandlersByName, ChannelListener } from '../db/ChannelListener.ts';
 import { COMMANDS_CHANNEL } from '../drain/commitOutcome.ts';
 import type { PartHealth } from '../health/ProcessHealth.ts';
 
@@ -116,26 +116,26 @@ export class NoticeListener {
 
   private constructor() {}
 
-  /** Listens, or fails if it cannot now; `health` hears of every drop and return. */
-  static async open(pool: pg.Pool, health?: PartHealth): Promise<NoticeListener> {
+  /**
+   * Listens, or fails if it cannot now; `health` hears of every drop and
+   * return. `alsoOn`: other channels the process follows on the same
+   * connection (an API server's token revocations).
+   */
+  static async open(pool: pg.Pool, health?: PartHealth, alsoOn: ChannelHandlersByName = {}): Promise<NoticeListener> {
     const notices = new NoticeListener();
-    notices.listener = await ChannelListener.open(
-      pool,
-      COMMANDS_CHANNEL,
-      {
-        onMessage: (payload) => {
-          const notice = parseNotice(payload);
-          if (!notice) return;
-          for (const subscriber of notices.subscribers) subscriber.deliver(notice);
-          for (const watcher of notices.watchers) watcher.onNotice(notice);
-        },
-        onResync: () => {
-          for (const subscriber of notices.subscribers) subscriber.resync();
-          for (const watcher of notices.watchers) watcher.onResync();
-        },
+    const commands: ChannelHandlers = {
+      onMessage: (payload) => {
+        const notice = parseNotice(payload);
+        if (!notice) return;
+        for (const subscriber of notices.subscribers) subscriber.deliver(notice);
+        for (const watcher of notices.watchers) watcher.onNotice(notice);
       },
-      health,
-    );
+      onResync: () => {
+        for (const subscriber of notices.subscribers) subscriber.resync();
+        for (const watcher of notices.watchers) watcher.onResync();
+      },
+    };
+    notices.listener = await ChannelListener.open(pool, { ...alsoOn, [COMMANDS_CHANNEL]: commands }, health);
     return notices;
   }
 

@@ -1,12 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { CommandSource, TokenRole } from '../../../migrations/schema.ts';
-import type { Db } from '../../db/Database.ts';
 import type { Actor } from '../../domain/Actor.ts';
 import { ApiError } from '../errors.ts';
 import { FailureLimiter } from './FailureLimiter.ts';
 import { MAX_PRIORITY, reachOf, type Action, type Reach } from './roles.ts';
 import { tokenActorName, type LiveToken } from './tokens.ts';
-import { TrustedTokens } from './TrustedTokens.ts';
+import type { TrustedTokens } from './TrustedTokens.ts';
 
 /** Who is calling: the token, its role, and how far the route's action reaches for it. */
 export interface Caller {
@@ -38,9 +37,8 @@ declare module 'fastify' {
  * address. Runs before the body is even parsed, so a refused request reads
  * nothing and writes nothing.
  */
-export function installAuthentication(app: FastifyInstance, db: Db, failuresPerMinute: number): void {
+export function installAuthentication(app: FastifyInstance, tokens: TrustedTokens, failuresPerMinute: number): void {
   const limiter = new FailureLimiter(failuresPerMinute);
-  const tokens = new TrustedTokens(db);
   const pruning = setInterval(() => {
     limiter.prune();
     tokens.prune();

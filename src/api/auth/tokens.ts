@@ -7,6 +7,7 @@ import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundErr
 import { DEFAULT_TEAM, TeamNameSchema } from '../../domain/team.ts';
 import { assertTeamExists } from '../../objects/teams.ts';
 import { ROLES } from './roles.ts';
+import { announceRevocation } from './tokenRevocations.ts';
 
 /**
  * API tokens. A token is `slw_` + 32 random bytes (base64url). Only its
@@ -71,7 +72,10 @@ export async function revokeToken(db: Db, name: string): Promise<TokenView> {
     .where('revoked_at', 'is', null)
     .returning(TOKEN_COLUMNS)
     .executeTakeFirst();
-  if (row) return row;
+  if (row) {
+    await announceRevocation(db, row.id);
+    return row;
+  }
   const existing = await db.selectFrom('api_tokens').select('revoked_at').where('name', '=', name).executeTakeFirst();
   if (!existing) throw new NotFoundError('token', name);
   throw new CommandRejectedError(`token ${name} was already revoked at ${existing.revoked_at!.toISOString()}`, {

@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { TOKEN_REVOKED_CHANNEL } from '../../../src/api/auth/tokenRevocations.ts';
+import { TrustedTokens } from '../../../src/api/auth/TrustedTokens.ts';
 import { apiContext, buildApp } from '../../../src/api/server.ts';
 import { loadConfig } from '../../../src/config.ts';
 import type { Database } from '../../../src/db/Database.ts';
@@ -18,8 +20,9 @@ export async function inProcessApp(
   listenOn: Database = database,
 ): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
   const config = loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: 'warn' });
-  const notices = await NoticeListener.open(listenOn.pool);
-  const context = apiContext({ database, config, notices, stopping: new AbortController().signal, health: new ProcessHealth(log) }, log);
+  const tokens = new TrustedTokens(database.db);
+  const notices = await NoticeListener.open(listenOn.pool, undefined, { [TOKEN_REVOKED_CHANNEL]: tokens.revocations });
+  const context = apiContext({ database, config, notices, tokens, stopping: new AbortController().signal, health: new ProcessHealth(log) }, log);
   const app = await buildApp(context, log);
   return {
     app,

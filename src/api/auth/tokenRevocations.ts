@@ -1,0 +1,18 @@
+import type { Db } from '../../db/Database.ts';
+import { notifyAsynchronously } from '../../db/asynchronousCommit.ts';
+
+/**
+ * The channel on which a revoked token's id is announced, so every API
+ * server forgets it at once (TrustedTokens) rather than trusting it until
+ * its cache entry runs out.
+ */
+export const TOKEN_REVOKED_CHANNEL = 'slipway_token_revoked';
+
+/**
+ * Announces a revocation, after the revoking commit and outside it (a
+ * durable transaction of ours never sends a NOTIFY). A signal lost with its
+ * process still takes effect within the cache's bound.
+ */
+export async function announceRevocation(db: Db, tokenId: number): Promise<void> {
+  await notifyAsynchronously(db, TOKEN_REVOKED_CHANNEL, String(tokenId)).catch(() => undefined);
+}
