@@ -19,6 +19,7 @@ export function buildProgram(): Command {
     .description('Slipway admin CLI: leases on pooled resources, every change through per-object command queues')
     .version(slipwayVersion(), '--version', 'print the version (package version + git commit) and exit')
     .option('--json', 'print the result as one JSON document (progress lines are left out)')
+    .option('--local', 'run a command that works on the database directly even when SLIPWAY_URL is set (it does not go to that server)')
     .configureHelp({ showGlobalOptions: true })
     // Usage errors throw (main maps them to an exit code) instead of exiting here.
     .exitOverride()

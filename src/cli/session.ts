@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { loadConfig, type Config } from '../config.ts';
 import { Database, type Db } from '../db/Database.ts';
 import type { Logger } from '../log.ts';
+import { CliFailure, EXIT } from './exitStatus.ts';
 import { Output } from './output.ts';
 import { interrupted } from './shutdown.ts';
 
@@ -22,6 +23,13 @@ export interface SessionOptions {
   readonly logLevel?: Config['LOG_LEVEL'];
   /** Connections the command's pool may open (default: the pool's own 10). */
   readonly poolSize?: (config: Config) => number;
+  /**
+   * The command runs Slipway or keeps its database (`start`, `db migrate`):
+   * it runs where it is run, whatever SLIPWAY_URL says. Every other command
+   * that opens the database refuses to when SLIPWAY_URL is set, unless
+   * given --local: the user meant that server, which it would not reach.
+   */
+  readonly runsHere?: true;
 }
 
 /**
@@ -31,6 +39,12 @@ export interface SessionOptions {
  */
 export async function withSession<T>(command: Command, work: (session: Session) => Promise<T>, options: SessionOptions = {}): Promise<T> {
   const config = loadConfig({ LOG_LEVEL: options.logLevel ?? 'warn', ...process.env });
+  if (config.SLIPWAY_URL !== undefined && !options.runsHere && command.optsWithGlobals<{ local?: boolean }>().local !== true) {
+    throw new CliFailure(
+      `\`slipway ${commandPath(command)}\` works on the database directly and has no remote mode, so it would not go to SLIPWAY_URL (${config.SLIPWAY_URL}); run it where Slipway's database is, with --local to confirm, or unset SLIPWAY_URL`,
+      EXIT.usage,
+    );
+  }
   // Logs go to stderr: stdout is for the command's output (and its JSON).
   const log = pino({ name: 'slipway', level: config.LOG_LEVEL, base: { pid: process.pid } }, pino.destination({ dest: 2, sync: true }));
   const out = outputOf(command);
@@ -40,6 +54,13 @@ export async function withSession<T>(command: Command, work: (session: Session) 
   } finally {
     await database.close();
   }
+}
+
+/** `blueprint create`: the command's name under the program's. */
+function commandPath(command: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = command; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
 }
 
 /** The command's output, JSON or text per the global --json. */

@@ -208,3 +208,20 @@ test("a wait that outlasts the API's 60 s goes on until the CLI's --timeout; a s
   expectOneLineError({ ...short, stdout: '' }, 1, /^error: timed out after 1 s; command (\d+) carries on/);
   expect(short.stdout).toMatch(new RegExp(`^lease ${other} is active$`, 'm'));
 }, 300_000);
+
+test('a subcommand with no remote mode refuses when SLIPWAY_URL is set, unless given --local', async () => {
+  const name = `remote-refused-${Date.now()}`;
+  const args = ['blueprint', 'create', '--name', name, '--driver', 'simulated', '--max-resources', '1'];
+  const blueprints = async () => (await env.database.db.selectFrom('blueprints').select('id').where('name', '=', name).execute()).length;
+  const withUrl = { SLIPWAY_URL: env.server.url, SLIPWAY_TOKEN: env.as.admin.token! };
+
+  const refused = await runCli(args, env.database.url, withUrl);
+  expectOneLineError(refused, 2, /`slipway blueprint create` works on the database directly .* SLIPWAY_URL .* --local/);
+  expect(await blueprints()).toBe(0);
+
+  const confirmed = await runCli(['--local', ...args], env.database.url, withUrl);
+  expect(confirmed.code, confirmed.stderr).toBe(0);
+  expect(await blueprints()).toBe(1);
+  // Without SLIPWAY_URL nothing changes.
+  expect((await runCli(['blueprint', 'show', name], env.database.url)).code).toBe(0);
+});

@@ -12,7 +12,9 @@ import { withSession, type Session } from '../session.ts';
  * a connection each for their short transactions; a waiting request holds
  * none: it listens on the API's one shared LISTEN connection).
  */
-const SERVICE_SESSION = { logLevel: 'info', poolSize: (config: Config) => workerPoolSize(config) + API_CONNECTIONS } as const;
+const SERVICE_SESSION = { logLevel: 'info', poolSize: (config: Config) => workerPoolSize(config) + API_CONNECTIONS, runsHere: true } as const;
+/** `db migrate` and `db url`: about the database itself. */
+const DATABASE_SESSION = { runsHere: true } as const;
 const API_CONNECTIONS = 10;
 
 /**
@@ -73,21 +75,29 @@ export function addServiceCommands(program: Command): void {
   db.command('migrate')
     .description("bring the schema up to date (graphile-worker's, then Slipway's)")
     .action((_options: unknown, command: Command) =>
-      withSession(command, async ({ database, config, log, out }) => {
-        const status = { database: describeDatabase(config), applied: await migrate(database, log) };
-        out.result(status, (s) => `${s.database}: ${describeMigrations(s.applied)}`);
-      }),
+      withSession(
+        command,
+        async ({ database, config, log, out }) => {
+          const status = { database: describeDatabase(config), applied: await migrate(database, log) };
+          out.result(status, (s) => `${s.database}: ${describeMigrations(s.applied)}`);
+        },
+        DATABASE_SESSION,
+      ),
     );
   db.command('url')
     .description('print the connection URL of the database (password included), for psql and other tools: psql "$(slipway db url)"')
     .action((_options: unknown, command: Command) =>
-      withSession(command, async ({ database, out }) => {
-        // An embedded server this command had to start stops again when it ends: the URL is only good while Slipway runs.
-        if (database.startedEmbeddedServer) {
-          out.warn('the embedded PostgreSQL was not running; it stops again now, so start Slipway (npm start) before using this URL');
-        }
-        out.result({ url: database.url }, (s) => s.url);
-      }),
+      withSession(
+        command,
+        async ({ database, out }) => {
+          // An embedded server this command had to start stops again when it ends: the URL is only good while Slipway runs.
+          if (database.startedEmbeddedServer) {
+            out.warn('the embedded PostgreSQL was not running; it stops again now, so start Slipway (npm start) before using this URL');
+          }
+          out.result({ url: database.url }, (s) => s.url);
+        },
+        DATABASE_SESSION,
+      ),
     );
 }
 
