@@ -262,8 +262,8 @@ const BAD_REQUESTS: readonly BadRequest[] = [
     method: 'POST',
     path: () => '/v1/teams/nobody/quotas',
     options: () => json({ maxLeases: 1 }),
-    status: 400,
-    code: 'invalid_input',
+    status: 404,
+    code: 'not_found',
     says: /team nobody does not exist: make it with/,
   },
   {
@@ -956,7 +956,7 @@ const BAD_COMMAND_LINES: readonly BadCommandLine[] = [
   {
     what: 'lease create in a team that does not exist',
     args: (f) => ['lease', 'create', '--blueprint', f.blueprint, '--team', 'nobody'],
-    exitCode: 2,
+    exitCode: 3,
     says: /team nobody does not exist: make it with `slipway team set nobody`/,
   },
   {
@@ -980,7 +980,7 @@ const BAD_COMMAND_LINES: readonly BadCommandLine[] = [
   {
     what: 'team quota of a team that does not exist',
     args: () => ['team', 'quota', 'nobody', '--max', '2'],
-    exitCode: 2,
+    exitCode: 3,
     says: /team nobody does not exist/,
   },
   {

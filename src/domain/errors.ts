@@ -21,8 +21,9 @@ export class InvalidInputError extends SlipwayError {
 }
 
 export class NotFoundError extends SlipwayError {
-  constructor(kind: string, id: number | string) {
-    super('not_found', `${kind} ${id} does not exist`, { kind, id });
+  /** `hint`: how to make it, where the caller may. */
+  constructor(kind: string, id: number | string, hint?: string) {
+    super('not_found', `${kind} ${id} does not exist${hint ? `: ${hint}` : ''}`, { kind, id });
   }
 }
 

@@ -4,7 +4,7 @@ import type { QuotaRow, TeamRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { withTransaction } from '../db/withTransaction.ts';
 import type { Actor } from '../domain/Actor.ts';
-import { describeZodIssues, InvalidInputError, SlipwayError } from '../domain/errors.ts';
+import { describeZodIssues, InvalidInputError, NotFoundError, SlipwayError } from '../domain/errors.ts';
 import { describeQuota, describeScope, QuotaInputSchema, type QuotaInput, type QuotaScope, QuotaScopeSchema } from '../domain/quotas.ts';
 import { TeamNameSchema, WeightSchema } from '../domain/team.ts';
 import { blueprintsWhereTeamWaits } from '../drain/sql/teamWaiters.ts';
@@ -29,8 +29,7 @@ function parse<T extends z.ZodType>(schema: T, input: unknown, what: string): z.
 /** Refuses a team name that names no team, saying how to make one. */
 export async function assertTeamExists(db: Db, team: string): Promise<void> {
   const row = await db.selectFrom('teams').select('name').where('name', '=', team).executeTakeFirst();
-  if (!row)
-    throw new InvalidInputError(`team ${team} does not exist: make it with \`slipway team set ${team}\` (or POST /v1/teams/${team})`, { team });
+  if (!row) throw new NotFoundError('team', team, `make it with \`slipway team set ${team}\` (or POST /v1/teams/${team})`);
 }
 
 /** Makes a team, or sets the weight of one (a team made without a weight has 1). */

@@ -65,7 +65,8 @@ test('bad team input is refused with 400 saying what would be right; only an adm
   expect(weight.status).toBe(400);
   expect(weight.body.message).toBe('body.weight: expected a weight of 1 to 1000');
   const unknown = await env.as.admin.post('/v1/teams/nobody/quotas', { maxLeases: 1 });
-  expect(unknown.status).toBe(400);
+  // As a missing blueprint is: 404, CLI exit 3.
+  expect(unknown.status).toBe(404);
   expect(unknown.body.message).toBe('team nobody does not exist: make it with `slipway team set nobody` (or POST /v1/teams/nobody)');
   const missing = await env.as.admin.post('/v1/teams/ci/quotas/remove', { holder: 'token:nobody' });
   expect(missing.status).toBe(404);
