@@ -8,7 +8,6 @@ import { allQueuesEmpty } from './commandCounts.ts';
 import { BENCH_ACTOR, createSimulatedBlueprint } from './fixtures.ts';
 import type { LeaseSystem, Milestone, MilestoneWatch, PoolShape } from './LeaseSystem.ts';
 import { pollUntil } from './measure.ts';
-import type { WorkerFleet } from './WorkerFleet.ts';
 
 /** Slots per resource of a warm pool. */
 const WARM_SLOTS_PER_RESOURCE = 100;
@@ -16,18 +15,24 @@ const WARM_SLOTS_PER_RESOURCE = 100;
 const ANNOUNCEMENT_TIMEOUT_MS = 5 * 60_000;
 const SETUP_TIMEOUT_MS = 10 * 60_000;
 
+/** What runs Slipway's workers: the benchmark's worker processes (WorkerFleet), or `slipway start` (ServiceProcess). */
+export interface SlipwayWorkers {
+  /** Waits for `work`, or fails as soon as a process running a worker dies. */
+  whileRunning<T>(work: Promise<T>): Promise<T>;
+}
+
 /**
  * Slipway as the benchmark drives it: blueprints on the simulated driver,
  * leases made with createLease and released with appendCommand, the same
- * calls the API and the CLI make, drained by the worker processes of
- * `fleet` (none: nothing is drained, so leases stay pending).
+ * calls the API and the CLI make, drained by `workers` (none: nothing is
+ * drained, so leases stay pending).
  */
 export class SlipwaySystem implements LeaseSystem {
   readonly name = 'Slipway';
 
   constructor(
     private readonly database: Database,
-    private readonly fleet?: WorkerFleet,
+    private readonly workers?: SlipwayWorkers,
   ) {}
 
   createPool(name: string, shape: PoolShape): Promise<number> {
@@ -98,7 +103,7 @@ export class SlipwaySystem implements LeaseSystem {
   }
 
   whileRunning<T>(work: Promise<T>): Promise<T> {
-    return this.fleet ? this.fleet.whileRunning(work) : work;
+    return this.workers ? this.workers.whileRunning(work) : work;
   }
 }
 

@@ -10,8 +10,8 @@ export const EMBEDDED_HOME = path.resolve('.slipway', 'bench');
 export interface BenchDatabase {
   /** The fresh, migrated database every measurement runs in. */
   readonly database: Database;
-  /** Where it lives, for the report (never the URL: it may hold a password). */
-  readonly server: 'embedded PostgreSQL' | 'DATABASE_URL';
+  /** True when this run started the embedded server; false: DATABASE_URL's (never the URL in figures: it may hold a password). */
+  readonly embedded: boolean;
   /** Drops the database and stops the embedded server if this run started it. */
   close(): Promise<void>;
 }
@@ -29,7 +29,7 @@ export async function openBenchDatabase(log: Logger, poolSize: number, home = EM
       await database.drop();
       await embedded?.stop();
     };
-    return { database, server: embedded ? 'embedded PostgreSQL' : 'DATABASE_URL', close };
+    return { database, embedded: embedded !== undefined, close };
   } catch (error) {
     await embedded?.stop();
     throw error;

@@ -7,6 +7,8 @@ import { DrainSchema } from './drain.ts';
 import { MachineSchema } from './machine.ts';
 import { ThroughputSchema } from './measure.ts';
 import { PeerRunSchema } from './peer/measurePeer.ts';
+import { ServerSchema } from './server.ts';
+import { ServiceFiguresSchema } from './serviceBench.ts';
 import { SettingsSchema } from './settings.ts';
 import { SystemFiguresSchema } from './systemFigures.ts';
 
@@ -14,7 +16,7 @@ import { SystemFiguresSchema } from './systemFigures.ts';
 export const FiguresSchema = z.object({
   startedAt: z.string(),
   machine: MachineSchema,
-  server: z.string(),
+  server: ServerSchema,
   settings: SettingsSchema,
   /** The command line that repeats the run. */
   reproduce: z.string(),
@@ -28,6 +30,8 @@ export const FiguresSchema = z.object({
     peakRssBytes: z.array(z.number()),
   }),
   api: z.object({ releases: ThroughputSchema, wait: ApiWaitSchema }),
+  /** (j) The service as `slipway start` runs it. */
+  service: ServiceFiguresSchema,
   peer: z.object({
     tuned: PeerRunSchema.extend(SystemFiguresSchema.shape),
     /** Absent when BENCH_PEER_DEFAULTS_LEASES is 0. */

@@ -9,7 +9,6 @@ export const MachineSchema = z.object({
   memoryBytes: z.number(),
   platform: z.string(),
   node: z.string(),
-  postgres: z.string(),
   /** The durability settings every transaction of the run committed under. */
   synchronousCommit: z.string(),
   fsync: z.string(),
@@ -20,12 +19,10 @@ export const MachineSchema = z.object({
 });
 export type MachineInfo = z.infer<typeof MachineSchema>;
 
-/** What the figures depend on: the host, the code, and the server's version and durability settings. */
+/** What the figures depend on: the host, the code, and the server's durability settings (its release: server.ts). */
 export async function describeMachine(pool: pg.Pool): Promise<MachineInfo> {
-  const { rows } = await pool.query<{ version: string; synchronous_commit: string; fsync: string }>(
-    `select current_setting('server_version') as version,
-            current_setting('synchronous_commit') as synchronous_commit,
-            current_setting('fsync') as fsync`,
+  const { rows } = await pool.query<{ synchronous_commit: string; fsync: string }>(
+    `select current_setting('synchronous_commit') as synchronous_commit, current_setting('fsync') as fsync`,
   );
   const settings = rows[0]!;
   return {
@@ -34,7 +31,6 @@ export async function describeMachine(pool: pg.Pool): Promise<MachineInfo> {
     memoryBytes: os.totalmem(),
     platform: `${os.type()} ${os.release()} ${os.arch()}`,
     node: process.version,
-    postgres: settings.version,
     synchronousCommit: settings.synchronous_commit,
     fsync: settings.fsync,
     revision: gitRevision(),

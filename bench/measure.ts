@@ -22,6 +22,28 @@ export function percentiles(samples: readonly number[]): Percentiles {
   return { p50Ms: percentile(samples, 50), p99Ms: percentile(samples, 99) };
 }
 
+/** The least, the middle and the most of a few samples, in milliseconds: for figures of a handful of requests, where a p99 would be the maximum. */
+export const SpreadSchema = z.object({ count: z.number(), minMs: z.number(), p50Ms: z.number(), maxMs: z.number() });
+export type Spread = z.infer<typeof SpreadSchema>;
+
+export function spread(samples: readonly number[]): Spread {
+  return { count: samples.length, minMs: Math.min(...samples), p50Ms: percentile(samples, 50), maxMs: Math.max(...samples) };
+}
+
+/**
+ * Runs `work(0) … work(total - 1)` one after another, pausing `gapMs` after
+ * each, so that each meets a system with nothing else in hand; returns
+ * each one's duration in milliseconds.
+ */
+export async function oneAtATime(total: number, gapMs: number, work: (index: number) => Promise<unknown>): Promise<number[]> {
+  const durations: number[] = [];
+  for (let n = 0; n < total; n++) {
+    durations.push((await timed(() => work(n))).ms);
+    await sleep(gapMs);
+  }
+  return durations;
+}
+
 /**
  * Runs `work(0) … work(total - 1)` from `clients` concurrent loops, each
  * starting the next index as soon as its previous one finished (closed loop),

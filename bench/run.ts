@@ -16,6 +16,8 @@ import { describeMachine } from './machine.ts';
 import { runPeer } from './peer/measurePeer.ts';
 import { installPeer } from './peer/peerSchema.ts';
 import { formatReport, reproduceCommand } from './report.ts';
+import { describeServer } from './server.ts';
+import { measureService } from './serviceBench.ts';
 import { loadBenchSettings } from './settings.ts';
 import { SlipwaySystem } from './SlipwaySystem.ts';
 import { measureSystem } from './systemFigures.ts';
@@ -32,8 +34,9 @@ import { WorkerFleet } from './WorkerFleet.ts';
  * leases through it, after BENCH_API_WARMUP untimed; Slipway's workers start and drain
  * that backlog (c, the cheap path); then, workers running, (c) the
  * lifecycles and the releases of active leases, (i), (e) at each rate and
- * (h); the workers stop (f: their peak RSS); the peer runs the same (c),
- * (i) and (e) tuned, then its releases on graphile-worker's defaults (d).
+ * (h); the workers and the API server stop (f: the workers' peak RSS);
+ * `slipway start` runs alone for (j); the peer runs the same (c), (i) and
+ * (e) tuned, then its releases on graphile-worker's defaults (d).
  * The figures go to .slipway/bench/figures-<start>.json and the report,
  * printed from them, to stdout; progress to stderr.
  */
@@ -51,6 +54,7 @@ let fleet: WorkerFleet | undefined;
 let api: ApiServer | undefined;
 try {
   const machine = await describeMachine(database.pool);
+  const server = await describeServer(database.url, bench.embedded);
 
   progress(`(a) ${settings.BENCH_LEASES} durable inserts from ${settings.BENCH_CLIENTS} clients`);
   const baseline = await measureBaseline(database.pool, settings.BENCH_CLIENTS, settings.BENCH_LEASES);
@@ -87,6 +91,7 @@ try {
   const apiWait = await measureApiWait(
     api,
     slipwaySystem,
+    'api-wait',
     { rate: settings.BENCH_API_WAIT_RATE, seconds: settings.BENCH_LATENCY_SECONDS },
     settings.BENCH_CLIENTS,
   );
@@ -96,6 +101,8 @@ try {
   const peakRssBytes = await fleet.takePeakRss();
   await fleet.stop();
   fleet = undefined;
+
+  const service = await measureService(database, settings, progress);
 
   progress(`(d) the peer: graphile-worker alone, ${settings.BENCH_PEER_WORKERS} tuned processes`);
   await installPeer(database.pool, database.url, log);
@@ -113,7 +120,7 @@ try {
   const figures: Figures = {
     startedAt,
     machine,
-    server: bench.server,
+    server,
     settings,
     reproduce: reproduceCommand(settings),
     baseline,
@@ -121,6 +128,7 @@ try {
     cheapPath,
     slipway: { ...slipwayFigures, failedCommands, peakRssBytes },
     api: { releases: apiReleases, wait: apiWait },
+    service,
     peer: { tuned, defaults },
     loadAverageAtEnd: os.loadavg()[0]!,
     runSeconds: (performance.now() - runStarted) / 1000,

@@ -30,9 +30,10 @@ export const SettingsSchema = z.object({
   BENCH_LIFECYCLE_RESOURCES: count(10).describe('resources of the lifecycle pool in (c)'),
   BENCH_LIFECYCLE_SLOTS: count(50).describe('slots per resource of the lifecycle pool; fewer slots than leases, so leases wait'),
   BENCH_LATENCY_RATES: rates([50, 200, 1_000]).describe('offered rates of (e), releases of active leases per second, each for BENCH_LATENCY_SECONDS'),
-  BENCH_LATENCY_SECONDS: count(15).describe('how long each open-loop figure offers its load: (e), (h) and (i)'),
+  BENCH_LATENCY_SECONDS: count(15).describe('how long each open-loop figure offers its load: (e), (h), (i) and (j)'),
   BENCH_ACTIVATION_RATE: count(20).describe('leases created per second on a pool with free slots, in (i)'),
-  BENCH_API_WAIT_RATE: count(200).describe('releases per second through POST …/commands?wait=30, in (h)'),
+  BENCH_API_WAIT_RATE: count(200).describe('releases per second through POST …/commands?wait=30, in (h) and (j)'),
+  BENCH_SERVICE_RELEASES: count(2_000).describe('releases of active leases through POST …/commands?wait=30 by the closed-loop clients of (j)'),
   BENCH_API_WARMUP: count(5_000, 0).describe(
     "releases through the API before (g)'s timed ones, untimed, so (g) times a server past its first requests' compiling",
   ),
@@ -50,4 +51,12 @@ export function loadBenchSettings(env: NodeJS.ProcessEnv = process.env): BenchSe
     throw new Error(`invalid benchmark settings: ${problems}`);
   }
   return parsed.data;
+}
+
+/** The settings a run changed from the issue's sizes, as NAME=value; none for a run at the defaults. */
+export function overriddenSettings(settings: BenchSettings): string[] {
+  const defaults: Record<string, unknown> = SettingsSchema.parse({});
+  return Object.entries(settings)
+    .filter(([name, value]) => JSON.stringify(value) !== JSON.stringify(defaults[name]))
+    .map(([name, value]) => `${name}=${value}`);
 }

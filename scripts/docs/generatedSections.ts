@@ -2,25 +2,25 @@ import { z } from 'zod';
 import { ConfigSchema } from '../../src/config.ts';
 import { COMMAND_KINDS, type CommandKindSpec } from '../../src/domain/commandKinds.ts';
 import { INITIAL_STATE, LIFECYCLES, READY_STATE, type StateFlag, type StateSpec } from '../../src/domain/lifecycle.ts';
+import { renderBenchmarkFigures } from './benchmarkFigures.ts';
+import { escapeCell as cell, markdownTable as table } from './markdownTable.ts';
 
 /**
- * The parts of docs/ written from the code rather than by hand, each between
+ * The parts of docs/ written from the code (the benchmark's table: from its
+ * committed results) rather than by hand, each between
  * `<!-- generated: NAME -->` and `<!-- end generated: NAME -->` in one page.
  * `npm run docs` rewrites them; test/docs/generatedDocs.test.ts fails when a
  * committed page differs from what this would write now.
  */
-export const GENERATED_SECTIONS: Record<string, { page: string; render: () => string }> = {
+export const GENERATED_SECTIONS: Record<string, { page: string; render: () => string | Promise<string> }> = {
   'state-table': { page: 'docs/concepts.md', render: renderStateTables },
   'command-kinds': { page: 'docs/concepts.md', render: renderCommandKinds },
   configuration: { page: 'docs/operations.md', render: renderConfiguration },
+  // From the committed runs in bench/results/ (npm run bench:publish).
+  'benchmark-figures': { page: 'docs/benchmark.md', render: renderBenchmarkFigures },
 };
 
 const code = (text: string) => `\`${text}\``;
-const cell = (text: string) => text.replaceAll('|', '\\|');
-
-function table(header: string[], rows: string[][]): string {
-  return [header, header.map(() => '---'), ...rows].map((row) => `| ${row.join(' | ')} |`).join('\n');
-}
 
 /** `active` (new, ready): a state with what it is to its kind. */
 function stateName(state: string, roles: string[]): string {

@@ -19,7 +19,7 @@ export async function renderGeneratedPages(): Promise<PageRender[]> {
       const committed = await readFile(page, 'utf8');
       let generated = committed;
       for (const [name, section] of Object.entries(GENERATED_SECTIONS)) {
-        if (section.page === page) generated = replaceBetweenMarkers(generated, page, name, section.render());
+        if (section.page === page) generated = replaceBetweenMarkers(generated, page, name, await section.render());
       }
       return { page, committed, generated };
     }),

@@ -1,0 +1,80 @@
+import path from 'node:path';
+import { bars, verdict } from '../../bench/bars.ts';
+import { type Cell, figureRows } from '../../bench/figureRows.ts';
+import { type Figures, readFigures } from '../../bench/figures.ts';
+import { resultsFiles } from '../../bench/results.ts';
+import { serverTitle } from '../../bench/server.ts';
+import { overriddenSettings } from '../../bench/settings.ts';
+import { escapeCell, markdownTable } from './markdownTable.ts';
+
+/** Where the page that holds the table is, for its links to the results files. */
+const PAGE_DIR = 'docs';
+
+/**
+ * docs/benchmark.md's table of the latest figures: a column per committed
+ * results file (bench/results/, one per kind of server), a row for the
+ * run's circumstances, then for each figure and each bar. A figure or bar
+ * one run lacks (a rate it did not offer) is blank in its column.
+ */
+export async function renderBenchmarkFigures(): Promise<string> {
+  const files = await resultsFiles();
+  if (files.length === 0) return '_No run is published yet: `npm run bench`, then `npm run bench:publish`, then `npm run docs`._';
+  const runs = await Promise.all(files.map(async (file) => ({ file, figures: await readFigures(file) })));
+
+  const about: [string, (run: { file: string; figures: Figures }) => string][] = [
+    ['results file', ({ file }) => `[${path.basename(file)}](${path.relative(PAGE_DIR, file)})`],
+    ['run', ({ figures }) => `${figures.startedAt.slice(0, 10)}, \`${figures.machine.revision}\`, ${Math.round(figures.runSeconds / 60)} min`],
+    ['machine', ({ figures }) => machineLine(figures)],
+    ['server', ({ figures }) => serverLine(figures)],
+    ['sizes', ({ figures }) => overriddenSettings(figures.settings).join(' ') || "the issue's"],
+  ];
+  const figureCells = runs.map(({ figures }) => new Map(figureRows(figures).map((row) => [row.label, figureCell(row.slipway, row.peer)])));
+  const barCells = runs.map(({ figures }) => new Map(bars(figures).map((bar) => [bar.asks, `${verdict(bar.met)}: ${bar.measured}`])));
+  const metCount = runs.map(({ figures }) => {
+    const all = bars(figures);
+    return `${all.filter((bar) => bar.met).length} of ${all.length}`;
+  });
+
+  const rowsOf = (cells: Map<string, string>[], prefix = '') =>
+    inOrder(cells.map((byLabel) => [...byLabel.keys()])).map((label) => [`${prefix}${label}`, ...cells.map((byLabel) => byLabel.get(label) ?? '')]);
+  const rows = [
+    ...about.map(([label, value]) => [label, ...runs.map(value)]),
+    ...rowsOf(figureCells),
+    ['bars met', ...metCount],
+    ...rowsOf(barCells, 'bar: '),
+  ];
+  return markdownTable(
+    ['figure', ...runs.map(({ figures }) => serverTitle(figures.server))],
+    rows.map((row) => row.map(escapeCell)),
+  );
+}
+
+/** Slipway's value (with its ratio to (a), and the rate an open loop settled at), then the tuned peer's. */
+function figureCell(slipway: Cell | undefined, peer: Cell | undefined): string {
+  const one = (cell: Cell) =>
+    [cell.value, cell.ofBaseline && `${cell.ofBaseline} ×`, cell.settled && `settled ${cell.settled}`].filter(Boolean).join(', ');
+  return [slipway && one(slipway), peer && `peer ${one(peer)}`].filter(Boolean).join('; ');
+}
+
+function machineLine({ machine, loadAverageAtEnd }: Figures): string {
+  const memory = `${(machine.memoryBytes / 2 ** 30).toFixed(1)} GiB`;
+  return `${machine.cores} cores, ${machine.cpuModel}, ${memory}; ${machine.platform}; Node ${machine.node}; load ${machine.loadAverage.toFixed(1)} → ${loadAverageAtEnd.toFixed(1)}`;
+}
+
+function serverLine({ server, machine }: Figures): string {
+  const where = server.embedded ? 'embedded' : '`DATABASE_URL`';
+  return `${server.version}, ${where}; an ordinary session: \`pg_jit_available()\` ${server.jitAvailable}, \`jit\` ${server.jit}; synchronous_commit ${machine.synchronousCommit}, fsync ${machine.fsync}`;
+}
+
+/** Every label of every run once, each run's order kept (a label only a later run has comes after its predecessor there). */
+function inOrder(lists: string[][]): string[] {
+  const all: string[] = [];
+  for (const list of lists) {
+    list.forEach((label, n) => {
+      if (all.includes(label)) return;
+      const before = n > 0 ? all.indexOf(list[n - 1]!) : -1;
+      all.splice(before + 1, 0, label);
+    });
+  }
+  return all;
+}

@@ -1,0 +1,22 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { expect, test } from 'vitest';
+import { readFigures } from '../../bench/figures.ts';
+import { resultsFiles, resultsName, unpublishable } from '../../bench/results.ts';
+
+test('every committed benchmark result is a figures file of this benchmark, named by its server, with no password or path of a machine', async () => {
+  for (const file of await resultsFiles()) {
+    const figures = await readFigures(file);
+    expect(path.basename(file)).toBe(resultsName(figures.server));
+    expect(unpublishable(await readFile(file, 'utf8')), file).toBeUndefined();
+  }
+});
+
+test('a figures file with a URL that carries a password, or a path of this machine, is not published', () => {
+  expect(unpublishable('{"reproduce": "DATABASE_URL=postgres://slipway:s3cret@127.0.0.1:5432/x npm run bench"}')).toMatch(/URL with a user/);
+  expect(unpublishable(`{"home": "${process.cwd()}/.slipway/bench"}`)).toMatch(/path of this machine/);
+  expect(unpublishable('{"reproduce": "SLIPWAY_HOME=/srv/slipway/home npm run bench"}')).toMatch(/absolute path/);
+  expect(
+    unpublishable('{"server": {"version": "15.20 (Debian 15.20-0+deb12u1)"}, "reproduce": "DATABASE_URL=<same server> npm run bench"}'),
+  ).toBeUndefined();
+});
