@@ -49,6 +49,24 @@ export async function renderBenchmarkFigures(): Promise<string> {
   );
 }
 
+/**
+ * The README's table: each bar of the benchmark, with what the latest
+ * published run on each kind of server measured, so a reader sees which
+ * server a figure came from. The whole table is docs/benchmark.md's.
+ */
+export async function renderBenchmarkBars(): Promise<string> {
+  const files = await resultsFiles();
+  if (files.length === 0) return '_No run is published yet: see [the benchmark](docs/benchmark.md)._';
+  const runs = await Promise.all(files.map(async (file) => readFigures(file)));
+  const cells = runs.map((figures) => new Map(bars(figures).map((bar) => [bar.asks, `${bar.measured} (${verdict(bar.met)})`])));
+  const rows = inOrder(cells.map((byBar) => [...byBar.keys()])).map((asks) => [asks, ...cells.map((byBar) => byBar.get(asks) ?? '')]);
+  const run = (figures: Figures) => `${serverTitle(figures.server)}, ${figures.startedAt.slice(0, 10)}, \`${figures.machine.revision}\``;
+  return markdownTable(
+    ['bar', ...runs.map(run)],
+    rows.map((row) => row.map(escapeCell)),
+  );
+}
+
 /** Slipway's value (with its ratio to (a), and the rate an open loop settled at), then the tuned peer's. */
 function figureCell(slipway: Cell | undefined, peer: Cell | undefined): string {
   const one = (cell: Cell) =>

@@ -2,11 +2,11 @@ import { z } from 'zod';
 import { ConfigSchema } from '../../src/config.ts';
 import { COMMAND_KINDS, type CommandKindSpec } from '../../src/domain/commandKinds.ts';
 import { INITIAL_STATE, LIFECYCLES, READY_STATE, type StateFlag, type StateSpec } from '../../src/domain/lifecycle.ts';
-import { renderBenchmarkFigures } from './benchmarkFigures.ts';
+import { renderBenchmarkBars, renderBenchmarkFigures } from './benchmarkFigures.ts';
 import { escapeCell as cell, markdownTable as table } from './markdownTable.ts';
 
 /**
- * The parts of docs/ written from the code (the benchmark's table: from its
+ * The parts of docs/ (and the README) written from the code (the benchmark's table: from its
  * committed results) rather than by hand, each between
  * `<!-- generated: NAME -->` and `<!-- end generated: NAME -->` in one page.
  * `npm run docs` rewrites them; test/docs/generatedDocs.test.ts fails when a
@@ -18,6 +18,7 @@ export const GENERATED_SECTIONS: Record<string, { page: string; render: () => st
   configuration: { page: 'docs/operations.md', render: renderConfiguration },
   // From the committed runs in bench/results/ (npm run bench:publish).
   'benchmark-figures': { page: 'docs/benchmark.md', render: renderBenchmarkFigures },
+  'benchmark-bars': { page: 'README.md', render: renderBenchmarkBars },
 };
 
 const code = (text: string) => `\`${text}\``;
