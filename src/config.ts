@@ -208,6 +208,14 @@ export const ConfigSchema = z.object({
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .default('info')
     .describe('the pino log level; logs are JSON lines on stderr'),
+  // Off by default: `npm start` shows its terminal to a person, and two JSON
+  // lines per request buried the service's own lines. Failed requests are
+  // logged either way.
+  SLIPWAY_LOG_REQUESTS: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('false')
+    .transform((value) => value === 'true')
+    .describe("log each HTTP request (fastify's lines, at info, with secrets in URLs redacted); failed requests are logged either way"),
 });
 
 export type Config = z.infer<typeof ConfigSchema> & { homeDir: string };

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';
 import { ProcessHealth } from '../health/ProcessHealth.ts';
@@ -39,6 +39,8 @@ const REQUEST_ID = /^[\w.:-]{1,100}$/;
 export async function buildApp(context: ApiContext, log: Logger): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: log.child({ component: 'api' }, { serializers: { req: requestForLog } }) as FastifyBaseLogger,
+    // fastify's lines per request; our failures are logged by the error handler either way (errors.ts).
+    logController: new LogController({ disableRequestLogging: !context.config.SLIPWAY_LOG_REQUESTS }),
     bodyLimit: context.config.SLIPWAY_API_BODY_LIMIT_BYTES,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DB } from '../../migrations/schema.ts';
@@ -18,6 +19,9 @@ const types = {
 
 export type Db = Kysely<DB>;
 
+/** The longest a closing process waits for its connections to close before it stops its embedded server anyway. */
+const CLOSE_WAIT_MS = 5000;
+
 /** A connection pool and its typed query builder, plus the embedded server if we started one. */
 export class Database {
   private constructor(
@@ -25,6 +29,8 @@ export class Database {
     readonly pool: pg.Pool,
     readonly db: Db,
     private readonly embedded: EmbeddedDatabase | undefined,
+    /** The pool's connections not yet closed (see close()). */
+    private readonly open: ReadonlySet<pg.Client>,
   ) {}
 
   /** The database of a process started from its configuration (the service, the CLI): it keeps its connections. */
@@ -55,9 +61,14 @@ export class Database {
     });
     // An idle client losing its connection must not crash the process.
     pool.on('error', (error) => log.warn({ err: error }, 'idle database connection failed'));
-    pool.on('connect', (client) => client.on('error', (error) => log.warn({ err: error }, 'database connection failed')));
+    const open = new Set<pg.Client>();
+    pool.on('connect', (client) => {
+      open.add(client);
+      client.once('end', () => open.delete(client));
+      client.on('error', (error) => log.warn({ err: error }, 'database connection failed'));
+    });
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-    return new Database(url, pool, db, embedded);
+    return new Database(url, pool, db, embedded, open);
   }
 
   /**
@@ -86,6 +97,15 @@ export class Database {
     await this.db.destroy();
     // Kysely ends the pool only if it ran a query itself: one used only through `pool` is ended here.
     if (!this.pool.ending) await this.pool.end();
+    if (this.embedded?.owned) {
+      // The pool's end resolves as its connections are told to close, not
+      // once they have: a server stopped meanwhile terminates them, and each
+      // would log that as a failure.
+      await Promise.race([
+        Promise.all([...this.open].map((client) => new Promise((resolve) => client.once('end', resolve)))),
+        sleep(CLOSE_WAIT_MS, undefined, { ref: false }),
+      ]);
+    }
     await this.embedded?.stop();
   }
 }

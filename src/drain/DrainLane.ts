@@ -9,6 +9,7 @@ import { compileOnly } from '../db/compileOnly.ts';
 import { GENERIC_PLANS } from '../db/genericPlans.ts';
 import { kyselyOnClient } from '../db/kyselyOnClient.ts';
 import { simpleQueryText } from '../db/preparedText.ts';
+import { PermanentDriverError, TransientDriverError } from '../drivers/Driver.ts';
 import type { DriverRegistry } from '../drivers/registry.ts';
 import { validatingDriver } from '../drivers/validatingDriver.ts';
 import type { Logger } from '../log.ts';
@@ -401,7 +402,10 @@ export class DrainLane {
     } catch (error) {
       const { ref, object, head } = p.held;
       p.outcome = driverFailure(ref.kind, object.state, head, error as Error);
-      this.log.warn({ err: error, command: head.id, kind: head.kind, target: keyOf(ref) }, 'driver call failed');
+      // A failure the driver reports (its Transient/PermanentDriverError) is an outcome, not a fault: its message says it all.
+      const reported = error instanceof TransientDriverError || error instanceof PermanentDriverError;
+      const why = reported ? { error: `${error.name}: ${error.message}` } : { err: error };
+      this.log.warn({ ...why, command: head.id, kind: head.kind, target: keyOf(ref) }, 'driver call failed');
     }
   }
 

@@ -7,6 +7,7 @@ import { LANE_SIZE } from '../../src/drain/DrainEngine.ts';
 import { DrainLane } from '../../src/drain/DrainLane.ts';
 import { DriverRegistry } from '../../src/drivers/registry.ts';
 import type { ObjectRef } from '../../src/queue/objectTables.ts';
+import type { Logger } from '../../src/log.ts';
 import { createTestDatabase, testLog } from './testDatabase.ts';
 
 /**
@@ -16,12 +17,18 @@ import { createTestDatabase, testLog } from './testDatabase.ts';
  * wake-up until none is left (yielded commands wait for theirs).
  * `sidePool`: where the drivers' calls query and the running marks of calls
  * that outlive their step go, if not the lanes' pool (a test that gives the
- * lanes a single connection: they would wait for it forever).
+ * lanes a single connection: they would wait for it forever). `log`: where
+ * the lanes log (a test that reads what they say).
  */
-export function drainByHand(database: Pick<Database, 'pool' | 'db'>, handOffAfterMs = 60_000, sidePool: pg.Pool = database.pool) {
+export function drainByHand(
+  database: Pick<Database, 'pool' | 'db'>,
+  handOffAfterMs = 60_000,
+  sidePool: pg.Pool = database.pool,
+  log: Logger = testLog,
+) {
   const drivers = new DriverRegistry({ query: (text, values) => sidePool.query(text, values) });
   const lane = (only?: readonly ObjectRef[]) =>
-    new DrainLane(database, drivers, testLog, {
+    new DrainLane(database, drivers, log, {
       maxHeld: LANE_SIZE,
       chaosDelayMs: 0,
       handOffAfterMs,

@@ -12,14 +12,15 @@ import { NoticeListener } from '../../../src/read/CommandNotices.ts';
  * The API and web UI built in the test process on `database` and logging to
  * `log`, called with `app.inject` (no port): for a database that is down, or
  * a log the test reads. Its LISTEN connection is `listenOn`'s (a database
- * that is down has none to give).
+ * that is down has none to give); `settings` are environment settings.
  */
 export async function inProcessApp(
   database: Database,
   log: Logger,
   listenOn: Database = database,
+  settings: Record<string, string> = {},
 ): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
-  const config = loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: 'warn' });
+  const config = loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: 'warn', ...settings });
   const tokens = new TrustedTokens(database.db);
   const notices = await NoticeListener.open(listenOn.pool, undefined, { [TOKEN_REVOKED_CHANNEL]: tokens.revocations });
   const context = apiContext({ database, config, notices, tokens, stopping: new AbortController().signal, health: new ProcessHealth(log) }, log);
