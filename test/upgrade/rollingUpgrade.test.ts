@@ -14,6 +14,7 @@ import { releaseLease, simulatedBlueprint, tester, waitForLeases } from '../conc
 import { clusterForThisFile } from '../concurrency/support/testCluster.ts';
 import { WorkerProcesses } from '../concurrency/support/WorkerProcesses.ts';
 import { waitFor } from '../helpers/waitFor.ts';
+import { previousRelease } from './previousRelease.ts';
 
 /**
  * Old and new workers side by side on one database, as during a rolling
@@ -145,27 +146,19 @@ async function stall(db: Db, error: Error, output: string): Promise<never> {
   throw new Error(`${error.message}\nunfinished commands (now ${new Date().toISOString()}):\n${JSON.stringify(rows, null, 1)}\n${output}`);
 }
 
-/** The release before this one: its worker must do no harm on this release's schema. */
-const PREVIOUS_RELEASE = '3d6aaa9031085d843c91db53b0563669b2f23bd7';
-const hasPreviousRelease = (() => {
-  try {
-    execFileSync('git', ['cat-file', '-e', `${PREVIOUS_RELEASE}^{commit}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    console.warn(`rollingUpgrade: commit ${PREVIOUS_RELEASE} is not in this clone (a shallow one?): the previous release's worker is not run`);
-    return false;
-  }
-})();
+/** The release before this one (found in the history): its worker must do no harm on this release's schema. */
+const PREVIOUS = previousRelease();
+if (!PREVIOUS) console.warn("rollingUpgrade: no earlier release is in this clone (a shallow one?): the previous release's worker is not run");
 
 const previousTree = path.resolve('.slipway', `previous-release-${randomBytes(4).toString('hex')}`);
 afterAll(() => rm(previousTree, { recursive: true, force: true }));
 
-test.skipIf(!hasPreviousRelease)(
+test.skipIf(!PREVIOUS)(
   "the previous release's worker, on this release's schema, serves whole lifecycles alone and beside this release's worker",
   async () => {
     // Its tree as it was released, with this checkout's node_modules (its dependencies are a subset).
     await mkdir(previousTree, { recursive: true });
-    execFileSync('sh', ['-c', `git archive ${PREVIOUS_RELEASE} | tar -x -C ${JSON.stringify(previousTree)}`]);
+    execFileSync('sh', ['-c', `git archive ${PREVIOUS!.commit} | tar -x -C ${JSON.stringify(previousTree)}`]);
     await symlink(path.resolve('node_modules'), path.join(previousTree, 'node_modules'));
     const db = cluster.database.db;
     const previous = new WorkerProcesses(cluster.database.url, { LOG_LEVEL: 'info' }, path.join(previousTree, 'test/helpers/workerProcess.ts'));
