@@ -11,6 +11,7 @@ import { dispatchCallbacksQuietly } from './dispatchCallbacks.ts';
 import { lockUnsettledTree } from './lockUnsettledTree.ts';
 import { loadCallbackSecret } from './callbackSecret.ts';
 import { SIGNATURE_HEADER, signCallback } from './signCallback.ts';
+import { formatDuration } from '../domain/durations.ts';
 
 export interface CallbackSettings {
   readonly allowedHosts: AllowedHosts;
@@ -145,7 +146,7 @@ export class CallbackDelivery {
 
   private describeFailure(error: unknown): string {
     if (error instanceof DOMException && error.name === 'TimeoutError') {
-      return `no answer within ${this.settings.timeoutMs} ms`;
+      return `no answer within ${formatDuration(this.settings.timeoutMs)}`;
     }
     // fetch wraps the network error ("fetch failed"); its cause says what happened.
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;

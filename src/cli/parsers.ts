@@ -6,6 +6,7 @@ import { describeZodIssues } from '../domain/errors.ts';
 import { findUnstorable } from '../domain/storableValue.ts';
 import { stateFilterOf } from '../read/stateFilter.ts';
 import { DRIVERS } from '../drivers/registry.ts';
+import { DURATION_UNITS_MS } from '../domain/durations.ts';
 
 /**
  * Every command-line value, validated by a zod schema. `parseWith` makes one
@@ -36,18 +37,18 @@ export const Seconds = z
   .transform(Number)
   .pipe(z.number().positive('expected more than 0 seconds').max(86_400, 'expected at most 86400 seconds'));
 
-const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-
 /** "90s", "30m", "2h", "1d", or combined like "1h30m"; in milliseconds. */
 export const Duration = z
   .string()
   .regex(/^(\d+[smhd])+$/, 'expected a duration like 90s, 30m, 2h, 1d or 1h30m')
-  .transform((text) => [...text.matchAll(/(\d+)([smhd])/g)].reduce((ms, [, n, unit]) => ms + Number(n) * UNIT_MS[unit as keyof typeof UNIT_MS], 0))
+  .transform((text) =>
+    [...text.matchAll(/(\d+)([smhd])/g)].reduce((ms, [, n, unit]) => ms + Number(n) * DURATION_UNITS_MS[unit as keyof typeof DURATION_UNITS_MS], 0),
+  )
   .pipe(
     z
       .number()
       .positive('expected a duration longer than 0')
-      .max(366 * UNIT_MS.d, 'expected at most 366 days'),
+      .max(366 * DURATION_UNITS_MS.d, 'expected at most 366 days'),
   );
 
 /** `on` or `off`. */

@@ -11,6 +11,7 @@ import {
   PermanentDriverError,
   TransientDriverError,
 } from './Driver.ts';
+import { formatDuration } from '../domain/durations.ts';
 
 /** EX_TEMPFAIL from sysexits.h: "temporary failure, the user is invited to retry". */
 const EX_TEMPFAIL = 75;
@@ -220,7 +221,7 @@ function readResult(settings: Settings, operation: DriverOperation, argv: readon
   if (run.timedOut) {
     // The program may or may not have done its work: retrying with the same
     // idempotency key is the safe way to find out.
-    throw new TransientDriverError(withStderr(`${program} timed out after ${settings.timeoutMs} ms and was stopped`));
+    throw new TransientDriverError(withStderr(`${program} timed out after ${formatDuration(settings.timeoutMs)} and was stopped`));
   }
   if (run.startError !== undefined) throw new PermanentDriverError(`${program} could not be started: ${run.startError}`);
   if (run.signal !== null) {

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { statesAccepting } from '../domain/lifecycle.ts';
 import type { GcAction, GcPass, StepReport } from './GcPass.ts';
+import { formatDuration } from '../domain/durations.ts';
 
 /** Checks requested at once by a pass (each holds a pool connection while it is appended). */
 const REQUESTS_AT_ONCE = 4;
@@ -75,7 +76,7 @@ async function requestChecks(pass: GcPass, due: Awaited<ReturnType<typeof dueRes
       const resource = due[next++]!;
       const reason = resource.checked_at ? `last checked ${resource.checked_at.toISOString()}` : 'never checked';
       actions.push(
-        await pass.request({ kind: 'resource', id: resource.id }, 'check', `${reason}; checked every ${resource.check_interval_ms / 1000} s`),
+        await pass.request({ kind: 'resource', id: resource.id }, 'check', `${reason}; checked every ${formatDuration(resource.check_interval_ms)}`),
       );
     }
   };

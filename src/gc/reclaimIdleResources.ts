@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { GcAction, GcPass, StepReport } from './GcPass.ts';
+import { formatDuration } from '../domain/durations.ts';
 
 /**
  * An idle resource the collector may reclaim: active, no lease holds a
@@ -103,7 +104,7 @@ async function beyondMinimum(pass: GcPass): Promise<Candidate[]> {
   `.execute(pass.db);
   return rows.map((c) => ({
     resourceId: c.resource_id,
-    reason: `idle since ${c.idle_since.toISOString()}, longer than blueprint ${c.name}'s idle timeout of ${c.idle_timeout_ms / 1000} s; ${c.kept} kept, minimum ${c.min_resources}`,
+    reason: `idle since ${c.idle_since.toISOString()}, longer than blueprint ${c.name}'s idle timeout of ${formatDuration(c.idle_timeout_ms)}; ${c.kept} kept, minimum ${c.min_resources}`,
   }));
 }
 

@@ -105,9 +105,14 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
     target: { kind: 'blueprint', id: row.id },
     type: 'created',
     toState: row.state,
-    message: `created with driver ${driver}, at most ${maxResources} resources of ${leasesPerResource} slots`,
+    message: `created with driver ${driver}, at most ${count(maxResources, 'resource')} of ${count(leasesPerResource, 'slot')}`,
     actor,
     commandId: null,
   });
   return row;
+}
+
+/** "1 resource", "2 resources". */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

@@ -2,6 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { LeaseRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { isSettingUp } from '../domain/lifecycle.ts';
+import { formatDuration } from '../domain/durations.ts';
 
 /**
  * A heartbeat lease is released when this many of its intervals pass without
@@ -65,14 +66,14 @@ export function describeDeadline(lease: DeadlineFields, now: Date): PastDeadline
   if (passed(lease.expires_at)) return { reason: `expired: its expiry time ${lease.expires_at.toISOString()} passed`, issuedBy: 'system:gc' };
   if (passed(lease.heartbeat_deadline)) {
     return {
-      reason: `expired: no heartbeat renewal for ${HEARTBEAT_INTERVALS_MISSED} × ${lease.heartbeat_ms} ms (deadline ${lease.heartbeat_deadline.toISOString()})`,
+      reason: `expired: no heartbeat renewal for ${HEARTBEAT_INTERVALS_MISSED} × ${formatDuration(lease.heartbeat_ms!)} (deadline ${lease.heartbeat_deadline.toISOString()})`,
       issuedBy: 'system:gc',
     };
   }
   if (passed(lease.wait_deadline) && isSettingUp('lease', lease.state)) {
-    const waitedS = Math.round((lease.wait_deadline.getTime() - lease.created_at.getTime()) / 1000);
+    const waited = formatDuration(Math.round((lease.wait_deadline.getTime() - lease.created_at.getTime()) / 1000) * 1000);
     return {
-      reason: `deadline: not active by its wait deadline ${lease.wait_deadline.toISOString()} (${waitedS} s after it was requested)`,
+      reason: `deadline: not active by its wait deadline ${lease.wait_deadline.toISOString()} (${waited} after it was requested)`,
       issuedBy: 'system:deadline',
     };
   }

@@ -134,3 +134,13 @@ test('blueprint limits, disable and enable change the blueprint as the API does,
     { type: 'state', to_state: 'enabled' },
   ]);
 });
+
+test('durations and counts read as they were given: "15m", "every 1m30s", "1 resource of 1 slot"', async () => {
+  const args = ['--driver', 'simulated', '--max-resources', '1', '--idle-timeout', '15m', '--check-interval', '90s'];
+  const created = await env.cli('blueprint', 'create', '--name', 'worded', ...args);
+  expect(created.code, created.stderr).toBe(0);
+  const shown = await env.cli('blueprint', 'show', 'worded');
+  expect(shown.stdout).toMatch(/idle timeout\s+15m\n/);
+  expect(shown.stdout).toMatch(/checks\s+every 1m30s\n/);
+  expect(shown.stdout).toMatch(/created with driver simulated, at most 1 resource of 1 slot/);
+});

@@ -164,7 +164,7 @@ describe('exec driver through a worker', () => {
       return allocate && allocate.attempts >= 1 ? allocate : undefined;
     });
     expect(timedOut.message).toMatch(
-      /retrying in [\d.]+ s: allocateResource: \/bin\/sh timed out after 3000 ms and was stopped; stderr: hanging on purpose$/,
+      /retrying in [\d.]+ s: allocateResource: \/bin\/sh timed out after 3s and was stopped; stderr: hanging on purpose$/,
     );
     await giveUp(lease.id, resourceId);
     expect(await commandOf('resource', resourceId, 'allocate')).toMatchObject({ status: 'cancelled' });

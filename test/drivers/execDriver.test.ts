@@ -139,7 +139,7 @@ describe('exec driver: how a program ends', () => {
     const driver = misbehave('hang', { timeoutMs: 3000, killGraceMs: 500, env: { PID_FILE: pidFile } });
     const failure = driver.allocateResource(resourceCall);
     await expect(failure).rejects.toBeInstanceOf(TransientDriverError);
-    await expect(failure).rejects.toThrow(/timed out after 3000 ms and was stopped; stderr: hanging on purpose/);
+    await expect(failure).rejects.toThrow(/timed out after 3s and was stopped; stderr: hanging on purpose/);
     const pids = (await readFile(pidFile, 'utf8')).trim().split(' ').map(Number);
     expect(pids).toHaveLength(2);
     const alive = (pid: number) => {

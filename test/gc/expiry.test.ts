@@ -175,7 +175,7 @@ describe('heartbeats', () => {
     const releases = await releasesOf(id);
     expect(releases).toHaveLength(1);
     expect(releases[0]).toMatchObject({ issued_by: 'system:gc', source: 'gc', status: 'done' });
-    expect(releases[0]!.reason).toMatch(/^expired: no heartbeat renewal for 2 × 1000 ms/);
+    expect(releases[0]!.reason).toMatch(/^expired: no heartbeat renewal for 2 × 1s/);
     expect((await lease(id)).state).toBe('destroyed');
   });
 

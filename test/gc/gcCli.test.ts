@@ -31,7 +31,7 @@ test('blueprint create takes a warm minimum and an idle timeout, and show prints
   const run = await env.cli('blueprint', 'show', 'warm');
   expect(run.code).toBe(0);
   expect(run.stdout).toMatch(/warm minimum\s+2/);
-  expect(run.stdout).toMatch(/idle timeout\s+600 s/);
+  expect(run.stdout).toMatch(/idle timeout\s+10m/);
   const bad = await env.cli('blueprint', 'create', '--name', 'toomany', '--driver', 'simulated', '--max-resources', '1', '--min-resources', '2');
   expect(bad.code).toBe(2);
   expect(bad.stderr).toMatch(/minResources: the warm minimum \(minResources\) cannot exceed maxResources/);
@@ -70,7 +70,7 @@ test('lease create --heartbeat makes a heartbeat lease; lease renew beats it and
   expect(before.heartbeat_deadline).not.toBeNull();
 
   const shown = await env.cli('lease', 'show', String(id));
-  expect(shown.stdout).toMatch(/heartbeat\s+every 30 s; next renewal due by \d{4}-/);
+  expect(shown.stdout).toMatch(/heartbeat\s+every 30s; next renewal due by \d{4}-/);
 
   const renewed = await env.cli('lease', 'renew', String(id), '--expires-in', '2h', '--reason', 'still building');
   expect(renewed.stderr).toBe('');

@@ -174,7 +174,7 @@ describe('idle timeout and the warm minimum', () => {
     await sql`update resources set idle_since = idle_since - interval '61 seconds' where blueprint_id = ${b.id}`.execute(db());
     const reclaims = reclaimsIn(await hand.pass());
     expect(reclaims).toHaveLength(2);
-    expect(reclaims[0]!.reason).toMatch(/longer than blueprint shrink's idle timeout of 60 s; 3 kept, minimum 1/);
+    expect(reclaims[0]!.reason).toMatch(/longer than blueprint shrink's idle timeout of 1m; 3 kept, minimum 1/);
     await hand.all();
     expect((await resourcesOf(b.id)).filter((r) => r.state === 'active')).toHaveLength(1);
     expect(reclaimsIn(await hand.pass())).toEqual([]);

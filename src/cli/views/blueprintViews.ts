@@ -2,6 +2,7 @@ import { describePriorityStep } from '../../domain/priority.ts';
 import type { Blueprint, BlueprintDetailShape, HistoryShapeOf } from '../../api/shapes.ts';
 import { type Column, fields, formatJson, formatTime, NONE, formatLabels } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
+import { formatDuration } from '../../domain/durations.ts';
 
 export const BLUEPRINT_COLUMNS: readonly Column<Blueprint>[] = [
   { header: 'ID', value: (b) => String(b.id) },
@@ -25,8 +26,8 @@ export function renderBlueprint(blueprint: Blueprint): string {
     ['settings', formatJson(blueprint.settings)],
     ['resources', `${blueprint.liveResources} live, at most ${blueprint.maxResources}`],
     ['warm minimum', String(blueprint.minResources)],
-    ['idle timeout', blueprint.idleTimeoutMs === null ? 'none (idle resources are kept)' : `${blueprint.idleTimeoutMs / 1000} s`],
-    ['checks', blueprint.checkIntervalMs === null ? 'none (resources are trusted as made)' : `every ${blueprint.checkIntervalMs / 1000} s`],
+    ['idle timeout', blueprint.idleTimeoutMs === null ? 'none (idle resources are kept)' : formatDuration(blueprint.idleTimeoutMs)],
+    ['checks', blueprint.checkIntervalMs === null ? 'none (resources are trusted as made)' : `every ${formatDuration(blueprint.checkIntervalMs)}`],
     ['cleaning', blueprint.cleanBetweenLeases ? `between leases; quarantined after ${blueprint.cleanAttempts} failure(s) in a row` : 'none'],
     ['priorities', describePriorityStep(blueprint.priorityStepMs)],
     ['labels', formatLabels(blueprint.labels)],

@@ -2,6 +2,7 @@ import type { HistoryShapeOf, Lease, LineStandingShape } from '../../api/shapes.
 import { describeStanding } from '../../read/lineStanding.ts';
 import { type Column, fields, formatJson, formatTime, NONE } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
+import { formatDuration } from '../../domain/durations.ts';
 
 export const LEASE_COLUMNS: readonly Column<Lease>[] = [
   { header: 'ID', value: (l) => String(l.id) },
@@ -26,7 +27,7 @@ export function renderLease(lease: Lease): string {
     ['expires', formatTime(lease.expiresAt)],
     [
       'heartbeat',
-      lease.heartbeatMs === null ? NONE : `every ${lease.heartbeatMs / 1000} s; next renewal due by ${formatTime(lease.heartbeatDeadline)}`,
+      lease.heartbeatMs === null ? NONE : `every ${formatDuration(lease.heartbeatMs)}; next renewal due by ${formatTime(lease.heartbeatDeadline)}`,
     ],
     ['message', lease.message ?? NONE],
     ['created', formatTime(lease.createdAt)],

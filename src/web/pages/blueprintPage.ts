@@ -17,6 +17,7 @@ import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
 import { renderQueue, renderTimeline } from '../timeline.ts';
 import { usageCharts } from '../usageCharts.ts';
+import { formatDuration } from '../../domain/durations.ts';
 
 /** How many waiting leases and live resources the page lists; the rest are a link away. */
 const SHOWN = 20;
@@ -41,7 +42,7 @@ export async function blueprintPage(app: FastifyInstance, db: Db): Promise<void>
       const idle =
         blueprint.idle_timeout_ms === null
           ? 'an idle resource is kept'
-          : `an idle resource beyond the minimum is reclaimed after ${blueprint.idle_timeout_ms / 1000} s`;
+          : `an idle resource beyond the minimum is reclaimed after ${formatDuration(blueprint.idle_timeout_ms)}`;
       const main = html`<h1>Blueprint ${blueprint.name} ${stateBadge('blueprint', blueprint.state)}</h1>
 ${renderNotice(query)}
 <section class="card">
@@ -50,7 +51,7 @@ ${renderNotice(query)}
   <dt>Driver</dt><dd>${blueprint.driver}</dd>
   <dt>Settings</dt><dd>${attributeList(blueprint.settings)}</dd>
   <dt>Limits</dt><dd>${blueprint.min_resources}–${blueprint.max_resources} resources, ${blueprint.leases_per_resource} lease(s) each; ${idle}</dd>
-  <dt>Checks</dt><dd>${blueprint.check_interval_ms === null ? 'none: resources are trusted as made' : `each resource every ${blueprint.check_interval_ms / 1000} s`}</dd>
+  <dt>Checks</dt><dd>${blueprint.check_interval_ms === null ? 'none: resources are trusted as made' : `each resource every ${formatDuration(blueprint.check_interval_ms)}`}</dd>
   <dt>Priorities</dt><dd>${describePriorityStep(blueprint.priority_step_ms)}</dd>
   <dt>Labels</dt><dd>${labelList(blueprint.labels)}</dd>
   <dt>Cleaning</dt><dd>${blueprint.clean_between_leases ? `each slot between leases; a resource is quarantined after ${blueprint.clean_attempts} failed cleaning(s) in a row` : 'none'}</dd>
