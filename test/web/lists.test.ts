@@ -56,6 +56,19 @@ describe('filters', () => {
   });
 });
 
+test('a lease that can no longer be renewed shows no expiry in the list, as on its page', async () => {
+  // Both leases expire in an hour; one is released (and so destroyed).
+  const [ended, live] = [leases[1]!, leases[2]!];
+  for (const id of [ended, live])
+    await env.as.operator.post(`/v1/leases/${id}/commands?wait=30`, { kind: 'renew', payload: { expiresInMs: 3_600_000 } });
+  await env.as.operator.post(`/v1/leases/${ended}/commands?wait=30`, { kind: 'release' });
+  const page = (await client.get(`/leases?blueprint=${blueprint.name}`)).text;
+  const row = (id: number) =>
+    page.slice(page.indexOf(`<tr><td><a href="/leases/${id}"`), page.indexOf('</tr>', page.indexOf(`<tr><td><a href="/leases/${id}"`)));
+  expect(row(live)).toMatch(/<time datetime="[^"]+"[^>]*>.*<\/time>.*<time/s);
+  expect(row(ended)).not.toMatch(/<time datetime="[^"]+"[^>]*>.*<\/time>.*<time/s);
+});
+
 describe('pagination', () => {
   test('pages follow each other by id, without gaps or repeats, keeping the filters', async () => {
     const seen: number[] = [];

@@ -4,7 +4,7 @@ import type { BlueprintRow, CommandRow } from '../../../migrations/schema.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { BlueprintRef, TargetRef } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
-import { LIFECYCLES } from '../../domain/lifecycle.ts';
+import { accepts, LIFECYCLES } from '../../domain/lifecycle.ts';
 import { blueprintIdFilter, listBlueprints } from '../../read/blueprints.ts';
 import { listCommands } from '../../read/commands.ts';
 import { listLeases, type LeaseView } from '../../read/leases.ts';
@@ -116,7 +116,8 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
           { header: 'Holder', cell: (l) => l.holder },
           { header: 'Blueprint', cell: (l) => l.blueprint_name },
           { header: 'Resource', cell: (l) => (l.resource_id === null ? orDash(null) : objectLink('resource', l.resource_id)) },
-          { header: 'Expires', cell: (l) => when(l.expires_at) },
+          // As on the lease's page: a lease that can no longer be renewed has no deadline left to show.
+          { header: 'Expires', cell: (l) => (accepts('lease', l.state, 'renew') ? when(l.expires_at) : orDash(null)) },
           { header: 'Created', cell: (l) => when(l.created_at) },
         ],
       });
