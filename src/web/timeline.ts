@@ -4,6 +4,7 @@ import { readCommandLinks, type LinkedCommand } from '../read/commandLinks.ts';
 import type { Timeline } from '../read/objectHistory.ts';
 import { commandLink, objectLink, orDash, stateBadge, statusBadge, took, when } from './format.ts';
 import { html, type SafeHtml } from './html.ts';
+import { dataTable } from './dataTable.ts';
 
 function linkTo(command: LinkedCommand): SafeHtml {
   return html`${commandLink(command.id, command.kind)} on ${objectLink(command.targetKind, command.targetId)} ${statusBadge(command.status)}`;
@@ -60,13 +61,16 @@ export function renderQueue(queue: readonly CommandRow[], cancel: (command: Comm
 ${
   queue.length === 0
     ? html`<p class="muted">Empty: nothing queued or running.</p>`
-    : html`<div class="table-wrap"><table>
-<thead><tr><th>Command</th><th>Status</th><th>Issued by</th><th>Reason</th><th>Queued</th><th></th></tr></thead>
-<tbody>${queue.map(
-        (
-          c,
-        ) => html`<tr><td>${commandLink(c.id, c.kind)}</td><td>${statusBadge(c.status)}</td><td>${c.issued_by} <span class="muted">(${c.source})</span></td>
-<td>${orDash(c.reason)}</td><td>${when(c.created_at)}</td><td>${cancel(c)}</td></tr>`,
-      )}</tbody></table></div>`
+    : dataTable(
+        [
+          { header: 'Command', cell: (c) => commandLink(c.id, c.kind) },
+          { header: 'Status', cell: (c) => statusBadge(c.status) },
+          { header: 'Issued by', cell: (c) => html`${c.issued_by} <span class="muted">(${c.source})</span>` },
+          { header: 'Reason', cell: (c) => orDash(c.reason) },
+          { header: 'Queued', cell: (c) => when(c.created_at) },
+          { header: '', cell: (c) => cancel(c) },
+        ],
+        queue,
+      )
 }`;
 }

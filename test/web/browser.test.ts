@@ -7,6 +7,7 @@ import { TEST_GC } from '../gc/support/handDrain.ts';
 import { testLog } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { launchBrowser, screenshot, signedInContext } from './support/browser.ts';
+import { activeLease, simulatedBlueprint } from '../api/support/fixtures.ts';
 import { operatorLease, releaseCommands } from './support/webFixtures.ts';
 
 const env = apiTestEnv();
@@ -173,6 +174,44 @@ describe('in a browser', () => {
     expect(timeline.width).toBeLessThanOrEqual(390);
     expect(timeline.scrolls).toBe(false);
     await screenshot(page, 'lease-phone');
+    await context.close();
+  });
+
+  test('on a phone, no page shows a table wider than the screen: its rows are cards of labelled lines', async () => {
+    // A pool of one slot, held, with a lease waiting: the blueprint's waiting line and live resources both have rows.
+    const { name, id: blueprintId } = await simulatedBlueprint(env.as.admin, {}, { maxResources: 1, leasesPerResource: 1 });
+    const held = await activeLease(env.as.operator, name);
+    const waiting = await env.as.operator.post('/v1/leases', { blueprint: name, reason: 'waits for the one slot' });
+    expect(waiting.status, JSON.stringify(waiting.body)).toBe(202);
+    await env.as.admin.post('/v1/teams/default/quotas', { blueprint: name, maxLeases: 5 });
+    const release = await env.as.operator.post(`/v1/leases/${held.id}/commands?wait=0`, { kind: 'renew' });
+    const context = await signedInContext(browser, env.server.url, env.as.admin.token!, { width: 390, height: 844 });
+    const page = await context.newPage();
+    const paths = ['/', '/blueprints', '/leases', '/resources', '/commands', '/teams', `/blueprints/${blueprintId}`, `/resources/${held.resourceId}`];
+    paths.push(`/commands/${release.body.command.id}`, `/leases/${waiting.body.lease.id}`);
+    let checked = 0;
+    for (const path of paths) {
+      await page.goto(path);
+      const tables = await page.evaluate(() =>
+        [...document.querySelectorAll('main table')].map((table) => ({
+          cells: table.querySelectorAll('td').length,
+          right: Math.max(...[...table.querySelectorAll('td, th')].map((cell) => cell.getBoundingClientRect().right), 0),
+          scrolls: table.parentElement!.scrollWidth > table.parentElement!.clientWidth,
+        })),
+      );
+      checked += tables.length;
+      for (const table of tables) {
+        expect(table.cells, path).toBeGreaterThan(0);
+        expect(table.right, path).toBeLessThanOrEqual(390);
+        expect(table.scrolls, path).toBe(false);
+      }
+    }
+    // Every list, the waiting line, live resources, teams, slots, a queue and timelines.
+    expect(checked).toBeGreaterThanOrEqual(10);
+    await page.goto(`/blueprints/${blueprintId}`);
+    // Each cell says which column it is.
+    expect(await page.locator('table.data td[data-label="Active in"]').count()).toBeGreaterThan(0);
+    await screenshot(page, 'blueprint-phone');
     await context.close();
   });
 

@@ -18,6 +18,7 @@ import { NoticeQuery, renderNotice } from '../notice.ts';
 import { renderQueue, renderTimeline } from '../timeline.ts';
 import { usageCharts } from '../usageCharts.ts';
 import { formatDuration } from '../../domain/durations.ts';
+import { dataTable } from '../dataTable.ts';
 
 /** How many waiting leases and live resources the page lists; the rest are a link away. */
 const SHOWN = 20;
@@ -70,8 +71,17 @@ ${usageCharts(usage, { commands: false })}
 ${
   line.length === 0
     ? html`<p class="muted">No lease waits for capacity.</p>`
-    : html`<div class="table-wrap"><table><thead><tr><th>Place</th><th>Lease</th><th>Holder</th><th>Priority</th><th>Waiting since</th><th>Active in</th></tr></thead>
-<tbody>${line.map((w) => html`<tr><td>${w.ahead + 1}</td><td>${objectLink('lease', w.lease_id)}</td><td>${w.holder}</td><td>${w.priority}</td><td>${when(w.since)}</td><td>${estimate(w.ahead + 1)}</td></tr>`)}</tbody></table></div>
+    : html`${dataTable(
+        [
+          { header: 'Place', cell: (w) => w.ahead + 1 },
+          { header: 'Lease', cell: (w) => objectLink('lease', w.lease_id) },
+          { header: 'Holder', cell: (w) => w.holder },
+          { header: 'Priority', cell: (w) => w.priority },
+          { header: 'Waiting since', cell: (w) => when(w.since) },
+          { header: 'Active in', cell: (w) => estimate(w.ahead + 1) },
+        ],
+        line,
+      )}
 ${blueprint.waitingLeases > line.length ? html`<p class="muted">and ${blueprint.waitingLeases - line.length} more.</p>` : ''}
 <p class="muted">Estimates from the recent grant rate: ${rate.basis}.</p>`
 }
@@ -79,11 +89,16 @@ ${blueprint.waitingLeases > line.length ? html`<p class="muted">and ${blueprint.
 ${
   resources.items.length === 0
     ? html`<p class="muted">None.</p>`
-    : html`<div class="table-wrap"><table><thead><tr><th>Resource</th><th>State</th><th>Slots used</th><th>Idle since</th><th>Message</th></tr></thead>
-<tbody>${resources.items.map(
-        (r) =>
-          html`<tr><td>${objectLink('resource', r.id)}</td><td>${stateBadge('resource', r.state)}</td><td>${r.slots_taken} of ${r.capacity}</td><td>${when(r.idle_since)}</td><td>${orDash(r.message)}</td></tr>`,
-      )}</tbody></table></div>
+    : html`${dataTable(
+        [
+          { header: 'Resource', cell: (r) => objectLink('resource', r.id) },
+          { header: 'State', cell: (r) => stateBadge('resource', r.state) },
+          { header: 'Slots used', cell: (r) => `${r.slots_taken} of ${r.capacity}` },
+          { header: 'Idle since', cell: (r) => when(r.idle_since) },
+          { header: 'Message', cell: (r) => orDash(r.message) },
+        ],
+        resources.items,
+      )}
 ${resources.next === null ? '' : html`<p><a href="/resources?blueprint=${blueprint.id}">All of its resources</a></p>`}`
 }
 ${renderQueue(queue, (c) => cancelButton(request, c))}

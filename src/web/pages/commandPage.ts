@@ -10,6 +10,7 @@ import { commandLink, objectLink, orDash, statusBadge, took, when } from '../for
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
+import { dataTable } from '../dataTable.ts';
 
 /** `/commands/:id`: a command's status and outcome, who asked and why, and the tree of commands it caused. */
 export async function commandPage(app: FastifyInstance, db: Db): Promise<void> {
@@ -46,15 +47,22 @@ ${cancelButton(request, command)}
 ${
   tree.length <= 1
     ? html`<p class="muted">Nothing (yet).</p>`
-    : html`<div class="table-wrap"><table>
-<thead><tr><th>Command</th><th>Target</th><th>Status</th><th>Queued</th><th>Took</th><th>Outcome</th></tr></thead>
-<tbody>${tree.map(
-        (
-          node,
-        ) => html`<tr><td class="tree-node"><span aria-hidden="true">${'\u00a0\u00a0'.repeat(node.depth)}${node.depth > 0 ? '└ ' : ''}</span>${commandLink(node.id, node.kind)}</td>
-<td>${objectLink(node.target_kind, node.target_id)}</td><td>${statusBadge(node.status)}</td><td>${when(node.created_at)}</td>
-<td>${took(node.started_at ?? node.created_at, node.finished_at)}</td><td>${orDash(node.message)}</td></tr>`,
-      )}</tbody></table></div>`
+    : dataTable(
+        [
+          {
+            header: 'Command',
+            className: 'tree-node',
+            cell: (node) =>
+              html`<span aria-hidden="true">${'\u00a0\u00a0'.repeat(node.depth)}${node.depth > 0 ? '└ ' : ''}</span>${commandLink(node.id, node.kind)}`,
+          },
+          { header: 'Target', cell: (node) => objectLink(node.target_kind, node.target_id) },
+          { header: 'Status', cell: (node) => statusBadge(node.status) },
+          { header: 'Queued', cell: (node) => when(node.created_at) },
+          { header: 'Took', cell: (node) => took(node.started_at ?? node.created_at, node.finished_at) },
+          { header: 'Outcome', cell: (node) => orDash(node.message) },
+        ],
+        tree,
+      )
 }`;
       const watch = tree.map((node) => `command:${node.id}`);
       return sendPage(request, reply, { title: `Command ${command.id}`, watch: watch.length > 0 ? watch : [`command:${command.id}`], main });

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { PageQuery } from '../../api/schemas.ts';
 import type { Page } from '../../read/page.ts';
 import { blank } from '../forms.ts';
-import { html, type Renderable, type SafeHtml } from '../html.ts';
+import { type Column, dataTable } from '../dataTable.ts';
+import { html, type SafeHtml } from '../html.ts';
 
 /** `?limit=&after=` of every list, with empty fields (from the filter form) read as absent. */
 export const ListPaging = { limit: blank(PageQuery.limit), after: blank(PageQuery.after) };
@@ -12,11 +13,6 @@ export const ListPaging = { limit: blank(PageQuery.limit), after: blank(PageQuer
 export type FilterField =
   | { readonly name: string; readonly label: string; readonly options: readonly string[] }
   | { readonly name: string; readonly label: string; readonly placeholder: string };
-
-export interface Column<T> {
-  readonly header: string;
-  readonly cell: (row: T) => Renderable;
-}
 
 export interface ListView<T> {
   readonly title: string;
@@ -47,16 +43,7 @@ ${given.get('limit') ? html`<input type="hidden" name="limit" value="${given.get
 </form>`
     : ''
 }
-${
-  view.page.items.length === 0
-    ? html`<p class="muted">Nothing matches.</p>`
-    : html`<div class="table-wrap"><table>
-<thead><tr>${view.columns.map((c) => html`<th scope="col">${c.header}</th>`)}</tr></thead>
-<tbody>${view.page.items.map(
-        (row) => html`<tr${view.rowId ? html` id="${view.rowId(row)}"` : ''}>${view.columns.map((c) => html`<td>${c.cell(row)}</td>`)}</tr>`,
-      )}</tbody>
-</table></div>`
-}
+${view.page.items.length === 0 ? html`<p class="muted">Nothing matches.</p>` : dataTable(view.columns, view.page.items, view.rowId)}
 <nav class="pager" aria-label="pages">
 ${given.has('after') ? html`<a href="${view.path}${kept.size > 0 ? `?${kept}` : ''}">First page</a>` : ''}
 ${nextHref ? html`<a href="${nextHref}" rel="next">Next page</a>` : ''}

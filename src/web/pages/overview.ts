@@ -7,6 +7,7 @@ import { commandLink, namedLink, objectLink, stateBadge, stateCounts, statusBadg
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { usageCharts } from '../usageCharts.ts';
+import { dataTable } from '../dataTable.ts';
 
 /** `/`: every blueprint with its resources and leases by state and its waiting leases, the last hour's use in charts, and the commands in flight. */
 export async function overviewPage(app: FastifyInstance, db: Db): Promise<void> {
@@ -44,12 +45,16 @@ ${usageCharts(usage, { commands: true })}
 ${
   overview.oldestInFlight.length === 0
     ? html`<p class="muted">Nothing queued or running.</p>`
-    : html`<div class="table-wrap"><table>
-<thead><tr><th>Command</th><th>Target</th><th>Status</th><th>Waiting for</th><th>Issued by</th></tr></thead>
-<tbody>${overview.oldestInFlight.map(
-        (c) => html`<tr><td>${commandLink(c.id, c.kind)}</td><td>${objectLink(c.target_kind, c.target_id)}</td><td>${statusBadge(c.status)}</td>
-<td>${took(c.created_at, now)}</td><td>${c.issued_by} <span class="muted">(${c.source})</span></td></tr>`,
-      )}</tbody></table></div>`
+    : dataTable(
+        [
+          { header: 'Command', cell: (c) => commandLink(c.id, c.kind) },
+          { header: 'Target', cell: (c) => objectLink(c.target_kind, c.target_id) },
+          { header: 'Status', cell: (c) => statusBadge(c.status) },
+          { header: 'Waiting for', cell: (c) => took(c.created_at, now) },
+          { header: 'Issued by', cell: (c) => html`${c.issued_by} <span class="muted">(${c.source})</span>` },
+        ],
+        overview.oldestInFlight,
+      )
 }`;
       return sendPage(request, reply, { title: 'Overview', watch: ['*'], main });
     },

@@ -13,6 +13,7 @@ import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
 import { renderQueue, renderTimeline } from '../timeline.ts';
+import { dataTable } from '../dataTable.ts';
 
 /** `/resources/:id`: a resource's fields and slots, its release and reclaim buttons, its queue and its timeline. */
 export async function resourcePage(app: FastifyInstance, db: Db): Promise<void> {
@@ -48,8 +49,15 @@ ${commandButtons(request, { kind: 'resource', id: resource.id, state: resource.s
 ${
   resource.slots.length === 0
     ? html`<p class="muted">No lease holds a slot.</p>`
-    : html`<div class="table-wrap"><table><thead><tr><th>Slot</th><th>Lease</th><th>Holder</th><th>Granted</th></tr></thead>
-<tbody>${resource.slots.map((s) => html`<tr><td>${s.slot}</td><td>${objectLink('lease', s.lease_id)}</td><td>${s.holder}</td><td>${when(s.granted_at)}</td></tr>`)}</tbody></table></div>`
+    : dataTable(
+        [
+          { header: 'Slot', cell: (s) => s.slot },
+          { header: 'Lease', cell: (s) => objectLink('lease', s.lease_id) },
+          { header: 'Holder', cell: (s) => s.holder },
+          { header: 'Granted', cell: (s) => when(s.granted_at) },
+        ],
+        resource.slots,
+      )
 }
 ${resource.cleaning.length === 0 ? '' : html`<p>Waiting to be cleaned before another lease may have them: slot(s) ${resource.cleaning.join(', ')}.</p>`}
 ${renderQueue(queue, (c) => cancelButton(request, c))}

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Db } from '../../db/Database.ts';
 import { listTeams } from '../../read/teams.ts';
+import { dataTable } from '../dataTable.ts';
 import { namedLink, when } from '../format.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
@@ -22,22 +23,30 @@ export async function teamsPage(app: FastifyInstance, db: Db): Promise<void> {
       const main = html`<h1>Teams</h1>
 <p class="muted">A team's weight is its share of a contended blueprint against the other teams waiting or holding there; a quota keeps a team's
 (or holder's) leases at or below its maximum, and requests over it wait. Changed with <code>slipway team</code> or the admin API.</p>
-<div class="table-wrap"><table>
-<thead><tr><th>Team</th><th>Weight</th><th>Tokens</th><th>Leases</th><th>Waiting</th><th>Quotas</th><th>Changed</th></tr></thead>
-<tbody>${teams.map(
-        (t) => html`<tr id="team-${t.name}"><td>${t.name}</td><td>${t.weight}</td><td>${t.tokens}</td><td>${t.counted}</td><td>${t.waiting}</td>
-<td>${
-          t.quotas.length === 0
-            ? html`<span class="muted">none</span>`
-            : t.quotas.map(
-                (q) =>
-                  html`<div>${q.counted} of ${q.maxLeases} ${q.blueprintId === null ? 'overall' : html`at ${namedLink('blueprint', q.blueprintId, q.blueprintName!)}`}${
-                    q.holder === null ? '' : html` for ${q.holder}`
-                  } <span class="muted">(set by ${q.createdBy})</span></div>`,
-              )
-        }</td>
-<td>${when(t.updated_at)}</td></tr>`,
-      )}</tbody></table></div>`;
+${dataTable(
+  [
+    { header: 'Team', cell: (t) => t.name },
+    { header: 'Weight', cell: (t) => t.weight },
+    { header: 'Tokens', cell: (t) => t.tokens },
+    { header: 'Leases', cell: (t) => t.counted },
+    { header: 'Waiting', cell: (t) => t.waiting },
+    {
+      header: 'Quotas',
+      cell: (t) =>
+        t.quotas.length === 0
+          ? html`<span class="muted">none</span>`
+          : t.quotas.map(
+              (q) =>
+                html`<div>${q.counted} of ${q.maxLeases} ${q.blueprintId === null ? 'overall' : html`at ${namedLink('blueprint', q.blueprintId, q.blueprintName!)}`}${
+                  q.holder === null ? '' : html` for ${q.holder}`
+                } <span class="muted">(set by ${q.createdBy})</span></div>`,
+            ),
+    },
+    { header: 'Changed', cell: (t) => when(t.updated_at) },
+  ],
+  teams,
+  (t) => `team-${t.name}`,
+)}`;
       return sendPage(request, reply, { title: 'Teams', watch: ['*'], main });
     },
   });
