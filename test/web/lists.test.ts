@@ -13,7 +13,7 @@ const leases: number[] = [];
 /** The ids a list page links to, in the order shown. */
 function idsOn(page: string, kind: 'leases' | 'resources' | 'commands'): number[] {
   const body = page.slice(page.indexOf('<tbody>'), page.indexOf('</tbody>'));
-  return [...body.matchAll(new RegExp(`<tr><td><a href="/${kind}/(\\d+)"`, 'g'))].map((m) => Number(m[1]));
+  return [...body.matchAll(new RegExp(`<tr><td[^>]*><a href="/${kind}/(\\d+)"`, 'g'))].map((m) => Number(m[1]));
 }
 
 beforeAll(async () => {
@@ -63,8 +63,10 @@ test('a lease that can no longer be renewed shows no expiry in the list, as on i
     await env.as.operator.post(`/v1/leases/${id}/commands?wait=30`, { kind: 'renew', payload: { expiresInMs: 3_600_000 } });
   await env.as.operator.post(`/v1/leases/${ended}/commands?wait=30`, { kind: 'release' });
   const page = (await client.get(`/leases?blueprint=${blueprint.name}`)).text;
-  const row = (id: number) =>
-    page.slice(page.indexOf(`<tr><td><a href="/leases/${id}"`), page.indexOf('</tr>', page.indexOf(`<tr><td><a href="/leases/${id}"`)));
+  const row = (id: number) => {
+    const start = page.search(new RegExp(`<tr><td[^>]*><a href="/leases/${id}"`));
+    return page.slice(start, page.indexOf('</tr>', start));
+  };
   expect(row(live)).toMatch(/<time datetime="[^"]+"[^>]*>.*<\/time>.*<time/s);
   expect(row(ended)).not.toMatch(/<time datetime="[^"]+"[^>]*>.*<\/time>.*<time/s);
 });
