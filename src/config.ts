@@ -30,10 +30,6 @@ export const ConfigSchema = z.object({
     .min(1)
     .default('.slipway')
     .describe("where the embedded PostgreSQL keeps its data and password, the first admin token's file and the generated callback secret"),
-  // Two: a lane's batch grows with the backlog and a slow driver call no
-  // longer holds up its lane (see EFFECT_JOIN_MS in src/drain/DrainLane.ts),
-  // so more lanes mostly split the same work into smaller batches, which
-  // costs more CPU per command (bench:profile: about a sixth more at 4).
   SLIPWAY_WORKER_CONCURRENCY: z.coerce
     .number()
     .int()

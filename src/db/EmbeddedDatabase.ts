@@ -193,9 +193,8 @@ const MAX_SOCKET_PATH = 107;
  * never collides with a system PostgreSQL's socket directory, and Slipway
  * connects through it: a round trip over a Unix socket costs the client and
  * the server markedly less than over loopback TCP, and the drain is made of
- * round trips (the benchmark's drain and append ran 12-14 % faster through
- * it). A data directory too deep for a socket path gets none; the server is
- * then reached over TCP alone.
+ * round trips. A data directory too deep for a socket path gets none; the
+ * server is then reached over TCP alone.
  */
 function socketDirFor(dataDir: string, port: number): string | undefined {
   return Buffer.byteLength(path.join(dataDir, `.s.PGSQL.${port}`)) <= MAX_SOCKET_PATH ? dataDir : undefined;

@@ -35,11 +35,8 @@ const MAX_IN_FLIGHT = 2;
  * takes longer is most likely waiting for a lock (an append share-locks its
  * object's row, which a drain holds while it decides), and the requests
  * behind it should not all wait for that lock. Sending the second at once
- * instead halved the batches and cost more than it gained: in alternated
- * scratch rounds of the benchmark's (g) (16 callers, 15,000 releases each,
- * two rounds of each setting, twice), one batch at a time settled
- * 3,460–3,614 releases a second on 1.33–1.36 busy cores, two at once
- * 3,243–3,342 on 1.52–1.53, and four 2,889–2,956 on 1.62–1.63.
+ * instead halves the batches, and a batch's cost is mostly per batch: more
+ * CPU per append for less throughput (the benchmark's (g) shows it).
  */
 const SECOND_BATCH_AFTER_MS = 5;
 

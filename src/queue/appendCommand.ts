@@ -90,9 +90,8 @@ export async function signalWorkersOnCommit(db: Db, target: ObjectRef): Promise<
  *
  * Its text is fixed (one per function) and its values are the call's
  * arguments in order, so nothing is compiled per append: Kysely building
- * the same text from a template at every call was about a twentieth of an
- * API server's CPU on a stream of releases (a V8 profile of the server
- * under a scratch run of `npm run bench`'s (g)).
+ * the same text from a template at every call showed in a profile of an
+ * API server under a stream of releases.
  */
 export function appendStatement(request: AppendRequest, options: AppendOptions): CompiledQuery<AppendedRow> {
   const args = appendArguments(request, options, validatedAppend(request, options));
