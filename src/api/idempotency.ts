@@ -83,7 +83,7 @@ export async function claimKey(trx: Db, claim: ClaimedKey, fingerprint: string, 
 
   const existing = await trx
     .selectFrom('idempotency_keys')
-    .select(['request_sha256', 'state', 'response_status', 'response_headers', 'response_body'])
+    .select(['request_sha256', 'response_status', 'response_headers', 'response_body'])
     .where('token_id', '=', claim.tokenId)
     .where('key', '=', claim.key)
     .executeTakeFirstOrThrow();

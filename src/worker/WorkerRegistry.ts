@@ -39,7 +39,6 @@ export class WorkerRegistry {
   private timer: NodeJS.Timeout | undefined;
   private client: pg.PoolClient | undefined;
   private beating: Promise<void> | undefined;
-  private stopped = false;
   private readonly stopping = new AbortController();
 
   constructor(
@@ -69,7 +68,7 @@ export class WorkerRegistry {
   }
 
   private async beat(): Promise<void> {
-    if (this.stopped) return;
+    if (this.stopping.signal.aborted) return;
     if (!this.runner.isUp) {
       // Not alive while it cannot work: the lock goes with the connection.
       this.dropConnection();
@@ -123,7 +122,6 @@ export class WorkerRegistry {
     clearInterval(this.timer);
     this.stopping.abort();
     await this.beating;
-    this.stopped = true;
     try {
       // On its own connection when it has one: drains past the shutdown
       // grace period may still hold every pooled one.
