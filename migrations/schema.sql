@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0028_labels.
+-- Slipway's schema (`public`) after migration 0029_waiting_reason.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -41,6 +41,7 @@ create table public.blueprint_waiters (
   since timestamp with time zone not null,
   created_at timestamp with time zone not null default now(),
   team text not null default 'default'::text,
+  why text,
   constraint blueprint_waiters_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint blueprint_waiters_lease_id_fkey FOREIGN KEY (lease_id) REFERENCES public.leases(id),
   constraint blueprint_waiters_pkey PRIMARY KEY (lease_id)

@@ -242,6 +242,10 @@ export const LineStandingSchema = z
       .nullable()
       .meta({ description: "about how long until the lease is active, from the blueprint's recent grant rate; null when there is none to go by" }),
     basis: z.string().meta({ description: 'how the estimate was made, or why there is none' }),
+    reason: z
+      .string()
+      .nullable()
+      .meta({ description: 'why it waits, as its blueprint said when it joined the line (a quota, no free slot); null when not recorded' }),
   })
   .meta({ id: 'LineStanding', description: "where a waiting lease stands in its blueprint's line" });
 export type LineStandingShape = z.infer<typeof LineStandingSchema>;

@@ -45,6 +45,18 @@ export class CliFailure extends Error {
   }
 }
 
+/**
+ * The CLI exits with a status it passes on (`lease run`: its command's, or
+ * one of its own), having said on stderr all there is to say: nothing more
+ * is printed, on stdout least of all.
+ */
+export class PassedOnExit extends Error {
+  override name = 'PassedOnExit';
+  constructor(readonly exitCode: number) {
+    super(`exit status ${exitCode}`);
+  }
+}
+
 /** The error's code, as the API would name it, for a failure the CLI reports by exit code alone. */
 const CODE_BY_EXIT: Readonly<Record<number, string>> = {
   [EXIT.failed]: 'failed',
@@ -59,14 +71,15 @@ export interface ExitStatus {
   readonly exitCode: number;
   /** The one line to print on stderr; null when commander already printed it. */
   readonly message: string | null;
-  /** What `--json` prints on stdout: the API's error shape. */
-  readonly body: { readonly code: string; readonly message: string; readonly details: Record<string, unknown> };
+  /** What `--json` prints on stdout: the API's error shape (null: nothing). */
+  readonly body: { readonly code: string; readonly message: string; readonly details: Record<string, unknown> } | null;
   /** True for errors nobody anticipated (their stack is worth showing when debugging). */
   readonly unexpected: boolean;
 }
 
 /** THE mapping from whatever stopped a command to its exit code and message. */
 export function exitStatusOf(error: unknown): ExitStatus {
+  if (error instanceof PassedOnExit) return { exitCode: error.exitCode, message: null, body: null, unexpected: false };
   if (error instanceof CommanderError) {
     // Commander has printed the usage error (or the help) itself.
     const body = { code: 'invalid_input', message: oneLine(error.message.replace(/^error: /, '')), details: { commander: error.code } };

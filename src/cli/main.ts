@@ -19,7 +19,7 @@ async function run(argv: string[]): Promise<number> {
     if (stdoutClosed()) return EXIT.outputClosed;
     const status = exitStatusOf(error);
     // With --json, scripts read the error as the API gives it, on stdout; people still get the line on stderr.
-    if (argv.includes('--json') && status.exitCode !== EXIT.ok) process.stdout.write(`${printableJson(status.body)}\n`);
+    if (argv.includes('--json') && status.exitCode !== EXIT.ok && status.body) process.stdout.write(`${printableJson(status.body)}\n`);
     if (status.message !== null) process.stderr.write(`error: ${errorLine(status.message)}\n`);
     if (status.unexpected && ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '')) {
       process.stderr.write(`${(error as Error).stack ?? ''}\n`);

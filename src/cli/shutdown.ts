@@ -14,6 +14,10 @@ const PARENT_CHECK_MS = 1000;
 
 const controller = new AbortController();
 
+/** The signals a command that runs another program passes on to it. */
+export type PassedSignal = 'SIGINT' | 'SIGTERM' | 'SIGHUP';
+let diverted: ((signal: PassedSignal) => void) | undefined;
+
 /** Aborted, with a StopReason, by whatever stops the CLI first: long-running commands stop cleanly. */
 export const interrupted: AbortSignal = controller.signal;
 
@@ -33,7 +37,8 @@ export function takeOverShutdown(): void {
   let firstSignalAt: number | undefined;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.on(signal, () => {
-      if (firstSignalAt === undefined) {
+      if (diverted) diverted(signal);
+      else if (firstSignalAt === undefined) {
         firstSignalAt = Date.now();
         stop(signal);
       } else if (Date.now() - firstSignalAt >= SIGNAL_COPIES_MS) {
@@ -46,6 +51,21 @@ export function takeOverShutdown(): void {
     stop('stdout closed');
   });
   if (process.env.npm_lifecycle_event !== undefined) stopWhenParentExits();
+}
+
+/**
+ * Hands SIGINT, SIGTERM and SIGHUP to `to` instead, until the returned
+ * function is called: `lease run` passes them on to its command, or stops
+ * waiting for its lease, and decides itself when to exit.
+ */
+export function divertSignals(to: (signal: PassedSignal) => void): () => void {
+  const hangUp = () => to('SIGHUP');
+  diverted = to;
+  process.on('SIGHUP', hangUp);
+  return () => {
+    diverted = undefined;
+    process.off('SIGHUP', hangUp);
+  };
 }
 
 /** True when nobody reads the CLI's stdout any more. */

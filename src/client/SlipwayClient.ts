@@ -1,6 +1,9 @@
 import type { z } from 'zod';
 import { OPERATIONS, type Operations } from '../api/contract.ts';
-import { ErrorBodySchema, type ErrorBody } from '../api/errors.ts';
+import { ErrorBodySchema } from '../api/errors.ts';
+import { ApiLeaseService, type LeaseRequestInput } from './ApiLeaseService.ts';
+import { ApiRefusal, UnexpectedAnswer, Unreachable } from './errors.ts';
+import { holdLease, type HeldLease, type HoldOptions } from './holdLease.ts';
 
 /**
  * A typed client of the Slipway HTTP API, made from the same operation table
@@ -9,6 +12,8 @@ import { ErrorBodySchema, type ErrorBody } from '../api/errors.ts';
  * parsed with the schema of its status code, so what a caller gets is what
  * the OpenAPI document promises, or an error saying how the server strayed.
  * The CLI's remote mode (SLIPWAY_URL) goes through it.
+ *
+ * This is the package's `slipway/client` (docs/client.md).
  */
 
 export type OperationName = keyof Operations;
@@ -35,41 +40,6 @@ export type CallAnswer<N extends OperationName> = {
   };
 }[keyof Op<N>['responses']];
 
-/** The API refused the request: its status and its error body (code, message, details). */
-export class ApiRefusal extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: ErrorBody,
-    readonly request: string,
-  ) {
-    super(body.message);
-    this.name = 'ApiRefusal';
-  }
-}
-
-/** The server answered something the API does not: not the Slipway API, or a fault of it. */
-export class UnexpectedAnswer extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-    readonly request: string,
-  ) {
-    super(message);
-    this.name = 'UnexpectedAnswer';
-  }
-}
-
-/** The server could not be asked: refused, unresolvable, reset. `reason` is the system's code (ECONNREFUSED...) when there is one. */
-export class Unreachable extends Error {
-  constructor(
-    readonly origin: string,
-    readonly reason: string,
-  ) {
-    super(`cannot reach the Slipway API at ${origin}: ${reason}`);
-    this.name = 'Unreachable';
-  }
-}
-
 export interface ClientOptions {
   /** Where the API is, e.g. http://127.0.0.1:7480. */
   readonly baseUrl: string;
@@ -84,6 +54,23 @@ export class SlipwayClient {
 
   get signal(): AbortSignal | undefined {
     return this.options.signal;
+  }
+
+  /**
+   * Holds a lease for exactly as long as `work` runs: requests it (a
+   * heartbeat lease: every 30 s unless the request names its interval),
+   * waits until it is active, runs `work`, beats the heartbeat while it
+   * runs, aborts `signal` when the lease ends from outside, and releases it
+   * when `work` settles, however it settles. Rejects with LeaseNotGranted
+   * when the lease is never active, LeaseLost when it ended while `work`
+   * ran, LeaseUnreachable when Slipway could not be reached for as long as
+   * the heartbeat deadline allows; else settles as `work` did.
+   *
+   * The client's own `signal` stops every call, the release too: stop a
+   * lease with `options.signal` instead.
+   */
+  withLease<T>(request: LeaseRequestInput, work: (held: HeldLease, signal: AbortSignal) => Promise<T>, options?: HoldOptions<T>): Promise<T> {
+    return holdLease(new ApiLeaseService(this), request, work, options);
   }
 
   /**

@@ -96,9 +96,18 @@ const leaseKinds = {
       // v2 may also set a new heartbeat interval: a holder that learns it
       // needs longer between beats says so as it beats.
       z.object({ expiresInMs: term.optional(), heartbeatMs: heartbeat.optional() }).strict(),
+      // v3 may beat the heartbeat alone, leaving the expiry where it is: a
+      // holder that beats while its work runs (withLease, `lease run`) must
+      // not push back the limit its requester set.
+      z
+        .object({ expiresInMs: term.optional(), heartbeatMs: heartbeat.optional(), heartbeatOnly: z.literal(true).optional() })
+        .strict()
+        .refine((v) => !(v.heartbeatOnly && v.expiresInMs !== undefined), {
+          message: 'heartbeatOnly leaves the expiry as it is: give it or expiresInMs, not both',
+        }),
     ],
-    // A v1 renewal is a v2 one that keeps the heartbeat interval.
-    upgrades: { 1: (v1: { expiresInMs?: number }) => v1 },
+    // A v1 renewal is a v2 one that keeps the heartbeat interval; a v2 one is a v3 one that also renews the expiry.
+    upgrades: { 1: (v1: { expiresInMs?: number }) => v1, 2: (v2: { expiresInMs?: number; heartbeatMs?: number }) => v2 },
     internal: false,
     // Ordered with release (both preempt, so among them by id): a renewal
     // queued before the collector's expiry release is applied before it and

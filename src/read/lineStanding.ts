@@ -56,6 +56,8 @@ export interface LineStanding {
   readonly estimateSeconds: number | null;
   /** What the estimate rests on (the recent grant rate), or why there is none. */
   readonly basis: string;
+  /** Why it waits, as its blueprint said when it joined the line (null: a worker from before 0029 queued it). */
+  readonly reason: string | null;
 }
 
 /**
@@ -67,7 +69,7 @@ export interface LineStanding {
  * ask every second.
  */
 export async function readLineStanding(db: Db, leaseId: number): Promise<LineStanding | undefined> {
-  const line = waitingLeases(db).select(['w.blueprint_id', 'w.lease_id', 'w.since', 'l.created_at']);
+  const line = waitingLeases(db).select(['w.blueprint_id', 'w.lease_id', 'w.since', 'w.why', 'l.created_at']);
   const mine = await db
     .selectFrom(line.as('me'))
     .innerJoin('blueprints as b', 'b.id', 'me.blueprint_id')
@@ -83,7 +85,7 @@ export async function readLineStanding(db: Db, leaseId: number): Promise<LineSta
           .as('counts'),
       (join) => join.onTrue(),
     )
-    .select(['me.blueprint_id', 'me.created_at', 'b.name', 'counts.ahead', 'counts.waiting'])
+    .select(['me.blueprint_id', 'me.created_at', 'me.why', 'b.name', 'counts.ahead', 'counts.waiting'])
     .where('me.lease_id', '=', leaseId)
     .executeTakeFirst();
   if (!mine) return undefined;
@@ -96,6 +98,7 @@ export async function readLineStanding(db: Db, leaseId: number): Promise<LineSta
     since: mine.created_at,
     estimateSeconds: estimateFor(position, rate),
     basis: rate.basis,
+    reason: mine.why,
   };
 }
 
@@ -115,6 +118,7 @@ export function ordinal(n: number): string {
 }
 
 /** The waiting CLI's progress line and `lease show`'s: "3rd in line at sandboxes (of 7), about 2 min". */
-export function describeStanding(standing: Pick<LineStanding, 'position' | 'waiting' | 'blueprintName' | 'estimateSeconds'>): string {
-  return `${ordinal(standing.position)} in line at ${standing.blueprintName} (of ${standing.waiting}), ${describeEstimate(standing.estimateSeconds)}`;
+export function describeStanding(standing: Pick<LineStanding, 'position' | 'waiting' | 'blueprintName' | 'estimateSeconds' | 'reason'>): string {
+  const place = `${ordinal(standing.position)} in line at ${standing.blueprintName} (of ${standing.waiting}), ${describeEstimate(standing.estimateSeconds)}`;
+  return standing.reason ? `${place}: ${standing.reason}` : place;
 }

@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect, expectTypeOf, test } from 'vitest';
 import type { Lease } from '../../src/api/shapes.ts';
-import { ApiRefusal, SlipwayClient, UnexpectedAnswer, Unreachable } from '../../src/client/SlipwayClient.ts';
+import { ApiRefusal, SlipwayClient, UnexpectedAnswer, Unreachable } from '../../src/client/index.ts';
 import { closedPort } from '../helpers/deadEnds.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
 import { simulatedBlueprint } from './support/fixtures.ts';

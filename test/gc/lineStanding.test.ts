@@ -32,6 +32,8 @@ test('a waiting lease knows its place; its estimate comes from the leases the bl
     waiting: 4,
     estimateSeconds: null,
     basis: 'the collector has not sampled the last 15 min twice',
+    // Why, as the blueprint said when the lease joined the line.
+    reason: 'at its limit; 1 of 1 live, no free slot',
   });
 
   await hand.pass();
@@ -50,12 +52,12 @@ test('a waiting lease knows its place; its estimate comes from the leases the bl
   expect(standing.basis).toBe('2 lease(s) made active at line in the last 1 min');
   // Two leases in 32 s: the second in line is one span away.
   expect(standing.estimateSeconds).toBe(32);
-  expect(describeStanding(standing)).toBe('2nd in line at line (of 2), under a minute');
+  expect(describeStanding(standing)).toBe('2nd in line at line (of 2), under a minute: at its limit; 1 of 1 live, no free slot');
 
   // Nothing made active at the other pool between the samples: no estimate, and it says why.
   const still = (await readLineStanding(db(), stuck))!;
   expect(still).toMatchObject({ position: 1, waiting: 1, estimateSeconds: null, basis: '0 lease(s) made active at still in the last 1 min' });
-  expect(describeStanding(still)).toBe('1st in line at still (of 1), no estimate');
+  expect(describeStanding(still)).toBe('1st in line at still (of 1), no estimate: at its limit; 1 of 1 live, no free slot');
   await release(stillHolder);
   await release(stuck);
   for (const id of [b!, c!, d!]) await release(id);

@@ -8,30 +8,16 @@ import { pageTable } from '../format.ts';
 import { addPageOptions, addStateOptions, addWaitOptions, stateFilter, type StateListOptions, type WaitOptions } from '../options.ts';
 import type { Output } from '../output.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
-import { countBetween, Duration, LeaseStateArg, parseWith, PositiveId, textUpTo } from '../parsers.ts';
+import { Duration, LeaseStateArg, parseWith, PositiveId, textUpTo } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
 import type { LeaseAnswer } from '../../api/contract.ts';
 import type { LeaseWaited, Transport } from '../transport/Transport.ts';
 import { withTransport } from '../transport/withTransport.ts';
-import { TeamNameSchema } from '../../domain/team.ts';
-import { SelectorTextSchema } from '../../domain/labels.ts';
 import { LEASE_COLUMNS, renderLease, renderLeaseDetail } from '../views/leaseViews.ts';
+import { addLeaseRequestOptions, leaseRequestOf, type LeaseRequestOptions } from '../leaseRequestOptions.ts';
+import { addLeaseRunCommand } from './leaseRunCommand.ts';
 
-interface CreateOptions extends WaitOptions {
-  readonly blueprint?: BlueprintRef;
-  readonly selector?: string;
-  readonly holder?: string;
-  /** Milliseconds. */
-  readonly expiresIn?: number;
-  /** Milliseconds. */
-  readonly heartbeat?: number;
-  /** Milliseconds. */
-  readonly waitTimeout?: number;
-  readonly priority?: number;
-  readonly team?: string;
-  /** false with --no-queue: refused at once when a quota is reached. */
-  readonly queue: boolean;
-}
+interface CreateOptions extends WaitOptions, LeaseRequestOptions {}
 
 interface RenewOptions extends WaitOptions {
   /** Milliseconds. */
@@ -48,38 +34,12 @@ interface ListOptions extends StateListOptions {
 export function addLeaseCommands(program: Command): void {
   const lease = program.command('lease').description("leases: a holder's claim on a slot of one of a blueprint's resources");
 
-  addWaitOptions(
-    lease
-      .command('create')
-      .description('request a lease and wait until it is active')
-      .option('--blueprint <name|id>', 'the blueprint to lease from (give it, a --selector, or both)', parseWith(BlueprintRefArg))
-      .option(
-        '--selector <selector>',
-        'what the resource must be, by its labels, e.g. "gpu=a100, os in (linux, bsd), !spot"; without --blueprint, it chooses one',
-        parseWith(SelectorTextSchema),
-      )
-      .option('--holder <name>', 'who holds the lease (default: you, as user@host; remote mode: the token)', parseWith(textUpTo(200)))
-      .option('--expires-in <duration>', 'give it up after this long, e.g. 30m, 2h, 1h30m', parseWith(Duration))
-      .option(
-        '--heartbeat <duration>',
-        'a heartbeat lease: released once two of these intervals pass without a `lease renew`, e.g. 30s',
-        parseWith(Duration),
-      )
-      .option(
-        '--priority <0-9>',
-        "how urgent: served ahead of lower priorities that have waited less than this many of the blueprint's priority steps",
-        parseWith(countBetween(0, 9)),
-      )
-      .option(
-        '--wait-timeout <duration>',
-        'give up if the lease is not active this long after the request: the collector releases it (as system:deadline), e.g. 10m',
-        parseWith(Duration),
-      )
-      .option('--team <name>', "the team the lease counts for (default: default; remote mode: the token's team)", parseWith(TeamNameSchema))
-      .option('--no-queue', 'refuse at once, rather than wait in line, if a quota of the team or holder is reached'),
-  ).action((options: CreateOptions, command: Command) =>
-    withTransport(command, (transport, out) => requestLease(transport, out, { ...options, timeout: waitFor(options, command) })),
+  addWaitOptions(addLeaseRequestOptions(lease.command('create').description('request a lease and wait until it is active'), 'default: none')).action(
+    (options: CreateOptions, command: Command) =>
+      withTransport(command, (transport, out) => requestLease(transport, out, { ...options, timeout: waitFor(options, command) })),
   );
+
+  addLeaseRunCommand(lease);
 
   addWaitOptions(
     lease.command('release').description('give a lease up and wait until it is destroyed').argument('<id>', 'lease id', parseWith(PositiveId)),
@@ -146,19 +106,7 @@ const DEADLINE_MARGIN_S = 120;
  * lease being set up: the message names it and how to give it up.
  */
 async function requestLease(transport: Transport, out: Output, options: CreateOptions): Promise<void> {
-  const { blueprint, selector, holder, expiresIn, heartbeat, waitTimeout, priority, team, queue, reason } = options;
-  const input = {
-    blueprint,
-    selector,
-    holder,
-    expiresInMs: expiresIn,
-    heartbeatMs: heartbeat,
-    waitTimeoutMs: waitTimeout,
-    priority,
-    team,
-    ...(queue ? {} : { queue: false }),
-    reason,
-  };
+  const input = leaseRequestOf(options);
   const requested = ({ lease, command }: LeaseAnswer) => `lease ${lease.id} requested for ${lease.holder} (command ${command.id})`;
   if (!options.wait) {
     out.result(await transport.createLease(input), requested);

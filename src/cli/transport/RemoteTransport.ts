@@ -1,15 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommandAnswer, LeaseAnswer } from '../../api/contract.ts';
 import type { CommandTreeNodeShape, LineStandingShape } from '../../api/shapes.ts';
-import {
-  ApiRefusal,
-  UnexpectedAnswer,
-  Unreachable,
-  type CallAnswer,
-  type CallInput,
-  type OperationName,
-  type SlipwayClient,
-} from '../../client/SlipwayClient.ts';
+import { ApiRefusal, UnexpectedAnswer, Unreachable } from '../../client/errors.ts';
+import type { CallAnswer, CallInput, OperationName, SlipwayClient } from '../../client/SlipwayClient.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
 import type { CommandFilter } from '../../read/commands.ts';
 import { treeSettled } from '../../read/commandTree.ts';
@@ -200,7 +193,7 @@ function failureOf(error: unknown, signal: AbortSignal | undefined): CliFailure 
 }
 
 /** POST /v1/leases's body; refuses the options it does not take rather than dropping them. */
-function leaseBody(request: LeaseRequest) {
+export function leaseBody(request: LeaseRequest) {
   for (const [option, flag] of LOCAL_ONLY_LEASE_OPTIONS) {
     if (request[option] !== undefined) throw new CliFailure(`${flag} is not available in remote mode (SLIPWAY_URL)`, EXIT.usage);
   }

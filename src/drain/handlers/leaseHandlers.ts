@@ -287,11 +287,12 @@ export const LEASE_HANDLERS = {
     readsInTransaction: true,
     async decide(trx: Db, ctx: CtxOf<'renew'>) {
       const lease = ctx.object;
-      const { expiresInMs, heartbeatMs: newHeartbeatMs } = ctx.payload;
+      const { expiresInMs, heartbeatMs: newHeartbeatMs, heartbeatOnly } = ctx.payload;
       // Without a term of its own, a renewal extends an expiring lease by the
       // term it was given; a lease that never expired gains an expiry only
-      // when asked for one. Likewise its heartbeat interval (v2).
-      const termMs = expiresInMs ?? (lease.expires_at ? lease.term_ms : null);
+      // when asked for one. Likewise its heartbeat interval (v2). A beat
+      // alone (v3) leaves the expiry as it is.
+      const termMs = heartbeatOnly ? null : (expiresInMs ?? (lease.expires_at ? lease.term_ms : null));
       const heartbeatMs = newHeartbeatMs ?? lease.heartbeat_ms;
       if (!termMs && !heartbeatMs) return done<'lease'>('nothing to renew: the lease has no expiry and no heartbeat');
       const deadlines = await deadlinesFromNow(trx, { termMs, heartbeatMs });

@@ -267,7 +267,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   if (joinedWaits) {
     await trx
       .insertInto('blueprint_waiters')
-      .values({ blueprint_id: blueprint.id, lease_id: joining.leaseId, since: joining.since, team: joining.team })
+      .values({ blueprint_id: blueprint.id, lease_id: joining.leaseId, since: joining.since, team: joining.team, why: joinedWhy ?? why() })
       .onConflict((oc) => oc.column('lease_id').doNothing())
       .execute();
   }

@@ -36,7 +36,7 @@ ${renderNotice(query)}
   ${stateFields(lease.state, goal)}
   ${
     line
-      ? html`<dt>Waiting</dt><dd>for a free slot at ${lease.blueprint_name}: ${line.position === 1 ? 'next in line' : `${line.position - 1} ahead`}, since ${when(line.since)}; ${describeEstimate(line.estimateSeconds)} <span class="muted">(${line.basis})</span></dd>`
+      ? html`<dt>Waiting</dt><dd>for a free slot at ${lease.blueprint_name}: ${line.position === 1 ? 'next in line' : `${line.position - 1} ahead`}, since ${when(line.since)}; ${describeEstimate(line.estimateSeconds)} <span class="muted">(${line.basis})</span>${line.reason ? html`<br>${line.reason}` : ''}</dd>`
       : ''
   }
   ${
