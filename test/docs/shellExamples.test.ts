@@ -20,6 +20,7 @@ const PAGES = [
   'README.md',
   'docs/api.md',
   'docs/cli.md',
+  'docs/ci.md',
   'docs/callbacks.md',
   'docs/drivers.md',
   'docs/operations.md',
