@@ -1,6 +1,6 @@
 import type { ObjectRef } from '../queue/objectTables.ts';
 import type { CommandTreeNodeShape, LineStandingShape } from '../api/shapes.ts';
-import { describeStanding } from '../read/lineStanding.ts';
+import { describeWaiting } from '../read/lineStanding.ts';
 import type { Transition } from '../read/objectState.ts';
 import type { Output } from './output.ts';
 import { progressLine } from './views/commandViews.ts';
@@ -33,7 +33,7 @@ export function progressPrinter(
       shownTransitions.add(eventId);
       out.progress(`${object!.kind} ${object!.id}: ${from} → ${to}`);
     }
-    const place = standing ? describeStanding(standing) : undefined;
+    const place = standing ? describeWaiting(standing) : undefined;
     if (place !== undefined && place !== shownStanding) out.progress(place);
     shownStanding = place;
   };

@@ -118,7 +118,11 @@ export function ordinal(n: number): string {
 }
 
 /** The waiting CLI's progress line and `lease show`'s: "3rd in line at sandboxes (of 7), about 2 min". */
-export function describeStanding(standing: Pick<LineStanding, 'position' | 'waiting' | 'blueprintName' | 'estimateSeconds' | 'reason'>): string {
-  const place = `${ordinal(standing.position)} in line at ${standing.blueprintName} (of ${standing.waiting}), ${describeEstimate(standing.estimateSeconds)}`;
-  return standing.reason ? `${place}: ${standing.reason}` : place;
+export function describeStanding(standing: Pick<LineStanding, 'position' | 'waiting' | 'blueprintName' | 'estimateSeconds'>): string {
+  return `${ordinal(standing.position)} in line at ${standing.blueprintName} (of ${standing.waiting}), ${describeEstimate(standing.estimateSeconds)}`;
+}
+
+/** Its place and why it waits, in one progress line: "3rd in line at sandboxes (of 7), about 2 min: at its limit; …". */
+export function describeWaiting(standing: Pick<LineStanding, 'position' | 'waiting' | 'blueprintName' | 'estimateSeconds' | 'reason'>): string {
+  return standing.reason ? `${describeStanding(standing)}: ${standing.reason}` : describeStanding(standing);
 }

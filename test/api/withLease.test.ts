@@ -22,7 +22,13 @@ const client = (baseUrl = env.server.url) => new SlipwayClient({ baseUrl, token:
 const leaseRow = (id: number) => env.database.db.selectFrom('leases').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 const released = (id: number) => waitFor(`lease ${id} to be released`, async () => ['released', 'destroyed'].includes((await leaseRow(id)).state));
 const reasonsOf = async (id: number) =>
-  (await env.database.db.selectFrom('commands').select(['kind', 'reason', 'issued_by']).where('target_kind', '=', 'lease').where('target_id', '=', id).orderBy('id').execute());
+  await env.database.db
+    .selectFrom('commands')
+    .select(['kind', 'reason', 'issued_by'])
+    .where('target_kind', '=', 'lease')
+    .where('target_id', '=', id)
+    .orderBy('id')
+    .execute();
 
 test('the work runs with the active lease and its resource; the lease is released when it returns, with the reason given', async () => {
   const { name } = await simulatedBlueprint(env.as.admin);
@@ -156,7 +162,11 @@ test('the API restarting while the work runs: it runs on, and the lease is relea
 
 test('Slipway out of reach for longer than the heartbeat deadline allows: the work is aborted with LeaseUnreachable', async () => {
   const { name } = await simulatedBlueprint(env.as.admin);
-  const server = await ApiServer.start(env.database, loadConfig({ DATABASE_URL: env.database.url, LOG_LEVEL: 'warn', SLIPWAY_API_PORT: '0' }), testLog);
+  const server = await ApiServer.start(
+    env.database,
+    loadConfig({ DATABASE_URL: env.database.url, LOG_LEVEL: 'warn', SLIPWAY_API_PORT: '0' }),
+    testLog,
+  );
   const failure = await client(server.url)
     .withLease({ blueprint: name, heartbeatMs: 1000 }, async (_held, signal) => {
       await server.stop();

@@ -53,7 +53,7 @@ test('lease create keeps waiting while the lease waits for capacity, though its 
   await waitFor('its place in line shown', async () => (await env.cli('lease', 'show', String(waiter.lease_id))).stdout.includes('line'));
   const shown = await env.cli('lease', 'show', String(waiter.lease_id));
   expect(shown.stdout).toMatch(
-    /\n\nwaiting\n {2}line {11}1st in line at single \(of 1\), no estimate\n {2}since .*\n {2}estimate from {2}the collector has not sampled the last 15 min twice$/m,
+    /\n\nwaiting\n {2}line {11}1st in line at single \(of 1\), no estimate\n {2}why {12}at its limit; 1 of 1 live, no free slot\n {2}since .*\n {2}estimate from {2}the collector has not sampled the last 15 min twice$/m,
   );
   expect(JSON.parse((await env.cli('--json', 'lease', 'show', String(waiter.lease_id))).stdout).line).toMatchObject({
     blueprintName: 'single',
@@ -64,7 +64,7 @@ test('lease create keeps waiting while the lease waits for capacity, though its 
   await appendCommand(env.database.db, { target: { kind: 'lease', id: first }, kind: 'release', actor });
   const run = await output;
   expect(run.code).toBe(0);
-  expect(run.stdout).toContain('1st in line at single (of 1), no estimate\n');
+  expect(run.stdout).toContain('1st in line at single (of 1), no estimate: at its limit; 1 of 1 live, no free slot\n');
   expect(run.stdout).toContain(`lease ${waiter.lease_id}: pending → acquired\n`);
   expect(run.stdout).toContain(`lease ${waiter.lease_id}: acquired → active\n`);
   expect(run.stdout).toMatch(new RegExp(`^lease ${waiter.lease_id}: active$`, 'm'));

@@ -83,7 +83,11 @@ test('the command runs with the lease in its environment, its output alone on st
   expect(run.stderr).toMatch(/^slipway: lease \d+ requested at /);
   expect(run.stderr).toMatch(/slipway: lease \d+ released: the command exited with status 7\n$/);
   const json = JSON.parse(await readFile(`${dir}/lease.json`, 'utf8'));
-  expect(json).toMatchObject({ lease: { id, blueprintName: name, state: 'active' }, resource: { id: lease.resource_id }, env: { SLIPWAY_LEASE_ID: String(id) } });
+  expect(json).toMatchObject({
+    lease: { id, blueprintName: name, state: 'active' },
+    resource: { id: lease.resource_id },
+    env: { SLIPWAY_LEASE_ID: String(id) },
+  });
   await waitFor('the lease to be released', async () => gone((await leaseRow(id)).state));
   expect(await lastCommand(id)).toMatchObject({ kind: 'release', reason: 'the command exited with status 7', issued_by: 'token:user' });
 
@@ -127,7 +131,16 @@ test('an operator releases the lease: the command gets SIGTERM at once, SIGKILL 
 test('lease run SIGKILLed: its lease is released once the heartbeat deadline passes', async () => {
   const { name } = await simulatedBlueprint(env.as.admin);
   const { dir, marks } = await scratch();
-  const child = leaseRun(['--blueprint', name, '--heartbeat', '1s', '--', 'sh', '-c', `${mark(dir, 'started')}; echo $$ > ${dir}/pid; exec sleep 60`]);
+  const child = leaseRun([
+    '--blueprint',
+    name,
+    '--heartbeat',
+    '1s',
+    '--',
+    'sh',
+    '-c',
+    `${mark(dir, 'started')}; echo $$ > ${dir}/pid; exec sleep 60`,
+  ]);
   const { text, done } = stderrOf(child);
   await waitFor('the command to start', async () => (await marks()).length > 0);
   const id = leaseIdIn(text());
@@ -154,7 +167,14 @@ test('lease run SIGKILLed: its lease is released once the heartbeat deadline pas
 test('Ctrl-C while waiting leaves no lease behind; Ctrl-C while running goes to the command, and the lease is released after it', async () => {
   const { name } = await simulatedBlueprint(env.as.admin, {}, { maxResources: 1, leasesPerResource: 1 });
   const { dir, marks } = await scratch();
-  const holder = leaseRun(['--blueprint', name, '--', 'sh', '-c', `trap '${mark(dir, 'int')}; exit 3' INT; ${mark(dir, 'started')}; while true; do sleep 0.1; done`]);
+  const holder = leaseRun([
+    '--blueprint',
+    name,
+    '--',
+    'sh',
+    '-c',
+    `trap '${mark(dir, 'int')}; exit 3' INT; ${mark(dir, 'started')}; while true; do sleep 0.1; done`,
+  ]);
   const holding = stderrOf(holder);
   await waitFor('the first command to start', async () => (await marks()).length > 0);
 
@@ -204,7 +224,10 @@ test('the API server restarts while the command runs: the command runs on and it
   let server = await ApiServer.start(env.database, config('0'), testLog);
   const port = new URL(server.url).port;
   const { dir, marks } = await scratch();
-  const child = leaseRun(['--blueprint', name, '--heartbeat', '3s', '--', 'sh', '-c', `${mark(dir, 'started')}; sleep 6; ${mark(dir, 'finished')}; exit 5`], server.url);
+  const child = leaseRun(
+    ['--blueprint', name, '--heartbeat', '3s', '--', 'sh', '-c', `${mark(dir, 'started')}; sleep 6; ${mark(dir, 'finished')}; exit 5`],
+    server.url,
+  );
   const { text, done } = stderrOf(child);
   await waitFor('the command to start', async () => (await marks()).length > 0);
   await server.stop();

@@ -3,7 +3,7 @@ import { expect, test } from 'vitest';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
-import { describeEstimate, describeStanding, ordinal, readLineStanding } from '../../src/read/lineStanding.ts';
+import { describeEstimate, describeStanding, describeWaiting, ordinal, readLineStanding } from '../../src/read/lineStanding.ts';
 import { handDrainSuite } from './support/handDrain.ts';
 
 // A waiting lease's place in line and its estimate, from the collector's
@@ -52,12 +52,13 @@ test('a waiting lease knows its place; its estimate comes from the leases the bl
   expect(standing.basis).toBe('2 lease(s) made active at line in the last 1 min');
   // Two leases in 32 s: the second in line is one span away.
   expect(standing.estimateSeconds).toBe(32);
-  expect(describeStanding(standing)).toBe('2nd in line at line (of 2), under a minute: at its limit; 1 of 1 live, no free slot');
+  expect(describeStanding(standing)).toBe('2nd in line at line (of 2), under a minute');
+  expect(describeWaiting(standing)).toBe('2nd in line at line (of 2), under a minute: at its limit; 1 of 1 live, no free slot');
 
   // Nothing made active at the other pool between the samples: no estimate, and it says why.
   const still = (await readLineStanding(db(), stuck))!;
   expect(still).toMatchObject({ position: 1, waiting: 1, estimateSeconds: null, basis: '0 lease(s) made active at still in the last 1 min' });
-  expect(describeStanding(still)).toBe('1st in line at still (of 1), no estimate: at its limit; 1 of 1 live, no free slot');
+  expect(describeStanding(still)).toBe('1st in line at still (of 1), no estimate');
   await release(stillHolder);
   await release(stuck);
   for (const id of [b!, c!, d!]) await release(id);

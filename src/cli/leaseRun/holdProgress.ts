@@ -1,5 +1,5 @@
 import type { HoldEvent } from '../../client/holdLease.ts';
-import { describeStanding } from '../../read/lineStanding.ts';
+import { describeWaiting } from '../../read/lineStanding.ts';
 import { printableLines } from '../format.ts';
 
 /**
@@ -17,7 +17,7 @@ export function holdProgressLine(event: HoldEvent): string | undefined {
       return `lease ${event.lease.id} requested at ${event.lease.blueprintName}`;
     case 'waiting': {
       const { lease, line } = event;
-      const place = line ? describeStanding(line) : `lease ${lease.id} is ${lease.state}`;
+      const place = line ? describeWaiting(line) : `lease ${lease.id} is ${lease.state}`;
       return lease.message ? `${place}: ${lease.message}` : place;
     }
     case 'active': {

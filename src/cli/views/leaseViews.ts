@@ -39,6 +39,7 @@ export function renderLeaseDetail({ lease, line, ...history }: { lease: Lease; l
   const standing = line
     ? `\n\n${fields('waiting', [
         ['line', describeStanding(line)],
+        ['why', line.reason ?? NONE],
         ['since', formatTime(line.since)],
         ['estimate from', line.basis],
       ])}`
