@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LeaseDetail } from '../api/contract.ts';
 import type { Lease, LineStandingShape, Resource, TimelineEntryShape } from '../api/shapes.ts';
+import { DEFAULT_HEARTBEAT_MS } from '../domain/holding.ts';
 import { isSettingUp, READY_STATE } from '../domain/lifecycle.ts';
 import { LeaseLost, LeaseNotGranted, LeaseUnreachable, type LeaseEnd } from './leaseErrors.ts';
 
@@ -78,8 +79,6 @@ export interface HoldOptions<T> {
   readonly releaseReason?: (outcome: WorkOutcome<T>) => string;
 }
 
-/** A heartbeat lease's interval when the request names none: it rides out a restart of Slipway of up to twice this. */
-export const DEFAULT_HEARTBEAT_MS = 30_000;
 /** How often a lease is read while it waits and while it is held: an operator's release reaches the work within about this. */
 export const WATCH_MS = 1000;
 /**

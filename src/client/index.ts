@@ -5,7 +5,8 @@
 export { SlipwayClient, type CallAnswer, type CallInput, type ClientOptions, type OperationName } from './SlipwayClient.ts';
 export { ApiRefusal, UnexpectedAnswer, Unreachable } from './errors.ts';
 export { LeaseLost, LeaseNotGranted, LeaseUnreachable, type LeaseEnd, type NotGrantedWhy } from './leaseErrors.ts';
-export { DEFAULT_HEARTBEAT_MS, type HeldLease, type HoldEvent, type HoldOptions, type WorkOutcome } from './holdLease.ts';
+export { DEFAULT_HEARTBEAT_MS } from '../domain/holding.ts';
+export type { HeldLease, HoldEvent, HoldOptions, WorkOutcome } from './holdLease.ts';
 export type { LeaseRequestInput } from './ApiLeaseService.ts';
 export type { LeaseDetail } from '../api/contract.ts';
 export type { Lease, LineStandingShape as LineStanding, Resource } from '../api/shapes.ts';

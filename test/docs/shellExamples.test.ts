@@ -19,6 +19,7 @@ import { shellBlocks, type ShellBlock } from './shellBlocks.ts';
 const PAGES = [
   'README.md',
   'docs/api.md',
+  'docs/client.md',
   'docs/cli.md',
   'docs/ci.md',
   'docs/callbacks.md',

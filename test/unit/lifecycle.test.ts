@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { COMMAND_KINDS, commandKindSpec, goalOf, underWayWhile, upgradedPayload, versionFor } from '../../src/domain/commandKinds.ts';
+import { COMMAND_KINDS, commandKindSpec, goalOf, schemaOf, underWayWhile, upgradedPayload, versionFor } from '../../src/domain/commandKinds.ts';
 import {
   accepts,
   canTransition,
@@ -136,8 +136,11 @@ test('a renewal is stored at the oldest version that carries it, and read by a n
   expect(versionFor(renew, {})).toBe(1);
   expect(versionFor(renew, { expiresInMs: 60_000 })).toBe(1);
   expect(versionFor(renew, { heartbeatMs: 30_000 })).toBe(2);
+  expect(versionFor(renew, { heartbeatOnly: true })).toBe(3);
   // A payload no version takes is the latest's, whose schema then says what is wrong.
-  expect(versionFor(renew, { heartbeatMs: 10 })).toBe(2);
+  expect(versionFor(renew, { heartbeatMs: 10 })).toBe(3);
+  expect(schemaOf(renew, 3)!.safeParse({ heartbeatOnly: true, expiresInMs: 60_000 }).success).toBe(false);
   expect(upgradedPayload(renew, 1, { expiresInMs: 60_000 })).toEqual({ expiresInMs: 60_000 });
   expect(upgradedPayload(renew, 2, { heartbeatMs: 30_000 })).toEqual({ heartbeatMs: 30_000 });
+  expect(upgradedPayload(renew, 3, { heartbeatOnly: true })).toEqual({ heartbeatOnly: true });
 });
