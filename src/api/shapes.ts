@@ -389,7 +389,8 @@ export const TimelineEntrySchema = z
   .discriminatedUnion('type', [
     z.object({
       type: z.literal('command'),
-      at: Timestamp,
+      at: Timestamp.meta({ description: 'when it settled; still queued or running, when it was queued' }),
+      queuedAt: Timestamp,
       id: Id,
       kind: z.string(),
       status: CommandStatusSchema,
@@ -417,7 +418,9 @@ export const TimelineEntrySchema = z
 export type TimelineEntryShape = z.infer<typeof TimelineEntrySchema>;
 
 function timelineEntryOf(entry: TimelineEntry): TimelineEntryShape {
-  return entry.type === 'command' ? { ...entry, at: iso(entry.at), finishedAt: isoOrNull(entry.finishedAt) } : { ...entry, at: iso(entry.at) };
+  return entry.type === 'command'
+    ? { ...entry, at: iso(entry.at), queuedAt: iso(entry.queuedAt), finishedAt: isoOrNull(entry.finishedAt) }
+    : { ...entry, at: iso(entry.at) };
 }
 
 /** An object's queue and timeline: what each object's GET carries beside its fields. */

@@ -2,7 +2,11 @@ import type { CommandRow, CommandStatus } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
 
-/** What was asked of an object (its commands) and what happened to it (its events), in one line of time. */
+/**
+ * What was asked of an object (its commands) and what happened to it (its
+ * events), in one line of time: each where it happened, a command when it
+ * settled (or, still queued or running, when it was queued).
+ */
 export type TimelineEntry = CommandEntry | EventEntry;
 
 interface EntryBase {
@@ -17,6 +21,8 @@ interface EntryBase {
 
 export interface CommandEntry extends EntryBase {
   readonly type: 'command';
+  /** When it was queued (`at` is when it settled, once it has). */
+  readonly queuedAt: Date;
   readonly kind: string;
   readonly status: CommandStatus;
   readonly message: string | null;
@@ -99,7 +105,9 @@ async function readTimeline(db: Db, ref: ObjectRef, limit: number): Promise<Time
     ...commands.map(
       (c): CommandEntry => ({
         type: 'command',
-        at: c.created_at,
+        // A command happened when it settled: what it did sits among the events it caused, not at the time it was asked.
+        at: c.finished_at ?? c.created_at,
+        queuedAt: c.created_at,
         id: c.id,
         kind: c.kind,
         status: c.status,
@@ -130,8 +138,9 @@ async function readTimeline(db: Db, ref: ObjectRef, limit: number): Promise<Time
 }
 
 /**
- * By time; within one instant (one transaction), an event before the commands
- * it was committed with, since those are its consequences.
+ * By time; within one instant (one transaction), the events a command's
+ * step committed before the command they settled it with, and before the
+ * commands queued by it, its consequences.
  */
 function chronologically(a: TimelineEntry, b: TimelineEntry): number {
   const rank = (e: TimelineEntry) => (e.type === 'event' ? 0 : 1);

@@ -27,7 +27,7 @@ export async function renderTimeline(db: Db, kind: ObjectKind, timeline: Timelin
       return html`<tr class="command">
 <td>${when(entry.at)}</td>
 <td>${commandLink(entry.id, entry.kind)}</td>
-<td>${statusBadge(entry.status)}${entry.finishedAt ? html` <span class="muted">in ${took(entry.at, entry.finishedAt)}</span>` : ''}</td>
+<td>${statusBadge(entry.status)}${entry.finishedAt ? html` <span class="muted">queued ${when(entry.queuedAt)}, took ${took(entry.queuedAt, entry.finishedAt)}</span>` : ''}</td>
 <td>${entry.who} <span class="muted">(${entry.where})</span></td>
 <td>${orDash(entry.reason)}</td>
 <td>${orDash(entry.message)}

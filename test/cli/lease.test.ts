@@ -132,16 +132,16 @@ test('lease release waits until the lease is destroyed, and show gives its timel
   expect(show.code).toBe(0);
   expect(show.stdout).toMatch(new RegExp(`^lease ${id}: destroyed`));
   expect(show.stdout).toMatch(/queue\n {2}\(none\)/);
-  // Who, from where, why and what, in order.
-  const timeline = show.stdout.slice(show.stdout.indexOf('timeline'));
-  const release = timeline.search(/command #\d+ release: done {2}\[\S+ via cli, reason: done with it\] — released and destroyed/);
+  // Who, from where, why and what, newest first; a command where it settled, with when it was queued.
+  const timeline = show.stdout.slice(show.stdout.indexOf('timeline, newest first'));
+  const release = timeline.search(/command #\d+ release: done \(queued [^)]+\) {2}\[\S+ via cli, reason: done with it\] — released and destroyed/);
   // Both transitions are the release's own (decision 0024).
   const releaseId = /command #(\d+) release: done/.exec(timeline)![1];
   const released = timeline.search(new RegExp(`state active → released \\(command #${releaseId}\\) {2}\\[\\S+ via cli, reason: done with it\\]`));
   const destroyed = timeline.search(new RegExp(`state released → destroyed \\(command #${releaseId}\\) {2}\\[\\S+ via cli, reason: done with it\\]`));
   expect(release).toBeGreaterThan(0);
-  expect(released).toBeGreaterThan(release);
-  expect(destroyed).toBeGreaterThan(released);
+  expect(destroyed).toBeGreaterThan(release);
+  expect(released).toBeGreaterThan(destroyed);
 });
 
 test('a duplicate release joins the release already queued and waits for it', async () => {
