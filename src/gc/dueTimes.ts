@@ -72,7 +72,13 @@ export interface DuePeek {
  * either way, so a slow release or check does not make the caller spin.
  */
 export async function peekDueTimes(db: Db): Promise<DuePeek> {
-  const { rows } = await sql<{ due_now: boolean; next_due_in_ms: number | null }>`
+  const { rows } = await PEEK.execute(db);
+  const row = rows[0]!;
+  return { dueNow: row.due_now, nextDueInMs: row.next_due_in_ms };
+}
+
+/** peekDueTimes' statement (exported for the test that checks its plan reads indexes only). */
+export const PEEK = sql<{ due_now: boolean; next_due_in_ms: number | null }>`
     select
       exists (select 1 from leases l where l.id in ${pastDeadline} and not ${releaseUnderWay})
         or exists (select 1 from blueprints b cross join lateral (${dueChecksOf(1)}) r where b.check_interval_ms is not null)
@@ -87,10 +93,7 @@ export async function peekDueTimes(db: Db): Promise<DuePeek> {
           order by ${lastCheck} limit 1) n
          where b.check_interval_ms is not null)
       ) - now())::float8 * 1000 as next_due_in_ms
-  `.execute(db);
-  const row = rows[0]!;
-  return { dueNow: row.due_now, nextDueInMs: row.next_due_in_ms };
-}
+  `;
 
 export type DueLease = DeadlineFields & { id: number; now: Date };
 
