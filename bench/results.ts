@@ -11,6 +11,9 @@ import type { ServerInfo } from './server.ts';
  */
 export const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 
+/** The time-driven work's committed figures (bench/runTimeliness.ts), one file per kind of server, named as the main run's. */
+export const TIMELINESS_RESULTS_DIR = fileURLToPath(new URL('./results/timeliness/', import.meta.url));
+
 /** A run's file name among the results: by the server's major release, and whether it was the embedded one. */
 export function resultsName(server: ServerInfo): string {
   return `${server.embedded ? 'embedded-' : ''}postgresql-${server.major}.json`;

@@ -27,7 +27,8 @@ import * as waitDeadlines from './0025_wait_deadlines.ts';
 import * as leasePriorities from './0026_lease_priorities.ts';
 import * as teams from './0027_teams.ts';
 import * as labels from './0028_labels.ts';
-import * as waitingReason from './0029_waiting_reason.ts';
+import * as checkDueTimes from './0029_check_due_times.ts';
+import * as waitingReason from './0030_waiting_reason.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -59,5 +60,6 @@ export const migrations: Record<string, Migration> = {
   '0026_lease_priorities': leasePriorities,
   '0027_teams': teams,
   '0028_labels': labels,
-  '0029_waiting_reason': waitingReason,
+  '0029_check_due_times': checkDueTimes,
+  '0030_waiting_reason': waitingReason,
 };

@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0029_waiting_reason.
+-- Slipway's schema (`public`) after migration 0030_waiting_reason.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -316,6 +316,7 @@ create table public.resources (
 CREATE INDEX resources_by_blueprint_id ON public.resources USING btree (blueprint_id, id);
 CREATE INDEX resources_by_blueprint_state ON public.resources USING btree (blueprint_id, state);
 CREATE INDEX resources_by_state_id ON public.resources USING btree (state, id);
+CREATE INDEX resources_check_due ON public.resources USING btree (blueprint_id, COALESCE(checked_at, '-infinity'::timestamp with time zone)) WHERE (state = ANY (ARRAY['active'::text, 'maintenance'::text, 'quarantined'::text]));
 CREATE INDEX resources_destroyed ON public.resources USING btree (updated_at) WHERE (state = 'destroyed'::text);
 CREATE INDEX resources_idle ON public.resources USING btree (blueprint_id, idle_since) WHERE ((state = 'active'::text) AND (used_slots = 0));
 CREATE UNIQUE INDEX resources_one_per_lease ON public.resources USING btree (allocated_for_lease_id) WHERE (state = ANY (ARRAY['pending'::text, 'active'::text]));

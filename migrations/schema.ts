@@ -110,7 +110,7 @@ export interface BlueprintWaitersTable {
   /** The lease's team: the line is read by team (0027). */
   team: Generated<string>;
   created_at: TimestampDefault;
-  /** Why it waits, as the blueprint said when it joined (0029); null from a worker before it. */
+  /** Why it waits, as the blueprint said when it joined (0030); null from a worker before it. */
   why: ColumnType<string | null, string | null | undefined, string | null>;
 }
 

@@ -43,6 +43,12 @@ export const ConfigSchema = z.object({
   SLIPWAY_DRAIN_POLL_MS: positiveMs(1000).describe(
     'how often each worker looks for due wake-ups without being signalled (the backstop for a lost signal; a wake-up due later is looked for when it is due)',
   ),
+  // Each look is one statement of index reads; a worker also looks at the
+  // nearest due time it read, so this bounds only the lateness of a
+  // deadline set less than one poll before it passes.
+  SLIPWAY_DUE_POLL_MS: positiveMs(1000).describe(
+    "how often each worker's timekeeper looks for lease deadlines and health checks that fell due (it also looks at the nearest due time it knows of)",
+  ),
   SLIPWAY_SWEEP_INTERVAL_MS: positiveMs(1000).describe("how often each worker's sweeper looks for objects nobody drains"),
   // A command queued (or left running by a dead worker) for longer than this,
   // on an object whose advisory lock is free, gets its object woken again.

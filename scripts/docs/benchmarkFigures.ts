@@ -2,7 +2,8 @@ import path from 'node:path';
 import { bars, verdict } from '../../bench/bars.ts';
 import { type Cell, figureRows } from '../../bench/figureRows.ts';
 import { type Figures, readFigures } from '../../bench/figures.ts';
-import { resultsFiles } from '../../bench/results.ts';
+import { resultsFiles, TIMELINESS_RESULTS_DIR } from '../../bench/results.ts';
+import { type Lateness, readTimelinessFigures, timelinessBars } from '../../bench/timeliness.ts';
 import { serverTitle } from '../../bench/server.ts';
 import { overriddenSettings } from '../../bench/settings.ts';
 import { escapeCell, markdownTable } from './markdownTable.ts';
@@ -95,4 +96,46 @@ function inOrder(lists: string[][]): string[] {
     });
   }
   return all;
+}
+
+/**
+ * docs/benchmark.md's table of the time-driven work's lateness: a column per
+ * committed run of bench/runTimeliness.ts (bench/results/timeliness/), a row
+ * per kind of due time (p50 / p99 / max and how many), then the bars.
+ */
+export async function renderTimelinessFigures(): Promise<string> {
+  const files = await resultsFiles(TIMELINESS_RESULTS_DIR);
+  if (files.length === 0) return '_No run is published yet: `node --import tsx bench/runTimeliness.ts`, then `npm run bench:publish <its file>`._';
+  const runs = await Promise.all(files.map(async (file) => ({ file, figures: await readTimelinessFigures(file) })));
+  const late = (l: Lateness | undefined) => (l ? `${Math.round(l.p50Ms)} / ${Math.round(l.p99Ms)} / ${Math.round(l.maxMs)} ms (${l.count})` : '');
+  const rows: string[][] = [
+    ['results file', ...runs.map(({ file }) => `[${path.basename(file)}](${path.relative(PAGE_DIR, file)})`)],
+    ['run', ...runs.map(({ figures }) => `${figures.startedAt.slice(0, 10)}, \`${figures.machine.revision}\`, ${Math.round(figures.runSeconds)} s`)],
+    [
+      'machine',
+      ...runs.map(
+        ({ figures }) =>
+          `${figures.machine.cores} cores, ${figures.machine.cpuModel}; Node ${figures.machine.node}; load ${figures.machine.loadAverage.toFixed(1)}`,
+      ),
+    ],
+    [
+      'sizes',
+      ...runs.map(
+        ({ figures }) =>
+          `${figures.settings.BENCH_WORKERS} workers; ${figures.settings.BENCH_TIMELY_LEASES} leases of each kind; ${figures.settings.BENCH_TIMELY_RESOURCES} resources for ${figures.settings.BENCH_TIMELY_SECONDS} s`,
+      ),
+    ],
+    ['lease expiry, all in one second: p50 / p99 / max', ...runs.map(({ figures }) => late(figures.expiry))],
+    ['heartbeat deadline, never beaten', ...runs.map(({ figures }) => late(figures.heartbeat))],
+    ['wait deadline of 1 s, all in one second', ...runs.map(({ figures }) => late(figures.waitDeadline))],
+    ['health check every 1 s', ...runs.map(({ figures }) => late(figures.checks))],
+    ['resource gone → replacement active', ...runs.map(({ figures }) => late(figures.replacement))],
+  ];
+  const barCells = runs.map(({ figures }) => new Map(timelinessBars(figures).map((bar) => [bar.asks, `${verdict(bar.met)}: ${bar.measured}`])));
+  for (const asks of inOrder(barCells.map((cells) => [...cells.keys()])))
+    rows.push([`bar: ${asks}`, ...barCells.map((cells) => cells.get(asks) ?? '')]);
+  return markdownTable(
+    ['due time', ...runs.map(({ figures }) => serverTitle(figures.server))],
+    rows.map((row) => row.map(escapeCell)),
+  );
 }

@@ -56,7 +56,7 @@ export interface LineStanding {
   readonly estimateSeconds: number | null;
   /** What the estimate rests on (the recent grant rate), or why there is none. */
   readonly basis: string;
-  /** Why it waits, as its blueprint said when it joined the line (null: a worker from before 0029 queued it). */
+  /** Why it waits, as its blueprint said when it joined the line (null: a worker from before migration 0030 queued it). */
   readonly reason: string | null;
 }
 

@@ -13,6 +13,7 @@ import { slipwayVersion } from '../version.ts';
 import { graphileLogger } from './graphileLogger.ts';
 import { JobRunner } from './JobRunner.ts';
 import { Sweeper } from './Sweeper.ts';
+import { Timekeeper } from './Timekeeper.ts';
 import { WorkerRegistry } from './WorkerRegistry.ts';
 
 /** graphile-worker's jobs a worker runs at once: callback deliveries and collector passes. */
@@ -20,12 +21,13 @@ const JOB_CONCURRENCY = 4;
 
 /**
  * One worker process's share of the work: the drain engine, graphile-worker
- * running callback deliveries and the collector's schedule, the sweeper, and
- * the registry heartbeat. All workers are equal; run as many as you like
+ * running callback deliveries and the collector's schedule, the sweeper, the
+ * timekeeper (deadlines and health checks on time), and the registry
+ * heartbeat. All workers are equal; run as many as you like
  * against one database. Every part outlives a lost database: the runner is
  * restarted (JobRunner), the drain engine's LISTEN is made again and each
- * of its lanes takes a fresh connection, the registry and the sweeper retry
- * on their next tick. `health` (shared with the API in `slipway start`)
+ * of its lanes takes a fresh connection, the registry, the sweeper and the
+ * timekeeper retry on their next tick. `health` (shared with the API in `slipway start`)
  * tells /readyz whether the runner and the engine's LISTEN are up.
  */
 export class SlipwayWorker {
@@ -33,6 +35,7 @@ export class SlipwayWorker {
     private readonly runner: JobRunner,
     private readonly engine: DrainEngine,
     private readonly sweeper: Sweeper,
+    private readonly timekeeper: Timekeeper,
     private readonly registry: WorkerRegistry,
     private readonly graceMs: number,
     private readonly log: Logger,
@@ -79,8 +82,10 @@ export class SlipwayWorker {
     }
     const sweeper = new Sweeper(database.db, log, config.SLIPWAY_SWEEP_INTERVAL_MS, config.SLIPWAY_STALE_AFTER_MS);
     sweeper.start();
+    const timekeeper = new Timekeeper(database.db, log, config.SLIPWAY_DUE_POLL_MS, config.SLIPWAY_GC_BATCH_SIZE);
+    timekeeper.start();
     log.info({ worker: registry.id, concurrency: config.SLIPWAY_WORKER_CONCURRENCY, version: slipwayVersion() }, 'worker started');
-    return new SlipwayWorker(runner, engine, sweeper, registry, config.SLIPWAY_SHUTDOWN_GRACE_MS, log, registry.id);
+    return new SlipwayWorker(runner, engine, sweeper, timekeeper, registry, config.SLIPWAY_SHUTDOWN_GRACE_MS, log, registry.id);
   }
 
   /**
@@ -92,7 +97,7 @@ export class SlipwayWorker {
    * objects over, as after a crash.
    */
   async stop(): Promise<boolean> {
-    await this.sweeper.stop();
+    await Promise.all([this.sweeper.stop(), this.timekeeper.stop()]);
     // An unref'd timer: a clean stop does not wait for it to run out.
     const stopped = Promise.all([this.engine.stop(), this.runner.stop()]).then(() => true);
     const clean = await Promise.race([stopped, sleep(this.graceMs, false, { ref: false })]);

@@ -2,11 +2,17 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { expect, test } from 'vitest';
 import { readFigures } from '../../bench/figures.ts';
-import { resultsFiles, resultsName, unpublishable } from '../../bench/results.ts';
+import { resultsFiles, resultsName, TIMELINESS_RESULTS_DIR, unpublishable } from '../../bench/results.ts';
+import { readTimelinessFigures } from '../../bench/timeliness.ts';
 
 test('every committed benchmark result is a figures file of this benchmark, named by its server, with no password or path of a machine', async () => {
   for (const file of await resultsFiles()) {
     const figures = await readFigures(file);
+    expect(path.basename(file)).toBe(resultsName(figures.server));
+    expect(unpublishable(await readFile(file, 'utf8')), file).toBeUndefined();
+  }
+  for (const file of await resultsFiles(TIMELINESS_RESULTS_DIR)) {
+    const figures = await readTimelinessFigures(file);
     expect(path.basename(file)).toBe(resultsName(figures.server));
     expect(unpublishable(await readFile(file, 'utf8')), file).toBeUndefined();
   }

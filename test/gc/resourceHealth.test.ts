@@ -406,7 +406,7 @@ test('a quarantined resource released by an operator: its lease is released (not
   expect(served.resource_id).not.toBe(resourceId);
 });
 
-test('a warm resource found gone by a check is destroyed, and the next collector pass tops the blueprint up to its warm minimum again', async () => {
+test('a warm resource found gone by a check is destroyed, and the blueprint tops itself up to its warm minimum as it counts it out, with no collector pass', async () => {
   const bp = await createBlueprint(
     db(),
     { name: 'kept-warm', driver: 'simulated', maxResources: 1, minResources: 1, checkIntervalMs: 60_000 },
@@ -428,16 +428,15 @@ test('a warm resource found gone by a check is destroyed, and the next collector
   // The collector's check finds it gone: it is destroyed and the blueprint counts it out.
   const checked = await hand.pass();
   expect(checked.steps.checkResources?.actions.map((a) => a.target)).toContain(`resource:${made!.id}`);
+  // Drained to the end: the resource is destroyed, the blueprint counts it
+  // out and, below its minimum, asks itself to top up, in the same drains.
   await hand.all();
   expect(await resourceOf(made!.id)).toMatchObject({ state: 'destroyed', health: 'gone' });
-  expect(await warm()).toEqual([]);
-  expect((await db().selectFrom('blueprints').select('live_resources').where('id', '=', bp.id).executeTakeFirstOrThrow()).live_resources).toBe(0);
-
-  // The next pass sees the pool below its minimum and asks the blueprint to top up: a new resource, active.
-  const toppedUp = await hand.pass();
-  expect(toppedUp.steps.topUpWarmMinimum?.actions.map((a) => a.target)).toEqual([`blueprint:${bp.id}`]);
-  await hand.all();
   const replaced = await warm();
   expect(replaced).toHaveLength(1);
   expect(replaced[0]!.id).not.toBe(made!.id);
+  const topUp = (await commandsOf(db(), 'blueprint', bp.id)).filter((c) => c.kind === 'top_up').at(-1);
+  expect(topUp).toMatchObject({ issued_by: 'system:gc', status: 'done', reason: `resource ${made!.id} gone: 0 live of a warm minimum of 1` });
+  // The collector has nothing left to do for it.
+  expect((await hand.pass()).steps.topUpWarmMinimum?.actions).toEqual([]);
 });

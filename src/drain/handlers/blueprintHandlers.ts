@@ -152,10 +152,31 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
   /** A resource has a slot the line may take (counted, with any others, by serving the line). */
   slot_freed: async (_trx, ctx) => done<'blueprint'>(`resource ${ctx.payload.resourceId} has a free slot`),
 
+  /**
+   * A resource is gone: counted out (the line is served from the room that
+   * makes). Below its warm minimum, the blueprint asks itself to `top_up`
+   * now rather than at the collector's next pass: a resource found gone by
+   * a check is replaced within seconds. (Every resource released or
+   * reclaimed is destroyed in the end and counted out here, so the live
+   * count is the one to compare; `top_up` then counts what is warm.)
+   */
   resource_destroyed: async (_trx, ctx, blueprint) => {
+    const { resourceId } = ctx.payload;
     const live = blueprint.live_resources - 1;
-    return done<'blueprint'>(`resource ${ctx.payload.resourceId} gone (${live} of ${blueprint.max_resources})`, {
+    const belowMinimum = blueprint.state === 'enabled' && live < blueprint.min_resources;
+    return done<'blueprint'>(`resource ${resourceId} gone (${live} of ${blueprint.max_resources})`, {
       set: { live_resources: live },
+      ...(belowMinimum
+        ? {
+            followUps: [
+              {
+                target: { kind: 'blueprint', id: blueprint.id },
+                kind: 'top_up',
+                reason: `resource ${resourceId} gone: ${live} live of a warm minimum of ${blueprint.min_resources}`,
+              },
+            ],
+          }
+        : {}),
     });
   },
 
