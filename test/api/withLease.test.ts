@@ -2,9 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect, test } from 'vitest';
 import { ApiServer } from '../../src/api/server.ts';
 import { loadConfig } from '../../src/config.ts';
-import { runCollectorPass } from '../../src/gc/runCollector.ts';
 import { type HoldEvent, LeaseLost, LeaseNotGranted, LeaseUnreachable, SlipwayClient } from '../../src/client/index.ts';
-import { TEST_GC } from '../gc/support/handDrain.ts';
 import { testLog } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
@@ -14,7 +12,7 @@ import { NO_SCHEDULED_COLLECTOR } from '../cli/rowCounts.ts';
 /**
  * `client.withLease` against a real server and worker: the semantics
  * `slipway lease run` is built on (test/cli/leaseRun.test.ts runs them
- * through real processes). The collector runs only when a test runs it.
+ * through real processes). No collector runs: deadlines are the workers' timekeeper's.
  */
 const env = apiTestEnv({ worker: true, env: NO_SCHEDULED_COLLECTOR });
 const client = (baseUrl = env.server.url) => new SlipwayClient({ baseUrl, token: env.as.user.token! });
@@ -112,9 +110,7 @@ test('a request that is refused, and a lease not active by its wait deadline, re
   const late = client()
     .withLease({ blueprint: name, waitTimeoutMs: 1000 }, async () => 'ran', { onEvent: (event) => events.push(event) })
     .catch((error: unknown) => error);
-  await waitFor('the lease to wait', async () => events.some((e) => e.type === 'waiting'));
-  await sleep(1100);
-  await runCollectorPass(env.database, TEST_GC, 'cli', testLog);
+  // No collector runs here: the workers' timekeeper releases it once its wait deadline passes.
   const failure = await late;
   expect(failure).toMatchObject({ name: 'LeaseNotGranted', why: 'deadline' });
   await env.as.admin.post(`/v1/leases/${held.body.lease.id}/commands`, { kind: 'release' });
@@ -123,9 +119,8 @@ test('a request that is refused, and a lease not active by its wait deadline, re
 test('the heartbeat is beaten while the work runs, and an expiry the requester set stays where it was', async () => {
   const { name } = await simulatedBlueprint(env.as.admin);
   const id = await client().withLease({ blueprint: name, heartbeatMs: 2000, expiresInMs: 3_600_000 }, async ({ lease }) => {
-    // Three intervals: without beats the collector would release it after two.
+    // Three intervals: without beats the workers' timekeeper would release it after two.
     await sleep(6000);
-    await runCollectorPass(env.database, TEST_GC, 'cli', testLog);
     const row = await leaseRow(lease.id);
     expect(row.state).toBe('active');
     expect(row.expires_at?.toISOString()).toBe(lease.expiresAt);

@@ -87,18 +87,18 @@ export function addLeaseCommands(program: Command): void {
 
 /**
  * How long to wait for a new lease, in seconds: --timeout, or, with a
- * --wait-timeout and no --timeout, until the collector has had time to
- * release the lease after its deadline (it runs once a minute by default,
- * SLIPWAY_GC_INTERVAL_MINUTES), so the CLI reports the deadline rather than
- * a wait of its own that ended first.
+ * --wait-timeout and no --timeout, until the workers' timekeeper has had
+ * time to release the lease after its deadline (within about a second of
+ * it, SLIPWAY_DUE_POLL_MS), so the CLI reports the deadline rather than a
+ * wait of its own that ended first.
  */
 function waitFor(options: CreateOptions, command: Command): number {
   if (options.waitTimeout === undefined || command.getOptionValueSource('timeout') !== 'default') return options.timeout;
   return Math.max(options.timeout, Math.ceil(options.waitTimeout / 1000) + DEADLINE_MARGIN_S);
 }
 
-/** Two of the collector's default passes. */
-const DEADLINE_MARGIN_S = 120;
+/** A look of the timekeeper and the release's drain, with room for a backlog of drains or a slower poll. */
+const DEADLINE_MARGIN_S = 10;
 
 /**
  * Creates the lease, then (unless --no-wait) waits until it is active or has
