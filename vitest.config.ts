@@ -4,11 +4,18 @@ import { filesAtOnce } from './test/helpers/filesAtOnce.ts';
 /**
  * Tests that need more than `npm install`: Debian's chromium for the browser
  * tests, curl and bash for the documentation's shell examples, promtool
- * (Debian's prometheus) for the metrics and alert rules. `npm test`
+ * (Debian's prometheus) for the metrics and alert rules, a PostgreSQL server
+ * build with pg_basebackup and pg_ctl (Debian's postgresql-15) for the
+ * failover to a standby. `npm test`
  * leaves them out; `npm run test:system` (vitest.system.config.ts) runs
  * them, and .ci/run runs both.
  */
-export const SYSTEM_TESTS = ['test/web/browser.test.ts', 'test/docs/shellExamples.test.ts', 'test/metrics/promtool.test.ts'];
+export const SYSTEM_TESTS = [
+  'test/web/browser.test.ts',
+  'test/docs/shellExamples.test.ts',
+  'test/metrics/promtool.test.ts',
+  'test/faults/failover.test.ts',
+];
 
 /** What `npm test` and `npm run test:system` share. */
 export async function sharedSettings() {
