@@ -3,7 +3,6 @@ import { once } from 'node:events';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { expect, test } from 'vitest';
 import { ApiServer } from '../../src/api/server.ts';
 import { LEASE_RUN_EXIT } from '../../src/cli/leaseRun/leaseRunExit.ts';
