@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Db } from '../db/Database.ts';
 import { Id } from '../api/schemas.ts';
 import { commandLink } from './format.ts';
 import { blank } from './forms.ts';
@@ -22,9 +23,16 @@ export const NoticeQuery = {
   outcome: blank(z.enum(Object.keys(OUTCOMES) as [Outcome, ...Outcome[]]).optional()),
 };
 
-export function renderNotice(query: { command?: number; outcome?: Outcome }): SafeHtml {
+/**
+ * The sentence, and what became of the command since: the page refreshes
+ * itself with the same address, so the notice follows the command to its
+ * end rather than saying "queued" of a command long done.
+ */
+export async function renderNotice(db: Db, query: { command?: number; outcome?: Outcome }): Promise<SafeHtml> {
   if (query.command === undefined || query.outcome === undefined) return html``;
-  return html`<p class="notice" role="status">${OUTCOMES[query.outcome]} ${commandLink(query.command)}.</p>`;
+  const command = await db.selectFrom('commands').select(['status', 'message']).where('id', '=', query.command).executeTakeFirst();
+  const now = command && query.outcome !== 'cancelled' ? html`; it is ${command.status}${command.message ? `: ${command.message}` : ''}` : '';
+  return html`<p class="notice" role="status">${OUTCOMES[query.outcome]} ${commandLink(query.command)}${now}.</p>`;
 }
 
 export function noticeQuery(command: number, outcome: Outcome): string {

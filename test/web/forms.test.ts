@@ -89,7 +89,11 @@ describe('buttons and forms', () => {
     expect(release).toMatchObject({ source: 'web', issued_by: 'token:operator', reason: 'done with it' });
     expect(answer.headers.get('location')).toBe(`/leases/${lease.id}?command=${release!.id}&outcome=queued`);
     const after = await client.get(answer.headers.get('location')!);
-    expect(after.text).toContain(`Queued as <a href="/commands/${release!.id}">command ${release!.id}</a>`);
+    expect(after.text).toContain(`Queued as <a href="/commands/${release!.id}">command ${release!.id}</a>; it is `);
+    // The page refreshes itself at the same address: the notice follows the command to its end.
+    await waitFor('the release to settle', async () => (await releaseCommands(env, lease.id))[0]!.status === 'done');
+    const settled = await client.get(answer.headers.get('location')!);
+    expect(settled.text).toContain(`Queued as <a href="/commands/${release!.id}">command ${release!.id}</a>; it is done: released and destroyed.`);
   });
 
   test('a second press joins the release in flight or is told which command did it: one release', async () => {

@@ -45,7 +45,7 @@ export async function blueprintPage(app: FastifyInstance, db: Db): Promise<void>
           ? 'an idle resource is kept'
           : `an idle resource beyond the minimum is reclaimed after ${formatDuration(blueprint.idle_timeout_ms)}`;
       const main = html`<h1>Blueprint ${blueprint.name} ${stateBadge('blueprint', blueprint.state)}</h1>
-${renderNotice(query)}
+${await renderNotice(db, query)}
 <section class="card">
 <dl class="fields">
   <dt>Id</dt><dd>${blueprint.id}</dd>

@@ -25,7 +25,7 @@ export async function commandPage(app: FastifyInstance, db: Db): Promise<void> {
       const command = await findCommand(db, params.id);
       const tree = await readCommandTree(db, command.id);
       const main = html`<h1>Command ${command.id}: ${command.kind} ${statusBadge(command.status)}</h1>
-${renderNotice(query)}
+${await renderNotice(db, query)}
 <section class="card">
 <dl class="fields">
   <dt>Target</dt><dd>${objectLink(command.target_kind, command.target_id)}</dd>

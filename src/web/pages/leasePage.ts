@@ -30,7 +30,7 @@ export async function leasePage(app: FastifyInstance, db: Db): Promise<void> {
       const goal = targetState('lease', lease.state, queue);
       const line = await readLineStanding(db, lease.id);
       const main = html`${stateHeading(`Lease ${lease.id}`, 'lease', lease.state, goal)}
-${renderNotice(query)}
+${await renderNotice(db, query)}
 <section class="card">
 <dl class="fields">
   ${stateFields(lease.state, goal)}

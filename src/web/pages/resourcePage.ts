@@ -29,7 +29,7 @@ export async function resourcePage(app: FastifyInstance, db: Db): Promise<void> 
       const { queue, timeline } = await readHistory(db, { kind: 'resource', id: resource.id });
       const goal = targetState('resource', resource.state, queue);
       const main = html`${stateHeading(`Resource ${resource.id}`, 'resource', resource.state, goal)}
-${renderNotice(query)}
+${await renderNotice(db, query)}
 <section class="card">
 <dl class="fields">
   ${stateFields(resource.state, goal)}
