@@ -29,6 +29,7 @@ import * as teams from './0027_teams.ts';
 import * as labels from './0028_labels.ts';
 import * as checkDueTimes from './0029_check_due_times.ts';
 import * as waitingReason from './0030_waiting_reason.ts';
+import * as archivedBlueprints from './0031_archived_blueprints.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -62,4 +63,5 @@ export const migrations: Record<string, Migration> = {
   '0028_labels': labels,
   '0029_check_due_times': checkDueTimes,
   '0030_waiting_reason': waitingReason,
+  '0031_archived_blueprints': archivedBlueprints,
 };

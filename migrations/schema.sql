@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0030_waiting_reason.
+-- Slipway's schema (`public`) after migration 0031_archived_blueprints.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -80,7 +80,7 @@ create table public.blueprints (
   constraint blueprints_name_key UNIQUE (name),
   constraint blueprints_pkey PRIMARY KEY (id),
   constraint blueprints_priority_step_ms_check CHECK (((priority_step_ms >= 0) AND (priority_step_ms <= 86400000))),
-  constraint blueprints_state_check CHECK ((state = ANY (ARRAY['enabled'::text, 'disabled'::text])))
+  constraint blueprints_state_check CHECK ((state = ANY (ARRAY['enabled'::text, 'disabled'::text, 'archived'::text])))
 );
 
 create table public.callback_attempts (

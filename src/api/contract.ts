@@ -116,7 +116,12 @@ export const ResourceListQuery = z
   })
   .strict();
 
-export const BlueprintListQuery = z.object(PageQuery).strict();
+export const BlueprintListQuery = z
+  .object({
+    state: stateFilterOf('blueprint').optional().meta({ description: 'a state, or live (the default): every state but archived' }),
+    ...PageQuery,
+  })
+  .strict();
 
 export const CommandListQuery = z
   .object({
@@ -266,7 +271,7 @@ export const OPERATIONS = {
     method: 'GET',
     url: '/v1/blueprints',
     summary: 'List blueprints',
-    description: 'Oldest first unless order=newest; keyset pages.',
+    description: 'Oldest first unless order=newest; keyset pages; live ones (not archived) unless state says otherwise.',
     action: 'read',
     query: BlueprintListQuery,
     responses: { 200: answer('a page of blueprints', BlueprintPage) },
@@ -309,6 +314,18 @@ export const OPERATIONS = {
     url: '/v1/blueprints/:ref/enable',
     summary: 'Enable a blueprint',
     description: 'It takes leases again; waiting ones are served from the room there is.',
+    action: 'blueprint.write',
+    params: BlueprintParams,
+    body: z.object({}).strict(),
+    responses: { 200: answer('the blueprint as changed', BlueprintSchema) },
+  },
+  archiveBlueprint: {
+    operationId: 'archiveBlueprint',
+    method: 'POST',
+    url: '/v1/blueprints/:ref/archive',
+    summary: 'Archive a blueprint',
+    description:
+      'Once none of its leases and resources is live: it is kept for its history, leaves the lists of live blueprints (`?state=archived` lists them), takes no leases and changes no more, for good. 409 while something of it is live, saying what.',
     action: 'blueprint.write',
     params: BlueprintParams,
     body: z.object({}).strict(),

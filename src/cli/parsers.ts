@@ -63,6 +63,7 @@ export const DriverName = z.enum(Object.keys(DRIVERS) as [string, ...string[]]);
 
 export const LeaseStateArg = stateFilterOf('lease');
 export const ResourceStateArg = stateFilterOf('resource');
+export const BlueprintStateArg = stateFilterOf('blueprint');
 export const CommandStatusArg = z.enum(['queued', 'running', 'done', 'failed', 'cancelled', 'coalesced'] satisfies CommandStatus[]);
 export const CommandKindArg = z.enum([...new Set(Object.values(COMMAND_KINDS).flatMap((kinds) => Object.keys(kinds)))] as [string, ...string[]]);
 

@@ -102,8 +102,12 @@ const resource = {
 const blueprintCommands = ['need_resource', 'slot_freed', 'resource_destroyed', 'serve_waiters', 'update_settings', 'drain', 'undrain'] as const;
 const blueprint = {
   // A disabled blueprint makes no new resources, so it is not topped up.
-  enabled: { next: ['disabled'], accepts: [...blueprintCommands, 'top_up'], takesLeases: true, tone: 'good' },
-  disabled: { next: ['enabled'], accepts: blueprintCommands, tone: 'quiet' },
+  enabled: { next: ['disabled', 'archived'], accepts: [...blueprintCommands, 'top_up'], takesLeases: true, tone: 'good' },
+  disabled: { next: ['enabled', 'archived'], accepts: blueprintCommands, tone: 'quiet' },
+  // Done with, once nothing of it is live: kept for its history (its
+  // leases, resources and timeline still name it), out of every list that
+  // shows live objects, and never used again (setBlueprintState).
+  archived: { next: [], accepts: [], tone: 'gone' },
 } as const satisfies Record<string, StateSpec>;
 
 export const LIFECYCLES = { lease, resource, blueprint } as const;

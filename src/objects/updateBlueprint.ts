@@ -4,7 +4,7 @@ import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError } from '../domain/errors.ts';
-import { canTransition, takesLeases, type BlueprintState } from '../domain/lifecycle.ts';
+import { canTransition, liveStates, takesLeases, type BlueprintState } from '../domain/lifecycle.ts';
 import { lockObjectInTransaction } from '../queue/lockObjectInTransaction.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
 import { findBlueprint, type BlueprintRef } from '../read/blueprints.ts';
@@ -71,6 +71,11 @@ export async function updateBlueprint(trx: Db, ref: BlueprintRef, changes: Bluep
   const parsed = BlueprintChangesSchema.safeParse(changes);
   if (!parsed.success) throw new InvalidInputError(`invalid blueprint changes: ${describeZodIssues(parsed.error.issues)}`);
   const blueprint = await lockedBlueprint(trx, ref);
+  if (!liveStates('blueprint').includes(blueprint.state)) {
+    throw new CommandRejectedError(`blueprint ${blueprint.name} is ${blueprint.state}: it is kept for its history and changes no more`, {
+      state: blueprint.state,
+    });
+  }
   const fields = Object.entries(parsed.data).filter(([, value]) => value !== undefined) as Array<
     [keyof typeof COLUMNS, number | boolean | null | Record<string, string>]
   >;
@@ -90,12 +95,17 @@ export async function updateBlueprint(trx: Db, ref: BlueprintRef, changes: Bluep
   return row;
 }
 
-/** Disables a blueprint (it takes no new leases; those it has carry on) or enables it again. */
+/**
+ * Disables a blueprint (it takes no new leases; those it has carry on),
+ * enables it again, or archives it once nothing of it is live.
+ */
 export async function setBlueprintState(trx: Db, ref: BlueprintRef, to: BlueprintState, actor: Actor): Promise<BlueprintRow> {
   const blueprint = await lockedBlueprint(trx, ref);
   if (!canTransition('blueprint', blueprint.state, to)) {
-    throw new CommandRejectedError(`blueprint ${blueprint.name} is already ${blueprint.state}`, { state: blueprint.state });
+    const why = blueprint.state === to ? `already ${to}` : `${blueprint.state}, so it cannot become ${to}`;
+    throw new CommandRejectedError(`blueprint ${blueprint.name} is ${why}`, { state: blueprint.state });
   }
+  if (!liveStates('blueprint').includes(to)) await assertNothingLive(trx, blueprint);
   const row = await writeBlueprint(trx, blueprint, { state: to }, actor, to);
   await recordEvent(trx, {
     target: { kind: 'blueprint', id: row.id },
@@ -107,6 +117,31 @@ export async function setBlueprintState(trx: Db, ref: BlueprintRef, to: Blueprin
     commandId: null,
   });
   return row;
+}
+
+/**
+ * A blueprint leaves the lists for good only once nothing of it is live: a
+ * lease or resource that still names it must stay reachable from it. The
+ * blueprint's lock is held, so no lease joins it meanwhile (new leases
+ * need it to take leases, and it is being archived from a state that does
+ * not, or about to be).
+ */
+async function assertNothingLive(trx: Db, blueprint: BlueprintRow): Promise<void> {
+  const live = (table: 'leases' | 'resources', kind: 'lease' | 'resource') =>
+    trx
+      .selectFrom(table)
+      .select(sql<number>`count(*)::int`.as('n'))
+      .where('blueprint_id', '=', blueprint.id)
+      .where('state', 'in', liveStates(kind))
+      .executeTakeFirstOrThrow();
+  const leases = await live('leases', 'lease');
+  const resources = await live('resources', 'resource');
+  if (leases.n > 0 || resources.n > 0) {
+    throw new CommandRejectedError(
+      `blueprint ${blueprint.name} still has ${leases.n} live lease(s) and ${resources.n} live resource(s): disable it, release them (\`slipway lease release\`, \`slipway resource release\`), and archive it once they are destroyed`,
+      { state: blueprint.state, liveLeases: leases.n, liveResources: resources.n },
+    );
+  }
 }
 
 async function lockedBlueprint(trx: Db, ref: BlueprintRef): Promise<BlueprintRow> {

@@ -4,6 +4,7 @@ import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import { waitingLeases } from '../drain/sql/waitingLeases.ts';
 import { fetchPage, type Page, type ListPage } from './page.ts';
+import { LIVE, statesMatching } from './stateFilter.ts';
 
 /** A blueprint named by its id or its name. */
 export type BlueprintRef = number | string;
@@ -77,6 +78,14 @@ export function readWaitingLine(db: Db, blueprintId: number, limit: number) {
     .execute();
 }
 
-export function listBlueprints(db: Db, page: ListPage): Promise<Page<BlueprintRow>> {
-  return fetchPage(db.selectFrom('blueprints').selectAll(), 'blueprints.id', page);
+/** Blueprints in the states `filter` lets through (default: live, every state but archived). */
+export function listBlueprints(db: Db, page: ListPage & { readonly state?: string }): Promise<Page<BlueprintRow>> {
+  return fetchPage(
+    db
+      .selectFrom('blueprints')
+      .selectAll()
+      .where('state', 'in', statesMatching('blueprint', page.state ?? LIVE)),
+    'blueprints.id',
+    page,
+  );
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { BlueprintRow, CommandRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
+import { liveStates } from '../domain/lifecycle.ts';
 import { waitingLeases } from '../drain/sql/waitingLeases.ts';
 
 /** One blueprint on the overview: how many of its resources and leases are in each state, and how many leases wait. */
@@ -26,7 +27,8 @@ const IN_FLIGHT_SHOWN = 20;
  * blueprint), each answered from the (blueprint_id, state) indexes.
  */
 export async function readOverview(db: Db): Promise<Overview> {
-  const blueprints = await db.selectFrom('blueprints').selectAll().orderBy('name').execute();
+  // Archived blueprints are history: their pages stay, the overview is for what is live.
+  const blueprints = await db.selectFrom('blueprints').selectAll().where('state', 'in', liveStates('blueprint')).orderBy('name').execute();
   const countsOf = async (table: 'resources' | 'leases') => {
     const rows = await db
       .selectFrom(table)

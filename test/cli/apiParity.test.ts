@@ -16,6 +16,7 @@ const CLI_FOR: Readonly<Record<string, string>> = {
   updateBlueprint: 'blueprint limits',
   disableBlueprint: 'blueprint disable',
   enableBlueprint: 'blueprint enable',
+  archiveBlueprint: 'blueprint archive',
   createLease: 'lease create',
   'queueLeaseCommand release': 'lease release',
   'queueLeaseCommand renew': 'lease renew',

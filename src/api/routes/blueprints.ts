@@ -17,6 +17,7 @@ import { routeOf } from '../typedRoutes.ts';
 const STATE_CHANGES = [
   [OPERATIONS.disableBlueprint, 'disabled'],
   [OPERATIONS.enableBlueprint, 'enabled'],
+  [OPERATIONS.archiveBlueprint, 'archived'],
 ] as const satisfies ReadonlyArray<readonly [unknown, BlueprintState]>;
 
 export async function blueprintRoutes(app: FastifyInstance, context: ApiContext): Promise<void> {

@@ -7,9 +7,9 @@ import { readHistory } from '../../read/objectHistory.ts';
 import { blueprintDetailOf, blueprintOf, historyOf, pageOf } from '../../api/shapes.ts';
 import { pageTable } from '../format.ts';
 import { later } from '../later.ts';
-import { addPageOptions, addWaitOptions, type PageOptions, type WaitOptions } from '../options.ts';
+import { addPageOptions, addStateOptions, addWaitOptions, stateFilter, type StateListOptions, type WaitOptions } from '../options.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
-import { countBetween, DriverName, Duration, DurationOrOff, JsonObject, LabelArg, OnOff, parseWith, Setting } from '../parsers.ts';
+import { BlueprintStateArg, countBetween, DriverName, Duration, DurationOrOff, JsonObject, LabelArg, OnOff, parseWith, Setting } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
 import { LocalTransport } from '../transport/LocalTransport.ts';
@@ -192,6 +192,7 @@ export function addBlueprintCommands(program: Command): void {
   for (const [verb, state, what] of [
     ['disable', 'disabled', 'take no new leases (leases it has carry on; waiting ones keep waiting)'],
     ['enable', 'enabled', 'take leases again (waiting ones are served from the room there is)'],
+    ['archive', 'archived', 'once none of its leases and resources is live: keep it for its history, out of the lists, for good'],
   ] as const) {
     blueprint
       .command(verb)
@@ -217,9 +218,15 @@ export function addBlueprintCommands(program: Command): void {
       }),
     );
 
-  addPageOptions(blueprint.command('list').description('blueprints, newest first')).action((options: PageOptions, command: Command) =>
+  addPageOptions(
+    addStateOptions(
+      blueprint.command('list').description('blueprints, newest first; live ones unless --all or --state'),
+      'blueprints',
+      BlueprintStateArg,
+    ),
+  ).action((options: StateListOptions, command: Command) =>
     withSession(command, async ({ db, out }) => {
-      const page = pageOf(await listBlueprints(db, options), blueprintOf);
+      const page = pageOf(await listBlueprints(db, { ...options, state: stateFilter(options) }), blueprintOf);
       out.result(page, (p) => pageTable(p, BLUEPRINT_COLUMNS));
     }),
   );
