@@ -45,10 +45,10 @@ export class Database {
    * (up to the pool's size), where node-postgres closes it after 10 idle
    * seconds. A long-running process wants that: each new connection costs
    * a PostgreSQL backend's start, and the drain's and the appends' prepared
-   * statements again, so the first burst after every quiet spell waited for
-   * a round of them (the benchmark's `?wait` answers showed it as a spike in
-   * their first half second). Test databases do without, so a run of many
-   * test files holds no more connections than it uses.
+   * statements again, so the first burst after every quiet spell would
+   * wait for a round of them, as a latency spike. Test databases do
+   * without, so a run of many test files holds no more connections than it
+   * uses.
    */
   static fromUrl(url: string, log: Logger, options: { poolSize?: number; keepConnections?: boolean } = {}, embedded?: EmbeddedDatabase): Database {
     const max = options.poolSize ?? 10;
@@ -74,8 +74,8 @@ export class Database {
   /**
    * Opens a pool that keeps its connections (keepConnections) to its full
    * size now, so a server's first burst of requests finds them open rather
-   * than each starting a backend (a fresh API server's first half second of
-   * `?wait` releases at 200/s showed it). Best effort: a connection that
+   * than each starting a backend, which would make the first answers of a
+   * fresh server the slowest it gives. Best effort: a connection that
    * cannot be opened now is opened when first needed. A pool that lets idle
    * connections go is left as it is.
    */

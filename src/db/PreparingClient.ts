@@ -18,7 +18,7 @@ export const PREPARED_MARK = '/* prepared */';
  *
  * For hot statements that callers outside the drain send one at a time:
  * an append from the CLI, the collector or a script, where parsing and
- * planning the statement cost about a third of its server CPU; a new
+ * planning the statement are a large share of its server work; a new
  * lease; the wake-up signal after each (asynchronousCommit.ts); and, on a
  * drain's connection, a resource's answer to an acquire (takeSlot.ts), whose
  * planning cost more than its execution. The drain

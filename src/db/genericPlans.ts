@@ -7,8 +7,8 @@
  * while it guesses the statement-specific plan cheaper, and with array
  * parameters (`id = any($1)`) it always does: a generic plan assumes ten
  * elements. So every drain step replanned each of its statements, and every
- * `?wait` answer its tree's recursive read (planning that read cost about
- * four times its execution). Where this is set, the statements' plans do not
+ * `?wait` answer its tree's recursive read (whose planning costs more than
+ * its execution). Where this is set, the statements' plans do not
  * depend on the values (keys, arrays of keys; the constants partial indexes
  * match are written in the SQL), so one plan per connection serves.
  */

@@ -20,9 +20,10 @@ const preparedOn = new WeakMap<pg.ClientBase, Set<string>>();
  * once per connection).
  *
  * Why: a simple query carries no parameters, so its statements are parsed
- * and planned on every call, and the planner's work on tables with many
- * indexes (leases, commands) cost the drain about a fifth of its server
- * time. A prepared statement keeps its plan on the connection; PostgreSQL
+ * and planned on every call, and the planner's work grows with a table's
+ * indexes, of which leases and commands have many: for the drain's short
+ * statements that is a real share of its server time. A prepared statement
+ * keeps its plan on the connection; PostgreSQL
  * replans it by itself when a table's definition changes. A statement whose
  * result columns a migration has changed fails ("cached plan must not change
  * result type"); the drain discards a connection on any failure, and the next
@@ -63,9 +64,8 @@ export async function simpleQueryText(client: pg.ClientBase, statements: readonl
  * writes (quotes doubled; with a backslash, the E'' form with backslashes
  * doubled too, which reads the same whatever standard_conforming_strings
  * says). Written with replaceAll because escapeLiteral builds its answer a
- * character at a time, which made escaping the step's JSON documents (a
- * settlement and its events, tens of kilobytes) a share of a worker's CPU
- * that the V8 profile of `npm run bench:profile` showed.
+ * character at a time, which is slow on a step's JSON documents (a
+ * settlement and its events, tens of kilobytes), escaped at every step.
  */
 function sqlLiteral(text: string): string {
   if (text.includes('\\')) return ` E'${text.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;

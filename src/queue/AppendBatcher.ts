@@ -35,8 +35,8 @@ const MAX_IN_FLIGHT = 2;
  * takes longer is most likely waiting for a lock (an append share-locks its
  * object's row, which a drain holds while it decides), and the requests
  * behind it should not all wait for that lock. Sending the second at once
- * instead halves the batches, and a batch's cost is mostly per batch: more
- * CPU per append for less throughput (the benchmark's (g) shows it).
+ * instead would halve the batches, and a batch's cost is mostly per batch:
+ * more CPU per append, and so less throughput on a busy machine.
  */
 const SECOND_BATCH_AFTER_MS = 5;
 

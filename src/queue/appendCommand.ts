@@ -86,12 +86,13 @@ export async function signalWorkersOnCommit(db: Db, target: ObjectRef): Promise<
 /**
  * The append as a statement of its own, answering with the rows
  * appendResult reads. Prepared on each connection (PreparingClient):
- * parsing and planning it was about a third of an append's server CPU.
+ * parsing and planning a statement this small is a large share of its
+ * server work, and an append is the most frequent statement there is.
  *
  * Its text is fixed (one per function) and its values are the call's
- * arguments in order, so nothing is compiled per append: Kysely building
- * the same text from a template at every call showed in a profile of an
- * API server under a stream of releases.
+ * arguments in order, so nothing is compiled per append: building the same
+ * text from a Kysely template at every call is work an API server under a
+ * stream of releases would repeat for nothing.
  */
 export function appendStatement(request: AppendRequest, options: AppendOptions): CompiledQuery<AppendedRow> {
   const args = appendArguments(request, options, validatedAppend(request, options));

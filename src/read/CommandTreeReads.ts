@@ -25,9 +25,9 @@ interface Waiting {
  *
  * The statement is prepared on each connection and executed with its
  * generic plan (GENERIC_PLANS), in one round trip: planning the recursive
- * read afresh each time, as an unnamed statement is, cost about four times
- * its execution on the trees of a release, and every `?wait` answer reads
- * one or more.
+ * read afresh each time, as an unnamed statement is, costs more than
+ * executing it on trees as small as a release's, and every `?wait` answer
+ * reads one or more.
  */
 export class CommandTreeReads {
   private readonly waiting: Waiting[] = [];
