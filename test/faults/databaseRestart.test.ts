@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -10,21 +10,22 @@ import { loadConfig } from '../../src/config.ts';
 import { Database } from '../../src/db/Database.ts';
 import { EmbeddedDatabase } from '../../src/db/EmbeddedDatabase.ts';
 import { migrate } from '../../src/db/migrate.ts';
-import { ApiClient, type ApiAnswer } from '../api/support/ApiClient.ts';
+import { ApiClient } from '../api/support/ApiClient.ts';
 import { simulatedBlueprint } from '../api/support/fixtures.ts';
 import { CallbackReceiver } from '../callbacks/support/CallbackReceiver.ts';
-import { stateTrails, trailBreaks } from '../concurrency/support/eventLog.ts';
 import { takeTurn, TURN_TIMEOUT_MS } from '../concurrency/support/oneAtATime.ts';
 import { WorkerProcesses } from '../concurrency/support/WorkerProcesses.ts';
 import { testLog } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
+import { LeaseStorm } from './support/LeaseStorm.ts';
+import { expectStormCameThrough } from './support/stormOutcome.ts';
 
 /**
  * PostgreSQL restarts (stopped and started again on the same data directory
  * and port) twice while API clients create and release leases through the
- * API and two worker processes drain them. Checked: the API answers 503 with
- * Retry-After during the outage and never 500; every acknowledged command
- * settles and none is doubled; every worker beats (so its runner runs) again
+ * API (half of them waiting, `?wait`) and two worker processes drain them.
+ * Checked: the API answers 503 with Retry-After during the outage and never
+ * 500; every acknowledged command settles and none is doubled; every worker beats (so its runner runs) again
  * within 5 s of the database answering; a `?wait` is answered by a LISTEN
  * notice after the restart (the API's re-read is set to two minutes, so
  * nothing else could answer it in time); and the collector's crontab and a
@@ -81,61 +82,6 @@ afterAll(async () => {
   }
 });
 
-/** API clients creating and releasing leases in a loop, each request retried with its Idempotency-Key while answered 5xx. */
-class Storm {
-  readonly leases: number[] = [];
-  readonly releases: number[] = [];
-  /** Every answer's status, in order. */
-  readonly statuses: number[] = [];
-  /** Answers of 5xx other than 503. */
-  readonly errors: string[] = [];
-  /** 503s that came without Retry-After. */
-  readonly without: string[] = [];
-  private stopped = false;
-  private readonly loops: Promise<void>[] = [];
-
-  constructor(
-    private readonly client: ApiClient,
-    private readonly blueprint: string,
-  ) {}
-
-  start(clients: number): void {
-    for (let i = 0; i < clients; i++) this.loops.push(this.loop());
-  }
-
-  /** Lets every client finish the lease it is on, then returns. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await Promise.all(this.loops);
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.stopped) {
-      const created = await this.untilServed('/v1/leases', { blueprint: this.blueprint });
-      this.leases.push(created.body.lease.id);
-      const released = await this.untilServed(`/v1/leases/${created.body.lease.id}/commands`, { kind: 'release' });
-      this.releases.push(released.body.command.id);
-      await sleep(5);
-    }
-  }
-
-  private async untilServed(url: string, body: unknown): Promise<ApiAnswer> {
-    const key = randomUUID();
-    for (;;) {
-      const answer = await this.client.post(url, body, { headers: { 'idempotency-key': key } });
-      this.statuses.push(answer.status);
-      if (answer.status < 500) {
-        expect([200, 201, 202], JSON.stringify(answer.body)).toContain(answer.status);
-        return answer;
-      }
-      // Retried like a 503, so that one wrong answer is counted, not fatal to the storm.
-      if (answer.status !== 503) this.errors.push(`${answer.status} ${JSON.stringify(answer.body)}`);
-      else if (answer.headers.get('retry-after') === null) this.without.push(JSON.stringify(answer.body));
-      await sleep(100);
-    }
-  }
-}
-
 /** When each running worker last beat, by pid (the registry's id names the pid). */
 async function heartbeats(database: Database): Promise<Map<number, Date>> {
   const rows = await database.db.selectFrom('workers').select(['pid', 'heartbeat_at']).execute();
@@ -146,17 +92,17 @@ test('a PostgreSQL restart, twice, during a storm of API appends and drains by t
   const { admin, database, workers } = state;
   const busy = await simulatedBlueprint(admin, {}, { maxResources: 8, leasesPerResource: 8 });
   const slow = await simulatedBlueprint(admin, { operationLatencyMs: { releaseLease: 300 } }, { maxResources: 2, leasesPerResource: 4 });
-  const storm = new Storm(admin, busy.name);
+  const storm = new LeaseStorm([admin], busy.name);
   storm.start(CLIENTS);
   const port = Number(new URL(state.embedded.url).port);
   const recoveries: number[] = [];
   let lastUp = new Date();
 
   for (let restart = 1; restart <= RESTARTS; restart++) {
-    await waitFor('the storm to get going', async () => storm.releases.length >= 20 * restart);
-    const answered = storm.statuses.length;
+    await waitFor('the storm to get going', async () => storm.releases >= 20 * restart);
+    const answered = storm.answers.length;
     await state.embedded.stop();
-    await waitFor('the outage to reach the API', async () => storm.statuses.slice(answered).some((status) => status >= 500), 30_000);
+    await waitFor('the outage to reach the API', async () => storm.answers.slice(answered).some((a) => a.status >= 500), 30_000);
     await sleep(1000);
 
     state.embedded = await EmbeddedDatabase.open(HOME, testLog, 'slipway', { port });
@@ -188,51 +134,7 @@ test('a PostgreSQL restart, twice, during a storm of API appends and drains by t
   console.log(`recovery after each restart (database answering → both workers beating again): ${recoveries.join(', ')} ms`);
   await storm.stop();
 
-  // The API told 503 (with Retry-After) and never 500.
-  expect(storm.errors).toEqual([]);
-  expect(storm.statuses.filter((status) => status === 503).length).toBeGreaterThan(0);
-  expect(storm.without).toEqual([]);
-
-  // Every acknowledged command settles, and nothing was made twice.
-  const acknowledged = storm.releases;
-  await waitFor(
-    'every acknowledged release to settle',
-    async () => {
-      const open = await database.db
-        .selectFrom('commands')
-        .select('id')
-        .where('id', 'in', acknowledged)
-        .where('status', 'in', ['queued', 'running'])
-        .execute();
-      return open.length === 0;
-    },
-    120_000,
-  );
-  const made = await database.db.selectFrom('leases').select(['id', 'state']).where('blueprint_id', '=', busy.id).execute();
-  expect(made.map((l) => l.id).sort((a, b) => a - b)).toEqual([...storm.leases].sort((a, b) => a - b));
-  await waitFor(
-    'every storm lease to be destroyed',
-    async () => {
-      const live = await database.db
-        .selectFrom('leases')
-        .select('id')
-        .where('blueprint_id', '=', busy.id)
-        .where('state', '!=', 'destroyed')
-        .execute();
-      return live.length === 0;
-    },
-    120_000,
-  );
-  const releases = await database.db
-    .selectFrom('commands')
-    .select(['target_id', 'status'])
-    .where('target_kind', '=', 'lease')
-    .where('target_id', 'in', storm.leases)
-    .where('kind', '=', 'release')
-    .execute();
-  expect(releases).toHaveLength(storm.leases.length);
-  expect(new Set(acknowledged).size).toBe(acknowledged.length);
-  expect(trailBreaks(await stateTrails(database.db, 'lease'))).toEqual([]);
+  await expectStormCameThrough(database.db, storm, busy.id, 120_000);
 
   // A callback delivery and a scheduled collector pass, after the last restart.
   const lease = await admin.post('/v1/leases?wait=30', { blueprint: slow.name });
