@@ -10,6 +10,9 @@ import { filesAtOnce } from './test/helpers/filesAtOnce.ts';
  */
 export const SYSTEM_TESTS = ['test/web/browser.test.ts', 'test/docs/shellExamples.test.ts', 'test/metrics/promtool.test.ts'];
 
+/** The package installed from its tarball: `npm run test:package` (vitest.package.config.ts). */
+export const PACKAGE_TESTS = 'test/package/**';
+
 /** What `npm test` and `npm run test:system` share. */
 export async function sharedSettings() {
   return {
@@ -22,5 +25,5 @@ export async function sharedSettings() {
 }
 
 export default defineConfig(async () => ({
-  test: { ...(await sharedSettings()), include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...SYSTEM_TESTS] },
+  test: { ...(await sharedSettings()), include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...SYSTEM_TESTS, PACKAGE_TESTS] },
 }));
