@@ -1,4 +1,5 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
+import type { ListOrder } from './listOrder.ts';
 
 export interface PageRequest {
   /** Only rows past this id in the page's order (greater, or smaller when newest first). */
@@ -6,9 +7,7 @@ export interface PageRequest {
   readonly limit: number;
 }
 
-/** Which end of a list comes first: its newest rows (highest ids) or its oldest. */
-export const LIST_ORDERS = ['newest', 'oldest'] as const;
-export type ListOrder = (typeof LIST_ORDERS)[number];
+export { LIST_ORDERS, type ListOrder } from './listOrder.ts';
 
 /**
  * A page in either order. The web UI and the CLI show the newest first (what
