@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ConfigSchema } from '../../src/config.ts';
 import { COMMAND_KINDS, type CommandKindSpec } from '../../src/domain/commandKinds.ts';
 import { INITIAL_STATE, LIFECYCLES, READY_STATE, type StateFlag, type StateSpec } from '../../src/domain/lifecycle.ts';
-import { renderBenchmarkBars, renderBenchmarkFigures } from './benchmarkFigures.ts';
+import { renderBenchmarkBars, renderBenchmarkFigures, renderStartupFigures } from './benchmarkFigures.ts';
 import { escapeCell as cell, markdownTable as table } from './markdownTable.ts';
 
 /**
@@ -19,6 +19,8 @@ export const GENERATED_SECTIONS: Record<string, { page: string; render: () => st
   // From the committed runs in bench/results/ (npm run bench:publish).
   'benchmark-figures': { page: 'docs/benchmark.md', render: renderBenchmarkFigures },
   'benchmark-bars': { page: 'README.md', render: renderBenchmarkBars },
+  // From bench/results/startup/figures.json (npm run bench:startup -- --publish).
+  'startup-figures': { page: 'docs/benchmark.md', render: renderStartupFigures },
 };
 
 const code = (text: string) => `\`${text}\``;

@@ -1,13 +1,13 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { NOT_AT_START_UP, NOT_FOR_VERSION } from '../cli/notAtStartUp.ts';
 import { finished, type CliRun } from '../cli/runCli.ts';
+import { CHECKOUT, installPackedPackage, userEnv } from '../helpers/packedPackage.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 
 /**
@@ -17,27 +17,19 @@ import { waitFor } from '../helpers/waitFor.ts';
  * Run by `npm run test:package` (in .ci/run), not `npm test`: packing builds,
  * and installing reads the npm registry (or npm's cache).
  */
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const RECORDER = pathToFileURL(path.join(ROOT, 'test', 'cli', 'recordModules.mjs')).href;
-const run = promisify(execFile);
+const RECORDER = pathToFileURL(path.join(CHECKOUT, 'test', 'cli', 'recordModules.mjs')).href;
 
 let dir: string;
 let prefix: string;
 let home: string;
-let slipway: string;
 let installed: string;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'slipway-package-'));
   // Readable by all, like a system's prefix: run as root, the embedded PostgreSQL runs as the postgres user.
   await chmod(dir, 0o755);
-  prefix = path.join(dir, 'prefix');
   home = path.join(dir, 'home');
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT, env: npmEnv(), maxBuffer: 64 * 1024 * 1024 });
-  const tarball = path.join(dir, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
-  await run('npm', ['install', '--global', '--prefix', prefix, '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: dir, env: npmEnv() });
-  slipway = path.join(prefix, 'bin', 'slipway');
-  installed = path.join(prefix, 'lib', 'node_modules', 'slipway');
+  ({ prefix, packageDir: installed } = await installPackedPackage(dir));
 }, 600_000);
 
 afterAll(async () => {
@@ -53,7 +45,7 @@ test('the package holds the compiled JavaScript and no TypeScript source; no Typ
 });
 
 test('slipway is on the PATH of the prefix and prints the version of the package it was packed from', async () => {
-  const { version } = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+  const { version } = JSON.parse(await readFile(path.join(CHECKOUT, 'package.json'), 'utf8')) as { version: string };
   const cli = await slipwayRun(['--version']);
   expect(cli.code, cli.stderr).toBe(0);
   expect(cli.stdout).toMatch(new RegExp(`^${version.replaceAll('.', '\\.')}(\\+[0-9a-f]{12})?\\n$`));
@@ -76,7 +68,7 @@ test('the installed CLI loads only JavaScript from its own package: no TypeScrip
 test('slipway start runs from any directory with its data under SLIPWAY_HOME, and a lease is granted and released', async () => {
   const cwd = path.join(dir, 'elsewhere');
   await mkdir(cwd);
-  const start = spawn(slipway, ['start'], { cwd, env: slipwayEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const start = spawn('slipway', ['start'], { cwd, env: slipwayEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
   const output = finished(start);
   let stdout = '';
   start.stdout!.on('data', (chunk) => (stdout += chunk));
@@ -121,16 +113,9 @@ async function filesLoadedBy(...args: string[]): Promise<string[]> {
   return (await readFile(record, 'utf8')).split('\n').filter(Boolean);
 }
 
-/** The environment of a user's shell: no setting of the test run's, nor of the npm that may have started it. */
-function npmEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => name !== 'DATABASE_URL' && !name.startsWith('SLIPWAY_') && !/^npm_/i.test(name)),
-  );
-}
-
 function slipwayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return {
-    ...npmEnv(),
+    ...userEnv(),
     PATH: `${path.join(prefix, 'bin')}:${process.env.PATH}`,
     SLIPWAY_HOME: home,
     SLIPWAY_API_PORT: '0',
