@@ -11,6 +11,7 @@
 //   checks that dist/ was built from the source as it is now; when not, it
 //   says so on stderr and runs the source instead, never an older build.
 import { existsSync } from 'node:fs';
+import module from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -23,6 +24,9 @@ if (existsSync(path.join(here, 'main.ts'))) {
   // An installed package has no source to compare with: its dist/ is all there is.
   const stale = existsSync(checkoutMain) ? (await import('./builtFrom.mjs')).staleBuild(root) : undefined;
   if (stale === undefined) {
+    // Node.js 22.1 and later keep V8's compiled code of the modules between
+    // calls (in the system's temporary directory); Node.js 20 has no such cache.
+    module.enableCompileCache?.();
     await import('./main.js');
   } else {
     process.stderr.write(`slipway: ${stale}; running the TypeScript source instead, which starts slower (npm run build updates dist/)\n`);
