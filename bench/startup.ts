@@ -103,7 +103,8 @@ try {
       env: { ...userEnv(), ...remote },
     },
   ];
-  if (!leaseRun) console.log('skipped: `slipway lease run` (the installed package has no such subcommand: `slipway lease run --help` shows no help of its own)');
+  if (!leaseRun)
+    console.log('skipped: `slipway lease run` (the installed package has no such subcommand: `slipway lease run --help` shows no help of its own)');
 
   const loadAverage = os.loadavg()[0]!;
   for (const row of rows) for (let n = 0; n < WARM_UP; n++) await timed(row);
