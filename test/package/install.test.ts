@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { NOT_AT_START_UP, NOT_FOR_VERSION } from '../cli/notAtStartUp.ts';
+import { NOT_AT_START_UP, NOT_FOR_VERSION, NOT_IN_REMOTE_MODE, NOT_IN_REMOTE_MODE_BUILT } from '../cli/notAtStartUp.ts';
 import { finished, type CliRun } from '../cli/runCli.ts';
 import { CHECKOUT, installPackedPackage, userEnv } from '../helpers/packedPackage.ts';
 import { waitFor } from '../helpers/waitFor.ts';
@@ -53,14 +53,14 @@ test('slipway is on the PATH of the prefix and prints the version of the package
 });
 
 test('the installed CLI loads only JavaScript from its own package: no TypeScript, no tsx, and nothing its subcommand does not run', async () => {
-  const help = await filesLoadedBy('--help');
+  const help = await filesLoadedBy(['--help']);
   // The recorder saw the compiled CLI load.
   expect(help).toContain(path.join(installed, 'dist', 'src', 'cli', 'run.js'));
   expect(help.filter((file) => file.endsWith('.ts') || file.includes('/tsx/'))).toEqual([]);
   expect(help.filter((file) => !file.startsWith(`${installed}/`) && file !== fileURLToPath(RECORDER))).toEqual([]);
   expect(help.filter((file) => NOT_AT_START_UP.some((pattern) => pattern.test(file)))).toEqual([]);
 
-  const version = await filesLoadedBy('--version');
+  const version = await filesLoadedBy(['--version']);
   expect(version).toContain(path.join(installed, 'dist', 'src', 'version.js'));
   expect(version.filter((file) => file.endsWith('/run.js') || NOT_FOR_VERSION.test(file))).toEqual([]);
 });
@@ -94,6 +94,12 @@ test('slipway start runs from any directory with its data under SLIPWAY_HOME, an
     const { lease } = JSON.parse(created.stdout) as { lease: { id: number; state: string; attributes: { path: string } } };
     expect(lease.state).toBe('active');
     expect(existsSync(lease.attributes.path)).toBe(true);
+    // Remote mode, as CI jobs call it: the build loads no database code and none of the packages only that needs.
+    const token = JSON.parse((await slipwayRun(['--json', 'token', 'create', '--name', 'package-test', '--role', 'user'], {}, cwd)).stdout).secret;
+    const remote = await filesLoadedBy(['lease', 'show', String(lease.id)], { SLIPWAY_URL: url, SLIPWAY_TOKEN: token });
+    expect(remote).toContain(path.join(installed, 'dist', 'src', 'client', 'SlipwayClient.js'));
+    expect(remote.filter((file) => NOT_IN_REMOTE_MODE_BUILT.test(file) || NOT_IN_REMOTE_MODE.some((pattern) => pattern.test(file)))).toEqual([]);
+
     const released = await slipwayRun(['lease', 'release', String(lease.id), '--reason', 'package test done'], {}, cwd);
     expect(released.code, released.stderr).toBe(0);
     expect(existsSync(lease.attributes.path)).toBe(false);
@@ -106,9 +112,9 @@ test('slipway start runs from any directory with its data under SLIPWAY_HOME, an
 }, 300_000);
 
 /** Every file the installed `slipway <args>` loads (test/cli/recordModules.mjs). */
-async function filesLoadedBy(...args: string[]): Promise<string[]> {
+async function filesLoadedBy(args: string[], extra: Record<string, string> = {}): Promise<string[]> {
   const record = path.join(dir, `modules${args.join('-').replace(/\W/g, '_')}.txt`);
-  const cli = await slipwayRun(args, { NODE_OPTIONS: `--import ${RECORDER}`, RECORD_MODULES_TO: record });
+  const cli = await slipwayRun(args, { ...extra, NODE_OPTIONS: `--import ${RECORDER}`, RECORD_MODULES_TO: record });
   expect(cli.code, cli.stderr).toBe(0);
   return (await readFile(record, 'utf8')).split('\n').filter(Boolean);
 }

@@ -12,7 +12,7 @@ import {
 } from '../../client/SlipwayClient.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
 import type { CommandFilter } from '../../read/commands.ts';
-import { treeSettled } from '../../read/commandTree.ts';
+import { treeSettled } from '../../read/settled.ts';
 import { leaseSetUp } from '../../read/leases.ts';
 import type { ListPage } from '../../read/page.ts';
 import { carriesOn } from '../awaitTree.ts';
