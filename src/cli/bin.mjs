@@ -37,7 +37,7 @@ if (existsSync(path.join(here, 'main.ts'))) {
 /** Runs the CLI from its TypeScript source, compiled by tsx as it loads (a checkout's development dependency). */
 async function runSource(main) {
   const { register } = await import('tsx/esm/api');
-  // The packages every call loads, imported before tsx's hooks are: on Node 20
+  // The packages the calls that open the database load, imported before tsx's hooks are: on Node 20
   // those hooks run on a thread of their own, and each module resolved and
   // loaded while they are registered costs round trips to it (kysely alone is
   // 262 modules). These are plain JavaScript that tsx has nothing to do for;
