@@ -24,6 +24,7 @@ const RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 21);
 const WARM_UP = 2;
 const publish = process.argv.includes('--publish');
 
+const startedAt = new Date().toISOString();
 const dir = await mkdtemp(path.join(os.tmpdir(), 'slipway-startup-'));
 // Readable by all: run as root, the embedded PostgreSQL runs as the postgres user.
 await chmod(dir, 0o755);
@@ -112,7 +113,7 @@ try {
   for (let n = 0; n < RUNS; n++) for (const [i, row] of rows.entries()) seconds[i]!.push(await timed(row));
 
   const figures: StartupFigures = {
-    startedAt: new Date().toISOString(),
+    startedAt,
     machine: {
       cores: os.availableParallelism(),
       cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
