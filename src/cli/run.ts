@@ -7,7 +7,7 @@ import { stdoutClosed } from './shutdown.ts';
 /** Runs one `slipway` command line (main.ts loads this for every call but a lone `--version`); resolves to its exit code. */
 export async function run(argv: string[]): Promise<number> {
   try {
-    await buildProgram().parseAsync(argv);
+    await (await buildProgram(argv)).parseAsync(argv);
     return stdoutClosed() ? EXIT.outputClosed : EXIT.ok;
   } catch (error) {
     // Whoever closed stdout (`| head -1`) has what they wanted: no message, as if killed by SIGPIPE.
