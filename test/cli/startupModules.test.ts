@@ -48,3 +48,11 @@ test('slipway --version loads neither the program nor the packages every other c
   expect(files.some((file) => file.endsWith('/src/version.ts'))).toBe(true);
   expect(files.filter((file) => file.endsWith('/src/cli/run.ts') || NOT_FOR_VERSION.test(file))).toEqual([]);
 });
+
+test('a call declares only the group of subcommands it names: lease list loads no other group', async () => {
+  const files = await filesLoadedBy('lease', 'list');
+  expect(files.some((file) => file.endsWith('/src/cli/commands/leaseCommands.ts'))).toBe(true);
+  expect(files.filter((file) => /\/src\/cli\/commands\/(?!lease)\w+Commands\.ts$/.test(file))).toEqual([]);
+  // --help lists every group, so it declares them all.
+  expect((await filesLoadedBy('--help')).filter((file) => /\/src\/cli\/commands\/\w+Commands\.ts$/.test(file)).length).toBeGreaterThan(5);
+});
