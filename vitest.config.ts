@@ -17,6 +17,9 @@ export const SYSTEM_TESTS = [
   'test/faults/failover.test.ts',
 ];
 
+/** The package installed from its tarball: `npm run test:package` (vitest.package.config.ts). */
+export const PACKAGE_TESTS = 'test/package/**';
+
 /** What `npm test` and `npm run test:system` share. */
 export async function sharedSettings() {
   return {
@@ -29,5 +32,5 @@ export async function sharedSettings() {
 }
 
 export default defineConfig(async () => ({
-  test: { ...(await sharedSettings()), include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...SYSTEM_TESTS] },
+  test: { ...(await sharedSettings()), include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...SYSTEM_TESTS, PACKAGE_TESTS] },
 }));

@@ -38,7 +38,7 @@ export async function describeMachine(pool: pg.Pool): Promise<MachineInfo> {
   };
 }
 
-function gitRevision(): string {
+export function gitRevision(): string {
   try {
     return execFileSync('git', ['describe', '--always', '--dirty'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
   } catch {

@@ -1,6 +1,8 @@
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from './callbacks/allowedHosts.ts';
+import { IN_CHECKOUT } from './packageRoot.ts';
 
 /**
  * Every setting Slipway reads from its environment, validated in one place so a
@@ -25,11 +27,14 @@ export const ConfigSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// connection URL')
     .optional()
     .describe('the PostgreSQL server to use; without it, the embedded server under `SLIPWAY_HOME`'),
+  // No default here: it depends on where Slipway runs from (defaultHome).
   SLIPWAY_HOME: z
     .string()
     .min(1)
-    .default('.slipway')
-    .describe("where the embedded PostgreSQL keeps its data and password, the first admin token's file and the generated callback secret"),
+    .optional()
+    .describe(
+      "where the embedded PostgreSQL keeps its data and password, the first admin token's file and the generated callback secret; unset, `.slipway` in the working directory when run from a checkout, and for an installed package `$XDG_DATA_HOME/slipway` (`~/.local/share/slipway` without it), or `/var/lib/slipway` for root",
+    ),
   SLIPWAY_WORKER_CONCURRENCY: z.coerce
     .number()
     .int()
@@ -231,7 +236,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (parsed.data.SLIPWAY_URL !== undefined && parsed.data.SLIPWAY_TOKEN === undefined) {
     throw new ConfigError('invalid configuration: SLIPWAY_TOKEN: must be set when SLIPWAY_URL is (an API token, slw_...)');
   }
-  return { ...parsed.data, homeDir: path.resolve(parsed.data.SLIPWAY_HOME) };
+  return { ...parsed.data, homeDir: path.resolve(parsed.data.SLIPWAY_HOME ?? defaultHome(env)) };
+}
+
+/**
+ * SLIPWAY_HOME when it is not set. A checkout keeps its data beside the
+ * source, in `.slipway` (`npm start` runs from the checkout's root). An
+ * installed package cannot: its directory belongs to npm and is replaced by
+ * the next install, so its data goes where a user's applications keep
+ * theirs (the XDG base directories), or, for root, where a system's
+ * services keep theirs, which the `postgres` user that runs the embedded
+ * server as root can reach (root's home directory is closed to it).
+ */
+export function defaultHome(env: NodeJS.ProcessEnv = process.env, inCheckout = IN_CHECKOUT, uid = os.userInfo().uid): string {
+  if (inCheckout) return '.slipway';
+  if (uid === 0) return '/var/lib/slipway';
+  const dataHome = env.XDG_DATA_HOME;
+  // The XDG spec: a relative XDG_DATA_HOME is invalid and is ignored.
+  return path.join(dataHome && path.isAbsolute(dataHome) ? dataHome : path.join(os.homedir(), '.local', 'share'), 'slipway');
 }
 
 export class ConfigError extends Error {

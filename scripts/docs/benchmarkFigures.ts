@@ -6,6 +6,7 @@ import { resultsFiles, TIMELINESS_RESULTS_DIR } from '../../bench/results.ts';
 import { type Lateness, readTimelinessFigures, timelinessBars } from '../../bench/timeliness.ts';
 import { serverTitle } from '../../bench/server.ts';
 import { overriddenSettings } from '../../bench/settings.ts';
+import { readStartupFigures } from '../../bench/startupFigures.ts';
 import { escapeCell, markdownTable } from './markdownTable.ts';
 
 /** Where the page that holds the table is, for its links to the results files. */
@@ -138,4 +139,31 @@ export async function renderTimelinessFigures(): Promise<string> {
     ['due time', ...runs.map(({ figures }) => serverTitle(figures.server))],
     rows.map((row) => row.map(escapeCell)),
   );
+}
+
+/**
+ * docs/benchmark.md's start-up table, from bench/results/startup/figures.json
+ * (`npm run bench:startup -- --publish`): each command line's p50, fastest
+ * and 90th percentile, and the issue's bar where it sets one.
+ */
+export async function renderStartupFigures(): Promise<string> {
+  const figures = await readStartupFigures();
+  if (figures === undefined) return '_No run is published yet: `npm run bench:startup -- --publish`, then `npm run docs`._';
+  const s = (seconds: number) => `${seconds.toFixed(2)} s`;
+  const rows = figures.rows.map((row) => [
+    row.label,
+    s(row.p50),
+    s(row.min),
+    s(row.p90),
+    row.target === undefined ? '' : `p50 ≤ ${row.target} s: ${verdict(row.p50 <= row.target)}`,
+  ]);
+  const { machine } = figures;
+  const run =
+    `${figures.startedAt.slice(0, 10)}, \`${machine.revision}\`; ${machine.cores} cores, ${machine.cpuModel}; ${machine.platform}; Node ${machine.node}; ` +
+    `load ${machine.loadAverage.toFixed(1)} → ${figures.loadAverageAtEnd.toFixed(1)}; ${figures.runs} calls of each`;
+  const skipped = (figures.skipped ?? []).map((why) => `\n\nNot measured: ${why}.`).join('');
+  return `${markdownTable(
+    ['command', 'p50', 'fastest', 'p90', 'bar'],
+    rows.map((row) => row.map(escapeCell)),
+  )}\n\nRun: ${escapeCell(run)}.${skipped}`;
 }

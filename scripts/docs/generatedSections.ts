@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ConfigSchema } from '../../src/config.ts';
 import { COMMAND_KINDS, type CommandKindSpec } from '../../src/domain/commandKinds.ts';
 import { INITIAL_STATE, LIFECYCLES, READY_STATE, type StateFlag, type StateSpec } from '../../src/domain/lifecycle.ts';
-import { renderBenchmarkBars, renderBenchmarkFigures, renderTimelinessFigures } from './benchmarkFigures.ts';
+import { renderBenchmarkBars, renderBenchmarkFigures, renderStartupFigures, renderTimelinessFigures } from './benchmarkFigures.ts';
 import { escapeCell as cell, markdownTable as table } from './markdownTable.ts';
 
 /**
@@ -21,6 +21,8 @@ export const GENERATED_SECTIONS: Record<string, { page: string; render: () => st
   'benchmark-bars': { page: 'README.md', render: renderBenchmarkBars },
   // From the committed runs in bench/results/timeliness/ (bench/runTimeliness.ts).
   'benchmark-timeliness': { page: 'docs/benchmark.md', render: renderTimelinessFigures },
+  // From bench/results/startup/figures.json (npm run bench:startup -- --publish).
+  'startup-figures': { page: 'docs/benchmark.md', render: renderStartupFigures },
 };
 
 const code = (text: string) => `\`${text}\``;

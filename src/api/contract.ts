@@ -3,12 +3,11 @@ import type { ObjectKind } from '../../migrations/schema.ts';
 import { CallbackRequestSchema } from '../callbacks/CallbackRequest.ts';
 import { COMMAND_KINDS, type CommandKindSpec } from '../domain/commandKinds.ts';
 import { PrioritySchema } from '../domain/priority.ts';
-import { BlueprintInputSchema } from '../objects/createBlueprint.ts';
-import { leaseBodySchema } from '../objects/createLease.ts';
+import { BlueprintChangesSchema, BlueprintInputSchema } from '../objects/blueprintInput.ts';
+import { leaseBodySchema } from '../objects/leaseInput.ts';
 import { TeamNameSchema, WeightSchema } from '../domain/team.ts';
 import { SelectorTextSchema } from '../domain/labels.ts';
 import { QuotaInputSchema, QuotaScopeSchema } from '../domain/quotas.ts';
-import { BlueprintChangesSchema } from '../objects/updateBlueprint.ts';
 import { stateFilterOf } from '../read/stateFilter.ts';
 import type { Action } from './auth/roles.ts';
 import {

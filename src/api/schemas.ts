@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LIST_ORDERS } from '../read/page.ts';
+import { LIST_ORDERS } from '../read/listOrder.ts';
 import type { ObjectKind } from '../../migrations/schema.ts';
 
 /**

@@ -1,8 +1,6 @@
 import { lineStandingOf, treeOf } from '../api/shapes.ts';
 import { INITIAL_STATE } from '../domain/lifecycle.ts';
-import { readLineStanding } from '../read/lineStanding.ts';
-import { failedCommands } from '../read/commandTree.ts';
-import { countLiveWorkers } from '../read/liveWorkers.ts';
+import { failedCommands } from '../read/settled.ts';
 import type { WaitRequest, WaitResult } from '../read/waitForSettled.ts';
 import { CliFailure, EXIT } from './exitStatus.ts';
 import { later } from './later.ts';
@@ -13,6 +11,9 @@ import { commandName } from './views/commandViews.ts';
 
 /** Waiting (command notices, and what they share with the drain) is loaded by the subcommands that wait. */
 const waitForSettled = later(() => import('../read/waitForSettled.ts'), 'waitForSettled');
+/** The database's reads too: remote mode, which imports this module for assertTreeSucceeded, waits through the API. */
+const countLiveWorkers = later(() => import('../read/liveWorkers.ts'), 'countLiveWorkers');
+const readLineStanding = later(() => import('../read/lineStanding.ts'), 'readLineStanding');
 
 export interface AwaitRequest {
   readonly rootId: number;

@@ -1,29 +1,18 @@
-import { EXIT, exitStatusOf } from './exitStatus.ts';
-import { printableJson } from './format.ts';
-import { errorLine } from './output.ts';
-import { buildProgram } from './program.ts';
-import { stdoutClosed, takeOverShutdown } from './shutdown.ts';
+import { takeOverShutdown } from './shutdown.ts';
 
 takeOverShutdown();
-const exitCode = await run(process.argv);
+const argv = process.argv;
+// A lone `--version`, which scripts and health checks call to learn what they
+// run, reads two small files and loads none of the CLI: the program with
+// every subcommand, and the packages it needs, are most of a call's start-up.
+// It prints what commander's `--version` prints.
+const exitCode = argv.length === 3 && argv[2] === '--version' ? await printVersion() : await (await import('./run.ts')).run(argv);
 // Exit explicitly: a LISTEN connection or timer left behind by a failed
 // command must not keep the CLI alive.
 process.exit(exitCode);
 
-async function run(argv: string[]): Promise<number> {
-  try {
-    await buildProgram().parseAsync(argv);
-    return stdoutClosed() ? EXIT.outputClosed : EXIT.ok;
-  } catch (error) {
-    // Whoever closed stdout (`| head -1`) has what they wanted: no message, as if killed by SIGPIPE.
-    if (stdoutClosed()) return EXIT.outputClosed;
-    const status = exitStatusOf(error);
-    // With --json, scripts read the error as the API gives it, on stdout; people still get the line on stderr.
-    if (argv.includes('--json') && status.exitCode !== EXIT.ok && status.body) process.stdout.write(`${printableJson(status.body)}\n`);
-    if (status.message !== null) process.stderr.write(`error: ${errorLine(status.message)}\n`);
-    if (status.unexpected && ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '')) {
-      process.stderr.write(`${(error as Error).stack ?? ''}\n`);
-    }
-    return status.exitCode;
-  }
+async function printVersion(): Promise<number> {
+  const { slipwayVersion } = await import('../version.ts');
+  process.stdout.write(`${slipwayVersion()}\n`);
+  return 0;
 }

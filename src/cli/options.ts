@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { z } from 'zod';
-import { LIST_ORDERS, type ListOrder } from '../read/page.ts';
+import { LIST_ORDERS, type ListOrder } from '../read/listOrder.ts';
 import { LIVE } from '../read/stateFilter.ts';
 import { countBetween, parseWith, PositiveId, Seconds, textUpTo } from './parsers.ts';
 

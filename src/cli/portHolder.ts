@@ -7,7 +7,7 @@ const LISTEN = '0A';
 
 export interface PortHolder {
   readonly pid: number;
-  /** Its command line, e.g. `node ./src/cli/bin.mjs start`. */
+  /** Its command line, e.g. `node ./dist/src/cli/bin.mjs start`. */
   readonly command: string;
 }
 

@@ -1,6 +1,6 @@
 import type { ObjectRef } from '../queue/objectTables.ts';
 import type { CommandTreeNodeShape, LineStandingShape } from '../api/shapes.ts';
-import { describeWaiting } from '../read/lineStanding.ts';
+import { describeWaiting } from '../read/standingText.ts';
 import type { Transition } from '../read/objectState.ts';
 import type { Output } from './output.ts';
 import { progressLine } from './views/commandViews.ts';

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { pino } from 'pino';
 import { loadConfig, type Config } from '../config.ts';
-import { Database, type Db } from '../db/Database.ts';
+import type { Database, Db } from '../db/Database.ts';
 import type { Logger } from '../log.ts';
 import { CliFailure, EXIT } from './exitStatus.ts';
 import { Output } from './output.ts';
@@ -45,6 +44,9 @@ export async function withSession<T>(command: Command, work: (session: Session) 
       EXIT.usage,
     );
   }
+  // Loaded here, not with the module: every call declares every subcommand,
+  // and remote mode and the calls that never open the database do without them.
+  const [{ pino }, { Database }] = await Promise.all([import('pino'), import('../db/Database.ts')]);
   // Logs go to stderr: stdout is for the command's output (and its JSON).
   const log = pino({ name: 'slipway', level: config.LOG_LEVEL, base: { pid: process.pid } }, pino.destination({ dest: 2, sync: true }));
   const out = outputOf(command);

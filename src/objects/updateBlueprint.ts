@@ -1,5 +1,4 @@
 import { sql } from 'kysely';
-import { z } from 'zod';
 import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
@@ -8,48 +7,10 @@ import { canTransition, liveStates, takesLeases, type BlueprintState } from '../
 import { lockObjectInTransaction } from '../queue/lockObjectInTransaction.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
 import { findBlueprint, type BlueprintRef } from '../read/blueprints.ts';
-import { BlueprintInputSchema } from './createBlueprint.ts';
+import { BlueprintChangesSchema, type BlueprintChanges } from './blueprintInput.ts';
 import { recordEvent } from './recordEvent.ts';
 
-/**
- * What may change on a blueprint directly: its limits, how often its
- * resources are checked (`checkIntervalMs`, null for never) and whether
- * slots are cleaned between leases (from the next slot given back on). A new
- * `leasesPerResource` applies to resources made from then on; a lower
- * `maxResources` stops new resources until the count is below it. Every
- * change (and every enable or disable) queues `serve_waiters`, so room it
- * made goes to the leases waiting.
- *
- * Driver settings are not among them: new settings may leave live resources
- * that no longer fit (a static pool's entries), so they change only through
- * the blueprint's own queue (`update_settings`), whose drain reconciles the
- * resources with them. The key is named here only to say so.
- */
-const { maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, labels } = BlueprintInputSchema.shape;
-export const BlueprintChangesSchema = z
-  .object({
-    // Without the defaults creation fills in: a field left out stays as it is.
-    maxResources: maxResources.optional(),
-    leasesPerResource: leasesPerResource.unwrap().optional(),
-    checkIntervalMs: checkIntervalMs.unwrap().nullable().optional(),
-    cleanBetweenLeases: cleanBetweenLeases.unwrap().optional(),
-    cleanAttempts: cleanAttempts.unwrap().optional(),
-    priorityStepMs: priorityStepMs.unwrap().optional(),
-    /** Replaces the blueprint's labels (every resource's, at once: they are read with the blueprint's). */
-    labels: labels.unwrap().optional(),
-    settings: z
-      .undefined({
-        error:
-          'driver settings change through the update_settings command (POST /v1/blueprints/{id}/commands, or slipway blueprint update), which reconciles the resources with them',
-      })
-      .optional(),
-  })
-  .strict()
-  .refine(
-    (changes) => Object.keys(changes).length > 0,
-    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, labels',
-  );
-export type BlueprintChanges = z.input<typeof BlueprintChangesSchema>;
+export { BlueprintChangesSchema, type BlueprintChanges };
 
 /** The column each changeable field is stored in. */
 const COLUMNS = {

@@ -1,19 +1,13 @@
 import { type CompiledQuery, sql } from 'kysely';
-import type { CommandRow, CommandStatus } from '../../migrations/schema.ts';
+import type { CommandRow } from '../../migrations/schema.ts';
 import { compileOnly } from '../db/compileOnly.ts';
 import type { Db } from '../db/Database.ts';
 import { OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
 
+export { failedCommands, isSettled, treeSettled } from './settled.ts';
+
 /** A command in the tree of commands one command caused, `depth` steps below the root. */
 export type CommandTreeNode = CommandRow & { readonly depth: number };
-
-/** Statuses after which a command never changes again. */
-const SETTLED_STATUSES: readonly CommandStatus[] = ['done', 'failed', 'cancelled', 'coalesced'];
-
-/** Whether a command in this status (a row's, or a notice's) will never change again. */
-export function isSettled(status: string): boolean {
-  return SETTLED_STATUSES.includes(status as CommandStatus);
-}
 
 /**
  * A command and everything it caused, following `caused_by` down, in
@@ -101,12 +95,3 @@ export function treesRead(count: number, rows: readonly unknown[]): TreeRead[] {
 }
 
 const COMPILER = compileOnly('command trees are compiled here and sent by their reader');
-
-/** Every command of the tree has settled (a tree of rows, or of the API's shapes). */
-export function treeSettled(tree: ReadonlyArray<{ readonly status: CommandStatus }>): boolean {
-  return tree.every((node) => isSettled(node.status));
-}
-
-export function failedCommands<Node extends { readonly status: CommandStatus }>(tree: readonly Node[]): Node[] {
-  return tree.filter((node) => node.status === 'failed');
-}

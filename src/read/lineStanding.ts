@@ -101,28 +101,3 @@ export async function readLineStanding(db: Db, leaseId: number): Promise<LineSta
     reason: mine.why,
   };
 }
-
-/** An estimate in words, as the CLI and the web UI give it: "about 2 min", "about 1 h 20 min", "under a minute". */
-export function describeEstimate(seconds: number | null): string {
-  if (seconds === null) return 'no estimate';
-  if (seconds < 60) return 'under a minute';
-  const minutes = Math.round(seconds / 60);
-  return minutes < 60 ? `about ${minutes} min` : `about ${Math.floor(minutes / 60)} h${minutes % 60 ? ` ${minutes % 60} min` : ''}`;
-}
-
-/** A place in line as an ordinal: 1st, 2nd, 3rd, 4th, 11th, 21st. */
-export function ordinal(n: number): string {
-  const teen = n % 100 >= 11 && n % 100 <= 13;
-  const suffix = teen ? 'th' : (({ 1: 'st', 2: 'nd', 3: 'rd' } as Record<number, string>)[n % 10] ?? 'th');
-  return `${n}${suffix}`;
-}
-
-/** The waiting CLI's progress line and `lease show`'s: "3rd in line at sandboxes (of 7), about 2 min". */
-export function describeStanding(standing: Pick<LineStanding, 'position' | 'waiting' | 'blueprintName' | 'estimateSeconds'>): string {
-  return `${ordinal(standing.position)} in line at ${standing.blueprintName} (of ${standing.waiting}), ${describeEstimate(standing.estimateSeconds)}`;
-}
-
-/** Its place and why it waits, in one progress line: "3rd in line at sandboxes (of 7), about 2 min: at its limit; …". */
-export function describeWaiting(standing: Pick<LineStanding, 'position' | 'waiting' | 'blueprintName' | 'estimateSeconds' | 'reason'>): string {
-  return standing.reason ? `${describeStanding(standing)}: ${standing.reason}` : describeStanding(standing);
-}

@@ -1,4 +1,5 @@
-import { sql, type SelectQueryBuilder } from 'kysely';
+import type { SelectQueryBuilder } from 'kysely';
+import type { ListOrder } from './listOrder.ts';
 
 export interface PageRequest {
   /** Only rows past this id in the page's order (greater, or smaller when newest first). */
@@ -6,9 +7,7 @@ export interface PageRequest {
   readonly limit: number;
 }
 
-/** Which end of a list comes first: its newest rows (highest ids) or its oldest. */
-export const LIST_ORDERS = ['newest', 'oldest'] as const;
-export type ListOrder = (typeof LIST_ORDERS)[number];
+export { LIST_ORDERS, type ListOrder } from './listOrder.ts';
 
 /**
  * A page in either order. The web UI and the CLI show the newest first (what
@@ -37,10 +36,14 @@ export async function fetchPage<DB, TB extends keyof DB, O extends { id: number 
   page: ListPage,
 ): Promise<Page<O>> {
   const newestFirst = page.order === 'newest';
-  const past = newestFirst ? sql`<` : sql`>`;
+  // Through the builder's own methods rather than kysely's `sql`: a module
+  // that imports kysely loads all of it (262 modules), and the CLI loads this
+  // one at every call. `idColumn` is the caller's, typed as the builder cannot
+  // type a column named at run time.
+  const id = idColumn as never;
   const rows = await query
-    .$if(page.after !== undefined, (q) => q.where(sql<boolean>`${sql.ref(idColumn)} ${past} ${page.after}`))
-    .orderBy(sql.ref(idColumn), newestFirst ? 'desc' : 'asc')
+    .$if(page.after !== undefined, (q) => q.where(id, newestFirst ? '<' : '>', page.after as never))
+    .orderBy(id, newestFirst ? 'desc' : 'asc')
     .limit(page.limit + 1)
     .execute();
   const items = rows.slice(0, page.limit) as O[];

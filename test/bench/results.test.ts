@@ -3,6 +3,7 @@ import path from 'node:path';
 import { expect, test } from 'vitest';
 import { readFigures } from '../../bench/figures.ts';
 import { resultsFiles, resultsName, TIMELINESS_RESULTS_DIR, unpublishable } from '../../bench/results.ts';
+import { readStartupFigures, STARTUP_FIGURES_FILE } from '../../bench/startupFigures.ts';
 import { readTimelinessFigures } from '../../bench/timeliness.ts';
 
 test('every committed benchmark result is a figures file of this benchmark, named by its server, with no password or path of a machine', async () => {
@@ -25,4 +26,11 @@ test('a figures file with a URL that carries a password, or a path of this machi
   expect(
     unpublishable('{"server": {"version": "15.20 (Debian 15.20-0+deb12u1)"}, "reproduce": "DATABASE_URL=<same server> npm run bench"}'),
   ).toBeUndefined();
+});
+
+test('the committed start-up figures are a figures file of the start-up benchmark, with the floor measured in the same run, and no path of a machine', async () => {
+  const figures = await readStartupFigures();
+  expect(figures).toBeDefined();
+  expect(figures!.rows[0]!.label).toMatch(/node -e 0/);
+  expect(unpublishable(await readFile(STARTUP_FIGURES_FILE, 'utf8'))).toBeUndefined();
 });

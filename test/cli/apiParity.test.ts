@@ -63,8 +63,8 @@ test('every operation of the API that changes something, and every kind it queue
   expect(Object.keys(CLI_FOR).filter((request) => !requests.includes(request))).toEqual([]);
 });
 
-test("each of those CLI commands is one of the program's subcommands", () => {
-  const program = buildProgram();
+test("each of those CLI commands is one of the program's subcommands", async () => {
+  const program = await buildProgram();
   const missing = Object.values(CLI_FOR).filter((path) => {
     const found = subcommand(program, path);
     // A group (e.g. `slipway lease`) is not a command that does something.

@@ -74,7 +74,7 @@ test('a second start while one runs names the process holding the port, in one l
   expect(second.code).toBe(1);
   expect(second.stdout).toBe('');
   expect(second.stderr).toBe(
-    `error: port ${service.port} on 127.0.0.1 is already in use by pid ${service.nodePid} (node ./src/cli/bin.mjs start): ` +
+    `error: port ${service.port} on 127.0.0.1 is already in use by pid ${service.nodePid} (node ./dist/src/cli/bin.mjs start): ` +
       'stop it, or set SLIPWAY_API_PORT to another port (0 picks a free one)\n',
   );
   // The first one is untouched.

@@ -1,8 +1,13 @@
+import { readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { expect, test } from 'vitest';
 import type { TokenRole } from '../../migrations/schema.ts';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';
 import { simulatedBlueprint } from '../api/support/fixtures.ts';
 import { closedPort } from '../helpers/deadEnds.ts';
+import { NOT_IN_REMOTE_MODE } from './notAtStartUp.ts';
 import { parseJson, runCli, type CliRun } from './runCli.ts';
 import { NO_SCHEDULED_COLLECTOR, rowCounts } from './rowCounts.ts';
 
@@ -224,4 +229,25 @@ test('a subcommand with no remote mode refuses when SLIPWAY_URL is set, unless g
   expect(await blueprints()).toBe(1);
   // Without SLIPWAY_URL nothing changes.
   expect((await runCli(['blueprint', 'show', name], env.database.url)).code).toBe(0);
+});
+
+test('a remote call loads the HTTP client, never the database code, the queue, the drivers or the metrics', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin);
+  const id = await remoteLease('user', name);
+  const recorder = pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), 'recordModules.mjs')).href;
+  const record = path.join(os.tmpdir(), `slipway-remote-modules-${process.pid}.txt`);
+  try {
+    const run = await runCli(['lease', 'show', String(id)], NO_DATABASE, {
+      SLIPWAY_URL: env.server.url,
+      SLIPWAY_TOKEN: env.as.user.token!,
+      NODE_OPTIONS: `--import ${recorder}`,
+      RECORD_MODULES_TO: record,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const files = (await readFile(record, 'utf8')).split('\n').filter(Boolean);
+    expect(files.some((file) => file.endsWith('/src/client/SlipwayClient.ts'))).toBe(true);
+    expect(files.filter((file) => NOT_IN_REMOTE_MODE.some((pattern) => pattern.test(file)))).toEqual([]);
+  } finally {
+    await rm(record, { force: true });
+  }
 });

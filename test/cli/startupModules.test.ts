@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
+import { NOT_AT_START_UP, NOT_FOR_VERSION } from './notAtStartUp.ts';
 import { runCli } from './runCli.ts';
 
 /**
@@ -13,13 +14,6 @@ import { runCli } from './runCli.ts';
  * which lists every file the process loaded.
  */
 const RECORDER = pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), 'recordModules.mjs')).href;
-
-/** What only `start`, `worker`, `api`, `db migrate`, `gc`, the subcommands that change or wait, and remote mode load. */
-const NOT_AT_START_UP: readonly RegExp[] = [
-  /\/node_modules\/(fastify|graphile-worker|prom-client|@opentelemetry\/api)\//,
-  /\/migrations\/\d{4}_\w+\.ts$/,
-  /\/src\/(api\/server|worker\/SlipwayWorker|gc\/|metrics\/|client\/|queue\/appendCommand|read\/waitForSettled|drain\/handlers\/)/,
-];
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
 let dir: string;
@@ -43,8 +37,22 @@ test.each([[['--help']], [['lease', 'list']], [['command', 'list', '--json']]])(
   'slipway %j loads no service, migration, collector, metrics, waiting or HTTP client code',
   async (args) => {
     const files = await filesLoadedBy(...args);
-    // The recorder saw the CLI load: its entry point and the database code.
-    expect(files.some((file) => file.endsWith('/src/cli/main.ts'))).toBe(true);
+    // The recorder saw the CLI load: the module that builds the program and runs it.
+    expect(files.some((file) => file.endsWith('/src/cli/run.ts'))).toBe(true);
     expect(files.filter((file) => NOT_AT_START_UP.some((pattern) => pattern.test(file)))).toEqual([]);
   },
 );
+
+test('slipway --version loads neither the program nor the packages every other call needs', async () => {
+  const files = await filesLoadedBy('--version');
+  expect(files.some((file) => file.endsWith('/src/version.ts'))).toBe(true);
+  expect(files.filter((file) => file.endsWith('/src/cli/run.ts') || NOT_FOR_VERSION.test(file))).toEqual([]);
+});
+
+test('a call declares only the group of subcommands it names: lease list loads no other group', async () => {
+  const files = await filesLoadedBy('lease', 'list');
+  expect(files.some((file) => file.endsWith('/src/cli/commands/leaseCommands.ts'))).toBe(true);
+  expect(files.filter((file) => /\/src\/cli\/commands\/(?!lease)\w+Commands\.ts$/.test(file))).toEqual([]);
+  // --help lists every group, so it declares them all.
+  expect((await filesLoadedBy('--help')).filter((file) => /\/src\/cli\/commands\/\w+Commands\.ts$/.test(file)).length).toBeGreaterThan(5);
+});

@@ -91,7 +91,7 @@ function runBlock(script: string): Promise<{ code: number | null; stdout: string
   });
 }
 
-/** The checkout's files as git sees them (committed or not, without what .gitignore leaves out), and its node_modules. */
+/** The checkout's files as git sees them (committed or not, without what .gitignore leaves out), its node_modules, and the build. */
 async function copyCheckout(to: string): Promise<void> {
   const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { encoding: 'utf8' })
     .split('\0')
@@ -103,6 +103,8 @@ async function copyCheckout(to: string): Promise<void> {
     });
   }
   await symlink(path.resolve('node_modules'), path.join(to, 'node_modules'));
+  // What `npm install` does in a fresh clone after installing the packages (its prepare step): `npm start` runs the build.
+  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: to, stdio: 'ignore' });
 }
 
 /** The environment of a fresh shell: no DATABASE_URL or SLIPWAY_* setting of the test run leaks into the examples. */

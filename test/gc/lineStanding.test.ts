@@ -3,7 +3,8 @@ import { expect, test } from 'vitest';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
-import { describeEstimate, describeStanding, describeWaiting, ordinal, readLineStanding } from '../../src/read/lineStanding.ts';
+import { readLineStanding } from '../../src/read/lineStanding.ts';
+import { describeEstimate, describeStanding, describeWaiting, ordinal } from '../../src/read/standingText.ts';
 import { handDrainSuite } from './support/handDrain.ts';
 
 // A waiting lease's place in line and its estimate, from the collector's

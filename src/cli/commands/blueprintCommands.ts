@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { cliActor } from '../../domain/Actor.ts';
 import { InvalidInputError } from '../../domain/errors.ts';
 import { withTransaction } from '../../db/withTransaction.ts';
-import { findBlueprint, listBlueprints, readBlueprintDetail, type BlueprintRef } from '../../read/blueprints.ts';
+import type { BlueprintRef } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { blueprintDetailOf, blueprintOf, historyOf, pageOf } from '../../api/shapes.ts';
 import { pageTable } from '../format.ts';
@@ -12,7 +12,7 @@ import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
 import { BlueprintStateArg, countBetween, DriverName, Duration, DurationOrOff, JsonObject, LabelArg, OnOff, parseWith, Setting } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
-import { LocalTransport } from '../transport/LocalTransport.ts';
+import { localTransportOf } from '../transport/withTransport.ts';
 import { BLUEPRINT_COLUMNS, renderBlueprint, renderBlueprintDetail } from '../views/blueprintViews.ts';
 
 interface CreateOptions {
@@ -57,6 +57,11 @@ interface UpdateOptions extends WaitOptions {
 const createBlueprint = later(() => import('../../objects/createBlueprint.ts'), 'createBlueprint');
 const blueprintChanges = () => import('../../objects/updateBlueprint.ts');
 const setBlueprintState = later(blueprintChanges, 'setBlueprintState');
+/** The database's reads, by the subcommands that read: every call, remote ones too, declares these subcommands. */
+const blueprintReads = () => import('../../read/blueprints.ts');
+const findBlueprint = later(blueprintReads, 'findBlueprint');
+const listBlueprints = later(blueprintReads, 'listBlueprints');
+const readBlueprintDetail = later(blueprintReads, 'readBlueprintDetail');
 
 const parseSetting = parseWith(Setting);
 
@@ -140,7 +145,7 @@ export function addBlueprintCommands(program: Command): void {
       const found = await findBlueprint(session.db, ref);
       const settings = { ...(options.settings ?? (found.settings as Record<string, unknown>)), ...options.setting };
       const request = { target: { kind: 'blueprint', id: found.id }, kind: 'update_settings', payload: { settings } } as const;
-      await requestCommand(new LocalTransport(session), session.out, request, options);
+      await requestCommand(await localTransportOf(session), session.out, request, options);
     }),
   );
 
@@ -153,7 +158,7 @@ export function addBlueprintCommands(program: Command): void {
     ).action((ref: BlueprintRef, options: WaitOptions, command: Command) =>
       withSession(command, async (session) => {
         const { id } = await findBlueprint(session.db, ref);
-        await requestCommand(new LocalTransport(session), session.out, { target: { kind: 'blueprint', id }, kind }, options);
+        await requestCommand(await localTransportOf(session), session.out, { target: { kind: 'blueprint', id }, kind }, options);
       }),
     );
   }

@@ -1,20 +1,26 @@
 import type { Command } from 'commander';
-import { blueprintIdFilter, type BlueprintRef } from '../../read/blueprints.ts';
+import type { BlueprintRef } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { historyOf, pageOf, resourceDetailOf, resourceOf } from '../../api/shapes.ts';
-import { listResources, readResourceDetail } from '../../read/resources.ts';
 import { pageTable } from '../format.ts';
+import { later } from '../later.ts';
 import { addPageOptions, addStateOptions, addWaitOptions, stateFilter, type StateListOptions, type WaitOptions } from '../options.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
 import { parseWith, PositiveId, ResourceStateArg } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
-import { LocalTransport } from '../transport/LocalTransport.ts';
+import { localTransportOf } from '../transport/withTransport.ts';
 import { RESOURCE_COLUMNS, renderResourceDetail } from '../views/resourceViews.ts';
 
 interface ListOptions extends StateListOptions {
   readonly blueprint?: BlueprintRef;
 }
+
+/** The database's reads, by the subcommands that read: every call, remote ones too, declares these subcommands. */
+const blueprintIdFilter = later(() => import('../../read/blueprints.ts'), 'blueprintIdFilter');
+const resourceReads = () => import('../../read/resources.ts');
+const listResources = later(resourceReads, 'listResources');
+const readResourceDetail = later(resourceReads, 'readResourceDetail');
 
 /** The commands an operator may send a resource, as data: name → what it does. */
 const REQUESTS = {
@@ -33,8 +39,8 @@ export function addResourceCommands(program: Command): void {
   for (const [kind, description] of Object.entries(REQUESTS)) {
     addWaitOptions(resource.command(kind).description(description).argument('<id>', 'resource id', parseWith(PositiveId))).action(
       (id: number, options: WaitOptions, command: Command) =>
-        withSession(command, (session) =>
-          requestCommand(new LocalTransport(session), session.out, { target: { kind: 'resource', id }, kind }, options),
+        withSession(command, async (session) =>
+          requestCommand(await localTransportOf(session), session.out, { target: { kind: 'resource', id }, kind }, options),
         ),
     );
   }

@@ -1,5 +1,5 @@
 import type { HoldEvent } from '../../client/holdLease.ts';
-import { describeWaiting } from '../../read/lineStanding.ts';
+import { describeWaiting } from '../../read/standingText.ts';
 import { printableLines } from '../format.ts';
 
 /**

@@ -5,7 +5,7 @@ import { ApiRefusal, UnexpectedAnswer, Unreachable } from '../../client/errors.t
 import type { CallAnswer, CallInput, OperationName, SlipwayClient } from '../../client/SlipwayClient.ts';
 import type { ObjectRef } from '../../queue/objectTables.ts';
 import type { CommandFilter } from '../../read/commands.ts';
-import { treeSettled } from '../../read/commandTree.ts';
+import { treeSettled } from '../../read/settled.ts';
 import { leaseSetUp } from '../../read/leases.ts';
 import type { ListPage } from '../../read/page.ts';
 import { carriesOn } from '../awaitTree.ts';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../config.ts';
 import type { Output } from '../output.ts';
-import { outputOf, withSession } from '../session.ts';
+import { outputOf, type Session, withSession } from '../session.ts';
 import { interrupted } from '../shutdown.ts';
 import type { Transport } from './Transport.ts';
 
@@ -22,4 +22,14 @@ export async function withTransport(command: Command, work: (transport: Transpor
   // loadConfig refuses a SLIPWAY_URL without SLIPWAY_TOKEN.
   const api = new SlipwayClient({ baseUrl: config.SLIPWAY_URL, token: config.SLIPWAY_TOKEN!, signal: interrupted });
   return work(new RemoteTransport(api, out), out);
+}
+
+/**
+ * The database's transport for a command that always works on the database,
+ * loaded when it runs: the modules that declare subcommands are imported at
+ * every call, remote ones included, and this one loads the query builder.
+ */
+export async function localTransportOf(session: Session): Promise<Transport> {
+  const { LocalTransport } = await import('./LocalTransport.ts');
+  return new LocalTransport(session);
 }

@@ -1,5 +1,5 @@
 import type { HistoryShapeOf, Lease, LineStandingShape } from '../../api/shapes.ts';
-import { describeStanding } from '../../read/lineStanding.ts';
+import { describeStanding } from '../../read/standingText.ts';
 import { type Column, fields, formatJson, formatTime, NONE } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
 import { formatDuration } from '../../domain/durations.ts';

@@ -1,0 +1,136 @@
+import { spawn } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { NOT_AT_START_UP, NOT_FOR_VERSION, NOT_IN_REMOTE_MODE, NOT_IN_REMOTE_MODE_BUILT } from '../cli/notAtStartUp.ts';
+import { finished, type CliRun } from '../cli/runCli.ts';
+import { CHECKOUT, installPackedPackage, userEnv } from '../helpers/packedPackage.ts';
+import { waitFor } from '../helpers/waitFor.ts';
+
+/**
+ * The package as a user gets it: `npm pack`'s tarball, installed with
+ * `npm install -g` into a prefix of its own, run from a directory outside any
+ * checkout with its data under SLIPWAY_HOME (docs/decisions/0033-compiled-package.md).
+ * Run by `npm run test:package` (in .ci/run), not `npm test`: packing builds,
+ * and installing reads the npm registry (or npm's cache).
+ */
+const RECORDER = pathToFileURL(path.join(CHECKOUT, 'test', 'cli', 'recordModules.mjs')).href;
+
+let dir: string;
+let prefix: string;
+let home: string;
+let installed: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'slipway-package-'));
+  // Readable by all, like a system's prefix: run as root, the embedded PostgreSQL runs as the postgres user.
+  await chmod(dir, 0o755);
+  home = path.join(dir, 'home');
+  ({ prefix, packageDir: installed } = await installPackedPackage(dir));
+}, 600_000);
+
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+}, 60_000);
+
+test('the package holds the compiled JavaScript and no TypeScript source; no TypeScript tool is installed with it', async () => {
+  const files = (await readdir(installed, { recursive: true })).filter((file) => !file.startsWith('node_modules'));
+  expect(files).toContain(path.join('dist', 'src', 'cli', 'main.js'));
+  expect(files).toContain(path.join('dist', 'src', 'web', 'assets', 'app.css'));
+  expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
+  for (const tool of ['tsx', 'typescript', 'esbuild']) expect(existsSync(path.join(installed, 'node_modules', tool)), tool).toBe(false);
+});
+
+test('slipway is on the PATH of the prefix and prints the version of the package it was packed from', async () => {
+  const { version } = JSON.parse(await readFile(path.join(CHECKOUT, 'package.json'), 'utf8')) as { version: string };
+  const cli = await slipwayRun(['--version']);
+  expect(cli.code, cli.stderr).toBe(0);
+  expect(cli.stdout).toMatch(new RegExp(`^${version.replaceAll('.', '\\.')}(\\+[0-9a-f]{12})?\\n$`));
+  expect(cli.stderr).toBe('');
+});
+
+test('the installed CLI loads only JavaScript from its own package: no TypeScript, no tsx, and nothing its subcommand does not run', async () => {
+  const help = await filesLoadedBy(['--help']);
+  // The recorder saw the compiled CLI load.
+  expect(help).toContain(path.join(installed, 'dist', 'src', 'cli', 'run.js'));
+  expect(help.filter((file) => file.endsWith('.ts') || file.includes('/tsx/'))).toEqual([]);
+  expect(help.filter((file) => !file.startsWith(`${installed}/`) && file !== fileURLToPath(RECORDER))).toEqual([]);
+  expect(help.filter((file) => NOT_AT_START_UP.some((pattern) => pattern.test(file)))).toEqual([]);
+
+  const version = await filesLoadedBy(['--version']);
+  expect(version).toContain(path.join(installed, 'dist', 'src', 'version.js'));
+  expect(version.filter((file) => file.endsWith('/run.js') || NOT_FOR_VERSION.test(file))).toEqual([]);
+});
+
+test('slipway start runs from any directory with its data under SLIPWAY_HOME, and a lease is granted and released', async () => {
+  const cwd = path.join(dir, 'elsewhere');
+  await mkdir(cwd);
+  const start = spawn('slipway', ['start'], { cwd, env: slipwayEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = finished(start);
+  let stdout = '';
+  start.stdout!.on('data', (chunk) => (stdout += chunk));
+  try {
+    const url = await waitFor('slipway start to serve its API', async () => /^HTTP API on (\S+) /m.exec(stdout)?.[1], 120_000);
+    await waitFor('/readyz to answer', async () => (await fetch(`${url}/readyz`)).ok);
+    expect(existsSync(path.join(home, 'pg', 'PG_VERSION'))).toBe(true);
+    expect(existsSync(path.join(home, 'admin-token'))).toBe(true);
+    // The web UI's assets are read from beside the compiled modules.
+    expect((await fetch(`${url}/assets/app.css`)).status).toBe(200);
+
+    const sandboxes = path.join(dir, 'sandboxes');
+    const blueprint = await slipwayRun(
+      ['blueprint', 'create', '--name', 'sandboxes', '--driver', 'directory', '--setting', `root=${sandboxes}`, '--max-resources', '1'],
+      {},
+      cwd,
+    );
+    expect(blueprint.code, blueprint.stderr).toBe(0);
+
+    // The lease: created, used, released. (`slipway lease run` takes this over when it lands.)
+    const created = await slipwayRun(['--json', 'lease', 'create', '--blueprint', 'sandboxes'], {}, cwd);
+    expect(created.code, created.stderr).toBe(0);
+    const { lease } = JSON.parse(created.stdout) as { lease: { id: number; state: string; attributes: { path: string } } };
+    expect(lease.state).toBe('active');
+    expect(existsSync(lease.attributes.path)).toBe(true);
+    // Remote mode, as CI jobs call it: the build loads no database code and none of the packages only that needs.
+    const token = JSON.parse((await slipwayRun(['--json', 'token', 'create', '--name', 'package-test', '--role', 'user'], {}, cwd)).stdout).secret;
+    const remote = await filesLoadedBy(['lease', 'show', String(lease.id)], { SLIPWAY_URL: url, SLIPWAY_TOKEN: token });
+    expect(remote).toContain(path.join(installed, 'dist', 'src', 'client', 'SlipwayClient.js'));
+    expect(remote.filter((file) => NOT_IN_REMOTE_MODE_BUILT.test(file) || NOT_IN_REMOTE_MODE.some((pattern) => pattern.test(file)))).toEqual([]);
+
+    const released = await slipwayRun(['lease', 'release', String(lease.id), '--reason', 'package test done'], {}, cwd);
+    expect(released.code, released.stderr).toBe(0);
+    expect(existsSync(lease.attributes.path)).toBe(false);
+  } finally {
+    start.kill('SIGTERM');
+  }
+  const stopped = await output;
+  expect(stopped.code, stopped.stderr).toBe(0);
+  expect(stopped.stdout).toMatch(/\nworker stopped\n$/);
+}, 300_000);
+
+/** Every file the installed `slipway <args>` loads (test/cli/recordModules.mjs). */
+async function filesLoadedBy(args: string[], extra: Record<string, string> = {}): Promise<string[]> {
+  const record = path.join(dir, `modules${args.join('-').replace(/\W/g, '_')}.txt`);
+  const cli = await slipwayRun(args, { ...extra, NODE_OPTIONS: `--import ${RECORDER}`, RECORD_MODULES_TO: record });
+  expect(cli.code, cli.stderr).toBe(0);
+  return (await readFile(record, 'utf8')).split('\n').filter(Boolean);
+}
+
+function slipwayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    ...userEnv(),
+    PATH: `${path.join(prefix, 'bin')}:${process.env.PATH}`,
+    SLIPWAY_HOME: home,
+    SLIPWAY_API_PORT: '0',
+    LOG_LEVEL: 'warn',
+    ...extra,
+  };
+}
+
+/** Runs the installed `slipway` (by name, from the prefix's bin on the PATH) to completion. */
+function slipwayRun(args: string[], extra: Record<string, string> = {}, cwd = dir): Promise<CliRun> {
+  return finished(spawn('slipway', args, { cwd, env: slipwayEnv(extra), stdio: ['ignore', 'pipe', 'pipe'] }));
+}
