@@ -65,7 +65,7 @@ test('the installed CLI loads only JavaScript from its own package: no TypeScrip
   expect(version.filter((file) => file.endsWith('/run.js') || NOT_FOR_VERSION.test(file))).toEqual([]);
 });
 
-test('slipway start runs from any directory with its data under SLIPWAY_HOME, and a lease is granted and released', async () => {
+test('slipway start runs from any directory with its data under SLIPWAY_HOME, and lease run holds a lease for a command', async () => {
   const cwd = path.join(dir, 'elsewhere');
   await mkdir(cwd);
   const start = spawn('slipway', ['start'], { cwd, env: slipwayEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
@@ -88,21 +88,23 @@ test('slipway start runs from any directory with its data under SLIPWAY_HOME, an
     );
     expect(blueprint.code, blueprint.stderr).toBe(0);
 
-    // The lease: created, used, released. (`slipway lease run` takes this over when it lands.)
-    const created = await slipwayRun(['--json', 'lease', 'create', '--blueprint', 'sandboxes'], {}, cwd);
-    expect(created.code, created.stderr).toBe(0);
-    const { lease } = JSON.parse(created.stdout) as { lease: { id: number; state: string; attributes: { path: string } } };
-    expect(lease.state).toBe('active');
-    expect(existsSync(lease.attributes.path)).toBe(true);
-    // Remote mode, as CI jobs call it: the build loads no database code and none of the packages only that needs.
+    // A lease for exactly as long as a command runs, in remote mode, as CI jobs call it.
     const token = JSON.parse((await slipwayRun(['--json', 'token', 'create', '--name', 'package-test', '--role', 'user'], {}, cwd)).stdout).secret;
-    const remote = await filesLoadedBy(['lease', 'show', String(lease.id)], { SLIPWAY_URL: url, SLIPWAY_TOKEN: token });
+    const remoteEnv = { SLIPWAY_URL: url, SLIPWAY_TOKEN: token };
+    const ran = await slipwayRun(
+      ['lease', 'run', '--blueprint', 'sandboxes', '--', 'sh', '-c', 'test -d "$SLIPWAY_ATTR_PATH" && echo "$SLIPWAY_LEASE_ID $SLIPWAY_ATTR_PATH"'],
+      remoteEnv,
+      cwd,
+    );
+    expect(ran.code, ran.stderr).toBe(0);
+    const [leaseId, leasePath] = ran.stdout.trim().split(' ') as [string, string];
+    expect(leasePath.startsWith(sandboxes)).toBe(true);
+    expect(ran.stderr).toMatch(new RegExp(`lease ${leaseId} released: the command exited with status 0`));
+    await waitFor('the lease to be destroyed and its directory removed', async () => !existsSync(leasePath));
+    // The build loads no database code and none of the packages only that needs.
+    const remote = await filesLoadedBy(['lease', 'show', leaseId], remoteEnv);
     expect(remote).toContain(path.join(installed, 'dist', 'src', 'client', 'SlipwayClient.js'));
     expect(remote.filter((file) => NOT_IN_REMOTE_MODE_BUILT.test(file) || NOT_IN_REMOTE_MODE.some((pattern) => pattern.test(file)))).toEqual([]);
-
-    const released = await slipwayRun(['lease', 'release', String(lease.id), '--reason', 'package test done'], {}, cwd);
-    expect(released.code, released.stderr).toBe(0);
-    expect(existsSync(lease.attributes.path)).toBe(false);
   } finally {
     start.kill('SIGTERM');
   }
