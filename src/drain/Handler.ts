@@ -13,20 +13,12 @@ import type { Db } from '../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../domain/commandKinds.ts';
 import type { Driver, DriverCall } from '../drivers/Driver.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
+import type { FollowUp } from './messages.ts';
 
 export interface ObjectTypes {
   lease: { row: LeaseRow; update: Updateable<LeasesTable> };
   resource: { row: ResourceRow; update: Updateable<ResourcesTable> };
   blueprint: { row: BlueprintRow; update: Updateable<BlueprintsTable> };
-}
-
-/** A command for another object (or this one) that this command leads to. */
-export interface FollowUp {
-  readonly target: ObjectRef;
-  readonly kind: string;
-  readonly payload?: unknown;
-  readonly reason: string;
-  readonly notBeforeMs?: number;
 }
 
 /** An event an outcome records, on its object's timeline unless `on` names another object's (a slot a lease gave back, on its resource's). */

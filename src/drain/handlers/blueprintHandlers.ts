@@ -6,7 +6,8 @@ import { InvalidInputError } from '../../domain/errors.ts';
 import { statesAccepting, statesWith } from '../../domain/lifecycle.ts';
 import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
-import { done, failed, type CommandHandler, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
+import { done, failed, type CommandHandler, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
+import { send } from '../messages.ts';
 import { requestingLease } from '../reads/requestingLease.ts';
 import { placeInLine } from '../../domain/priority.ts';
 import { parseSelector } from '../../domain/labels.ts';
@@ -118,7 +119,7 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
     if (lease.making !== null) {
       return {
         ...done<'blueprint'>(`resource ${lease.making} is already being made for lease ${leaseId}`, {
-          followUps: [{ target: { kind: 'resource', id: lease.making }, kind: 'acquire', payload: { leaseId }, reason: `made for lease ${leaseId}` }],
+          followUps: [send.resource.acquire(lease.making, { leaseId }, `made for lease ${leaseId}`)],
         }),
         lineAsItWas: true,
       };
@@ -169,11 +170,7 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
       ...(belowMinimum
         ? {
             followUps: [
-              {
-                target: { kind: 'blueprint', id: blueprint.id },
-                kind: 'top_up',
-                reason: `resource ${resourceId} gone: ${live} live of a warm minimum of ${blueprint.min_resources}`,
-              },
+              send.blueprint.top_up(blueprint.id, `resource ${resourceId} gone: ${live} live of a warm minimum of ${blueprint.min_resources}`),
             ],
           }
         : {}),
@@ -206,7 +203,7 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
       // As given, like createBlueprint's: defaults stay the code's.
       set: { settings: JSON.stringify(ctx.payload.settings), max_resources: maxResources },
       events: [{ type: 'settings_updated', message: `driver settings replaced${limit}`, data: { retired, maxResources } }],
-      followUps: plan.retire.map(({ resourceId, reason }): FollowUp => ({ target: { kind: 'resource', id: resourceId }, kind: 'retire', reason })),
+      followUps: plan.retire.map(({ resourceId, reason }) => send.resource.retire(resourceId, reason)),
     });
   },
 
@@ -270,7 +267,7 @@ async function fanOut(trx: Db, blueprint: BlueprintRow, kind: 'drain' | 'undrain
   const ids = resources.map((r) => r.id);
   return {
     ...done<'blueprint'>(ids.length === 0 ? `no resource to ${kind}` : `${kind}ing resource(s) ${ids.join(', ')}`, {
-      followUps: ids.map((id): FollowUp => ({ target: { kind: 'resource', id }, kind, reason: `blueprint ${blueprint.name}: ${kind}` })),
+      followUps: ids.map((id) => send.resource[kind](id, `blueprint ${blueprint.name}: ${kind}`)),
     }),
     lineAsItWas: true,
   };

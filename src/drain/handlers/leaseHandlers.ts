@@ -5,8 +5,9 @@ import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import type { DriverResult, LeaseCall } from '../../drivers/Driver.ts';
 import { holdsSlot } from '../../domain/lifecycle.ts';
 import { deadlinesFromNow, pastDeadline } from '../../objects/leaseDeadlines.ts';
-import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, type Outcome, yieldFor } from '../Handler.ts';
+import { done, failed, type HandlerContext, type HandlerTable, mergedAttributes, type Outcome, yieldFor } from '../Handler.ts';
 import { driverFailure } from '../driverFailure.ts';
+import { type FollowUp, send } from '../messages.ts';
 import { heldSlot } from '../reads/heldSlots.ts';
 import { type ResourceIdentity, resourceAttributes } from '../reads/resourceAttributes.ts';
 import { giveBackSlot, type SlotReturn, slotFreedEvent, slotReturnsBatch, tellOfSlotGivenBack } from './slotsGivenBack.ts';
@@ -14,7 +15,6 @@ import { giveBackSlot, type SlotReturn, slotFreedEvent, slotReturnsBatch, tellOf
 type Ctx<R = unknown> = HandlerContext<'lease', unknown, R>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
 type CtxOf<C extends CommandKindOf<'lease'>, R = unknown> = HandlerContext<'lease', PayloadOf<'lease', C>, R>;
-const self = (lease: LeaseRow) => ({ kind: 'lease', id: lease.id }) as const;
 
 /** How long a lease waits before asking again after a resource refused it. */
 const RETRY_AFTER_DENY_MS = 200;
@@ -40,12 +40,8 @@ const grantedResource = resourceAttributes((ctx: CtxOf<'grant'>) => ctx.payload.
 const heldResource = resourceAttributes((ctx: Ctx) => ctx.object.resource_id ?? undefined);
 
 /** Asks the resource that granted a slot to take it back (see endHold). */
-const releaseSlot = (lease: LeaseRow, resourceId: number, reason: string): FollowUp => ({
-  target: { kind: 'resource', id: resourceId },
-  kind: 'release_slot',
-  payload: { leaseId: lease.id },
-  reason,
-});
+const releaseSlot = (lease: LeaseRow, resourceId: number, reason: string): FollowUp =>
+  send.resource.release_slot(resourceId, { leaseId: lease.id }, reason);
 
 /**
  * The slot on `resourceId` that a lease ending in this command gives back
@@ -145,14 +141,7 @@ export const LEASE_HANDLERS = {
     decide(_trx: Db, ctx: Ctx) {
       const lease = ctx.object;
       return done<'lease'>('asked the blueprint for a slot', {
-        followUps: [
-          {
-            target: { kind: 'blueprint', id: lease.blueprint_id },
-            kind: 'need_resource',
-            payload: { leaseId: lease.id },
-            reason: `lease ${lease.id} wants a slot`,
-          },
-        ],
+        followUps: [send.blueprint.need_resource(lease.blueprint_id, { leaseId: lease.id }, `lease ${lease.id} wants a slot`)],
       });
     },
   },
@@ -215,7 +204,7 @@ export const LEASE_HANDLERS = {
         to: 'acquired',
         set: held,
         events: failure.events,
-        followUps: [{ target: self(lease), kind: 'activate', reason: 'activation failed in its grant', notBeforeMs: failure.retryInMs }],
+        followUps: [send.lease.activate(lease.id, 'activation failed in its grant', { notBeforeMs: failure.retryInMs })],
       });
     },
   },
@@ -255,12 +244,12 @@ export const LEASE_HANDLERS = {
           return failed<'lease'>(message, {
             to: 'broken',
             set: { message },
-            followUps: [{ target: self(lease), kind: 'destroy', reason: 'broken' }],
+            followUps: [send.lease.destroy(lease.id, 'broken')],
           });
         }
       }
       return done<'lease'>(`resource ${resourceId ?? '?'} refused (${reason}); asking again`, {
-        followUps: [{ target: self(lease), kind: 'allocate', reason: `refused: ${reason}`, notBeforeMs: RETRY_AFTER_DENY_MS }],
+        followUps: [send.lease.allocate(lease.id, `refused: ${reason}`, { notBeforeMs: RETRY_AFTER_DENY_MS })],
       });
     },
   },
@@ -367,7 +356,7 @@ export const LEASE_HANDLERS = {
         return done<'lease'>(`ignored: the lease is on resource ${lease.resource_id}`);
       await tellHolder(trx, lease, ctx.command.id);
       const message = `resource ${resourceId} is gone: ${reason}`;
-      return done<'lease'>(message, { to: 'broken', set: { message }, followUps: [{ target: self(lease), kind: 'destroy', reason: 'broken' }] });
+      return done<'lease'>(message, { to: 'broken', set: { message }, followUps: [send.lease.destroy(lease.id, 'broken')] });
     },
   },
 

@@ -7,13 +7,13 @@ import { accepts, grantsSlots, isSettingUp } from '../../domain/lifecycle.ts';
 import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall } from '../../drivers/Driver.ts';
 import { retryDelayMs } from '../driverFailure.ts';
 import { takeSlot } from '../sql/takeSlot.ts';
-import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, type OutcomeEvent, yieldFor } from '../Handler.ts';
+import { type FollowUp, send } from '../messages.ts';
+import { done, failed, type HandlerContext, type HandlerTable, mergedAttributes, type OutcomeEvent, yieldFor } from '../Handler.ts';
 import { blueprintHasWaiters, giveBackSlot, quotaFreed, slotFreed, slotFreedEvent } from './slotsGivenBack.ts';
 
 type Ctx = HandlerContext<'resource'>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
 type CtxOf<C extends CommandKindOf<'resource'>> = HandlerContext<'resource', PayloadOf<'resource', C>>;
-const self = (resource: ResourceRow) => ({ kind: 'resource', id: resource.id }) as const;
 
 /** How often a queued acquire looks again while its resource is still being made. */
 const ACQUIRE_WHILE_PENDING_MS = 1000;
@@ -28,12 +28,8 @@ const resourceCall = (ctx: Ctx): ResourceCall => ({
   },
 });
 
-const deny = (resource: ResourceRow, leaseId: number, reason: string): FollowUp => ({
-  target: { kind: 'lease', id: leaseId },
-  kind: 'deny',
-  payload: { resourceId: resource.id, reason },
-  reason: `resource ${resource.id} refused: ${reason}`,
-});
+const deny = (resource: ResourceRow, leaseId: number, reason: string): FollowUp =>
+  send.lease.deny(leaseId, { resourceId: resource.id, reason }, `resource ${resource.id} refused: ${reason}`);
 
 /**
  * idle_since, kept by the resource's own drain from its count of slots:
@@ -77,7 +73,7 @@ async function slotsInUseSettled(trx: Db, resourceId: number): Promise<number> {
   return rows.length;
 }
 
-const destroySelf = (resource: ResourceRow, reason: string): FollowUp => ({ target: self(resource), kind: 'destroy', reason });
+const destroySelf = (resource: ResourceRow, reason: string): FollowUp => send.resource.destroy(resource.id, reason);
 
 /** The leases holding the resource's slots, by id. */
 const slotHolders = (trx: Db, resourceId: number) =>
@@ -102,12 +98,7 @@ async function dropDirtySlots(trx: Db, resourceId: number): Promise<number> {
 }
 
 /** A lease's slot given back on a blueprint that cleans between leases: cleaned by the driver before it is free. */
-const cleanSlot = (resource: ResourceRow, slot: number, reason: string): FollowUp => ({
-  target: self(resource),
-  kind: 'clean_slot',
-  payload: { slot },
-  reason,
-});
+const cleanSlot = (resource: ResourceRow, slot: number, reason: string): FollowUp => send.resource.clean_slot(resource.id, { slot }, reason);
 
 /**
  * Whether a lease's slot given back to the resource is freed at once (its
@@ -208,13 +199,12 @@ async function decideHealth(trx: Db, ctx: Ctx, answer: Health, repairing: boolea
       set: { ...set, message: said },
       events,
       followUps: [
-        ...holders.map(
-          (h): FollowUp => ({
-            target: { kind: 'lease', id: h.lease_id },
-            kind: 'resource_gone',
-            payload: { resourceId: resource.id, reason: message ?? 'its driver found it gone' },
-            reason: `resource ${resource.id} is gone`,
-          }),
+        ...holders.map((h) =>
+          send.lease.resource_gone(
+            h.lease_id,
+            { resourceId: resource.id, reason: message ?? 'its driver found it gone' },
+            `resource ${resource.id} is gone`,
+          ),
         ),
         destroySelf(resource, 'gone'),
       ],
@@ -293,7 +283,7 @@ export const RESOURCE_HANDLERS = {
           ...(result.labels ? { labels: JSON.stringify(result.labels) } : {}),
         },
         events: [{ type: 'allocated', message: 'the driver allocated it' }],
-        followUps: [{ target: self(ctx.object), kind: 'activate', reason: 'allocated' }],
+        followUps: [send.resource.activate(ctx.object.id, 'allocated')],
       });
     },
   },
@@ -371,13 +361,12 @@ export const RESOURCE_HANDLERS = {
         set: { used_slots: taken + 1, idle_since: null },
         events: [{ type: 'slot_granted', message: `slot ${slot} to lease ${leaseId}`, data: { leaseId, slot } }],
         followUps: [
-          {
-            target: { kind: 'lease', id: leaseId },
-            kind: 'grant',
-            payload: { resourceId: resource.id, slot },
+          send.lease.grant(
+            leaseId,
+            { resourceId: resource.id, slot },
             // Why the blueprint chose this lease rides along, so the lease's timeline says it.
-            reason: `resource ${resource.id} has a slot${ctx.command.reason ? ` — ${ctx.command.reason}` : ''}`,
-          },
+            `resource ${resource.id} has a slot${ctx.command.reason ? ` — ${ctx.command.reason}` : ''}`,
+          ),
         ],
       });
     },
@@ -451,11 +440,7 @@ export const RESOURCE_HANDLERS = {
       const followUps: FollowUp[] =
         holders.length === 0
           ? [destroySelf(resource, 'released with no leases')]
-          : holders.map((h) => ({
-              target: { kind: 'lease', id: h.lease_id } as const,
-              kind: 'release',
-              reason: `resource ${resource.id} is being released`,
-            }));
+          : holders.map((h) => send.lease.release(h.lease_id, {}, `resource ${resource.id} is being released`));
       return done<'resource'>(holders.length === 0 ? 'released' : `released; releasing its ${holders.length} lease(s) first`, {
         to: 'released',
         set: { used_slots: holders.length },
@@ -584,14 +569,7 @@ export const RESOURCE_HANDLERS = {
       const resource = ctx.object;
       return done<'resource'>('destroyed', {
         to: 'destroyed',
-        followUps: [
-          {
-            target: { kind: 'blueprint', id: resource.blueprint_id },
-            kind: 'resource_destroyed',
-            payload: { resourceId: resource.id },
-            reason: `resource ${resource.id} destroyed`,
-          },
-        ],
+        followUps: [send.blueprint.resource_destroyed(resource.blueprint_id, { resourceId: resource.id }, `resource ${resource.id} destroyed`)],
       });
     },
   },
