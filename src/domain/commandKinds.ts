@@ -277,6 +277,13 @@ export type PayloadInputOf<K extends ObjectKind, C extends CommandKindOf<K>> = (
   ? z.input<Latest>
   : never;
 
+/** Whether `C` on a `K` supersedes no queued kind (only such a kind's handler may join runs, see drain/Handler.ts). */
+export type SupersedesNothing<K extends ObjectKind, C extends CommandKindOf<K>> = (typeof COMMAND_KINDS)[K][C] extends {
+  readonly supersedes: readonly [unknown, ...unknown[]];
+}
+  ? false
+  : true;
+
 export function commandKindSpec(target: ObjectKind, kind: string): CommandKindSpec | undefined {
   const kinds: Record<string, CommandKindSpec> = COMMAND_KINDS[target];
   return Object.hasOwn(kinds, kind) ? kinds[kind] : undefined;

@@ -22,9 +22,13 @@ import { asVersionConflict, type Decided, stepStatements, VersionConflictError }
 import { backoffMs, driverFailure } from './driverFailure.ts';
 import {
   type BatchRead,
+  batchReadOf,
   type CommandHandler,
   type HandlerContext,
+  hasEffect,
+  joinsRuns,
   type LockedBatch,
+  lockedBatchOf,
   type ObjectTypes,
   type Outcome,
   readsInTransaction,
@@ -310,7 +314,7 @@ export class DrainLane {
     const fresh = finishing ? [] : [...this.held.values()].filter((h) => !this.inFlight.has(keyOf(h.ref))).map((h) => this.plan(h, marks));
     await readAll(kyselyOnClient(client), fresh);
     for (const p of fresh) {
-      if (!p.handler?.effect || p.outcome) continue;
+      if (!hasEffect(p.handler) || p.outcome) continue;
       p.running = this.runEffect(p).then(() => {
         p.effectDone = true;
       });
@@ -381,13 +385,13 @@ export class DrainLane {
       if (!runGoesOnAfter(ref.kind, last.command.kind, handler, last.outcome)) break;
       const object = rowAfter(last.object as ObjectRow, last.outcome);
       const step = commandStep(ref, object.state, command);
-      if (step.step === 'unknown' || (step.step === 'handle' && !step.handler.inRuns)) break;
+      if (step.step === 'unknown' || (step.step === 'handle' && !joinsRuns(step.handler))) break;
       handler = step.step === 'handle' ? step.handler : undefined;
       let outcome: Outcome;
       if (step.step === 'settled') outcome = step.outcome;
       else {
         const ctx = this.context(p.held, object, command, step.payload, marks);
-        outcome = await step.handler.decide(decisionDb(trx, step.handler, ctx, ref, command.kind), ctx, undefined);
+        outcome = await decision(trx, step.handler, ctx, ref, command.kind, undefined);
       }
       last = { target: ref, object, command, outcome };
       run.push(last);
@@ -396,7 +400,7 @@ export class DrainLane {
   }
 
   private async runEffect(p: Planned): Promise<void> {
-    if (!p.handler?.effect || p.outcome) return;
+    if (!hasEffect(p.handler) || p.outcome) return;
     try {
       p.effect = await p.handler.effect(p.ctx!);
     } catch (error) {
@@ -505,7 +509,7 @@ export class DrainLane {
     for (const p of applying) {
       const { ref, object, head } = p.held;
       if (batches.has(ref.kind)) await sendBatches(ref.kind);
-      const outcome = p.outcome ?? (await p.handler!.decide(decisionDb(trx, p.handler!, p.ctx!, ref, head.kind), p.ctx!, p.effect));
+      const outcome = p.outcome ?? (await decision(trx, p.handler!, p.ctx!, ref, head.kind, p.effect));
       const first: Decided = { target: ref, object, command: head, outcome };
       decided.push(first, ...(runs ? await this.decideRun(trx, p, first) : []));
     }
@@ -644,7 +648,7 @@ function asynchronously(statements: readonly (string | CompiledQuery)[]): (strin
 async function readAll(db: Db, planned: readonly Planned[]): Promise<void> {
   const byRead = new Map<BatchRead<unknown>, Planned[]>();
   for (const p of planned) {
-    const read = p.handler?.read;
+    const read = batchReadOf(p.handler);
     if (!read || p.outcome) continue;
     byRead.set(read, [...(byRead.get(read) ?? []), p]);
   }
@@ -662,7 +666,7 @@ async function readAll(db: Db, planned: readonly Planned[]): Promise<void> {
 function lockedBatches(applying: readonly Planned[]): Map<ObjectKind, { batch: LockedBatch; statements: readonly CompiledQuery[] }[]> {
   const byBatch = new Map<LockedBatch, Planned[]>();
   for (const p of applying) {
-    const batch = p.handler?.lockedBatch;
+    const batch = lockedBatchOf(p.handler);
     if (!batch || p.outcome) continue;
     byBatch.set(batch, [...(byBatch.get(batch) ?? []), p]);
   }
@@ -749,9 +753,28 @@ class RunningMarks {
 /** Compiles the statements the lane sends itself. */
 const COMPILER = compileOnly('the drain lane compiles statements with this; it runs none');
 
-/** What a decision queries through: the step's transaction if its handler reads in it, else a Db that refuses every query. */
-function decisionDb(trx: Db, handler: CommandHandler<ObjectKind>, ctx: HandlerContext<ObjectKind>, ref: ObjectRef, kind: string): Db {
-  return readsInTransaction(handler, ctx) ? trx : refusingQueries(ref, kind);
+/**
+ * The handler's decision, by its shape: a pure one gets no Db; a querying
+ * one the step's transaction; the others that transaction if they declare
+ * that they read in it (for this context), else a Db that refuses every
+ * query.
+ */
+function decision(
+  trx: Db,
+  handler: CommandHandler<ObjectKind>,
+  ctx: HandlerContext<ObjectKind>,
+  ref: ObjectRef,
+  kind: string,
+  effect: unknown,
+): Promise<Outcome> | Outcome {
+  switch (handler.shape) {
+    case 'pure':
+      return handler.decide(ctx);
+    case 'querying':
+      return handler.decide(trx, ctx);
+    default:
+      return handler.decide(readsInTransaction(handler, ctx) ? trx : refusingQueries(ref, kind), ctx, effect);
+  }
 }
 
 const refusals = new Map<string, Db>();

@@ -6,7 +6,7 @@ import { InvalidInputError } from '../../domain/errors.ts';
 import { statesAccepting, statesWith } from '../../domain/lifecycle.ts';
 import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
-import { done, failed, type CommandHandler, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
+import { done, failed, type HandlerContext, type QueryingHandler, type HandlerTable, type Outcome } from '../Handler.ts';
 import { send } from '../messages.ts';
 import { requestingLease } from '../reads/requestingLease.ts';
 import { placeInLine } from '../../domain/priority.ts';
@@ -61,9 +61,9 @@ type Decide<C extends CommandKindOf<'blueprint'>> = (
 function servingTheLine<C extends CommandKindOf<'blueprint'>>(
   decide: Decide<C>,
   inRuns: boolean,
-): CommandHandler<'blueprint', unknown, PayloadOf<'blueprint', C>> {
+): QueryingHandler<'blueprint', PayloadOf<'blueprint', C>, true> {
   return {
-    readsInTransaction: true,
+    shape: 'querying',
     ...(inRuns ? { inRuns } : {}),
     async decide(trx, ctx) {
       const blueprint = ctx.object;

@@ -129,6 +129,7 @@ const heldCall = (ctx: Ctx<ResourceIdentity>) => leaseCall(ctx, ctx.object.slot!
  */
 export const LEASE_HANDLERS = {
   allocate: {
+    shape: 'pure',
     // Asking again after a refusal (deny) goes through the lease's own queue,
     // so that a release queued meanwhile supersedes it; a new lease asks its
     // blueprint in the statement that creates it (createLease.ts).
@@ -138,7 +139,7 @@ export const LEASE_HANDLERS = {
     // lease that picked a free-looking slot itself would race every other
     // lease that saw the same slot, and the losers would be refused and ask
     // again.
-    decide(_trx: Db, ctx: Ctx) {
+    decide(ctx: Ctx) {
       const lease = ctx.object;
       return done<'lease'>('asked the blueprint for a slot', {
         followUps: [send.blueprint.need_resource(lease.blueprint_id, { leaseId: lease.id }, `lease ${lease.id} wants a slot`)],
@@ -147,6 +148,7 @@ export const LEASE_HANDLERS = {
   },
 
   grant: {
+    shape: 'effectful',
     read: grantedResource,
     // The heartbeat deadline of a lease it activates is counted on the database's clock.
     readsInTransaction: (ctx) => ctx.object.heartbeat_ms !== null,
@@ -210,7 +212,7 @@ export const LEASE_HANDLERS = {
   },
 
   deny: {
-    readsInTransaction: true,
+    shape: 'querying',
     async decide(trx: Db, ctx: CtxOf<'deny'>) {
       const lease = ctx.object;
       const { resourceId, reason } = ctx.payload;
@@ -258,6 +260,7 @@ export const LEASE_HANDLERS = {
   // transiently (and a grant applied by a worker from before decision 0025,
   // during a rolling upgrade).
   activate: {
+    shape: 'effectful',
     read: heldResource,
     // The heartbeat deadline is counted on the database's clock.
     readsInTransaction: (ctx) => ctx.object.heartbeat_ms !== null,
@@ -273,7 +276,7 @@ export const LEASE_HANDLERS = {
   },
 
   renew: {
-    readsInTransaction: true,
+    shape: 'querying',
     async decide(trx: Db, ctx: CtxOf<'renew'>) {
       const lease = ctx.object;
       const { expiresInMs, heartbeatMs: newHeartbeatMs, heartbeatOnly } = ctx.payload;
@@ -297,6 +300,7 @@ export const LEASE_HANDLERS = {
   },
 
   release: {
+    shape: 'lockedBatch',
     read: heldResource,
     lockedBatch: releaseReturns,
     // A skipped expiry release looks again under the lease's row lock: a
@@ -345,7 +349,7 @@ export const LEASE_HANDLERS = {
   // does; the driver is not asked to release anything on a resource that
   // no longer exists.
   resource_gone: {
-    readsInTransaction: true,
+    shape: 'querying',
     async decide(trx: Db, ctx: CtxOf<'resource_gone'>) {
       const lease = ctx.object;
       const { resourceId, reason } = ctx.payload;
@@ -361,6 +365,7 @@ export const LEASE_HANDLERS = {
   },
 
   destroy: {
+    shape: 'lockedBatch',
     read: heldSlot,
     lockedBatch: destroyReturns,
     readsInTransaction: (ctx) => ownReturn(ctx, ctx.read) !== undefined,

@@ -273,6 +273,7 @@ async function repairAtDriver(ctx: Ctx): Promise<Repairing> {
  */
 export const RESOURCE_HANDLERS = {
   allocate: {
+    shape: 'effectful',
     effect: (ctx: Ctx) => ctx.driver().allocateResource(resourceCall(ctx)),
     async decide(_trx: Db, ctx: Ctx, result: DriverResult) {
       return done<'resource'>('allocated', {
@@ -289,6 +290,7 @@ export const RESOURCE_HANDLERS = {
   },
 
   activate: {
+    shape: 'effectful',
     readsInTransaction: true,
     effect: (ctx: Ctx) => ctx.driver().activateResource(resourceCall(ctx)),
     async decide(trx: Db, ctx: Ctx, result: DriverResult) {
@@ -317,7 +319,7 @@ export const RESOURCE_HANDLERS = {
   // ending together) and each decides from the slots table and the row in
   // memory alone: a run of them is one step (see commandRun.ts).
   acquire: {
-    readsInTransaction: true,
+    shape: 'querying',
     inRuns: true,
     async decide(trx: Db, ctx: CtxOf<'acquire'>) {
       const resource = ctx.object;
@@ -376,7 +378,7 @@ export const RESOURCE_HANDLERS = {
   // leases (its lease asks, rather than freeing the slot itself), and for
   // a lease that a grant reached after it no longer wanted a slot.
   release_slot: {
-    readsInTransaction: true,
+    shape: 'querying',
     inRuns: true,
     async decide(trx: Db, ctx: CtxOf<'release_slot'>) {
       const resource = ctx.object;
@@ -414,7 +416,7 @@ export const RESOURCE_HANDLERS = {
   // (slotsGivenBack.ts): the resource counts its slots, idle from now if
   // none is taken, and destroyed if it was released and is empty.
   count_slots: {
-    readsInTransaction: true,
+    shape: 'querying',
     async decide(trx: Db, ctx: Ctx) {
       const resource = ctx.object;
       const used = await slotsInUse(trx, resource.id);
@@ -430,7 +432,7 @@ export const RESOURCE_HANDLERS = {
   },
 
   release: {
-    readsInTransaction: true,
+    shape: 'querying',
     async decide(trx: Db, ctx: Ctx) {
       const resource = ctx.object;
       if (resource.state === 'broken')
@@ -450,7 +452,7 @@ export const RESOURCE_HANDLERS = {
   },
 
   reclaim: {
-    readsInTransaction: true,
+    shape: 'querying',
     async decide(trx: Db, ctx: Ctx) {
       const resource = ctx.object;
       const held = (await slotHolders(trx, resource.id)).length;
@@ -468,7 +470,7 @@ export const RESOURCE_HANDLERS = {
   // on, and it is destroyed once its last lease has given its slot back
   // (the count that return asks for, count_slots).
   retire: {
-    readsInTransaction: true,
+    shape: 'querying',
     async decide(trx: Db, ctx: Ctx) {
       const resource = ctx.object;
       await dropDirtySlots(trx, resource.id);
@@ -488,6 +490,7 @@ export const RESOURCE_HANDLERS = {
   // quarantines the resource, the slot still waiting: an operator's repair
   // cleans it again.
   clean_slot: {
+    shape: 'effectful',
     readsInTransaction: true,
     effect: (ctx: CtxOf<'clean_slot'>) => cleanAtDriver(ctx, ctx.payload.slot),
     async decide(trx: Db, ctx: CtxOf<'clean_slot'>, cleaning: Cleaning) {
@@ -527,7 +530,7 @@ export const RESOURCE_HANDLERS = {
   // blueprint again, which counts only active resources' slots), while the
   // leases that hold slots carry on and give them back as usual.
   drain: {
-    readsInTransaction: true,
+    shape: 'querying',
     async decide(trx: Db, ctx: Ctx) {
       const used = await slotsInUse(trx, ctx.object.id);
       return done<'resource'>(`in maintenance: takes no new leases${used > 0 ? `; its ${used} lease(s) carry on` : ''}`, { to: 'maintenance' });
@@ -535,11 +538,12 @@ export const RESOURCE_HANDLERS = {
   },
 
   undrain: {
-    readsInTransaction: true,
+    shape: 'querying',
     decide: (trx: Db, ctx: Ctx) => backInService(trx, ctx.object, {}, [], 'back in service'),
   },
 
   check: {
+    shape: 'effectful',
     readsInTransaction: true,
     effect: askDriver,
     decide: (trx: Db, ctx: Ctx, answer: Health) => decideHealth(trx, ctx, answer, false),
@@ -548,6 +552,7 @@ export const RESOURCE_HANDLERS = {
   // Checks the resource again and cleans the slots still waiting for it:
   // healthy and clean, it takes leases again.
   repair: {
+    shape: 'effectful',
     readsInTransaction: true,
     effect: repairAtDriver,
     async decide(trx: Db, ctx: Ctx, { answer, cleaned, failedCleaning }: Repairing) {
@@ -564,6 +569,7 @@ export const RESOURCE_HANDLERS = {
   },
 
   destroy: {
+    shape: 'effectful',
     effect: (ctx: Ctx) => ctx.driver().destroyResource(resourceCall(ctx)),
     async decide(_trx: Db, ctx: Ctx) {
       const resource = ctx.object;
