@@ -233,14 +233,15 @@ export function joinsRuns<K extends ObjectKind>(handler: CommandHandler<K>): boo
 }
 
 /**
- * One kind of object's handlers, by command kind, each with the payload its
- * kind's schema says: a handler that expects another payload, or a kind
- * that does not exist, does not compile.
+ * The handler of command kind `C` on a `K`: its payload is the kind's
+ * latest schema's, and it may join runs only if the kind supersedes
+ * nothing. A handler that expects another payload does not compile.
  */
-export type HandlerTable<K extends ObjectKind> = {
-  // biome-ignore lint/suspicious/noExplicitAny: each handler's effect and read types are its own; the drain passes them back to the same handler's decide
-  readonly [C in CommandKindOf<K>]?: CommandHandler<K, any, PayloadOf<K, C>, any, SupersedesNothing<K, C>>;
-};
+// biome-ignore lint/suspicious/noExplicitAny: each handler's effect and read types are its own; the drain passes them back to the same handler's decide
+export type HandlerOf<K extends ObjectKind, C extends CommandKindOf<K>> = CommandHandler<K, any, PayloadOf<K, C>, any, SupersedesNothing<K, C>>;
+
+/** One kind of object's handlers, by command kind: a kind that does not exist does not compile. */
+export type HandlerTable<K extends ObjectKind> = { readonly [C in CommandKindOf<K>]?: HandlerOf<K, C> };
 
 export const done = <K extends ObjectKind>(message: string, rest: Omit<Outcome<K>, 'status' | 'message'> = {}): Outcome<K> => ({
   status: 'done',
