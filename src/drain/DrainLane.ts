@@ -4,7 +4,6 @@ import type pg from 'pg';
 import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Database, Db } from '../db/Database.ts';
 import { DISPATCH_CALLBACKS } from '../callbacks/dispatchCallbacks.ts';
-import { ASYNCHRONOUS_COMMIT } from '../db/asynchronousCommit.ts';
 import { compileOnly } from '../db/compileOnly.ts';
 import { GENERIC_PLANS } from '../db/genericPlans.ts';
 import { kyselyOnClient } from '../db/kyselyOnClient.ts';
@@ -29,16 +28,17 @@ import {
   joinsRuns,
   type LockedBatch,
   lockedBatchOf,
-  type ObjectTypes,
   type Outcome,
   readsInTransaction,
 } from './Handler.ts';
 import { commandNotice, noticesStatement } from './sql/announcements.ts';
 import { claimStatement } from './sql/claim.ts';
+import { asynchronously, NO_SEQ_SCANS, settings } from './sql/laneTransactions.ts';
 import { lockVersionsStatement } from './sql/lockVersions.ts';
-import { markRunningStatement } from './sql/markRunning.ts';
 import { objectRowsStatements } from './sql/objectRows.ts';
 import { runsStatement } from './sql/runs.ts';
+import { type Held, keyOf, type ObjectRow, type Planned, type Results } from './laneTypes.ts';
+import { RunningMarks } from './runningMarks.ts';
 
 /**
  * How often a step's commit is tried when PostgreSQL aborts it to break a
@@ -59,9 +59,6 @@ const isServerError = (error: unknown) => typeof (error as { code?: unknown }).c
  * first step after the call returns: one slow call never holds up a batch.
  */
 export const EFFECT_JOIN_MS = 50;
-
-type ObjectRow = ObjectTypes[ObjectKind]['row'];
-type Results = pg.QueryResult<pg.QueryResultRow>[];
 
 export interface LaneOptions {
   /** The most objects one lane holds at once. */
@@ -85,35 +82,6 @@ export interface LaneOptions {
    */
   readonly marksPool?: pg.Pool;
 }
-
-/** An object this lane holds the lock of, its row as the last commit left it, and its next ready commands. */
-interface Held {
-  readonly ref: ObjectRef;
-  object: ObjectRow;
-  blueprint: BlueprintRow;
-  head: CommandRow;
-  /** The ready commands after the head, in queue order: the rest of its run, if they may join it. */
-  following: readonly CommandRow[];
-}
-
-/** One held object's command in a step, from what the state table says to the outcome decided. */
-interface Planned {
-  readonly held: Held;
-  readonly handler?: CommandHandler<ObjectKind>;
-  readonly ctx?: HandlerContext<ObjectKind>;
-  /** Known before any handler ran (settled by the state table or payload), or by a failed driver call. */
-  outcome?: Outcome;
-  effect?: unknown;
-  /** The driver call in flight (see EFFECT_JOIN_MS); resolves, never rejects, once `outcome` or `effect` is known. */
-  running?: Promise<void>;
-  /** Its command's `running` mark, for a call that outlived its step's join window (see RunningMarks). */
-  marked?: Promise<void>;
-  effectDone?: boolean;
-  /** A kind or version this worker does not know: handed on untouched. */
-  readonly handOff?: string;
-}
-
-const keyOf = (ref: ObjectRef) => `${ref.kind}:${ref.id}`;
 
 /**
  * The order a step decides its objects in: blueprints, then resources, then
@@ -612,38 +580,6 @@ function objectRows([leases, resources, blueprints]: Results): { rows: Map<strin
   };
 }
 
-/**
- * The planner settings of the lane's own transactions (SET LOCAL: they end
- * with the transaction).
- *
- * NO_SEQ_SCANS, from each transaction's start: every statement a lane's
- * transaction runs finds its rows by key (the drain's statements, their
- * plpgsql functions' queries, the foreign-key checks of its inserts, a
- * decision's reads under row locks), and some of their plans are made once
- * and kept (a function's queries, a foreign-key check, the prepared
- * statements below). A plan made while a table was a page or two (a fresh
- * database, analyzed early) scans the table, and goes on scanning it as it
- * grows until something invalidates the plan: the foreign-key checks on
- * `commands` first planned when a blueprint's first decision made its
- * resources went on reading all of `commands` at every follow-up and event.
- * Small tables pay too: a seq scan of `resources` reads every dead version
- * its slot counts leave. With seq scans disabled the planner takes the
- * index wherever there is one (a table with none is still scanned)
- * (test/unit/plansOnGrowingTables.test.ts).
- *
- * GENERIC_PLANS (src/db/genericPlans.ts), only where the drain's own
- * prepared statements run (sql/). A decision's Kysely queries send the
- * constants partial indexes match as parameters: they run before the
- * commit sets it (test/unit/preparedStatements.test.ts).
- */
-const NO_SEQ_SCANS = "set_config('enable_seqscan', 'off', true)";
-const settings = (...configs: string[]) => `select ${configs.join(', ')}`;
-
-/** Statements in a transaction of their own that commits without waiting for its WAL flush (for hints that may be lost in a crash). */
-function asynchronously(statements: readonly (string | CompiledQuery)[]): (string | CompiledQuery)[] {
-  return ['begin', settings(ASYNCHRONOUS_COMMIT, NO_SEQ_SCANS, GENERIC_PLANS), ...statements, 'commit'];
-}
-
 /** Each declared read made once for the step, with every key its objects need. */
 async function readAll(db: Db, planned: readonly Planned[]): Promise<void> {
   const byRead = new Map<BatchRead<unknown>, Planned[]>();
@@ -697,57 +633,6 @@ async function committedAlready(client: pg.PoolClient, planned: readonly Planned
     const row = now.get(h.id);
     return !row || !['queued', 'running'].includes(row.status) || row.attempts !== h.attempts;
   });
-}
-
-/**
- * Marks commands `running` whose driver calls outlive their step's join
- * window (EFFECT_JOIN_MS): a VM booting shows as running within 50 ms of
- * its call going out. A call that returns within the window is committed
- * with its outcome in the same step, queued to done, with no mark: a mark
- * would cost a transaction and a row version (with an entry in most of the
- * commands' indexes, as status is in their predicates) only to be
- * overwritten a moment later, and the calls were made to wait for it. The
- * marks of one step share one asynchronously committed update, on the pool:
- * the lane's connection goes on with the step. They are hints (a crash loses
- * at most a mark; the command is applied again either way), so a failed one
- * is logged, never fatal; the lane waits for a mark before it commits the
- * outcome that replaces it, and the update touches only commands still
- * queued.
- */
-class RunningMarks {
-  private readonly calledIds = new Set<number>();
-
-  constructor(
-    private readonly pool: pg.Pool,
-    private readonly log: Logger,
-  ) {}
-
-  /** A driver call goes out for this command. */
-  called(commandId: number): void {
-    this.calledIds.add(commandId);
-  }
-
-  /** Marks running the commands of `planned` whose driver was called, and records the mark on each. */
-  markOutlived(planned: readonly Planned[]): void {
-    const marking = planned.filter((p) => this.calledIds.has(p.held.head.id));
-    if (marking.length === 0) return;
-    const marked = this.update(marking.map((p) => p.held.head.id));
-    for (const p of marking) p.marked = marked;
-  }
-
-  private async update(ids: number[]): Promise<void> {
-    let client: pg.PoolClient | undefined;
-    let failure: Error | undefined;
-    try {
-      client = await this.pool.connect();
-      await client.query(await simpleQueryText(client, asynchronously([markRunningStatement(ids)])));
-    } catch (error) {
-      failure = error as Error;
-      this.log.warn({ err: error, commands: ids }, 'marking commands running failed (a hint only: their calls go on)');
-    } finally {
-      client?.release(failure);
-    }
-  }
 }
 
 /** Compiles the statements the lane sends itself. */
