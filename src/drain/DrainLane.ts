@@ -33,11 +33,12 @@ import {
 } from './Handler.ts';
 import { commandNotice, noticesStatement } from './sql/announcements.ts';
 import { claimStatement } from './sql/claim.ts';
-import { asynchronously, NO_SEQ_SCANS, settings } from './sql/laneTransactions.ts';
+import { ASYNCHRONOUS_BEGIN, NO_SEQ_SCANS, settings } from './sql/laneTransactions.ts';
 import { lockVersionsStatement } from './sql/lockVersions.ts';
 import { objectRowsStatements } from './sql/objectRows.ts';
 import { runsStatement } from './sql/runs.ts';
 import { type Held, keyOf, type ObjectRow, type Planned, type Results } from './laneTypes.ts';
+import { RoundTrip, type RoundTripResults } from './roundTrip.ts';
 import { RunningMarks } from './runningMarks.ts';
 
 /**
@@ -178,16 +179,19 @@ export class DrainLane {
       const only = this.options.only;
       const named = this.options.named ?? [];
       // Chosen objects are woken first, so they are taken whether or not a wake-up was waiting.
-      const first = only
-        ? [wakeObjectsQuery(only).compile(COMPILER), claimStatement(only.length, only, [], true)]
-        : [claimStatement(this.options.maxHeld, named, [])];
+      const wake = only ? [wakeObjectsQuery(only).compile(COMPILER)] : [];
+      const claim = only ? claimStatement(only.length, only, [], true) : claimStatement(this.options.maxHeld, named, []);
       // The named objects' rows, read after the claim has locked them (as a step's prefetch: rows of objects not taken are ignored).
       const prefetch = named.length > 0 && !only ? objectRowsStatements(named) : [];
-      const statements = asynchronously([...first, ...prefetch]);
-      const picked = [first.at(-1)!, ...prefetch].map((s) => statements.indexOf(s));
-      const [claimed, ...prefetched] = await this.send(client, statements, picked);
-      onFirstClaim(claimed!.rows.length);
-      await this.adopt(client, claimed!.rows as CommandRow[], prefetched);
+      const first = new RoundTrip<'claimed' | 'prefetched'>()
+        .add(...ASYNCHRONOUS_BEGIN, ...wake)
+        .read('claimed', [claim])
+        .read('prefetched', prefetch)
+        .add('commit');
+      const results = await this.send(client, first);
+      const claimed = results.one('claimed').rows as CommandRow[];
+      onFirstClaim(claimed.length);
+      await this.adopt(client, claimed, results.get('prefetched'));
       while (this.held.size > 0) {
         if (this.options.stopping.aborted) {
           // The calls in flight are let finish and their outcomes committed, as a step's would be.
@@ -246,15 +250,11 @@ export class DrainLane {
     const missing = heads.filter((h) => !rows.has(keyOf(refOf(h))));
     if (missing.length > 0) {
       // In a transaction of its own for its planner settings' sake (it writes nothing).
-      const reads = objectRowsStatements(missing.map(refOf));
-      const statements = asynchronously(reads);
-      const read = objectRows(
-        await this.send(
-          client,
-          statements,
-          reads.map((s) => statements.indexOf(s)),
-        ),
-      );
+      const trip = new RoundTrip<'rows'>()
+        .add(...ASYNCHRONOUS_BEGIN)
+        .read('rows', objectRowsStatements(missing.map(refOf)))
+        .add('commit');
+      const read = objectRows((await this.send(client, trip)).get('rows'));
       for (const [key, row] of read.rows) rows.set(key, row);
       for (const [id, row] of read.blueprintRows) blueprintRows.set(id, row);
     }
@@ -426,15 +426,14 @@ export class DrainLane {
     const message = `internal error (attempt ${head.attempts + 1}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`;
     await this.send(
       client,
-      [
+      new RoundTrip().add(
         CompiledQuery.raw(
           "update commands set status = 'queued', message = $2, attempts = attempts + 1, not_before = now() + make_interval(secs => $3::float8) where id = $1",
           [head.id, message, retryInMs / 1000],
         ),
         CompiledQuery.raw('select pg_advisory_unlock(object_lock_key($1, $2))', [ref.kind, ref.id]),
         wakeObjectsQuery([{ ...ref, runAt: new Date(Date.now() + retryInMs) }]).compile(COMPILER),
-      ],
-      [],
+      ),
     );
     this.held.delete(keyOf(ref));
   }
@@ -458,12 +457,11 @@ export class DrainLane {
       const due = batches.get(kind) ?? [];
       batches.delete(kind);
       if (unopened.length === 0 && due.length === 0) return;
-      const sent = due.flatMap((b) => b.statements);
-      const results = await this.send(
-        client,
-        [...unopened, ...sent],
-        sent.map((_, n) => unopened.length + n),
+      const trip = new RoundTrip<'batches'>().add(...unopened).read(
+        'batches',
+        due.flatMap((b) => b.statements),
       );
+      const results = (await this.send(client, trip)).get('batches');
       unopened = [];
       let n = 0;
       for (const b of due)
@@ -489,8 +487,13 @@ export class DrainLane {
     const room = this.options.only ? 0 : Math.max(0, this.options.maxHeld - this.held.size);
     const notices = decided.map((d) => commandNotice(d.target, d.command.id, d.outcome.status));
     const opening = inTransaction ? [settings(GENERIC_PLANS)] : ['begin', settings(NO_SEQ_SCANS, GENERIC_PLANS), lock];
+    const trip = new RoundTrip<'updates' | 'claimed' | 'next' | 'prefetched'>();
     // A step that only looks for work (every object in flight) commits nothing.
-    const durable = planned.length === 0 ? [] : [...opening, ...updates, ...statements.rest, ...handOffs, 'commit'];
+    if (planned.length > 0)
+      trip
+        .add(...opening)
+        .read('updates', updates)
+        .add(...statements.rest, ...handOffs, 'commit');
     const claim = claimStatement(room, want, heldRefs);
     // The rows of the objects the claim is asked to take first, read after
     // it (a statement of its own: a fresh snapshot, with their locks held),
@@ -503,21 +506,21 @@ export class DrainLane {
     const dispatch = planned.length > 0 ? [DISPATCH_CALLBACKS] : [];
     // The notices commit on their own, first: a NOTIFY is delivered when its
     // transaction commits, and waiters need not wait for the claim's work.
-    const announce = notices.length > 0 ? asynchronously([noticesStatement(notices)]) : [];
-    const after = asynchronously([...dispatch, claim, runsStatement(settledRefs), ...prefetch]);
-    const claimAt = durable.length + announce.length + after.indexOf(claim);
-    const results = await this.send(
-      client,
-      [...durable, ...announce, ...after],
-      [...updates.map((_, n) => opening.length + n), claimAt, claimAt + 1, ...prefetch.map((_, n) => claimAt + 2 + n)],
-    );
+    if (notices.length > 0) trip.add(...ASYNCHRONOUS_BEGIN, noticesStatement(notices), 'commit');
+    trip
+      .add(...ASYNCHRONOUS_BEGIN, ...dispatch)
+      .read('claimed', [claim])
+      .read('next', [runsStatement(settledRefs)])
+      .read('prefetched', prefetch)
+      .add('commit');
+    const results = await this.send(client, trip);
     recordBatchCommitted(decided, pickedUpAt);
     this.applied += decided.length;
 
     // The rows the outcomes changed, as they now are.
-    let n = 0;
-    for (const { targets } of statements.objectUpdates) {
-      const rows = new Map((results[n++]!.rows as ObjectRow[]).map((row) => [row.id, row]));
+    const updated = results.get('updates');
+    for (const [n, { targets }] of statements.objectUpdates.entries()) {
+      const rows = new Map((updated[n]!.rows as ObjectRow[]).map((row) => [row.id, row]));
       for (const target of targets) {
         const row = rows.get(target.id);
         // Fails the lane (its objects are woken again) rather than carrying no row on.
@@ -528,9 +531,9 @@ export class DrainLane {
         if (h.ref.kind === 'blueprint') h.blueprint = row as BlueprintRow;
       }
     }
-    const claimed = results[n]!.rows as CommandRow[];
+    const claimed = results.one('claimed').rows as CommandRow[];
     const next = new Map<string, CommandRow[]>();
-    for (const c of results[n + 1]!.rows as CommandRow[]) {
+    for (const c of results.one('next').rows as CommandRow[]) {
       const key = keyOf({ kind: c.target_kind, id: c.target_id });
       next.set(key, [...(next.get(key) ?? []), c]);
     }
@@ -544,7 +547,7 @@ export class DrainLane {
       h.head = head;
       h.following = following;
     }
-    await this.adopt(client, claimed, results.slice(n + 2));
+    await this.adopt(client, claimed, results.get('prefetched'));
   }
 
   /** A command this worker cannot run: noted, and left queued until another worker may take it. */
@@ -557,16 +560,15 @@ export class DrainLane {
     ]);
   }
 
-  /** Sends the statements as one simple query; answers the results at `picked` (statement indexes), in that order. */
-  private async send(client: pg.PoolClient, statements: readonly (string | CompiledQuery)[], picked: readonly number[]): Promise<Results> {
+  /** Sends a round trip's statements as one simple query; answers their results by the names they were read under. */
+  private async send<Name extends string>(client: pg.PoolClient, trip: RoundTrip<Name>): Promise<RoundTripResults<Name>> {
     let results: pg.QueryResult | pg.QueryResult[];
     try {
-      results = await client.query(await simpleQueryText(client, statements));
+      results = await client.query(await simpleQueryText(client, trip.statements));
     } catch (error) {
       throw asVersionConflict(error);
     }
-    const all = Array.isArray(results) ? results : [results];
-    return picked.map((i) => all[i]!);
+    return trip.results(Array.isArray(results) ? results : [results]);
   }
 }
 

@@ -29,7 +29,10 @@ import { GENERIC_PLANS } from '../../db/genericPlans.ts';
 export const NO_SEQ_SCANS = "set_config('enable_seqscan', 'off', true)";
 export const settings = (...configs: string[]) => `select ${configs.join(', ')}`;
 
-/** Statements in a transaction of their own that commits without waiting for its WAL flush (for hints that may be lost in a crash). */
+/** Opens a transaction of its own that commits without waiting for its WAL flush (for hints that may be lost in a crash); `commit` closes it. */
+export const ASYNCHRONOUS_BEGIN: readonly string[] = ['begin', settings(ASYNCHRONOUS_COMMIT, NO_SEQ_SCANS, GENERIC_PLANS)];
+
+/** Statements in such a transaction. */
 export function asynchronously(statements: readonly (string | CompiledQuery)[]): (string | CompiledQuery)[] {
-  return ['begin', settings(ASYNCHRONOUS_COMMIT, NO_SEQ_SCANS, GENERIC_PLANS), ...statements, 'commit'];
+  return [...ASYNCHRONOUS_BEGIN, ...statements, 'commit'];
 }
