@@ -17,8 +17,8 @@ import type { ObjectRef } from '../queue/objectTables.ts';
 import { wakeObjectsQuery } from '../queue/wakeObjects.ts';
 import { rowAfter, runGoesOnAfter } from './commandRun.ts';
 import { commandStep, driverCall, handlerOf } from './commandStep.ts';
-import { asVersionConflict, type Decided, stepStatements, VersionConflictError } from './commitOutcome.ts';
-import { backoffMs, driverFailure } from './driverFailure.ts';
+import { asVersionConflict, type Decided, stepStatements } from './commitOutcome.ts';
+import { driverFailure } from './driverFailure.ts';
 import {
   type BatchRead,
   batchReadOf,
@@ -40,17 +40,7 @@ import { runsStatement } from './sql/runs.ts';
 import { type Held, keyOf, type ObjectRow, type Planned, type Results } from './laneTypes.ts';
 import { RoundTrip, type RoundTripResults } from './roundTrip.ts';
 import { RunningMarks } from './runningMarks.ts';
-
-/**
- * How often a step's commit is tried when PostgreSQL aborts it to break a
- * deadlock (40P01) or a serialization failure (40001): such a conflict means
- * only that two commits crossed, and trying again at once is the remedy
- * PostgreSQL's manual gives.
- */
-const COMMIT_ATTEMPTS = 5;
-const isRetryableConflict = (error: unknown) => ['40P01', '40001'].includes((error as { code?: string }).code ?? '');
-/** An error PostgreSQL answered (it has a SQLSTATE), as opposed to a lost connection. */
-const isServerError = (error: unknown) => typeof (error as { code?: unknown }).code === 'string';
+import { type CommittingLane, commitWithRetries } from './committer.ts';
 
 /**
  * How long a step waits for the driver calls it started before it commits
@@ -311,7 +301,7 @@ export class DrainLane {
     }
     // A mark still on its way must land before the outcome that replaces it.
     await Promise.all(ready.map((p) => p.marked));
-    await this.commit(client, ready, pickedUpAt);
+    await commitWithRetries(client, ready, this.committing(client, pickedUpAt), this.log);
   }
 
   /** What the state table and payload say of the held object's command, and its handler's context. */
@@ -381,61 +371,15 @@ export class DrainLane {
     }
   }
 
-  /**
-   * Decides and commits the step, then takes its next commands. A conflict
-   * PostgreSQL breaks is tried again; any other failure of a step of several
-   * objects, or of a run, is tried one object at a time and one command
-   * each, so one bad command cannot hold up the others (effects are not run
-   * again).
-   */
-  private async commit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number, runs = true): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.decideAndCommit(client, planned, pickedUpAt, runs);
-        return;
-      } catch (error) {
-        await client.query('rollback').catch(() => undefined);
-        if (planned.length === 0) throw error;
-        if (!isServerError(error) && !(error instanceof VersionConflictError)) throw error;
-        if (await committedAlready(client, planned)) throw error;
-        if (isRetryableConflict(error) && attempt < COMMIT_ATTEMPTS) {
-          this.log.info({ attempt, code: (error as { code?: string }).code }, 'step commit lost a deadlock; retrying');
-          continue;
-        }
-        // Alone and without its run: a command that cannot be committed is then its object's head.
-        if (planned.length > 1 || (runs && planned[0]!.held.following.length > 0)) {
-          for (const p of planned) await this.commit(client, [p], pickedUpAt, false);
-          return;
-        }
-        await this.giveUp(client, planned[0]!, error as Error);
-        return;
-      }
-    }
-  }
-
-  /**
-   * One object's command that fails every time it is committed: it is put
-   * back with backoff, saying why, and the object let go (its row is read
-   * afresh when it is taken again). A version conflict means another writer
-   * changed the row: the single-writer rule was broken, which is a bug.
-   */
-  private async giveUp(client: pg.PoolClient, p: Planned, error: Error): Promise<void> {
-    const { ref, head } = p.held;
-    const retryInMs = backoffMs(head.attempts);
-    this.log.error({ err: error, command: head.id, target: keyOf(ref) }, 'command failed to commit; retrying it later');
-    const message = `internal error (attempt ${head.attempts + 1}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`;
-    await this.send(
-      client,
-      new RoundTrip().add(
-        CompiledQuery.raw(
-          "update commands set status = 'queued', message = $2, attempts = attempts + 1, not_before = now() + make_interval(secs => $3::float8) where id = $1",
-          [head.id, message, retryInMs / 1000],
-        ),
-        CompiledQuery.raw('select pg_advisory_unlock(object_lock_key($1, $2))', [ref.kind, ref.id]),
-        wakeObjectsQuery([{ ...ref, runAt: new Date(Date.now() + retryInMs) }]).compile(COMPILER),
-      ),
-    );
-    this.held.delete(keyOf(ref));
+  /** What the committer (committer.ts) asks of the lane: to decide and commit, send a round trip, let an object go. */
+  private committing(client: pg.PoolClient, pickedUpAt: number): CommittingLane {
+    return {
+      decideAndCommit: (planned, runs) => this.decideAndCommit(client, planned, pickedUpAt, runs),
+      send: (trip) => this.send(client, trip),
+      letGo: (ref) => {
+        this.held.delete(keyOf(ref));
+      },
+    };
   }
 
   private async decideAndCommit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number, runs: boolean): Promise<void> {
@@ -616,25 +560,6 @@ function lockedBatches(applying: readonly Planned[]): Map<ObjectKind, { batch: L
     byKind.set(kind, [...(byKind.get(kind) ?? []), { batch, statements }]);
   }
   return byKind;
-}
-
-/**
- * Whether a step whose query failed had committed after all (the failure
- * came after the commit, in the asynchronous part): its commands are no
- * longer as the lane read them. Then it must not be made again.
- */
-async function committedAlready(client: pg.PoolClient, planned: readonly Planned[]): Promise<boolean> {
-  const heads = planned.filter((p) => !p.handOff).map((p) => p.held.head);
-  if (heads.length === 0) return false;
-  const { rows } = await client.query<{ id: number; status: string; attempts: number }>(
-    'select id, status, attempts from commands where id = any($1::bigint[])',
-    [heads.map((h) => h.id)],
-  );
-  const now = new Map(rows.map((r) => [Number(r.id), r]));
-  return heads.some((h) => {
-    const row = now.get(h.id);
-    return !row || !['queued', 'running'].includes(row.status) || row.attempts !== h.attempts;
-  });
 }
 
 /** Compiles the statements the lane sends itself. */
