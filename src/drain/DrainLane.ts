@@ -107,10 +107,11 @@ const DECISION_ORDER: Record<ObjectKind, number> = { blueprint: 0, resource: 1, 
  *    running then is left in flight, its command marked running
  *    (RunningMarks): its object joins a later step, the one after its call
  *    returns;
- * 3. if a decision reads under row locks (`readsInTransaction`): `begin`
- *    and the rows locked and version-checked, with the statements the
- *    step's decisions share (LockedBatch) in the same round trip, then
- *    those decisions' own queries;
+ * 3. if a decision queries under row locks (a `querying` handler's, or
+ *    one whose `readsInTransaction` says so, see Handler.ts): `begin` and
+ *    the rows locked and version-checked, with the statements the step's
+ *    decisions share (LockedBatch) in the same round trip, then those
+ *    decisions' own queries;
  * 4. ONE round trip that commits every outcome (sql/lockVersions.ts first,
  *    if 3 did not), then sends the step's notices in an asynchronously
  *    committed transaction of their own, then, in another, queues the jobs
