@@ -265,6 +265,25 @@ export type PayloadOf<K extends ObjectKind, C extends CommandKindOf<K>> = (typeo
   ? z.output<Latest>
   : never;
 
+/**
+ * The payload a sender of `C` to a `K` gives (a follow-up, see
+ * drain/messages.ts): the input of its latest version's schema. The append
+ * stores it at the oldest version whose schema takes it (versionFor), so a
+ * sender writes the latest shape and older workers still run what they can.
+ */
+export type PayloadInputOf<K extends ObjectKind, C extends CommandKindOf<K>> = (typeof COMMAND_KINDS)[K][C] extends {
+  readonly versions: readonly [...unknown[], infer Latest extends z.ZodType];
+}
+  ? z.input<Latest>
+  : never;
+
+/** Whether `C` on a `K` supersedes no queued kind (only such a kind's handler may join runs, see drain/Handler.ts). */
+export type SupersedesNothing<K extends ObjectKind, C extends CommandKindOf<K>> = (typeof COMMAND_KINDS)[K][C] extends {
+  readonly supersedes: readonly [unknown, ...unknown[]];
+}
+  ? false
+  : true;
+
 export function commandKindSpec(target: ObjectKind, kind: string): CommandKindSpec | undefined {
   const kinds: Record<string, CommandKindSpec> = COMMAND_KINDS[target];
   return Object.hasOwn(kinds, kind) ? kinds[kind] : undefined;

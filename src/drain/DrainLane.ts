@@ -4,7 +4,6 @@ import type pg from 'pg';
 import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Database, Db } from '../db/Database.ts';
 import { DISPATCH_CALLBACKS } from '../callbacks/dispatchCallbacks.ts';
-import { ASYNCHRONOUS_COMMIT } from '../db/asynchronousCommit.ts';
 import { compileOnly } from '../db/compileOnly.ts';
 import { GENERIC_PLANS } from '../db/genericPlans.ts';
 import { kyselyOnClient } from '../db/kyselyOnClient.ts';
@@ -18,34 +17,30 @@ import type { ObjectRef } from '../queue/objectTables.ts';
 import { wakeObjectsQuery } from '../queue/wakeObjects.ts';
 import { rowAfter, runGoesOnAfter } from './commandRun.ts';
 import { commandStep, driverCall, handlerOf } from './commandStep.ts';
-import { asVersionConflict, type Decided, stepStatements, VersionConflictError } from './commitOutcome.ts';
-import { backoffMs, driverFailure } from './driverFailure.ts';
+import { asVersionConflict, type Decided, stepStatements } from './commitOutcome.ts';
+import { driverFailure } from './driverFailure.ts';
 import {
   type BatchRead,
+  batchReadOf,
   type CommandHandler,
   type HandlerContext,
+  hasEffect,
+  joinsRuns,
   type LockedBatch,
-  type ObjectTypes,
+  lockedBatchOf,
   type Outcome,
   readsInTransaction,
 } from './Handler.ts';
 import { commandNotice, noticesStatement } from './sql/announcements.ts';
 import { claimStatement } from './sql/claim.ts';
+import { ASYNCHRONOUS_BEGIN, NO_SEQ_SCANS, settings } from './sql/laneTransactions.ts';
 import { lockVersionsStatement } from './sql/lockVersions.ts';
-import { markRunningStatement } from './sql/markRunning.ts';
 import { objectRowsStatements } from './sql/objectRows.ts';
 import { runsStatement } from './sql/runs.ts';
-
-/**
- * How often a step's commit is tried when PostgreSQL aborts it to break a
- * deadlock (40P01) or a serialization failure (40001): such a conflict means
- * only that two commits crossed, and trying again at once is the remedy
- * PostgreSQL's manual gives.
- */
-const COMMIT_ATTEMPTS = 5;
-const isRetryableConflict = (error: unknown) => ['40P01', '40001'].includes((error as { code?: string }).code ?? '');
-/** An error PostgreSQL answered (it has a SQLSTATE), as opposed to a lost connection. */
-const isServerError = (error: unknown) => typeof (error as { code?: unknown }).code === 'string';
+import { type Held, keyOf, type ObjectRow, type Planned, type Results } from './laneTypes.ts';
+import { RoundTrip, type RoundTripResults } from './roundTrip.ts';
+import { RunningMarks } from './runningMarks.ts';
+import { type CommittingLane, commitWithRetries } from './committer.ts';
 
 /**
  * How long a step waits for the driver calls it started before it commits
@@ -55,9 +50,6 @@ const isServerError = (error: unknown) => typeof (error as { code?: unknown }).c
  * first step after the call returns: one slow call never holds up a batch.
  */
 export const EFFECT_JOIN_MS = 50;
-
-type ObjectRow = ObjectTypes[ObjectKind]['row'];
-type Results = pg.QueryResult<pg.QueryResultRow>[];
 
 export interface LaneOptions {
   /** The most objects one lane holds at once. */
@@ -81,35 +73,6 @@ export interface LaneOptions {
    */
   readonly marksPool?: pg.Pool;
 }
-
-/** An object this lane holds the lock of, its row as the last commit left it, and its next ready commands. */
-interface Held {
-  readonly ref: ObjectRef;
-  object: ObjectRow;
-  blueprint: BlueprintRow;
-  head: CommandRow;
-  /** The ready commands after the head, in queue order: the rest of its run, if they may join it. */
-  following: readonly CommandRow[];
-}
-
-/** One held object's command in a step, from what the state table says to the outcome decided. */
-interface Planned {
-  readonly held: Held;
-  readonly handler?: CommandHandler<ObjectKind>;
-  readonly ctx?: HandlerContext<ObjectKind>;
-  /** Known before any handler ran (settled by the state table or payload), or by a failed driver call. */
-  outcome?: Outcome;
-  effect?: unknown;
-  /** The driver call in flight (see EFFECT_JOIN_MS); resolves, never rejects, once `outcome` or `effect` is known. */
-  running?: Promise<void>;
-  /** Its command's `running` mark, for a call that outlived its step's join window (see RunningMarks). */
-  marked?: Promise<void>;
-  effectDone?: boolean;
-  /** A kind or version this worker does not know: handed on untouched. */
-  readonly handOff?: string;
-}
-
-const keyOf = (ref: ObjectRef) => `${ref.kind}:${ref.id}`;
 
 /**
  * The order a step decides its objects in: blueprints, then resources, then
@@ -144,10 +107,11 @@ const DECISION_ORDER: Record<ObjectKind, number> = { blueprint: 0, resource: 1, 
  *    running then is left in flight, its command marked running
  *    (RunningMarks): its object joins a later step, the one after its call
  *    returns;
- * 3. if a decision reads under row locks (`readsInTransaction`): `begin`
- *    and the rows locked and version-checked, with the statements the
- *    step's decisions share (LockedBatch) in the same round trip, then
- *    those decisions' own queries;
+ * 3. if a decision queries under row locks (a `querying` handler's, or
+ *    one whose `readsInTransaction` says so, see Handler.ts): `begin` and
+ *    the rows locked and version-checked, with the statements the step's
+ *    decisions share (LockedBatch) in the same round trip, then those
+ *    decisions' own queries;
  * 4. ONE round trip that commits every outcome (sql/lockVersions.ts first,
  *    if 3 did not), then sends the step's notices in an asynchronously
  *    committed transaction of their own, then, in another, queues the jobs
@@ -206,16 +170,19 @@ export class DrainLane {
       const only = this.options.only;
       const named = this.options.named ?? [];
       // Chosen objects are woken first, so they are taken whether or not a wake-up was waiting.
-      const first = only
-        ? [wakeObjectsQuery(only).compile(COMPILER), claimStatement(only.length, only, [], true)]
-        : [claimStatement(this.options.maxHeld, named, [])];
+      const wake = only ? [wakeObjectsQuery(only).compile(COMPILER)] : [];
+      const claim = only ? claimStatement(only.length, only, [], true) : claimStatement(this.options.maxHeld, named, []);
       // The named objects' rows, read after the claim has locked them (as a step's prefetch: rows of objects not taken are ignored).
       const prefetch = named.length > 0 && !only ? objectRowsStatements(named) : [];
-      const statements = asynchronously([...first, ...prefetch]);
-      const picked = [first.at(-1)!, ...prefetch].map((s) => statements.indexOf(s));
-      const [claimed, ...prefetched] = await this.send(client, statements, picked);
-      onFirstClaim(claimed!.rows.length);
-      await this.adopt(client, claimed!.rows as CommandRow[], prefetched);
+      const first = new RoundTrip<'claimed' | 'prefetched'>()
+        .add(...ASYNCHRONOUS_BEGIN, ...wake)
+        .read('claimed', [claim])
+        .read('prefetched', prefetch)
+        .add('commit');
+      const results = await this.send(client, first);
+      const claimed = results.one('claimed').rows as CommandRow[];
+      onFirstClaim(claimed.length);
+      await this.adopt(client, claimed, results.get('prefetched'));
       while (this.held.size > 0) {
         if (this.options.stopping.aborted) {
           // The calls in flight are let finish and their outcomes committed, as a step's would be.
@@ -274,15 +241,11 @@ export class DrainLane {
     const missing = heads.filter((h) => !rows.has(keyOf(refOf(h))));
     if (missing.length > 0) {
       // In a transaction of its own for its planner settings' sake (it writes nothing).
-      const reads = objectRowsStatements(missing.map(refOf));
-      const statements = asynchronously(reads);
-      const read = objectRows(
-        await this.send(
-          client,
-          statements,
-          reads.map((s) => statements.indexOf(s)),
-        ),
-      );
+      const trip = new RoundTrip<'rows'>()
+        .add(...ASYNCHRONOUS_BEGIN)
+        .read('rows', objectRowsStatements(missing.map(refOf)))
+        .add('commit');
+      const read = objectRows((await this.send(client, trip)).get('rows'));
       for (const [key, row] of read.rows) rows.set(key, row);
       for (const [id, row] of read.blueprintRows) blueprintRows.set(id, row);
     }
@@ -310,7 +273,7 @@ export class DrainLane {
     const fresh = finishing ? [] : [...this.held.values()].filter((h) => !this.inFlight.has(keyOf(h.ref))).map((h) => this.plan(h, marks));
     await readAll(kyselyOnClient(client), fresh);
     for (const p of fresh) {
-      if (!p.handler?.effect || p.outcome) continue;
+      if (!hasEffect(p.handler) || p.outcome) continue;
       p.running = this.runEffect(p).then(() => {
         p.effectDone = true;
       });
@@ -339,7 +302,7 @@ export class DrainLane {
     }
     // A mark still on its way must land before the outcome that replaces it.
     await Promise.all(ready.map((p) => p.marked));
-    await this.commit(client, ready, pickedUpAt);
+    await commitWithRetries(client, ready, this.committing(client, pickedUpAt), this.log);
   }
 
   /** What the state table and payload say of the held object's command, and its handler's context. */
@@ -381,13 +344,13 @@ export class DrainLane {
       if (!runGoesOnAfter(ref.kind, last.command.kind, handler, last.outcome)) break;
       const object = rowAfter(last.object as ObjectRow, last.outcome);
       const step = commandStep(ref, object.state, command);
-      if (step.step === 'unknown' || (step.step === 'handle' && !step.handler.inRuns)) break;
+      if (step.step === 'unknown' || (step.step === 'handle' && !joinsRuns(step.handler))) break;
       handler = step.step === 'handle' ? step.handler : undefined;
       let outcome: Outcome;
       if (step.step === 'settled') outcome = step.outcome;
       else {
         const ctx = this.context(p.held, object, command, step.payload, marks);
-        outcome = await step.handler.decide(decisionDb(trx, step.handler, ctx, ref, command.kind), ctx, undefined);
+        outcome = await decision(trx, step.handler, ctx, ref, command.kind, undefined);
       }
       last = { target: ref, object, command, outcome };
       run.push(last);
@@ -396,7 +359,7 @@ export class DrainLane {
   }
 
   private async runEffect(p: Planned): Promise<void> {
-    if (!p.handler?.effect || p.outcome) return;
+    if (!hasEffect(p.handler) || p.outcome) return;
     try {
       p.effect = await p.handler.effect(p.ctx!);
     } catch (error) {
@@ -409,62 +372,15 @@ export class DrainLane {
     }
   }
 
-  /**
-   * Decides and commits the step, then takes its next commands. A conflict
-   * PostgreSQL breaks is tried again; any other failure of a step of several
-   * objects, or of a run, is tried one object at a time and one command
-   * each, so one bad command cannot hold up the others (effects are not run
-   * again).
-   */
-  private async commit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number, runs = true): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.decideAndCommit(client, planned, pickedUpAt, runs);
-        return;
-      } catch (error) {
-        await client.query('rollback').catch(() => undefined);
-        if (planned.length === 0) throw error;
-        if (!isServerError(error) && !(error instanceof VersionConflictError)) throw error;
-        if (await committedAlready(client, planned)) throw error;
-        if (isRetryableConflict(error) && attempt < COMMIT_ATTEMPTS) {
-          this.log.info({ attempt, code: (error as { code?: string }).code }, 'step commit lost a deadlock; retrying');
-          continue;
-        }
-        // Alone and without its run: a command that cannot be committed is then its object's head.
-        if (planned.length > 1 || (runs && planned[0]!.held.following.length > 0)) {
-          for (const p of planned) await this.commit(client, [p], pickedUpAt, false);
-          return;
-        }
-        await this.giveUp(client, planned[0]!, error as Error);
-        return;
-      }
-    }
-  }
-
-  /**
-   * One object's command that fails every time it is committed: it is put
-   * back with backoff, saying why, and the object let go (its row is read
-   * afresh when it is taken again). A version conflict means another writer
-   * changed the row: the single-writer rule was broken, which is a bug.
-   */
-  private async giveUp(client: pg.PoolClient, p: Planned, error: Error): Promise<void> {
-    const { ref, head } = p.held;
-    const retryInMs = backoffMs(head.attempts);
-    this.log.error({ err: error, command: head.id, target: keyOf(ref) }, 'command failed to commit; retrying it later');
-    const message = `internal error (attempt ${head.attempts + 1}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`;
-    await this.send(
-      client,
-      [
-        CompiledQuery.raw(
-          "update commands set status = 'queued', message = $2, attempts = attempts + 1, not_before = now() + make_interval(secs => $3::float8) where id = $1",
-          [head.id, message, retryInMs / 1000],
-        ),
-        CompiledQuery.raw('select pg_advisory_unlock(object_lock_key($1, $2))', [ref.kind, ref.id]),
-        wakeObjectsQuery([{ ...ref, runAt: new Date(Date.now() + retryInMs) }]).compile(COMPILER),
-      ],
-      [],
-    );
-    this.held.delete(keyOf(ref));
+  /** What the committer (committer.ts) asks of the lane: to decide and commit, send a round trip, let an object go. */
+  private committing(client: pg.PoolClient, pickedUpAt: number): CommittingLane {
+    return {
+      decideAndCommit: (planned, runs) => this.decideAndCommit(client, planned, pickedUpAt, runs),
+      send: (trip) => this.send(client, trip),
+      letGo: (ref) => {
+        this.held.delete(keyOf(ref));
+      },
+    };
   }
 
   private async decideAndCommit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number, runs: boolean): Promise<void> {
@@ -486,12 +402,11 @@ export class DrainLane {
       const due = batches.get(kind) ?? [];
       batches.delete(kind);
       if (unopened.length === 0 && due.length === 0) return;
-      const sent = due.flatMap((b) => b.statements);
-      const results = await this.send(
-        client,
-        [...unopened, ...sent],
-        sent.map((_, n) => unopened.length + n),
+      const trip = new RoundTrip<'batches'>().add(...unopened).read(
+        'batches',
+        due.flatMap((b) => b.statements),
       );
+      const results = (await this.send(client, trip)).get('batches');
       unopened = [];
       let n = 0;
       for (const b of due)
@@ -505,7 +420,7 @@ export class DrainLane {
     for (const p of applying) {
       const { ref, object, head } = p.held;
       if (batches.has(ref.kind)) await sendBatches(ref.kind);
-      const outcome = p.outcome ?? (await p.handler!.decide(decisionDb(trx, p.handler!, p.ctx!, ref, head.kind), p.ctx!, p.effect));
+      const outcome = p.outcome ?? (await decision(trx, p.handler!, p.ctx!, ref, head.kind, p.effect));
       const first: Decided = { target: ref, object, command: head, outcome };
       decided.push(first, ...(runs ? await this.decideRun(trx, p, first) : []));
     }
@@ -517,8 +432,13 @@ export class DrainLane {
     const room = this.options.only ? 0 : Math.max(0, this.options.maxHeld - this.held.size);
     const notices = decided.map((d) => commandNotice(d.target, d.command.id, d.outcome.status));
     const opening = inTransaction ? [settings(GENERIC_PLANS)] : ['begin', settings(NO_SEQ_SCANS, GENERIC_PLANS), lock];
+    const trip = new RoundTrip<'updates' | 'claimed' | 'next' | 'prefetched'>();
     // A step that only looks for work (every object in flight) commits nothing.
-    const durable = planned.length === 0 ? [] : [...opening, ...updates, ...statements.rest, ...handOffs, 'commit'];
+    if (planned.length > 0)
+      trip
+        .add(...opening)
+        .read('updates', updates)
+        .add(...statements.rest, ...handOffs, 'commit');
     const claim = claimStatement(room, want, heldRefs);
     // The rows of the objects the claim is asked to take first, read after
     // it (a statement of its own: a fresh snapshot, with their locks held),
@@ -531,21 +451,21 @@ export class DrainLane {
     const dispatch = planned.length > 0 ? [DISPATCH_CALLBACKS] : [];
     // The notices commit on their own, first: a NOTIFY is delivered when its
     // transaction commits, and waiters need not wait for the claim's work.
-    const announce = notices.length > 0 ? asynchronously([noticesStatement(notices)]) : [];
-    const after = asynchronously([...dispatch, claim, runsStatement(settledRefs), ...prefetch]);
-    const claimAt = durable.length + announce.length + after.indexOf(claim);
-    const results = await this.send(
-      client,
-      [...durable, ...announce, ...after],
-      [...updates.map((_, n) => opening.length + n), claimAt, claimAt + 1, ...prefetch.map((_, n) => claimAt + 2 + n)],
-    );
+    if (notices.length > 0) trip.add(...ASYNCHRONOUS_BEGIN, noticesStatement(notices), 'commit');
+    trip
+      .add(...ASYNCHRONOUS_BEGIN, ...dispatch)
+      .read('claimed', [claim])
+      .read('next', [runsStatement(settledRefs)])
+      .read('prefetched', prefetch)
+      .add('commit');
+    const results = await this.send(client, trip);
     recordBatchCommitted(decided, pickedUpAt);
     this.applied += decided.length;
 
     // The rows the outcomes changed, as they now are.
-    let n = 0;
-    for (const { targets } of statements.objectUpdates) {
-      const rows = new Map((results[n++]!.rows as ObjectRow[]).map((row) => [row.id, row]));
+    const updated = results.get('updates');
+    for (const [n, { targets }] of statements.objectUpdates.entries()) {
+      const rows = new Map((updated[n]!.rows as ObjectRow[]).map((row) => [row.id, row]));
       for (const target of targets) {
         const row = rows.get(target.id);
         // Fails the lane (its objects are woken again) rather than carrying no row on.
@@ -556,9 +476,9 @@ export class DrainLane {
         if (h.ref.kind === 'blueprint') h.blueprint = row as BlueprintRow;
       }
     }
-    const claimed = results[n]!.rows as CommandRow[];
+    const claimed = results.one('claimed').rows as CommandRow[];
     const next = new Map<string, CommandRow[]>();
-    for (const c of results[n + 1]!.rows as CommandRow[]) {
+    for (const c of results.one('next').rows as CommandRow[]) {
       const key = keyOf({ kind: c.target_kind, id: c.target_id });
       next.set(key, [...(next.get(key) ?? []), c]);
     }
@@ -572,7 +492,7 @@ export class DrainLane {
       h.head = head;
       h.following = following;
     }
-    await this.adopt(client, claimed, results.slice(n + 2));
+    await this.adopt(client, claimed, results.get('prefetched'));
   }
 
   /** A command this worker cannot run: noted, and left queued until another worker may take it. */
@@ -585,16 +505,15 @@ export class DrainLane {
     ]);
   }
 
-  /** Sends the statements as one simple query; answers the results at `picked` (statement indexes), in that order. */
-  private async send(client: pg.PoolClient, statements: readonly (string | CompiledQuery)[], picked: readonly number[]): Promise<Results> {
+  /** Sends a round trip's statements as one simple query; answers their results by the names they were read under. */
+  private async send<Name extends string>(client: pg.PoolClient, trip: RoundTrip<Name>): Promise<RoundTripResults<Name>> {
     let results: pg.QueryResult | pg.QueryResult[];
     try {
-      results = await client.query(await simpleQueryText(client, statements));
+      results = await client.query(await simpleQueryText(client, trip.statements));
     } catch (error) {
       throw asVersionConflict(error);
     }
-    const all = Array.isArray(results) ? results : [results];
-    return picked.map((i) => all[i]!);
+    return trip.results(Array.isArray(results) ? results : [results]);
   }
 }
 
@@ -608,43 +527,11 @@ function objectRows([leases, resources, blueprints]: Results): { rows: Map<strin
   };
 }
 
-/**
- * The planner settings of the lane's own transactions (SET LOCAL: they end
- * with the transaction).
- *
- * NO_SEQ_SCANS, from each transaction's start: every statement a lane's
- * transaction runs finds its rows by key (the drain's statements, their
- * plpgsql functions' queries, the foreign-key checks of its inserts, a
- * decision's reads under row locks), and some of their plans are made once
- * and kept (a function's queries, a foreign-key check, the prepared
- * statements below). A plan made while a table was a page or two (a fresh
- * database, analyzed early) scans the table, and goes on scanning it as it
- * grows until something invalidates the plan: the foreign-key checks on
- * `commands` first planned when a blueprint's first decision made its
- * resources went on reading all of `commands` at every follow-up and event.
- * Small tables pay too: a seq scan of `resources` reads every dead version
- * its slot counts leave. With seq scans disabled the planner takes the
- * index wherever there is one (a table with none is still scanned)
- * (test/unit/plansOnGrowingTables.test.ts).
- *
- * GENERIC_PLANS (src/db/genericPlans.ts), only where the drain's own
- * prepared statements run (sql/). A decision's Kysely queries send the
- * constants partial indexes match as parameters: they run before the
- * commit sets it (test/unit/preparedStatements.test.ts).
- */
-const NO_SEQ_SCANS = "set_config('enable_seqscan', 'off', true)";
-const settings = (...configs: string[]) => `select ${configs.join(', ')}`;
-
-/** Statements in a transaction of their own that commits without waiting for its WAL flush (for hints that may be lost in a crash). */
-function asynchronously(statements: readonly (string | CompiledQuery)[]): (string | CompiledQuery)[] {
-  return ['begin', settings(ASYNCHRONOUS_COMMIT, NO_SEQ_SCANS, GENERIC_PLANS), ...statements, 'commit'];
-}
-
 /** Each declared read made once for the step, with every key its objects need. */
 async function readAll(db: Db, planned: readonly Planned[]): Promise<void> {
   const byRead = new Map<BatchRead<unknown>, Planned[]>();
   for (const p of planned) {
-    const read = p.handler?.read;
+    const read = batchReadOf(p.handler);
     if (!read || p.outcome) continue;
     byRead.set(read, [...(byRead.get(read) ?? []), p]);
   }
@@ -662,7 +549,7 @@ async function readAll(db: Db, planned: readonly Planned[]): Promise<void> {
 function lockedBatches(applying: readonly Planned[]): Map<ObjectKind, { batch: LockedBatch; statements: readonly CompiledQuery[] }[]> {
   const byBatch = new Map<LockedBatch, Planned[]>();
   for (const p of applying) {
-    const batch = p.handler?.lockedBatch;
+    const batch = lockedBatchOf(p.handler);
     if (!batch || p.outcome) continue;
     byBatch.set(batch, [...(byBatch.get(batch) ?? []), p]);
   }
@@ -676,82 +563,31 @@ function lockedBatches(applying: readonly Planned[]): Map<ObjectKind, { batch: L
   return byKind;
 }
 
-/**
- * Whether a step whose query failed had committed after all (the failure
- * came after the commit, in the asynchronous part): its commands are no
- * longer as the lane read them. Then it must not be made again.
- */
-async function committedAlready(client: pg.PoolClient, planned: readonly Planned[]): Promise<boolean> {
-  const heads = planned.filter((p) => !p.handOff).map((p) => p.held.head);
-  if (heads.length === 0) return false;
-  const { rows } = await client.query<{ id: number; status: string; attempts: number }>(
-    'select id, status, attempts from commands where id = any($1::bigint[])',
-    [heads.map((h) => h.id)],
-  );
-  const now = new Map(rows.map((r) => [Number(r.id), r]));
-  return heads.some((h) => {
-    const row = now.get(h.id);
-    return !row || !['queued', 'running'].includes(row.status) || row.attempts !== h.attempts;
-  });
-}
-
-/**
- * Marks commands `running` whose driver calls outlive their step's join
- * window (EFFECT_JOIN_MS): a VM booting shows as running within 50 ms of
- * its call going out. A call that returns within the window is committed
- * with its outcome in the same step, queued to done, with no mark: a mark
- * would cost a transaction and a row version (with an entry in most of the
- * commands' indexes, as status is in their predicates) only to be
- * overwritten a moment later, and the calls were made to wait for it. The
- * marks of one step share one asynchronously committed update, on the pool:
- * the lane's connection goes on with the step. They are hints (a crash loses
- * at most a mark; the command is applied again either way), so a failed one
- * is logged, never fatal; the lane waits for a mark before it commits the
- * outcome that replaces it, and the update touches only commands still
- * queued.
- */
-class RunningMarks {
-  private readonly calledIds = new Set<number>();
-
-  constructor(
-    private readonly pool: pg.Pool,
-    private readonly log: Logger,
-  ) {}
-
-  /** A driver call goes out for this command. */
-  called(commandId: number): void {
-    this.calledIds.add(commandId);
-  }
-
-  /** Marks running the commands of `planned` whose driver was called, and records the mark on each. */
-  markOutlived(planned: readonly Planned[]): void {
-    const marking = planned.filter((p) => this.calledIds.has(p.held.head.id));
-    if (marking.length === 0) return;
-    const marked = this.update(marking.map((p) => p.held.head.id));
-    for (const p of marking) p.marked = marked;
-  }
-
-  private async update(ids: number[]): Promise<void> {
-    let client: pg.PoolClient | undefined;
-    let failure: Error | undefined;
-    try {
-      client = await this.pool.connect();
-      await client.query(await simpleQueryText(client, asynchronously([markRunningStatement(ids)])));
-    } catch (error) {
-      failure = error as Error;
-      this.log.warn({ err: error, commands: ids }, 'marking commands running failed (a hint only: their calls go on)');
-    } finally {
-      client?.release(failure);
-    }
-  }
-}
-
 /** Compiles the statements the lane sends itself. */
 const COMPILER = compileOnly('the drain lane compiles statements with this; it runs none');
 
-/** What a decision queries through: the step's transaction if its handler reads in it, else a Db that refuses every query. */
-function decisionDb(trx: Db, handler: CommandHandler<ObjectKind>, ctx: HandlerContext<ObjectKind>, ref: ObjectRef, kind: string): Db {
-  return readsInTransaction(handler, ctx) ? trx : refusingQueries(ref, kind);
+/**
+ * The handler's decision, by its shape: a pure one gets no Db; a querying
+ * one the step's transaction; the others that transaction if they declare
+ * that they read in it (for this context), else a Db that refuses every
+ * query.
+ */
+function decision(
+  trx: Db,
+  handler: CommandHandler<ObjectKind>,
+  ctx: HandlerContext<ObjectKind>,
+  ref: ObjectRef,
+  kind: string,
+  effect: unknown,
+): Promise<Outcome> | Outcome {
+  switch (handler.shape) {
+    case 'pure':
+      return handler.decide(ctx);
+    case 'querying':
+      return handler.decide(trx, ctx);
+    default:
+      return handler.decide(readsInTransaction(handler, ctx) ? trx : refusingQueries(ref, kind), ctx, effect);
+  }
 }
 
 const refusals = new Map<string, Db>();

@@ -10,23 +10,15 @@ import type {
   ResourcesTable,
 } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
-import type { CommandKindOf, PayloadOf } from '../domain/commandKinds.ts';
+import type { CommandKindOf, PayloadOf, SupersedesNothing } from '../domain/commandKinds.ts';
 import type { Driver, DriverCall } from '../drivers/Driver.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
+import type { FollowUp } from './messages.ts';
 
 export interface ObjectTypes {
   lease: { row: LeaseRow; update: Updateable<LeasesTable> };
   resource: { row: ResourceRow; update: Updateable<ResourcesTable> };
   blueprint: { row: BlueprintRow; update: Updateable<BlueprintsTable> };
-}
-
-/** A command for another object (or this one) that this command leads to. */
-export interface FollowUp {
-  readonly target: ObjectRef;
-  readonly kind: string;
-  readonly payload?: unknown;
-  readonly reason: string;
-  readonly notBeforeMs?: number;
 }
 
 /** An event an outcome records, on its object's timeline unless `on` names another object's (a slot a lease gave back, on its resource's). */
@@ -122,38 +114,77 @@ export interface LockedBatch<C = HandlerContext<ObjectKind>> {
 
 /**
  * How one command kind is applied to one kind of object. What it needs is
- * declared, so the drain plans each step's round trips before it runs any:
+ * declared by its shape, so the drain plans each step's round trips before
+ * it runs any, and a combination the drain cannot honour does not compile:
  *
- * - `read`: a batched read, made before the effect (see BatchRead);
- * - `effect`: runs outside any transaction and is where drivers are called;
- *   the effects of a step's objects run concurrently;
- * - `lockedBatch`: statements its decisions share under the step's row
- *   locks, one set for the step (see LockedBatch); a step with one opens
- *   its transaction first, as `readsInTransaction` has it do;
- * - `readsInTransaction`: the decision queries under the step's row locks
- *   (a capacity decision), so the step opens its transaction before the
- *   decisions run; without it `decide` is pure and costs no round trip. A
- *   handler that queries only in some cases says which (a predicate of its
- *   context, asked before the decision): the common case then costs the
- *   step nothing;
- * - `inRuns`: the command may be decided right after another command of
- *   the same object in one step (a run, see DrainLane), on the row as that
- *   one's outcome left it in memory. Only for a handler with no `read` and
- *   no `effect`, whose kind supersedes nothing, whose decision reads its
- *   object only from `ctx.object` and otherwise only rows that decisions
- *   write directly in the step's transaction (not the commands, events or
- *   object rows the commit writes after the decisions), and whose `set`
- *   holds plain column values (test/unit/handlerRuns.test.ts checks what
- *   can be checked);
- * - `decide`: returns the outcome to commit.
+ * - `pure`: decides from its context alone; `decide` gets no Db, and costs
+ *   the step no round trip;
+ * - `querying`: its decision queries under the step's row locks (a
+ *   capacity decision), so the step opens its transaction before the
+ *   decisions run;
+ * - `effectful`: calls its driver (`effect`) before it decides, outside any
+ *   transaction; the effects of a step's objects run concurrently. It may
+ *   declare a batched `read`, made before the effect (see BatchRead), and
+ *   whether its decision queries under the row locks (`readsInTransaction`,
+ *   as `querying` does, or a predicate of its context, asked before the
+ *   decision, for a handler that queries only in some cases: the common
+ *   case then costs the step nothing); without it the decision's Db
+ *   refuses every query;
+ * - `lockedBatch`: shares statements with the step's other decisions of
+ *   its handler under the row locks, one set for the step (see
+ *   LockedBatch): a step with one opens its transaction first, and its
+ *   decision queries there (`readsInTransaction` is required). It may
+ *   declare a `read` and an `effect`, as `effectful` does.
+ *
+ * A `pure` or `querying` handler may join runs (`inRuns`): the command may
+ * be decided right after another command of the same object in one step (a
+ * run, see DrainLane), on the row as that one's outcome left it in memory.
+ * Only for a kind that supersedes nothing (SupersedesNothing: `inRuns` on
+ * another does not compile), and a handler whose decision reads its object
+ * only from `ctx.object` and otherwise only rows that decisions write
+ * directly in the step's transaction (not the commands, events or object
+ * rows the commit writes after the decisions), and whose `set` holds plain
+ * column values (test/unit/handlerRuns.test.ts checks what can be checked).
+ *
+ * `decide` returns the outcome to commit.
  */
 // biome-ignore lint/suspicious/noExplicitAny: a table holds handlers of every effect, payload and read type; each handler's own are checked where it is written (HandlerTable)
-export interface CommandHandler<K extends ObjectKind, E = any, P = any, R = any> {
+export type CommandHandler<K extends ObjectKind, E = any, P = any, R = any, Runs extends boolean = boolean> =
+  | PureHandler<K, P, Runs>
+  | QueryingHandler<K, P, Runs>
+  | EffectfulHandler<K, E, P, R>
+  | LockedBatchHandler<K, E, P, R>;
+
+/** `true` where the kind may join runs; absent where it may not. */
+type InRuns<Runs extends boolean> = { readonly inRuns?: Runs extends true ? true : never };
+
+export type PureHandler<K extends ObjectKind, P, Runs extends boolean = boolean> = InRuns<Runs> & {
+  readonly shape: 'pure';
+  decide(ctx: HandlerContext<K, P>): Promise<Outcome<K>> | Outcome<K>;
+};
+
+export type QueryingHandler<K extends ObjectKind, P, Runs extends boolean = boolean> = InRuns<Runs> & {
+  readonly shape: 'querying';
+  decide(trx: Db, ctx: HandlerContext<K, P>): Promise<Outcome<K>> | Outcome<K>;
+};
+
+/** Whether a decision queries under the step's row locks: always, or when its context says so. */
+type ReadsInTransaction<C> = true | ((ctx: C) => boolean);
+
+export interface EffectfulHandler<K extends ObjectKind, E, P, R> {
+  readonly shape: 'effectful';
   readonly read?: BatchRead<R, HandlerContext<K, P, R>>;
-  readonly lockedBatch?: LockedBatch<HandlerContext<K, P, R>>;
+  effect(ctx: HandlerContext<K, P, R>): Promise<E>;
+  readonly readsInTransaction?: ReadsInTransaction<HandlerContext<K, P, R>>;
+  decide(trx: Db, ctx: HandlerContext<K, P, R>, effect: E): Promise<Outcome<K>> | Outcome<K>;
+}
+
+export interface LockedBatchHandler<K extends ObjectKind, E, P, R> {
+  readonly shape: 'lockedBatch';
+  readonly lockedBatch: LockedBatch<HandlerContext<K, P, R>>;
+  readonly read?: BatchRead<R, HandlerContext<K, P, R>>;
   effect?(ctx: HandlerContext<K, P, R>): Promise<E>;
-  readonly readsInTransaction?: true | ((ctx: HandlerContext<K, P, R>) => boolean);
-  readonly inRuns?: true;
+  readonly readsInTransaction: ReadsInTransaction<HandlerContext<K, P, R>>;
   decide(trx: Db, ctx: HandlerContext<K, P, R>, effect: E): Promise<Outcome<K>> | Outcome<K>;
 }
 
@@ -163,18 +194,54 @@ export interface CommandHandler<K extends ObjectKind, E = any, P = any, R = any>
  * counts as yes.
  */
 export function readsInTransaction<K extends ObjectKind>(handler: CommandHandler<K> | undefined, ctx?: HandlerContext<K>): boolean {
-  const reads = handler?.readsInTransaction;
-  if (typeof reads === 'function') return ctx === undefined || reads(ctx);
-  return reads === true;
+  if (!handler) return false;
+  switch (handler.shape) {
+    case 'pure':
+      return false;
+    case 'querying':
+      return true;
+    default: {
+      const reads = handler.readsInTransaction;
+      if (typeof reads === 'function') return ctx === undefined || reads(ctx);
+      return reads === true;
+    }
+  }
+}
+
+/** The handler's batched read, made before its effect, if it declares one. */
+export function batchReadOf<K extends ObjectKind>(handler: CommandHandler<K> | undefined): BatchRead<unknown, HandlerContext<K>> | undefined {
+  return handler?.shape === 'effectful' || handler?.shape === 'lockedBatch' ? handler.read : undefined;
+}
+
+/** The statements the handler's decisions share under the step's row locks, if it has them. */
+export function lockedBatchOf<K extends ObjectKind>(handler: CommandHandler<K> | undefined): LockedBatch<HandlerContext<K>> | undefined {
+  return handler?.shape === 'lockedBatch' ? handler.lockedBatch : undefined;
+}
+
+/** Whether the handler calls its driver before it decides. */
+export function hasEffect<K extends ObjectKind>(
+  handler: CommandHandler<K> | undefined,
+): handler is
+  | EffectfulHandler<K, unknown, unknown, unknown>
+  | (LockedBatchHandler<K, unknown, unknown, unknown> & Pick<EffectfulHandler<K, unknown, unknown, unknown>, 'effect'>) {
+  return handler?.shape === 'effectful' || (handler?.shape === 'lockedBatch' && handler.effect !== undefined);
+}
+
+/** Whether the handler's commands may join runs (see CommandHandler). */
+export function joinsRuns<K extends ObjectKind>(handler: CommandHandler<K>): boolean {
+  return (handler.shape === 'pure' || handler.shape === 'querying') && handler.inRuns === true;
 }
 
 /**
- * One kind of object's handlers, by command kind, each with the payload its
- * kind's schema says: a handler that expects another payload, or a kind
- * that does not exist, does not compile.
+ * The handler of command kind `C` on a `K`: its payload is the kind's
+ * latest schema's, and it may join runs only if the kind supersedes
+ * nothing. A handler that expects another payload does not compile.
  */
-// biome-ignore lint/suspicious/noExplicitAny: each handler's effect type is its own; the drain passes it back to the same handler's decide
-export type HandlerTable<K extends ObjectKind> = { readonly [C in CommandKindOf<K>]?: CommandHandler<K, any, PayloadOf<K, C>> };
+// biome-ignore lint/suspicious/noExplicitAny: each handler's effect and read types are its own; the drain passes them back to the same handler's decide
+export type HandlerOf<K extends ObjectKind, C extends CommandKindOf<K>> = CommandHandler<K, any, PayloadOf<K, C>, any, SupersedesNothing<K, C>>;
+
+/** One kind of object's handlers, by command kind: a kind that does not exist does not compile. */
+export type HandlerTable<K extends ObjectKind> = { readonly [C in CommandKindOf<K>]?: HandlerOf<K, C> };
 
 export const done = <K extends ObjectKind>(message: string, rest: Omit<Outcome<K>, 'status' | 'message'> = {}): Outcome<K> => ({
   status: 'done',

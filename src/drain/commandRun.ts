@@ -1,6 +1,6 @@
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { commandKindSpec } from '../domain/commandKinds.ts';
-import type { CommandHandler, Outcome } from './Handler.ts';
+import { type CommandHandler, joinsRuns, type Outcome } from './Handler.ts';
 
 /**
  * Runs: the commands of one object a step decides one after another (see
@@ -16,7 +16,7 @@ import type { CommandHandler, Outcome } from './Handler.ts';
  * `handler` (none: the state table or its payload settled it).
  */
 export function runGoesOnAfter(target: ObjectKind, kind: string, handler: CommandHandler<ObjectKind> | undefined, outcome: Outcome): boolean {
-  if (handler && !handler.inRuns) return false;
+  if (handler && !joinsRuns(handler)) return false;
   // A yield leaves the command queued: what follows must not overtake it.
   if (outcome.status === 'yield') return false;
   // A command done cancels the queued kinds it supersedes, which may be

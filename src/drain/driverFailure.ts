@@ -2,6 +2,7 @@ import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import { canTransition } from '../domain/lifecycle.ts';
 import { PermanentDriverError, TransientDriverError } from '../drivers/Driver.ts';
 import type { Outcome } from './Handler.ts';
+import { send } from './messages.ts';
 
 /** Retry delay after the n-th transient failure: 0.5 s doubling, capped at a minute. */
 export function backoffMs(attempts: number): number {
@@ -20,7 +21,8 @@ export function retryDelayMs(error: Error, attempts: number): number {
  */
 export function driverFailure(kind: ObjectKind, state: string, command: CommandRow, error: Error): Outcome {
   if (error instanceof PermanentDriverError) {
-    const breaks = canTransition(kind, state, 'broken');
+    // A blueprint has no broken state (and so no destroy to send itself).
+    const breaks = kind !== 'blueprint' && canTransition(kind, state, 'broken');
     return {
       status: 'failed',
       message: `driver failed permanently: ${error.message}`,
@@ -28,7 +30,7 @@ export function driverFailure(kind: ObjectKind, state: string, command: CommandR
         ? {
             to: 'broken',
             set: { message: error.message },
-            followUps: [{ target: { kind, id: command.target_id }, kind: 'destroy', reason: `broken: ${error.message}` }],
+            followUps: [send[kind].destroy(command.target_id, `broken: ${error.message}`)],
           }
         : {}),
     };

@@ -6,7 +6,8 @@ import { InvalidInputError } from '../../domain/errors.ts';
 import { statesAccepting, statesWith } from '../../domain/lifecycle.ts';
 import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
-import { done, failed, type CommandHandler, type FollowUp, type HandlerContext, type HandlerTable, type Outcome } from '../Handler.ts';
+import { done, failed, type HandlerContext, type QueryingHandler, type HandlerTable, type Outcome } from '../Handler.ts';
+import { send } from '../messages.ts';
 import { requestingLease } from '../reads/requestingLease.ts';
 import { placeInLine } from '../../domain/priority.ts';
 import { parseSelector } from '../../domain/labels.ts';
@@ -60,9 +61,9 @@ type Decide<C extends CommandKindOf<'blueprint'>> = (
 function servingTheLine<C extends CommandKindOf<'blueprint'>>(
   decide: Decide<C>,
   inRuns: boolean,
-): CommandHandler<'blueprint', unknown, PayloadOf<'blueprint', C>> {
+): QueryingHandler<'blueprint', PayloadOf<'blueprint', C>, true> {
   return {
-    readsInTransaction: true,
+    shape: 'querying',
     ...(inRuns ? { inRuns } : {}),
     async decide(trx, ctx) {
       const blueprint = ctx.object;
@@ -106,151 +107,156 @@ function withServing(decision: Outcome<'blueprint'>, after: BlueprintRow, servin
   };
 }
 
+/** A lease wants a slot (a new lease, or one refused): it joins the line, served at once if there is room. */
+const needResource: Decide<'need_resource'> = async (trx, ctx, blueprint) => {
+  const { leaseId } = ctx.payload;
+  const lease = await requestingLease(trx, ctx);
+  if (lease?.state !== 'pending' || lease.resource_id !== null) {
+    return { ...done<'blueprint'>(`lease ${leaseId} no longer needs capacity`), lineAsItWas: true };
+  }
+  if (lease.making !== null) {
+    return {
+      ...done<'blueprint'>(`resource ${lease.making} is already being made for lease ${leaseId}`, {
+        followUps: [send.resource.acquire(lease.making, { leaseId }, `made for lease ${leaseId}`)],
+      }),
+      lineAsItWas: true,
+    };
+  }
+  // Sent to a resource already (a request that crossed the decision that
+  // served it): the resource's answer decides; a refusal asks again.
+  const sentTo = lease.sentTo ?? servedInStep(trx, leaseId);
+  if (sentTo !== undefined && sentTo !== null) {
+    return { ...done<'blueprint'>(`lease ${leaseId} was already sent to resource ${sentTo}`), lineAsItWas: true };
+  }
+  // Granted a slot already, the grant on its way to the lease: a request
+  // from a refusal that crossed it would otherwise leave a row in the line
+  // for a lease that is about to be active.
+  if (lease.holding !== null) {
+    return { ...done<'blueprint'>(`lease ${leaseId} already holds a slot on resource ${lease.holding}`), lineAsItWas: true };
+  }
+  return {
+    ...done<'blueprint'>(`lease ${leaseId} needs a slot`),
+    joining: {
+      leaseId,
+      since: placeInLine(lease.created_at, lease.priority, blueprint.priority_step_ms),
+      requestedAt: lease.created_at,
+      priority: lease.priority,
+      team: lease.team,
+      holder: lease.holder,
+      selector: lease.selector === null ? undefined : parseSelector(lease.selector),
+    },
+  };
+};
+
+/** A resource has a slot the line may take (counted, with any others, by serving the line). */
+const slotFreed: Decide<'slot_freed'> = async (_trx, ctx) => done<'blueprint'>(`resource ${ctx.payload.resourceId} has a free slot`);
+
+/**
+ * A resource is gone: counted out (the line is served from the room that
+ * makes). Below its warm minimum, the blueprint asks itself to `top_up`
+ * now rather than at the collector's next pass: a resource found gone by
+ * a check is replaced within seconds. (Every resource released or
+ * reclaimed is destroyed in the end and counted out here, so the live
+ * count is the one to compare; `top_up` then counts what is warm.)
+ */
+const resourceDestroyed: Decide<'resource_destroyed'> = async (_trx, ctx, blueprint) => {
+  const { resourceId } = ctx.payload;
+  const live = blueprint.live_resources - 1;
+  const belowMinimum = blueprint.state === 'enabled' && live < blueprint.min_resources;
+  return done<'blueprint'>(`resource ${resourceId} gone (${live} of ${blueprint.max_resources})`, {
+    set: { live_resources: live },
+    ...(belowMinimum
+      ? {
+          followUps: [
+            send.blueprint.top_up(blueprint.id, `resource ${resourceId} gone: ${live} live of a warm minimum of ${blueprint.min_resources}`),
+          ],
+        }
+      : {}),
+  });
+};
+
+/** The blueprint's limits or state changed (updateBlueprint.ts): the line is served from the room that made. */
+const serveWaiters: Decide<'serve_waiters'> = async () => done<'blueprint'>('limits or state changed');
+
+/**
+ * New driver settings, and the blueprint's resources brought in line with
+ * them: the driver names the live resources that no longer fit (they are
+ * retired) and may set the resource limit (a raised one serves the line,
+ * like any room). The new settings apply to every driver call from the
+ * next drain on (drivers are made per blueprint version).
+ */
+const updateSettings: Decide<'update_settings'> = async (trx, ctx, blueprint) => {
+  let settings: unknown;
+  try {
+    settings = validateDriverSettings(blueprint.driver, ctx.payload.settings);
+  } catch (error) {
+    if (error instanceof InvalidInputError) return failed<'blueprint'>(error.message);
+    throw error;
+  }
+  const plan = (await driverFactory(blueprint.driver).reconcile?.(trx, blueprint.id, settings)) ?? { retire: [] };
+  const maxResources = plan.maxResources ?? blueprint.max_resources;
+  const retired = plan.retire.map((r) => r.resourceId);
+  const limit = maxResources === blueprint.max_resources ? '' : `; limit ${blueprint.max_resources} → ${maxResources}`;
+  return done<'blueprint'>(`settings updated${retired.length ? `; retiring resource(s) ${retired.join(', ')}` : ''}${limit}`, {
+    // As given, like createBlueprint's: defaults stay the code's.
+    set: { settings: JSON.stringify(ctx.payload.settings), max_resources: maxResources },
+    events: [{ type: 'settings_updated', message: `driver settings replaced${limit}`, data: { retired, maxResources } }],
+    followUps: plan.retire.map(({ resourceId, reason }) => send.resource.retire(resourceId, reason)),
+  });
+};
+
+const drain: Decide<'drain'> = async (trx, _ctx, blueprint) => fanOut(trx, blueprint, 'drain');
+
+const undrain: Decide<'undrain'> = async (trx, _ctx, blueprint) => fanOut(trx, blueprint, 'undrain');
+
+const topUp: Decide<'top_up'> = async (trx, ctx, blueprint) => {
+  // Resources that are, or are becoming, ready: being set up or granting
+  // slots, with no release or reclaim on their way.
+  const warm = await trx
+    .selectFrom('resources')
+    .select(sql<number>`count(*)::int`.as('n'))
+    .where('blueprint_id', '=', blueprint.id)
+    .where('state', 'in', [...statesWith('resource', 'isSettingUp'), ...statesWith('resource', 'grantsSlots')])
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('commands')
+            .select('id')
+            .where('target_kind', '=', 'resource')
+            .whereRef('target_id', '=', 'resources.id')
+            .where('kind', 'in', ['release', 'reclaim'])
+            .where('status', 'in', ['queued', 'running']),
+        ),
+      ),
+    )
+    .executeTakeFirstOrThrow();
+  const missing = Math.min(blueprint.min_resources - warm.n, blueprint.max_resources - blueprint.live_resources);
+  if (missing <= 0) {
+    return done<'blueprint'>(
+      `${warm.n} warm of a minimum of ${blueprint.min_resources}; nothing to make${warm.n < blueprint.min_resources ? ' (at the limit)' : ''}`,
+    );
+  }
+  const made: number[] = [];
+  for (let i = 0; i < missing; i++) made.push(await makeResource(trx, blueprint, ctx.command, { warm: true }));
+  const live = blueprint.live_resources + missing;
+  return done<'blueprint'>(
+    `making ${missing} resource(s) (${made.join(', ')}) to keep ${blueprint.min_resources} warm (${live} of ${blueprint.max_resources})`,
+    {
+      set: { live_resources: live },
+      events: [{ type: 'topped_up', message: `made resource(s) ${made.join(', ')} to keep the pool warm`, data: { resourceIds: made } }],
+    },
+  );
+};
 /** Each command kind's decision, its payload typed by the kind's schema. */
 const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
-  /** A lease wants a slot (a new lease, or one refused): it joins the line, served at once if there is room. */
-  need_resource: async (trx, ctx, blueprint) => {
-    const { leaseId } = ctx.payload;
-    const lease = await requestingLease(trx, ctx);
-    if (lease?.state !== 'pending' || lease.resource_id !== null) {
-      return { ...done<'blueprint'>(`lease ${leaseId} no longer needs capacity`), lineAsItWas: true };
-    }
-    if (lease.making !== null) {
-      return {
-        ...done<'blueprint'>(`resource ${lease.making} is already being made for lease ${leaseId}`, {
-          followUps: [{ target: { kind: 'resource', id: lease.making }, kind: 'acquire', payload: { leaseId }, reason: `made for lease ${leaseId}` }],
-        }),
-        lineAsItWas: true,
-      };
-    }
-    // Sent to a resource already (a request that crossed the decision that
-    // served it): the resource's answer decides; a refusal asks again.
-    const sentTo = lease.sentTo ?? servedInStep(trx, leaseId);
-    if (sentTo !== undefined && sentTo !== null) {
-      return { ...done<'blueprint'>(`lease ${leaseId} was already sent to resource ${sentTo}`), lineAsItWas: true };
-    }
-    // Granted a slot already, the grant on its way to the lease: a request
-    // from a refusal that crossed it would otherwise leave a row in the line
-    // for a lease that is about to be active.
-    if (lease.holding !== null) {
-      return { ...done<'blueprint'>(`lease ${leaseId} already holds a slot on resource ${lease.holding}`), lineAsItWas: true };
-    }
-    return {
-      ...done<'blueprint'>(`lease ${leaseId} needs a slot`),
-      joining: {
-        leaseId,
-        since: placeInLine(lease.created_at, lease.priority, blueprint.priority_step_ms),
-        requestedAt: lease.created_at,
-        priority: lease.priority,
-        team: lease.team,
-        holder: lease.holder,
-        selector: lease.selector === null ? undefined : parseSelector(lease.selector),
-      },
-    };
-  },
-
-  /** A resource has a slot the line may take (counted, with any others, by serving the line). */
-  slot_freed: async (_trx, ctx) => done<'blueprint'>(`resource ${ctx.payload.resourceId} has a free slot`),
-
-  /**
-   * A resource is gone: counted out (the line is served from the room that
-   * makes). Below its warm minimum, the blueprint asks itself to `top_up`
-   * now rather than at the collector's next pass: a resource found gone by
-   * a check is replaced within seconds. (Every resource released or
-   * reclaimed is destroyed in the end and counted out here, so the live
-   * count is the one to compare; `top_up` then counts what is warm.)
-   */
-  resource_destroyed: async (_trx, ctx, blueprint) => {
-    const { resourceId } = ctx.payload;
-    const live = blueprint.live_resources - 1;
-    const belowMinimum = blueprint.state === 'enabled' && live < blueprint.min_resources;
-    return done<'blueprint'>(`resource ${resourceId} gone (${live} of ${blueprint.max_resources})`, {
-      set: { live_resources: live },
-      ...(belowMinimum
-        ? {
-            followUps: [
-              {
-                target: { kind: 'blueprint', id: blueprint.id },
-                kind: 'top_up',
-                reason: `resource ${resourceId} gone: ${live} live of a warm minimum of ${blueprint.min_resources}`,
-              },
-            ],
-          }
-        : {}),
-    });
-  },
-
-  /** The blueprint's limits or state changed (updateBlueprint.ts): the line is served from the room that made. */
-  serve_waiters: async () => done<'blueprint'>('limits or state changed'),
-
-  /**
-   * New driver settings, and the blueprint's resources brought in line with
-   * them: the driver names the live resources that no longer fit (they are
-   * retired) and may set the resource limit (a raised one serves the line,
-   * like any room). The new settings apply to every driver call from the
-   * next drain on (drivers are made per blueprint version).
-   */
-  update_settings: async (trx, ctx, blueprint) => {
-    let settings: unknown;
-    try {
-      settings = validateDriverSettings(blueprint.driver, ctx.payload.settings);
-    } catch (error) {
-      if (error instanceof InvalidInputError) return failed<'blueprint'>(error.message);
-      throw error;
-    }
-    const plan = (await driverFactory(blueprint.driver).reconcile?.(trx, blueprint.id, settings)) ?? { retire: [] };
-    const maxResources = plan.maxResources ?? blueprint.max_resources;
-    const retired = plan.retire.map((r) => r.resourceId);
-    const limit = maxResources === blueprint.max_resources ? '' : `; limit ${blueprint.max_resources} → ${maxResources}`;
-    return done<'blueprint'>(`settings updated${retired.length ? `; retiring resource(s) ${retired.join(', ')}` : ''}${limit}`, {
-      // As given, like createBlueprint's: defaults stay the code's.
-      set: { settings: JSON.stringify(ctx.payload.settings), max_resources: maxResources },
-      events: [{ type: 'settings_updated', message: `driver settings replaced${limit}`, data: { retired, maxResources } }],
-      followUps: plan.retire.map(({ resourceId, reason }): FollowUp => ({ target: { kind: 'resource', id: resourceId }, kind: 'retire', reason })),
-    });
-  },
-
-  drain: async (trx, _ctx, blueprint) => fanOut(trx, blueprint, 'drain'),
-  undrain: async (trx, _ctx, blueprint) => fanOut(trx, blueprint, 'undrain'),
-
-  top_up: async (trx, ctx, blueprint) => {
-    // Resources that are, or are becoming, ready: being set up or granting
-    // slots, with no release or reclaim on their way.
-    const warm = await trx
-      .selectFrom('resources')
-      .select(sql<number>`count(*)::int`.as('n'))
-      .where('blueprint_id', '=', blueprint.id)
-      .where('state', 'in', [...statesWith('resource', 'isSettingUp'), ...statesWith('resource', 'grantsSlots')])
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('commands')
-              .select('id')
-              .where('target_kind', '=', 'resource')
-              .whereRef('target_id', '=', 'resources.id')
-              .where('kind', 'in', ['release', 'reclaim'])
-              .where('status', 'in', ['queued', 'running']),
-          ),
-        ),
-      )
-      .executeTakeFirstOrThrow();
-    const missing = Math.min(blueprint.min_resources - warm.n, blueprint.max_resources - blueprint.live_resources);
-    if (missing <= 0) {
-      return done<'blueprint'>(
-        `${warm.n} warm of a minimum of ${blueprint.min_resources}; nothing to make${warm.n < blueprint.min_resources ? ' (at the limit)' : ''}`,
-      );
-    }
-    const made: number[] = [];
-    for (let i = 0; i < missing; i++) made.push(await makeResource(trx, blueprint, ctx.command, { warm: true }));
-    const live = blueprint.live_resources + missing;
-    return done<'blueprint'>(
-      `making ${missing} resource(s) (${made.join(', ')}) to keep ${blueprint.min_resources} warm (${live} of ${blueprint.max_resources})`,
-      {
-        set: { live_resources: live },
-        events: [{ type: 'topped_up', message: `made resource(s) ${made.join(', ')} to keep the pool warm`, data: { resourceIds: made } }],
-      },
-    );
-  },
+  need_resource: needResource,
+  slot_freed: slotFreed,
+  resource_destroyed: resourceDestroyed,
+  serve_waiters: serveWaiters,
+  update_settings: updateSettings,
+  drain,
+  undrain,
+  top_up: topUp,
 };
 
 /**
@@ -270,7 +276,7 @@ async function fanOut(trx: Db, blueprint: BlueprintRow, kind: 'drain' | 'undrain
   const ids = resources.map((r) => r.id);
   return {
     ...done<'blueprint'>(ids.length === 0 ? `no resource to ${kind}` : `${kind}ing resource(s) ${ids.join(', ')}`, {
-      followUps: ids.map((id): FollowUp => ({ target: { kind: 'resource', id }, kind, reason: `blueprint ${blueprint.name}: ${kind}` })),
+      followUps: ids.map((id) => send.resource[kind](id, `blueprint ${blueprint.name}: ${kind}`)),
     }),
     lineAsItWas: true,
   };

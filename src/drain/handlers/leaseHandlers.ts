@@ -5,8 +5,9 @@ import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import type { DriverResult, LeaseCall } from '../../drivers/Driver.ts';
 import { holdsSlot } from '../../domain/lifecycle.ts';
 import { deadlinesFromNow, pastDeadline } from '../../objects/leaseDeadlines.ts';
-import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, type Outcome, yieldFor } from '../Handler.ts';
+import { done, failed, type HandlerContext, type HandlerOf, type HandlerTable, mergedAttributes, type Outcome, yieldFor } from '../Handler.ts';
 import { driverFailure } from '../driverFailure.ts';
+import { type FollowUp, send } from '../messages.ts';
 import { heldSlot } from '../reads/heldSlots.ts';
 import { type ResourceIdentity, resourceAttributes } from '../reads/resourceAttributes.ts';
 import { giveBackSlot, type SlotReturn, slotFreedEvent, slotReturnsBatch, tellOfSlotGivenBack } from './slotsGivenBack.ts';
@@ -14,7 +15,6 @@ import { giveBackSlot, type SlotReturn, slotFreedEvent, slotReturnsBatch, tellOf
 type Ctx<R = unknown> = HandlerContext<'lease', unknown, R>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
 type CtxOf<C extends CommandKindOf<'lease'>, R = unknown> = HandlerContext<'lease', PayloadOf<'lease', C>, R>;
-const self = (lease: LeaseRow) => ({ kind: 'lease', id: lease.id }) as const;
 
 /** How long a lease waits before asking again after a resource refused it. */
 const RETRY_AFTER_DENY_MS = 200;
@@ -40,12 +40,8 @@ const grantedResource = resourceAttributes((ctx: CtxOf<'grant'>) => ctx.payload.
 const heldResource = resourceAttributes((ctx: Ctx) => ctx.object.resource_id ?? undefined);
 
 /** Asks the resource that granted a slot to take it back (see endHold). */
-const releaseSlot = (lease: LeaseRow, resourceId: number, reason: string): FollowUp => ({
-  target: { kind: 'resource', id: resourceId },
-  kind: 'release_slot',
-  payload: { leaseId: lease.id },
-  reason,
-});
+const releaseSlot = (lease: LeaseRow, resourceId: number, reason: string): FollowUp =>
+  send.resource.release_slot(resourceId, { leaseId: lease.id }, reason);
 
 /**
  * The slot on `resourceId` that a lease ending in this command gives back
@@ -125,6 +121,254 @@ async function tellHolder(trx: Db, lease: LeaseRow, commandId: number): Promise<
 /** The lease's current slot as a driver call. */
 const heldCall = (ctx: Ctx<ResourceIdentity>) => leaseCall(ctx, ctx.object.slot!);
 
+const allocate = {
+  shape: 'pure',
+  // Asking again after a refusal (deny) goes through the lease's own queue,
+  // so that a release queued meanwhile supersedes it; a new lease asks its
+  // blueprint in the statement that creates it (createLease.ts).
+  //
+  // The blueprint, single writer of its waiting line and of the slots it
+  // promises, sends the lease to a resource with room (or makes one). A
+  // lease that picked a free-looking slot itself would race every other
+  // lease that saw the same slot, and the losers would be refused and ask
+  // again.
+  decide(ctx: Ctx) {
+    const lease = ctx.object;
+    return done<'lease'>('asked the blueprint for a slot', {
+      followUps: [send.blueprint.need_resource(lease.blueprint_id, { leaseId: lease.id }, `lease ${lease.id} wants a slot`)],
+    });
+  },
+} satisfies HandlerOf<'lease', 'allocate'>;
+
+const grant = {
+  shape: 'effectful',
+  read: grantedResource,
+  // The heartbeat deadline of a lease it activates is counted on the database's clock.
+  readsInTransaction: (ctx) => ctx.object.heartbeat_ms !== null,
+  async effect(ctx: CtxOf<'grant', ResourceIdentity>): Promise<Granted | undefined> {
+    const lease = ctx.object;
+    if (lease.state !== 'pending' || lease.resource_id !== null) return undefined;
+    const call = leaseCall(ctx, ctx.payload.slot);
+    // A failed acquisition fails the grant as any driver call does (the lane's driverFailure).
+    const acquired = await ctx.driver().acquireLease(call);
+    try {
+      const activated = await ctx.driver().activateLease({
+        ...call,
+        lease: { ...call.lease, attributes: { ...call.lease.attributes, ...acquired.attributes } },
+      });
+      return { acquired, activated };
+    } catch (error) {
+      return { acquired, activationFailed: error as Error };
+    }
+  },
+  async decide(trx: Db, ctx: CtxOf<'grant'>, granted: Granted | undefined) {
+    const lease = ctx.object;
+    const { resourceId, slot } = ctx.payload;
+    if (!granted) {
+      // Released (or served elsewhere) while the grant was on its way: give it back.
+      // Rare, and known only from the effect: the resource takes it back.
+      return done<'lease'>(`returned slot ${slot} of resource ${resourceId}: lease is ${lease.state}`, {
+        followUps: [releaseSlot(lease, resourceId, `lease ${lease.id} does not need the slot`)],
+      });
+    }
+    // Acquired and activated in this one command (docs/decisions/0025-a-grant-activates-the-lease.md).
+    const acquiredMessage = `acquired slot ${slot} of resource ${resourceId}`;
+    const held = { resource_id: resourceId, slot, attributes: mergedAttributes(lease.attributes, granted.acquired.attributes) };
+    if ('activated' in granted) {
+      const { heartbeat_deadline } = await deadlinesFromNow(trx, { heartbeatMs: lease.heartbeat_ms });
+      return done<'lease'>(`${acquiredMessage}; active`, {
+        to: 'active',
+        through: { state: 'acquired', message: acquiredMessage },
+        set: {
+          ...held,
+          attributes: mergedAttributes(lease.attributes, { ...granted.acquired.attributes, ...granted.activated.attributes }),
+          ...(heartbeat_deadline ? { heartbeat_deadline } : {}),
+        },
+      });
+    }
+    // The slot is the lease's whatever its activation does. A permanent
+    // failure breaks the lease at once, as the activation's own command
+    // would; a transient one leaves it acquired with that command queued,
+    // backing off, so a release (which supersedes it) finds a lease whose
+    // slot is recorded and releases it at the driver.
+    const failure = driverFailure('lease', 'acquired', ctx.command, granted.activationFailed);
+    if (failure.status === 'failed') {
+      return { ...failure, through: { state: 'acquired', message: acquiredMessage }, set: { ...held, ...failure.set } };
+    }
+    return done<'lease'>(`${acquiredMessage}; activation failed, retrying: ${granted.activationFailed.message}`, {
+      to: 'acquired',
+      set: held,
+      events: failure.events,
+      followUps: [send.lease.activate(lease.id, 'activation failed in its grant', { notBeforeMs: failure.retryInMs })],
+    });
+  },
+} satisfies HandlerOf<'lease', 'grant'>;
+
+const deny = {
+  shape: 'querying',
+  async decide(trx: Db, ctx: CtxOf<'deny'>) {
+    const lease = ctx.object;
+    const { resourceId, reason } = ctx.payload;
+    if (lease.state !== 'pending' || lease.resource_id !== null) return done<'lease'>(`ignored refusal: lease is ${lease.state}`);
+    // The resource made for this lease broke: asking again would only make
+    // another, so the lease fails instead, with the resource's reason. Its
+    // state may already have moved on: the resource refuses the lease and
+    // destroys itself in one drain, which may well end before this one
+    // reads the refusal. Its log says whether it had broken when it
+    // refused (an earlier refusal, for want of a slot, asks again).
+    if (resourceId !== undefined) {
+      const made = await trx
+        .selectFrom('resources as r')
+        .select('r.message')
+        .where('r.id', '=', resourceId)
+        .where('r.allocated_for_lease_id', '=', lease.id)
+        .where(({ exists, selectFrom }) =>
+          exists(
+            selectFrom('events as e')
+              .select('e.id')
+              .where('e.target_kind', '=', 'resource')
+              .whereRef('e.target_id', '=', 'r.id')
+              .where('e.to_state', '=', 'broken')
+              // The command's time read here: a JS Date would drop its microseconds.
+              .where('e.created_at', '<=', selectFrom('commands').select('created_at').where('id', '=', ctx.command.id)),
+          ),
+        )
+        .executeTakeFirst();
+      if (made) {
+        const message = `the resource allocated for it broke: ${made.message ?? reason}`;
+        return failed<'lease'>(message, {
+          to: 'broken',
+          set: { message },
+          followUps: [send.lease.destroy(lease.id, 'broken')],
+        });
+      }
+    }
+    return done<'lease'>(`resource ${resourceId ?? '?'} refused (${reason}); asking again`, {
+      followUps: [send.lease.allocate(lease.id, `refused: ${reason}`, { notBeforeMs: RETRY_AFTER_DENY_MS })],
+    });
+  },
+} satisfies HandlerOf<'lease', 'deny'>;
+
+// An activation again, after the one in the lease's grant failed
+// transiently (and a grant applied by a worker from before decision 0025,
+// during a rolling upgrade).
+const activate = {
+  shape: 'effectful',
+  read: heldResource,
+  // The heartbeat deadline is counted on the database's clock.
+  readsInTransaction: (ctx) => ctx.object.heartbeat_ms !== null,
+  effect: (ctx: Ctx<ResourceIdentity>) => ctx.driver().activateLease(heldCall(ctx)),
+  async decide(trx: Db, ctx: Ctx, result: DriverResult) {
+    // The heartbeat clock starts now: the holder has something to beat for.
+    const { heartbeat_deadline } = await deadlinesFromNow(trx, { heartbeatMs: ctx.object.heartbeat_ms });
+    return done<'lease'>('active', {
+      to: 'active',
+      set: { attributes: mergedAttributes(ctx.object.attributes, result.attributes), ...(heartbeat_deadline ? { heartbeat_deadline } : {}) },
+    });
+  },
+} satisfies HandlerOf<'lease', 'activate'>;
+
+const renew = {
+  shape: 'querying',
+  async decide(trx: Db, ctx: CtxOf<'renew'>) {
+    const lease = ctx.object;
+    const { expiresInMs, heartbeatMs: newHeartbeatMs, heartbeatOnly } = ctx.payload;
+    // Without a term of its own, a renewal extends an expiring lease by the
+    // term it was given; a lease that never expired gains an expiry only
+    // when asked for one. Likewise its heartbeat interval (v2). A beat
+    // alone (v3) leaves the expiry as it is.
+    const termMs = heartbeatOnly ? null : (expiresInMs ?? (lease.expires_at ? lease.term_ms : null));
+    const heartbeatMs = newHeartbeatMs ?? lease.heartbeat_ms;
+    if (!termMs && !heartbeatMs) return done<'lease'>('nothing to renew: the lease has no expiry and no heartbeat');
+    const deadlines = await deadlinesFromNow(trx, { termMs, heartbeatMs });
+    const until = [
+      deadlines.expires_at && `expires ${deadlines.expires_at.toISOString()}`,
+      deadlines.heartbeat_deadline && `next heartbeat due by ${deadlines.heartbeat_deadline.toISOString()}`,
+    ].filter(Boolean);
+    return done<'lease'>(`renewed: ${until.join('; ')}`, {
+      set: { ...deadlines, ...(termMs ? { term_ms: termMs } : {}), ...(newHeartbeatMs ? { heartbeat_ms: newHeartbeatMs } : {}) },
+      events: [{ type: 'renewed', message: until.join('; '), data: deadlines }],
+    });
+  },
+} satisfies HandlerOf<'lease', 'renew'>;
+
+const release = {
+  shape: 'lockedBatch',
+  read: heldResource,
+  lockedBatch: releaseReturns,
+  // A skipped expiry release looks again under the lease's row lock: a
+  // plain release may have joined it since the effect looked. Only an
+  // expiry release can be skipped; a plain one decides from its effect.
+  // A slot given back asks what it left under the same locks.
+  readsInTransaction: (ctx) => ctx.payload.ifExpired === true || ownReturn(ctx, slotResource(ctx)) !== undefined,
+  async effect(ctx: CtxOf<'release', ResourceIdentity>) {
+    if (!(await releaseWanted(ctx.db, ctx))) return { skipped: true };
+    if (holdsSlot('lease', ctx.object.state)) await ctx.driver().releaseLease(heldCall(ctx));
+    return { skipped: false };
+  },
+  async decide(trx: Db, ctx: CtxOf<'release'>, effect: { skipped: boolean }) {
+    const lease = ctx.object;
+    if (lease.state === 'broken') return done<'lease'>('already broken; it is being destroyed');
+    if (effect.skipped) {
+      // Someone's release may have joined this one since the effect looked.
+      if (await releaseWanted(trx, ctx)) return yieldFor<'lease'>(0, 'a release from someone else joined this one; releasing');
+      return done<'lease'>(
+        ctx.command.issued_by === 'system:deadline'
+          ? 'not released: the lease became active before its wait-deadline release was applied'
+          : 'not released: the lease was renewed before its expiry release was applied',
+      );
+    }
+    // Released and destroyed in this one command, its slot given back in
+    // it too: a released lease has nothing else left to do, so a `destroy`
+    // of its own would only cost a step, a command and a row version
+    // (docs/decisions/0024-a-release-destroys-the-lease.md).
+    // The slot it holds is the one its row records: a grant still on its
+    // way finds the lease destroyed and returns its slot itself.
+    // The collector's release (expiry, heartbeat or wait deadline): Slipway ends the lease itself.
+    if (ctx.payload.ifExpired) await tellHolder(trx, lease, ctx.command.id);
+    const resourceId = slotResource(ctx);
+    const held = resourceId !== undefined;
+    return done<'lease'>(held ? 'released and destroyed' : 'released before it got a slot, and destroyed', {
+      to: 'destroyed',
+      through: { state: 'released', message: held ? 'released' : 'released before it got a slot' },
+      ...(held ? await endHold(trx, ctx, resourceId, 'released') : {}),
+    });
+  },
+} satisfies HandlerOf<'lease', 'release'>;
+
+// The resource's check found it gone: the lease cannot be used any more,
+// whatever its holder does. It is broken with the check's reason (its
+// holder sees why) and destroyed, which gives its slot back as any end
+// does; the driver is not asked to release anything on a resource that
+// no longer exists.
+const resourceGone = {
+  shape: 'querying',
+  async decide(trx: Db, ctx: CtxOf<'resource_gone'>) {
+    const lease = ctx.object;
+    const { resourceId, reason } = ctx.payload;
+    // A lease that holds a slot elsewhere is not this resource's (its
+    // grant here never came through); one whose grant is still on its way
+    // has no resource yet, and that grant would land on the gone one.
+    if (lease.resource_id !== null && lease.resource_id !== resourceId)
+      return done<'lease'>(`ignored: the lease is on resource ${lease.resource_id}`);
+    await tellHolder(trx, lease, ctx.command.id);
+    const message = `resource ${resourceId} is gone: ${reason}`;
+    return done<'lease'>(message, { to: 'broken', set: { message }, followUps: [send.lease.destroy(lease.id, 'broken')] });
+  },
+} satisfies HandlerOf<'lease', 'resource_gone'>;
+
+const destroy = {
+  shape: 'lockedBatch',
+  read: heldSlot,
+  lockedBatch: destroyReturns,
+  readsInTransaction: (ctx) => ownReturn(ctx, ctx.read) !== undefined,
+  async decide(trx: Db, ctx: Ctx<number>) {
+    // A grant still on its way finds the lease destroyed and returns its slot itself.
+    const held = ctx.read;
+    return done<'lease'>('destroyed', { to: 'destroyed', ...(held !== undefined ? await endHold(trx, ctx, held, 'destroyed') : {}) });
+  },
+} satisfies HandlerOf<'lease', 'destroy'>;
+
 /**
  * A lease's side of the conversation. It never writes a resource's row: it
  * asks its blueprint for a slot (`need_resource`), and when it ends it
@@ -132,253 +376,12 @@ const heldCall = (ctx: Ctx<ResourceIdentity>) => leaseCall(ctx, ctx.object.slot!
  * and the blueprint what they must hear, by message (slotsGivenBack.ts).
  */
 export const LEASE_HANDLERS = {
-  allocate: {
-    // Asking again after a refusal (deny) goes through the lease's own queue,
-    // so that a release queued meanwhile supersedes it; a new lease asks its
-    // blueprint in the statement that creates it (createLease.ts).
-    //
-    // The blueprint, single writer of its waiting line and of the slots it
-    // promises, sends the lease to a resource with room (or makes one). A
-    // lease that picked a free-looking slot itself would race every other
-    // lease that saw the same slot, and the losers would be refused and ask
-    // again.
-    decide(_trx: Db, ctx: Ctx) {
-      const lease = ctx.object;
-      return done<'lease'>('asked the blueprint for a slot', {
-        followUps: [
-          {
-            target: { kind: 'blueprint', id: lease.blueprint_id },
-            kind: 'need_resource',
-            payload: { leaseId: lease.id },
-            reason: `lease ${lease.id} wants a slot`,
-          },
-        ],
-      });
-    },
-  },
-
-  grant: {
-    read: grantedResource,
-    // The heartbeat deadline of a lease it activates is counted on the database's clock.
-    readsInTransaction: (ctx) => ctx.object.heartbeat_ms !== null,
-    async effect(ctx: CtxOf<'grant', ResourceIdentity>): Promise<Granted | undefined> {
-      const lease = ctx.object;
-      if (lease.state !== 'pending' || lease.resource_id !== null) return undefined;
-      const call = leaseCall(ctx, ctx.payload.slot);
-      // A failed acquisition fails the grant as any driver call does (the lane's driverFailure).
-      const acquired = await ctx.driver().acquireLease(call);
-      try {
-        const activated = await ctx.driver().activateLease({
-          ...call,
-          lease: { ...call.lease, attributes: { ...call.lease.attributes, ...acquired.attributes } },
-        });
-        return { acquired, activated };
-      } catch (error) {
-        return { acquired, activationFailed: error as Error };
-      }
-    },
-    async decide(trx: Db, ctx: CtxOf<'grant'>, granted: Granted | undefined) {
-      const lease = ctx.object;
-      const { resourceId, slot } = ctx.payload;
-      if (!granted) {
-        // Released (or served elsewhere) while the grant was on its way: give it back.
-        // Rare, and known only from the effect: the resource takes it back.
-        return done<'lease'>(`returned slot ${slot} of resource ${resourceId}: lease is ${lease.state}`, {
-          followUps: [releaseSlot(lease, resourceId, `lease ${lease.id} does not need the slot`)],
-        });
-      }
-      // Acquired and activated in this one command (docs/decisions/0025-a-grant-activates-the-lease.md).
-      const acquiredMessage = `acquired slot ${slot} of resource ${resourceId}`;
-      const held = { resource_id: resourceId, slot, attributes: mergedAttributes(lease.attributes, granted.acquired.attributes) };
-      if ('activated' in granted) {
-        const { heartbeat_deadline } = await deadlinesFromNow(trx, { heartbeatMs: lease.heartbeat_ms });
-        return done<'lease'>(`${acquiredMessage}; active`, {
-          to: 'active',
-          through: { state: 'acquired', message: acquiredMessage },
-          set: {
-            ...held,
-            attributes: mergedAttributes(lease.attributes, { ...granted.acquired.attributes, ...granted.activated.attributes }),
-            ...(heartbeat_deadline ? { heartbeat_deadline } : {}),
-          },
-        });
-      }
-      // The slot is the lease's whatever its activation does. A permanent
-      // failure breaks the lease at once, as the activation's own command
-      // would; a transient one leaves it acquired with that command queued,
-      // backing off, so a release (which supersedes it) finds a lease whose
-      // slot is recorded and releases it at the driver.
-      const failure = driverFailure('lease', 'acquired', ctx.command, granted.activationFailed);
-      if (failure.status === 'failed') {
-        return { ...failure, through: { state: 'acquired', message: acquiredMessage }, set: { ...held, ...failure.set } };
-      }
-      return done<'lease'>(`${acquiredMessage}; activation failed, retrying: ${granted.activationFailed.message}`, {
-        to: 'acquired',
-        set: held,
-        events: failure.events,
-        followUps: [{ target: self(lease), kind: 'activate', reason: 'activation failed in its grant', notBeforeMs: failure.retryInMs }],
-      });
-    },
-  },
-
-  deny: {
-    readsInTransaction: true,
-    async decide(trx: Db, ctx: CtxOf<'deny'>) {
-      const lease = ctx.object;
-      const { resourceId, reason } = ctx.payload;
-      if (lease.state !== 'pending' || lease.resource_id !== null) return done<'lease'>(`ignored refusal: lease is ${lease.state}`);
-      // The resource made for this lease broke: asking again would only make
-      // another, so the lease fails instead, with the resource's reason. Its
-      // state may already have moved on: the resource refuses the lease and
-      // destroys itself in one drain, which may well end before this one
-      // reads the refusal. Its log says whether it had broken when it
-      // refused (an earlier refusal, for want of a slot, asks again).
-      if (resourceId !== undefined) {
-        const made = await trx
-          .selectFrom('resources as r')
-          .select('r.message')
-          .where('r.id', '=', resourceId)
-          .where('r.allocated_for_lease_id', '=', lease.id)
-          .where(({ exists, selectFrom }) =>
-            exists(
-              selectFrom('events as e')
-                .select('e.id')
-                .where('e.target_kind', '=', 'resource')
-                .whereRef('e.target_id', '=', 'r.id')
-                .where('e.to_state', '=', 'broken')
-                // The command's time read here: a JS Date would drop its microseconds.
-                .where('e.created_at', '<=', selectFrom('commands').select('created_at').where('id', '=', ctx.command.id)),
-            ),
-          )
-          .executeTakeFirst();
-        if (made) {
-          const message = `the resource allocated for it broke: ${made.message ?? reason}`;
-          return failed<'lease'>(message, {
-            to: 'broken',
-            set: { message },
-            followUps: [{ target: self(lease), kind: 'destroy', reason: 'broken' }],
-          });
-        }
-      }
-      return done<'lease'>(`resource ${resourceId ?? '?'} refused (${reason}); asking again`, {
-        followUps: [{ target: self(lease), kind: 'allocate', reason: `refused: ${reason}`, notBeforeMs: RETRY_AFTER_DENY_MS }],
-      });
-    },
-  },
-
-  // An activation again, after the one in the lease's grant failed
-  // transiently (and a grant applied by a worker from before decision 0025,
-  // during a rolling upgrade).
-  activate: {
-    read: heldResource,
-    // The heartbeat deadline is counted on the database's clock.
-    readsInTransaction: (ctx) => ctx.object.heartbeat_ms !== null,
-    effect: (ctx: Ctx<ResourceIdentity>) => ctx.driver().activateLease(heldCall(ctx)),
-    async decide(trx: Db, ctx: Ctx, result: DriverResult) {
-      // The heartbeat clock starts now: the holder has something to beat for.
-      const { heartbeat_deadline } = await deadlinesFromNow(trx, { heartbeatMs: ctx.object.heartbeat_ms });
-      return done<'lease'>('active', {
-        to: 'active',
-        set: { attributes: mergedAttributes(ctx.object.attributes, result.attributes), ...(heartbeat_deadline ? { heartbeat_deadline } : {}) },
-      });
-    },
-  },
-
-  renew: {
-    readsInTransaction: true,
-    async decide(trx: Db, ctx: CtxOf<'renew'>) {
-      const lease = ctx.object;
-      const { expiresInMs, heartbeatMs: newHeartbeatMs, heartbeatOnly } = ctx.payload;
-      // Without a term of its own, a renewal extends an expiring lease by the
-      // term it was given; a lease that never expired gains an expiry only
-      // when asked for one. Likewise its heartbeat interval (v2). A beat
-      // alone (v3) leaves the expiry as it is.
-      const termMs = heartbeatOnly ? null : (expiresInMs ?? (lease.expires_at ? lease.term_ms : null));
-      const heartbeatMs = newHeartbeatMs ?? lease.heartbeat_ms;
-      if (!termMs && !heartbeatMs) return done<'lease'>('nothing to renew: the lease has no expiry and no heartbeat');
-      const deadlines = await deadlinesFromNow(trx, { termMs, heartbeatMs });
-      const until = [
-        deadlines.expires_at && `expires ${deadlines.expires_at.toISOString()}`,
-        deadlines.heartbeat_deadline && `next heartbeat due by ${deadlines.heartbeat_deadline.toISOString()}`,
-      ].filter(Boolean);
-      return done<'lease'>(`renewed: ${until.join('; ')}`, {
-        set: { ...deadlines, ...(termMs ? { term_ms: termMs } : {}), ...(newHeartbeatMs ? { heartbeat_ms: newHeartbeatMs } : {}) },
-        events: [{ type: 'renewed', message: until.join('; '), data: deadlines }],
-      });
-    },
-  },
-
-  release: {
-    read: heldResource,
-    lockedBatch: releaseReturns,
-    // A skipped expiry release looks again under the lease's row lock: a
-    // plain release may have joined it since the effect looked. Only an
-    // expiry release can be skipped; a plain one decides from its effect.
-    // A slot given back asks what it left under the same locks.
-    readsInTransaction: (ctx) => ctx.payload.ifExpired === true || ownReturn(ctx, slotResource(ctx)) !== undefined,
-    async effect(ctx: CtxOf<'release', ResourceIdentity>) {
-      if (!(await releaseWanted(ctx.db, ctx))) return { skipped: true };
-      if (holdsSlot('lease', ctx.object.state)) await ctx.driver().releaseLease(heldCall(ctx));
-      return { skipped: false };
-    },
-    async decide(trx: Db, ctx: CtxOf<'release'>, effect: { skipped: boolean }) {
-      const lease = ctx.object;
-      if (lease.state === 'broken') return done<'lease'>('already broken; it is being destroyed');
-      if (effect.skipped) {
-        // Someone's release may have joined this one since the effect looked.
-        if (await releaseWanted(trx, ctx)) return yieldFor<'lease'>(0, 'a release from someone else joined this one; releasing');
-        return done<'lease'>(
-          ctx.command.issued_by === 'system:deadline'
-            ? 'not released: the lease became active before its wait-deadline release was applied'
-            : 'not released: the lease was renewed before its expiry release was applied',
-        );
-      }
-      // Released and destroyed in this one command, its slot given back in
-      // it too: a released lease has nothing else left to do, so a `destroy`
-      // of its own would only cost a step, a command and a row version
-      // (docs/decisions/0024-a-release-destroys-the-lease.md).
-      // The slot it holds is the one its row records: a grant still on its
-      // way finds the lease destroyed and returns its slot itself.
-      // The collector's release (expiry, heartbeat or wait deadline): Slipway ends the lease itself.
-      if (ctx.payload.ifExpired) await tellHolder(trx, lease, ctx.command.id);
-      const resourceId = slotResource(ctx);
-      const held = resourceId !== undefined;
-      return done<'lease'>(held ? 'released and destroyed' : 'released before it got a slot, and destroyed', {
-        to: 'destroyed',
-        through: { state: 'released', message: held ? 'released' : 'released before it got a slot' },
-        ...(held ? await endHold(trx, ctx, resourceId, 'released') : {}),
-      });
-    },
-  },
-
-  // The resource's check found it gone: the lease cannot be used any more,
-  // whatever its holder does. It is broken with the check's reason (its
-  // holder sees why) and destroyed, which gives its slot back as any end
-  // does; the driver is not asked to release anything on a resource that
-  // no longer exists.
-  resource_gone: {
-    readsInTransaction: true,
-    async decide(trx: Db, ctx: CtxOf<'resource_gone'>) {
-      const lease = ctx.object;
-      const { resourceId, reason } = ctx.payload;
-      // A lease that holds a slot elsewhere is not this resource's (its
-      // grant here never came through); one whose grant is still on its way
-      // has no resource yet, and that grant would land on the gone one.
-      if (lease.resource_id !== null && lease.resource_id !== resourceId)
-        return done<'lease'>(`ignored: the lease is on resource ${lease.resource_id}`);
-      await tellHolder(trx, lease, ctx.command.id);
-      const message = `resource ${resourceId} is gone: ${reason}`;
-      return done<'lease'>(message, { to: 'broken', set: { message }, followUps: [{ target: self(lease), kind: 'destroy', reason: 'broken' }] });
-    },
-  },
-
-  destroy: {
-    read: heldSlot,
-    lockedBatch: destroyReturns,
-    readsInTransaction: (ctx) => ownReturn(ctx, ctx.read) !== undefined,
-    async decide(trx: Db, ctx: Ctx<number>) {
-      // A grant still on its way finds the lease destroyed and returns its slot itself.
-      const held = ctx.read;
-      return done<'lease'>('destroyed', { to: 'destroyed', ...(held !== undefined ? await endHold(trx, ctx, held, 'destroyed') : {}) });
-    },
-  },
+  allocate,
+  grant,
+  deny,
+  activate,
+  renew,
+  release,
+  resource_gone: resourceGone,
+  destroy,
 } satisfies HandlerTable<'lease'>;

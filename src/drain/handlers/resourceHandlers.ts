@@ -7,13 +7,13 @@ import { accepts, grantsSlots, isSettingUp } from '../../domain/lifecycle.ts';
 import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall } from '../../drivers/Driver.ts';
 import { retryDelayMs } from '../driverFailure.ts';
 import { takeSlot } from '../sql/takeSlot.ts';
-import { done, failed, type FollowUp, type HandlerContext, type HandlerTable, mergedAttributes, type OutcomeEvent, yieldFor } from '../Handler.ts';
+import { type FollowUp, send } from '../messages.ts';
+import { done, failed, type HandlerContext, type HandlerOf, type HandlerTable, mergedAttributes, type OutcomeEvent, yieldFor } from '../Handler.ts';
 import { blueprintHasWaiters, giveBackSlot, quotaFreed, slotFreed, slotFreedEvent } from './slotsGivenBack.ts';
 
 type Ctx = HandlerContext<'resource'>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
 type CtxOf<C extends CommandKindOf<'resource'>> = HandlerContext<'resource', PayloadOf<'resource', C>>;
-const self = (resource: ResourceRow) => ({ kind: 'resource', id: resource.id }) as const;
 
 /** How often a queued acquire looks again while its resource is still being made. */
 const ACQUIRE_WHILE_PENDING_MS = 1000;
@@ -28,12 +28,8 @@ const resourceCall = (ctx: Ctx): ResourceCall => ({
   },
 });
 
-const deny = (resource: ResourceRow, leaseId: number, reason: string): FollowUp => ({
-  target: { kind: 'lease', id: leaseId },
-  kind: 'deny',
-  payload: { resourceId: resource.id, reason },
-  reason: `resource ${resource.id} refused: ${reason}`,
-});
+const deny = (resource: ResourceRow, leaseId: number, reason: string): FollowUp =>
+  send.lease.deny(leaseId, { resourceId: resource.id, reason }, `resource ${resource.id} refused: ${reason}`);
 
 /**
  * idle_since, kept by the resource's own drain from its count of slots:
@@ -77,7 +73,7 @@ async function slotsInUseSettled(trx: Db, resourceId: number): Promise<number> {
   return rows.length;
 }
 
-const destroySelf = (resource: ResourceRow, reason: string): FollowUp => ({ target: self(resource), kind: 'destroy', reason });
+const destroySelf = (resource: ResourceRow, reason: string): FollowUp => send.resource.destroy(resource.id, reason);
 
 /** The leases holding the resource's slots, by id. */
 const slotHolders = (trx: Db, resourceId: number) =>
@@ -100,14 +96,6 @@ async function dropDirtySlots(trx: Db, resourceId: number): Promise<number> {
   const dropped = await trx.deleteFrom('resource_slots').where('resource_id', '=', resourceId).where('lease_id', 'is', null).executeTakeFirst();
   return Number(dropped.numDeletedRows);
 }
-
-/** A lease's slot given back on a blueprint that cleans between leases: cleaned by the driver before it is free. */
-const cleanSlot = (resource: ResourceRow, slot: number, reason: string): FollowUp => ({
-  target: self(resource),
-  kind: 'clean_slot',
-  payload: { slot },
-  reason,
-});
 
 /**
  * Whether a lease's slot given back to the resource is freed at once (its
@@ -208,13 +196,12 @@ async function decideHealth(trx: Db, ctx: Ctx, answer: Health, repairing: boolea
       set: { ...set, message: said },
       events,
       followUps: [
-        ...holders.map(
-          (h): FollowUp => ({
-            target: { kind: 'lease', id: h.lease_id },
-            kind: 'resource_gone',
-            payload: { resourceId: resource.id, reason: message ?? 'its driver found it gone' },
-            reason: `resource ${resource.id} is gone`,
-          }),
+        ...holders.map((h) =>
+          send.lease.resource_gone(
+            h.lease_id,
+            { resourceId: resource.id, reason: message ?? 'its driver found it gone' },
+            `resource ${resource.id} is gone`,
+          ),
         ),
         destroySelf(resource, 'gone'),
       ],
@@ -277,322 +264,334 @@ async function repairAtDriver(ctx: Ctx): Promise<Repairing> {
   return { answer, cleaned };
 }
 
+const allocate = {
+  shape: 'effectful',
+  effect: (ctx: Ctx) => ctx.driver().allocateResource(resourceCall(ctx)),
+  async decide(_trx: Db, ctx: Ctx, result: DriverResult) {
+    return done<'resource'>('allocated', {
+      // A driver that knows the resource's slots (a static pool's entry) overrides the blueprint's default.
+      set: {
+        attributes: mergedAttributes(ctx.object.attributes, result.attributes),
+        ...(result.capacity ? { capacity: result.capacity } : {}),
+        ...(result.labels ? { labels: JSON.stringify(result.labels) } : {}),
+      },
+      events: [{ type: 'allocated', message: 'the driver allocated it' }],
+      followUps: [send.resource.activate(ctx.object.id, 'allocated')],
+    });
+  },
+} satisfies HandlerOf<'resource', 'allocate'>;
+
+const activate = {
+  shape: 'effectful',
+  readsInTransaction: true,
+  effect: (ctx: Ctx) => ctx.driver().activateResource(resourceCall(ctx)),
+  async decide(trx: Db, ctx: Ctx, result: DriverResult) {
+    const resource = ctx.object;
+    // Acquires that yielded while we were pending can be served now.
+    await trx
+      .updateTable('commands')
+      .set({ not_before: sql<Date>`now()` })
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', resource.id)
+      .where('kind', '=', 'acquire')
+      .where('status', '=', 'queued')
+      .execute();
+    // Slots beyond the one made for the waiting lease can serve others
+    // (the blueprint discounts the slot that lease's acquire will take).
+    const used = await slotsInUse(trx, resource.id);
+    return done<'resource'>('active', {
+      to: 'active',
+      set: { attributes: mergedAttributes(resource.attributes, result.attributes), used_slots: used, idle_since: idleFrom(resource, used) },
+      followUps: await offerFreeSlot(trx, resource, used),
+    });
+  },
+} satisfies HandlerOf<'resource', 'activate'>;
+
+// Acquires and slot returns come in bursts (a waiting line served, leases
+// ending together) and each decides from the slots table and the row in
+// memory alone: a run of them is one step (see commandRun.ts).
+const acquire = {
+  shape: 'querying',
+  inRuns: true,
+  async decide(trx: Db, ctx: CtxOf<'acquire'>) {
+    const resource = ctx.object;
+    const { leaseId } = ctx.payload;
+    if (isSettingUp('resource', resource.state)) return yieldFor<'resource'>(ACQUIRE_WHILE_PENDING_MS, 'waiting for the resource to become active');
+    if (!grantsSlots('resource', resource.state))
+      return done<'resource'>(`refused lease ${leaseId}: resource is ${resource.state}`, {
+        // A slot the blueprint promised this lease is not there: the lease asks again.
+        followUps: [deny(resource, leaseId, `resource is ${resource.state}`)],
+      });
+
+    let { lease, heldOn, slot, taken } = await takeSlot(trx, resource, leaseId);
+    if (slot === undefined && lease?.selector && lease.state === 'pending' && lease.resourceId === null && heldOn === undefined) {
+      // A slot goes only to a lease whose selector this resource's labels match.
+      const labels = resourceLabels(resource.labels, ctx.blueprint.labels);
+      const failed = mismatch(parseSelector(lease.selector), labels);
+      if (failed) {
+        return done<'resource'>(`refused lease ${leaseId}: its selector does not match (${failed})`, {
+          // Made for that lease (a static pool had no matching entry free), it is not its
+          // resource any more: the lease asks its blueprint again rather than being sent back here.
+          ...(resource.allocated_for_lease_id === leaseId ? { set: { allocated_for_lease_id: null } } : {}),
+          followUps: [deny(resource, leaseId, `its selector does not match this resource's labels (${failed})`)],
+        });
+      }
+      ({ lease, heldOn, slot, taken } = await takeSlot(trx, resource, leaseId, true));
+    }
+    if (lease?.state !== 'pending' || lease.resourceId !== null) {
+      return done<'resource'>(`lease ${leaseId} no longer needs a slot`, { followUps: await offerFreeSlot(trx, resource, taken) });
+    }
+    if (heldOn !== undefined) {
+      return done<'resource'>(`lease ${leaseId} already holds a slot on resource ${heldOn}`, {
+        followUps: await offerFreeSlot(trx, resource, taken),
+      });
+    }
+    if (slot === undefined) {
+      return done<'resource'>(`refused lease ${leaseId}: all ${resource.capacity} slots taken`, {
+        followUps: [deny(resource, leaseId, 'no free slot')],
+      });
+    }
+    return done<'resource'>(`granted slot ${slot} to lease ${leaseId}`, {
+      set: { used_slots: taken + 1, idle_since: null },
+      events: [{ type: 'slot_granted', message: `slot ${slot} to lease ${leaseId}`, data: { leaseId, slot } }],
+      followUps: [
+        send.lease.grant(
+          leaseId,
+          { resourceId: resource.id, slot },
+          // Why the blueprint chose this lease rides along, so the lease's timeline says it.
+          `resource ${resource.id} has a slot${ctx.command.reason ? ` — ${ctx.command.reason}` : ''}`,
+        ),
+      ],
+    });
+  },
+} satisfies HandlerOf<'resource', 'acquire'>;
+
+// A slot taken back from a lease: on a blueprint that cleans between
+// leases (its lease asks, rather than freeing the slot itself), and for
+// a lease that a grant reached after it no longer wanted a slot.
+const releaseSlot = {
+  shape: 'querying',
+  inRuns: true,
+  async decide(trx: Db, ctx: CtxOf<'release_slot'>) {
+    const resource = ctx.object;
+    const { leaseId } = ctx.payload;
+    if (!freedAtOnce(resource, ctx.blueprint)) {
+      const dirty = await trx
+        .updateTable('resource_slots')
+        .set({ lease_id: null })
+        .where('resource_id', '=', resource.id)
+        .where('lease_id', '=', leaseId)
+        .returning('slot')
+        .executeTakeFirst();
+      if (!dirty) return done<'resource'>(`lease ${leaseId} held no slot here`);
+      return done<'resource'>(`lease ${leaseId} gave back slot ${dirty.slot}; cleaning it`, {
+        events: [slotFreedEvent(resource.id, leaseId, dirty.slot, ', to be cleaned')],
+        followUps: [
+          send.resource.clean_slot(resource.id, { slot: dirty.slot }, `lease ${leaseId} gave it back`),
+          ...(await quotaFreed(trx, leaseId)),
+        ],
+      });
+    }
+    const given = await giveBackSlot(trx, { resourceId: resource.id, leaseId, blueprintId: resource.blueprint_id });
+    if (!given) return done<'resource'>(`lease ${leaseId} held no slot here`);
+    const used = given.left.slots;
+    const followUps: FollowUp[] = [];
+    if (resource.state === 'released' && used === 0) followUps.push(destroySelf(resource, 'released and empty'));
+    if (grantsSlots('resource', resource.state)) followUps.push(...(await offerFreeSlot(trx, resource, used)));
+    followUps.push(...(await quotaFreed(trx, leaseId)));
+    return done<'resource'>(`lease ${leaseId} gave back slot ${given.slot}`, {
+      set: { used_slots: used, idle_since: idleFrom(resource, used) },
+      events: [slotFreedEvent(resource.id, leaseId, given.slot)],
+      followUps,
+    });
+  },
+} satisfies HandlerOf<'resource', 'release_slot'>;
+
+// A lease gave back what may have been the resource's last slot
+// (slotsGivenBack.ts): the resource counts its slots, idle from now if
+// none is taken, and destroyed if it was released and is empty.
+const countSlots = {
+  shape: 'querying',
+  async decide(trx: Db, ctx: Ctx) {
+    const resource = ctx.object;
+    const used = await slotsInUse(trx, resource.id);
+    const destroyed = resource.state === 'released' && used === 0;
+    return done<'resource'>(
+      used === 0 ? `no slot taken${destroyed ? ': released and empty' : ''}` : `${used} of ${resource.capacity} slot(s) taken`,
+      {
+        set: { used_slots: used, idle_since: idleFrom(resource, used) },
+        followUps: destroyed ? [destroySelf(resource, 'released and empty')] : [],
+      },
+    );
+  },
+} satisfies HandlerOf<'resource', 'count_slots'>;
+
+const release = {
+  shape: 'querying',
+  async decide(trx: Db, ctx: Ctx) {
+    const resource = ctx.object;
+    if (resource.state === 'broken')
+      return done<'resource'>('broken: destroying it again', { followUps: [destroySelf(resource, 'release of a broken resource')] });
+    const holders = await slotHolders(trx, resource.id);
+    await dropDirtySlots(trx, resource.id);
+    const followUps: FollowUp[] =
+      holders.length === 0
+        ? [destroySelf(resource, 'released with no leases')]
+        : holders.map((h) => send.lease.release(h.lease_id, {}, `resource ${resource.id} is being released`));
+    return done<'resource'>(holders.length === 0 ? 'released' : `released; releasing its ${holders.length} lease(s) first`, {
+      to: 'released',
+      set: { used_slots: holders.length },
+      followUps,
+    });
+  },
+} satisfies HandlerOf<'resource', 'release'>;
+
+const reclaim = {
+  shape: 'querying',
+  async decide(trx: Db, ctx: Ctx) {
+    const resource = ctx.object;
+    const held = (await slotHolders(trx, resource.id)).length;
+    if (held > 0) return failed<'resource'>(`not reclaimed: ${held} lease(s) hold it`);
+    await dropDirtySlots(trx, resource.id);
+    return done<'resource'>('reclaimed', {
+      to: 'released',
+      set: { used_slots: 0 },
+      followUps: [destroySelf(resource, 'reclaimed')],
+    });
+  },
+} satisfies HandlerOf<'resource', 'reclaim'>;
+
+// Released without releasing its leases: acquires are refused from now
+// on, and it is destroyed once its last lease has given its slot back
+// (the count that return asks for, count_slots).
+const retire = {
+  shape: 'querying',
+  async decide(trx: Db, ctx: Ctx) {
+    const resource = ctx.object;
+    await dropDirtySlots(trx, resource.id);
+    const used = await slotsInUse(trx, resource.id);
+    const empty = used === 0;
+    return done<'resource'>(empty ? 'retired with no leases' : `retired; destroyed once its ${used} lease(s) end`, {
+      to: 'released',
+      set: { used_slots: used },
+      followUps: empty ? [destroySelf(resource, 'retired with no leases')] : [],
+    });
+  },
+} satisfies HandlerOf<'resource', 'retire'>;
+
+// A slot a lease gave back, cleaned by the driver before it may be
+// granted again. A failed cleaning is retried with backoff; the
+// blueprint's clean_attempts-th failure in a row (or a permanent one)
+// quarantines the resource, the slot still waiting: an operator's repair
+// cleans it again.
+const cleanSlot = {
+  shape: 'effectful',
+  readsInTransaction: true,
+  effect: (ctx: CtxOf<'clean_slot'>) => cleanAtDriver(ctx, ctx.payload.slot),
+  async decide(trx: Db, ctx: CtxOf<'clean_slot'>, cleaning: Cleaning) {
+    const resource = ctx.object;
+    const { slot } = ctx.payload;
+    if (cleaning.ok) {
+      if ((await freeCleanedSlots(trx, resource, [slot])) === 0) return done<'resource'>(`slot ${slot} was not waiting to be cleaned`);
+      const used = await slotsInUse(trx, resource.id);
+      return done<'resource'>(`cleaned slot ${slot}`, {
+        set: { used_slots: used, idle_since: idleFrom(resource, used) },
+        events: [{ type: 'slot_cleaned', message: `slot ${slot}`, data: { slot } }],
+        followUps: grantsSlots('resource', resource.state) ? await offerFreeSlot(trx, resource, used) : [],
+      });
+    }
+    const { error } = cleaning;
+    const attempt = ctx.command.attempts + 1;
+    const permanent = error instanceof PermanentDriverError;
+    if (permanent || attempt >= ctx.blueprint.clean_attempts) {
+      const message = `cleaning slot ${slot} failed${permanent ? ' for good' : ` ${attempt} time(s)`}: ${error.message}`;
+      return failed<'resource'>(resource.state === 'quarantined' ? message : `${message}; quarantined`, {
+        ...(resource.state === 'quarantined' ? {} : { to: 'quarantined' }),
+        set: { message },
+        events: [{ type: 'cleaning_failed', message, data: { slot, attempt } }],
+      });
+    }
+    const retryInMs = retryDelayMs(error, ctx.command.attempts);
+    return {
+      status: 'yield',
+      message: `cleaning slot ${slot} failed (attempt ${attempt} of ${ctx.blueprint.clean_attempts}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`,
+      retryInMs,
+      events: [{ type: 'driver_error', message: error.message, data: { slot, attempt, retryInMs } }],
+    };
+  },
+} satisfies HandlerOf<'resource', 'clean_slot'>;
+
+// Maintenance: from here on acquire refuses every lease (each asks its
+// blueprint again, which counts only active resources' slots), while the
+// leases that hold slots carry on and give them back as usual.
+const drain = {
+  shape: 'querying',
+  async decide(trx: Db, ctx: Ctx) {
+    const used = await slotsInUse(trx, ctx.object.id);
+    return done<'resource'>(`in maintenance: takes no new leases${used > 0 ? `; its ${used} lease(s) carry on` : ''}`, { to: 'maintenance' });
+  },
+} satisfies HandlerOf<'resource', 'drain'>;
+
+const undrain = {
+  shape: 'querying',
+  decide: (trx: Db, ctx: Ctx) => backInService(trx, ctx.object, {}, [], 'back in service'),
+} satisfies HandlerOf<'resource', 'undrain'>;
+
+const check = {
+  shape: 'effectful',
+  readsInTransaction: true,
+  effect: askDriver,
+  decide: (trx: Db, ctx: Ctx, answer: Health) => decideHealth(trx, ctx, answer, false),
+} satisfies HandlerOf<'resource', 'check'>;
+
+// Checks the resource again and cleans the slots still waiting for it:
+// healthy and clean, it takes leases again.
+const repair = {
+  shape: 'effectful',
+  readsInTransaction: true,
+  effect: repairAtDriver,
+  async decide(trx: Db, ctx: Ctx, { answer, cleaned, failedCleaning }: Repairing) {
+    await freeCleanedSlots(trx, ctx.object, cleaned);
+    if (failedCleaning) {
+      return failed<'resource'>(`still quarantined: cleaning slot ${failedCleaning.slot} failed: ${failedCleaning.message}`, {
+        set: { used_slots: await slotsInUse(trx, ctx.object.id) },
+      });
+    }
+    const outcome = await decideHealth(trx, ctx, answer, true);
+    const cleanedEvents = cleaned.map((slot) => ({ type: 'slot_cleaned', message: `slot ${slot}`, data: { slot } }));
+    return { ...outcome, events: [...cleanedEvents, ...(outcome.events ?? [])] };
+  },
+} satisfies HandlerOf<'resource', 'repair'>;
+
+const destroy = {
+  shape: 'effectful',
+  effect: (ctx: Ctx) => ctx.driver().destroyResource(resourceCall(ctx)),
+  async decide(_trx: Db, ctx: Ctx) {
+    const resource = ctx.object;
+    return done<'resource'>('destroyed', {
+      to: 'destroyed',
+      followUps: [send.blueprint.resource_destroyed(resource.blueprint_id, { resourceId: resource.id }, `resource ${resource.id} destroyed`)],
+    });
+  },
+} satisfies HandlerOf<'resource', 'destroy'>;
+
 /**
  * A resource is the single writer of its slots: it alone decides who gets
  * one, so capacity holds without any slot locks.
  */
 export const RESOURCE_HANDLERS = {
-  allocate: {
-    effect: (ctx: Ctx) => ctx.driver().allocateResource(resourceCall(ctx)),
-    async decide(_trx: Db, ctx: Ctx, result: DriverResult) {
-      return done<'resource'>('allocated', {
-        // A driver that knows the resource's slots (a static pool's entry) overrides the blueprint's default.
-        set: {
-          attributes: mergedAttributes(ctx.object.attributes, result.attributes),
-          ...(result.capacity ? { capacity: result.capacity } : {}),
-          ...(result.labels ? { labels: JSON.stringify(result.labels) } : {}),
-        },
-        events: [{ type: 'allocated', message: 'the driver allocated it' }],
-        followUps: [{ target: self(ctx.object), kind: 'activate', reason: 'allocated' }],
-      });
-    },
-  },
-
-  activate: {
-    readsInTransaction: true,
-    effect: (ctx: Ctx) => ctx.driver().activateResource(resourceCall(ctx)),
-    async decide(trx: Db, ctx: Ctx, result: DriverResult) {
-      const resource = ctx.object;
-      // Acquires that yielded while we were pending can be served now.
-      await trx
-        .updateTable('commands')
-        .set({ not_before: sql<Date>`now()` })
-        .where('target_kind', '=', 'resource')
-        .where('target_id', '=', resource.id)
-        .where('kind', '=', 'acquire')
-        .where('status', '=', 'queued')
-        .execute();
-      // Slots beyond the one made for the waiting lease can serve others
-      // (the blueprint discounts the slot that lease's acquire will take).
-      const used = await slotsInUse(trx, resource.id);
-      return done<'resource'>('active', {
-        to: 'active',
-        set: { attributes: mergedAttributes(resource.attributes, result.attributes), used_slots: used, idle_since: idleFrom(resource, used) },
-        followUps: await offerFreeSlot(trx, resource, used),
-      });
-    },
-  },
-
-  // Acquires and slot returns come in bursts (a waiting line served, leases
-  // ending together) and each decides from the slots table and the row in
-  // memory alone: a run of them is one step (see commandRun.ts).
-  acquire: {
-    readsInTransaction: true,
-    inRuns: true,
-    async decide(trx: Db, ctx: CtxOf<'acquire'>) {
-      const resource = ctx.object;
-      const { leaseId } = ctx.payload;
-      if (isSettingUp('resource', resource.state)) return yieldFor<'resource'>(ACQUIRE_WHILE_PENDING_MS, 'waiting for the resource to become active');
-      if (!grantsSlots('resource', resource.state))
-        return done<'resource'>(`refused lease ${leaseId}: resource is ${resource.state}`, {
-          // A slot the blueprint promised this lease is not there: the lease asks again.
-          followUps: [deny(resource, leaseId, `resource is ${resource.state}`)],
-        });
-
-      let { lease, heldOn, slot, taken } = await takeSlot(trx, resource, leaseId);
-      if (slot === undefined && lease?.selector && lease.state === 'pending' && lease.resourceId === null && heldOn === undefined) {
-        // A slot goes only to a lease whose selector this resource's labels match.
-        const labels = resourceLabels(resource.labels, ctx.blueprint.labels);
-        const failed = mismatch(parseSelector(lease.selector), labels);
-        if (failed) {
-          return done<'resource'>(`refused lease ${leaseId}: its selector does not match (${failed})`, {
-            // Made for that lease (a static pool had no matching entry free), it is not its
-            // resource any more: the lease asks its blueprint again rather than being sent back here.
-            ...(resource.allocated_for_lease_id === leaseId ? { set: { allocated_for_lease_id: null } } : {}),
-            followUps: [deny(resource, leaseId, `its selector does not match this resource's labels (${failed})`)],
-          });
-        }
-        ({ lease, heldOn, slot, taken } = await takeSlot(trx, resource, leaseId, true));
-      }
-      if (lease?.state !== 'pending' || lease.resourceId !== null) {
-        return done<'resource'>(`lease ${leaseId} no longer needs a slot`, { followUps: await offerFreeSlot(trx, resource, taken) });
-      }
-      if (heldOn !== undefined) {
-        return done<'resource'>(`lease ${leaseId} already holds a slot on resource ${heldOn}`, {
-          followUps: await offerFreeSlot(trx, resource, taken),
-        });
-      }
-      if (slot === undefined) {
-        return done<'resource'>(`refused lease ${leaseId}: all ${resource.capacity} slots taken`, {
-          followUps: [deny(resource, leaseId, 'no free slot')],
-        });
-      }
-      return done<'resource'>(`granted slot ${slot} to lease ${leaseId}`, {
-        set: { used_slots: taken + 1, idle_since: null },
-        events: [{ type: 'slot_granted', message: `slot ${slot} to lease ${leaseId}`, data: { leaseId, slot } }],
-        followUps: [
-          {
-            target: { kind: 'lease', id: leaseId },
-            kind: 'grant',
-            payload: { resourceId: resource.id, slot },
-            // Why the blueprint chose this lease rides along, so the lease's timeline says it.
-            reason: `resource ${resource.id} has a slot${ctx.command.reason ? ` — ${ctx.command.reason}` : ''}`,
-          },
-        ],
-      });
-    },
-  },
-
-  // A slot taken back from a lease: on a blueprint that cleans between
-  // leases (its lease asks, rather than freeing the slot itself), and for
-  // a lease that a grant reached after it no longer wanted a slot.
-  release_slot: {
-    readsInTransaction: true,
-    inRuns: true,
-    async decide(trx: Db, ctx: CtxOf<'release_slot'>) {
-      const resource = ctx.object;
-      const { leaseId } = ctx.payload;
-      if (!freedAtOnce(resource, ctx.blueprint)) {
-        const dirty = await trx
-          .updateTable('resource_slots')
-          .set({ lease_id: null })
-          .where('resource_id', '=', resource.id)
-          .where('lease_id', '=', leaseId)
-          .returning('slot')
-          .executeTakeFirst();
-        if (!dirty) return done<'resource'>(`lease ${leaseId} held no slot here`);
-        return done<'resource'>(`lease ${leaseId} gave back slot ${dirty.slot}; cleaning it`, {
-          events: [slotFreedEvent(resource.id, leaseId, dirty.slot, ', to be cleaned')],
-          followUps: [cleanSlot(resource, dirty.slot, `lease ${leaseId} gave it back`), ...(await quotaFreed(trx, leaseId))],
-        });
-      }
-      const given = await giveBackSlot(trx, { resourceId: resource.id, leaseId, blueprintId: resource.blueprint_id });
-      if (!given) return done<'resource'>(`lease ${leaseId} held no slot here`);
-      const used = given.left.slots;
-      const followUps: FollowUp[] = [];
-      if (resource.state === 'released' && used === 0) followUps.push(destroySelf(resource, 'released and empty'));
-      if (grantsSlots('resource', resource.state)) followUps.push(...(await offerFreeSlot(trx, resource, used)));
-      followUps.push(...(await quotaFreed(trx, leaseId)));
-      return done<'resource'>(`lease ${leaseId} gave back slot ${given.slot}`, {
-        set: { used_slots: used, idle_since: idleFrom(resource, used) },
-        events: [slotFreedEvent(resource.id, leaseId, given.slot)],
-        followUps,
-      });
-    },
-  },
-
-  // A lease gave back what may have been the resource's last slot
-  // (slotsGivenBack.ts): the resource counts its slots, idle from now if
-  // none is taken, and destroyed if it was released and is empty.
-  count_slots: {
-    readsInTransaction: true,
-    async decide(trx: Db, ctx: Ctx) {
-      const resource = ctx.object;
-      const used = await slotsInUse(trx, resource.id);
-      const destroyed = resource.state === 'released' && used === 0;
-      return done<'resource'>(
-        used === 0 ? `no slot taken${destroyed ? ': released and empty' : ''}` : `${used} of ${resource.capacity} slot(s) taken`,
-        {
-          set: { used_slots: used, idle_since: idleFrom(resource, used) },
-          followUps: destroyed ? [destroySelf(resource, 'released and empty')] : [],
-        },
-      );
-    },
-  },
-
-  release: {
-    readsInTransaction: true,
-    async decide(trx: Db, ctx: Ctx) {
-      const resource = ctx.object;
-      if (resource.state === 'broken')
-        return done<'resource'>('broken: destroying it again', { followUps: [destroySelf(resource, 'release of a broken resource')] });
-      const holders = await slotHolders(trx, resource.id);
-      await dropDirtySlots(trx, resource.id);
-      const followUps: FollowUp[] =
-        holders.length === 0
-          ? [destroySelf(resource, 'released with no leases')]
-          : holders.map((h) => ({
-              target: { kind: 'lease', id: h.lease_id } as const,
-              kind: 'release',
-              reason: `resource ${resource.id} is being released`,
-            }));
-      return done<'resource'>(holders.length === 0 ? 'released' : `released; releasing its ${holders.length} lease(s) first`, {
-        to: 'released',
-        set: { used_slots: holders.length },
-        followUps,
-      });
-    },
-  },
-
-  reclaim: {
-    readsInTransaction: true,
-    async decide(trx: Db, ctx: Ctx) {
-      const resource = ctx.object;
-      const held = (await slotHolders(trx, resource.id)).length;
-      if (held > 0) return failed<'resource'>(`not reclaimed: ${held} lease(s) hold it`);
-      await dropDirtySlots(trx, resource.id);
-      return done<'resource'>('reclaimed', {
-        to: 'released',
-        set: { used_slots: 0 },
-        followUps: [destroySelf(resource, 'reclaimed')],
-      });
-    },
-  },
-
-  // Released without releasing its leases: acquires are refused from now
-  // on, and it is destroyed once its last lease has given its slot back
-  // (the count that return asks for, count_slots).
-  retire: {
-    readsInTransaction: true,
-    async decide(trx: Db, ctx: Ctx) {
-      const resource = ctx.object;
-      await dropDirtySlots(trx, resource.id);
-      const used = await slotsInUse(trx, resource.id);
-      const empty = used === 0;
-      return done<'resource'>(empty ? 'retired with no leases' : `retired; destroyed once its ${used} lease(s) end`, {
-        to: 'released',
-        set: { used_slots: used },
-        followUps: empty ? [destroySelf(resource, 'retired with no leases')] : [],
-      });
-    },
-  },
-
-  // A slot a lease gave back, cleaned by the driver before it may be
-  // granted again. A failed cleaning is retried with backoff; the
-  // blueprint's clean_attempts-th failure in a row (or a permanent one)
-  // quarantines the resource, the slot still waiting: an operator's repair
-  // cleans it again.
-  clean_slot: {
-    readsInTransaction: true,
-    effect: (ctx: CtxOf<'clean_slot'>) => cleanAtDriver(ctx, ctx.payload.slot),
-    async decide(trx: Db, ctx: CtxOf<'clean_slot'>, cleaning: Cleaning) {
-      const resource = ctx.object;
-      const { slot } = ctx.payload;
-      if (cleaning.ok) {
-        if ((await freeCleanedSlots(trx, resource, [slot])) === 0) return done<'resource'>(`slot ${slot} was not waiting to be cleaned`);
-        const used = await slotsInUse(trx, resource.id);
-        return done<'resource'>(`cleaned slot ${slot}`, {
-          set: { used_slots: used, idle_since: idleFrom(resource, used) },
-          events: [{ type: 'slot_cleaned', message: `slot ${slot}`, data: { slot } }],
-          followUps: grantsSlots('resource', resource.state) ? await offerFreeSlot(trx, resource, used) : [],
-        });
-      }
-      const { error } = cleaning;
-      const attempt = ctx.command.attempts + 1;
-      const permanent = error instanceof PermanentDriverError;
-      if (permanent || attempt >= ctx.blueprint.clean_attempts) {
-        const message = `cleaning slot ${slot} failed${permanent ? ' for good' : ` ${attempt} time(s)`}: ${error.message}`;
-        return failed<'resource'>(resource.state === 'quarantined' ? message : `${message}; quarantined`, {
-          ...(resource.state === 'quarantined' ? {} : { to: 'quarantined' }),
-          set: { message },
-          events: [{ type: 'cleaning_failed', message, data: { slot, attempt } }],
-        });
-      }
-      const retryInMs = retryDelayMs(error, ctx.command.attempts);
-      return {
-        status: 'yield',
-        message: `cleaning slot ${slot} failed (attempt ${attempt} of ${ctx.blueprint.clean_attempts}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`,
-        retryInMs,
-        events: [{ type: 'driver_error', message: error.message, data: { slot, attempt, retryInMs } }],
-      };
-    },
-  },
-
-  // Maintenance: from here on acquire refuses every lease (each asks its
-  // blueprint again, which counts only active resources' slots), while the
-  // leases that hold slots carry on and give them back as usual.
-  drain: {
-    readsInTransaction: true,
-    async decide(trx: Db, ctx: Ctx) {
-      const used = await slotsInUse(trx, ctx.object.id);
-      return done<'resource'>(`in maintenance: takes no new leases${used > 0 ? `; its ${used} lease(s) carry on` : ''}`, { to: 'maintenance' });
-    },
-  },
-
-  undrain: {
-    readsInTransaction: true,
-    decide: (trx: Db, ctx: Ctx) => backInService(trx, ctx.object, {}, [], 'back in service'),
-  },
-
-  check: {
-    readsInTransaction: true,
-    effect: askDriver,
-    decide: (trx: Db, ctx: Ctx, answer: Health) => decideHealth(trx, ctx, answer, false),
-  },
-
-  // Checks the resource again and cleans the slots still waiting for it:
-  // healthy and clean, it takes leases again.
-  repair: {
-    readsInTransaction: true,
-    effect: repairAtDriver,
-    async decide(trx: Db, ctx: Ctx, { answer, cleaned, failedCleaning }: Repairing) {
-      await freeCleanedSlots(trx, ctx.object, cleaned);
-      if (failedCleaning) {
-        return failed<'resource'>(`still quarantined: cleaning slot ${failedCleaning.slot} failed: ${failedCleaning.message}`, {
-          set: { used_slots: await slotsInUse(trx, ctx.object.id) },
-        });
-      }
-      const outcome = await decideHealth(trx, ctx, answer, true);
-      const cleanedEvents = cleaned.map((slot) => ({ type: 'slot_cleaned', message: `slot ${slot}`, data: { slot } }));
-      return { ...outcome, events: [...cleanedEvents, ...(outcome.events ?? [])] };
-    },
-  },
-
-  destroy: {
-    effect: (ctx: Ctx) => ctx.driver().destroyResource(resourceCall(ctx)),
-    async decide(_trx: Db, ctx: Ctx) {
-      const resource = ctx.object;
-      return done<'resource'>('destroyed', {
-        to: 'destroyed',
-        followUps: [
-          {
-            target: { kind: 'blueprint', id: resource.blueprint_id },
-            kind: 'resource_destroyed',
-            payload: { resourceId: resource.id },
-            reason: `resource ${resource.id} destroyed`,
-          },
-        ],
-      });
-    },
-  },
+  allocate,
+  activate,
+  acquire,
+  release_slot: releaseSlot,
+  count_slots: countSlots,
+  release,
+  reclaim,
+  retire,
+  clean_slot: cleanSlot,
+  drain,
+  undrain,
+  check,
+  repair,
+  destroy,
 } satisfies HandlerTable<'resource'>;

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/Database.ts';
 import { accepts, grantsSlots } from '../../domain/lifecycle.ts';
-import type { ObjectRef } from '../../queue/objectTables.ts';
-import type { FollowUp, LockedBatch, OutcomeEvent } from '../Handler.ts';
+import type { LockedBatch, OutcomeEvent } from '../Handler.ts';
+import { type FollowUp, send } from '../messages.ts';
 import { perStep } from '../perStep.ts';
 import { returnSlotsStatement, type SlotReturn, slotsReturned } from '../sql/returnSlots.ts';
 import { type SlotsLeft, slotsLeft, slotsLeftStatement } from '../sql/slotsLeft.ts';
@@ -119,13 +119,12 @@ export function slotFreedEvent(resourceId: number, leaseId: number, slot: number
 export async function tellOfSlotGivenBack(trx: Db, leaseId: number, given: SlotGivenBack): Promise<FollowUp[]> {
   const { left } = given;
   const told = toldInStep(trx);
-  const resource: ObjectRef = { kind: 'resource', id: left.resourceId };
   const offer = grantsSlots('resource', left.state) && left.waiters && once(told.blueprints, left.blueprintId);
   const count = left.emptied && accepts('resource', left.state, 'count_slots') && once(told.counts, left.resourceId);
   return [
     ...(offer ? [slotFreed(left.resourceId, left.blueprintId)] : []),
     ...(await quotaFreed(trx, leaseId)),
-    ...(count ? [{ target: resource, kind: 'count_slots', reason: `lease ${leaseId} gave back what may be its last slot` } satisfies FollowUp] : []),
+    ...(count ? [send.resource.count_slots(left.resourceId, `lease ${leaseId} gave back what may be its last slot`)] : []),
   ];
 }
 
@@ -144,12 +143,8 @@ function once(told: Set<number>, id: number): boolean {
 }
 
 /** Tells the blueprint that a resource of it has a slot its line could take. */
-export const slotFreed = (resourceId: number, blueprintId: number): FollowUp => ({
-  target: { kind: 'blueprint', id: blueprintId },
-  kind: 'slot_freed',
-  payload: { resourceId },
-  reason: `resource ${resourceId} has a free slot`,
-});
+export const slotFreed = (resourceId: number, blueprintId: number): FollowUp =>
+  send.blueprint.slot_freed(blueprintId, { resourceId }, `resource ${resourceId} has a free slot`);
 
 /**
  * Does the blueprint have leases waiting? Lock the blueprint's row FOR SHARE
@@ -195,11 +190,7 @@ const waitersAsked = perStep(() => ({ answers: new Map<number, Promise<boolean>>
 export async function quotaFreed(trx: Db, leaseId: number): Promise<FollowUp[]> {
   if (!(await anyQuota(trx))) return [];
   const blueprints = await blueprintsWhereTeamWaits(trx, { leaseId }, { anyQuota: true });
-  return blueprints.map((id) => ({
-    target: { kind: 'blueprint', id },
-    kind: 'serve_waiters',
-    reason: `lease ${leaseId} gave its slot back: its team counts one lease fewer`,
-  }));
+  return blueprints.map((id) => send.blueprint.serve_waiters(id, `lease ${leaseId} gave its slot back: its team counts one lease fewer`));
 }
 
 /**

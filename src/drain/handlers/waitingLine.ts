@@ -7,7 +7,7 @@ import { statesWith } from '../../domain/lifecycle.ts';
 import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import { slotsTaken } from '../../read/slotsTaken.ts';
-import type { FollowUp } from '../Handler.ts';
+import { type FollowUp, send } from '../messages.ts';
 import { type Candidate as FairCandidate, describeChoice, pickNext, type TeamUse } from '../../domain/fairShare.ts';
 import { describeQuota, type Quota, quotaReached } from '../../domain/quotas.ts';
 import { perStep } from '../perStep.ts';
@@ -67,13 +67,6 @@ export interface LineCount {
 
 /** The most waiting leases a decision counts for its message. */
 const COUNT_CAP = 100;
-
-const acquire = (resourceId: number, leaseId: number, reason: string): FollowUp => ({
-  target: { kind: 'resource', id: resourceId },
-  kind: 'acquire',
-  payload: { leaseId },
-  reason,
-});
 
 /**
  * A lease coming to the line: it takes its place (`since`) by the time it
@@ -209,7 +202,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
       : why
         ? `lease ${leaseId} chosen for a slot: ${why}`
         : `lease ${leaseId} asked for a slot`;
-    followUps.push(acquire(slot.id, leaseId, reason));
+    followUps.push(send.resource.acquire(slot.id, { leaseId }, reason));
   };
 
   const departed: number[] = [];
