@@ -4,6 +4,7 @@ import { ErrorBodySchema } from '../api/errors.ts';
 import { ApiLeaseService, type LeaseRequestInput } from './ApiLeaseService.ts';
 import { ApiRefusal, UnexpectedAnswer, Unreachable } from './errors.ts';
 import { holdLease, type HeldLease, type HoldOptions } from './holdLease.ts';
+import { httpExchange, type HttpReply } from './httpExchange.ts';
 
 /**
  * A typed client of the Slipway HTTP API, made from the same operation table
@@ -89,10 +90,9 @@ export class SlipwayClient {
     };
     const url = new URL(pathOf(op.url, params) + queryOf(query), this.options.baseUrl);
     const request = `${op.method} ${url.pathname}`;
-    let response: Response;
-    let text: string;
+    let reply: HttpReply;
     try {
-      response = await fetch(url, {
+      reply = await httpExchange(url, {
         method: op.method,
         signal: this.options.signal,
         headers: {
@@ -103,32 +103,28 @@ export class SlipwayClient {
         },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
-      text = await response.text();
     } catch (error) {
       if (this.options.signal?.aborted) throw error;
-      const cause = (error as Error & { cause?: { code?: string; message?: string } }).cause;
-      throw new Unreachable(url.origin, cause?.code ?? cause?.message ?? (error as Error).message);
+      const { code, message } = error as NodeJS.ErrnoException;
+      throw new Unreachable(url.origin, code ?? message);
     }
+    const { status, text } = reply;
     const json = parseJson(text);
-    const answer = (op.responses as Record<number, { schema: z.ZodType } | undefined>)[response.status];
+    const answer = (op.responses as Record<number, { schema: z.ZodType } | undefined>)[status];
     if (answer) {
       const parsed = answer.schema.safeParse(json);
       if (!parsed.success) {
         throw new UnexpectedAnswer(
-          `${request}: the ${response.status} answer is not what the API describes: ${parsed.error.issues[0]?.message}`,
-          response.status,
+          `${request}: the ${status} answer is not what the API describes: ${parsed.error.issues[0]?.message}`,
+          status,
           request,
         );
       }
-      return { status: response.status, body: parsed.data } as CallAnswer<N>;
+      return { status, body: parsed.data } as CallAnswer<N>;
     }
     const refusal = ErrorBodySchema.safeParse(json);
-    if (!response.ok && refusal.success) throw new ApiRefusal(response.status, refusal.data, request);
-    throw new UnexpectedAnswer(
-      `${request}: the server answered ${response.status} without a Slipway answer; is this the Slipway API?`,
-      response.status,
-      request,
-    );
+    if (status >= 400 && refusal.success) throw new ApiRefusal(status, refusal.data, request);
+    throw new UnexpectedAnswer(`${request}: the server answered ${status} without a Slipway answer; is this the Slipway API?`, status, request);
   }
 }
 
