@@ -33,13 +33,13 @@ export async function launchBrowser(): Promise<Browser> {
 /** Where tests leave screenshots: under .slipway/ (ignored by git). */
 export const SCREENSHOTS = path.resolve('.slipway', 'screenshots');
 
-/** Where the screenshots of the README and docs/web-ui.md live; written only when SLIPWAY_DOC_SCREENSHOTS=1 (`npm run screenshots`). */
+/** Where the screenshots of the README and docs/web-ui.md live: rewritten by every run of the browser tests (`npm run test:system`), so they show the pages as they are. */
 const DOC_SCREENSHOTS = path.resolve('docs', 'screenshots');
 
 export async function screenshot(page: Page, name: string, options: { forReadme?: boolean } = {}): Promise<void> {
   await mkdir(SCREENSHOTS, { recursive: true });
   await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
-  if (options.forReadme && process.env.SLIPWAY_DOC_SCREENSHOTS === '1') {
+  if (options.forReadme) {
     await mkdir(DOC_SCREENSHOTS, { recursive: true });
     await page.screenshot({ path: path.join(DOC_SCREENSHOTS, `${name}.png`), fullPage: true });
   }
