@@ -124,15 +124,18 @@ class Holder<Request, T> {
     this.emit({ type: 'requested', lease });
     try {
       let shown: string | undefined;
-      while (settingUp(lease.state)) {
+      for (;;) {
         const detail = await this.patiently(() => this.service.read(lease.id));
         lease = detail.lease;
+        if (!settingUp(lease.state)) {
+          if (lease.state !== READY_STATE.lease) throw LeaseNotGranted.ended(lease, endOf(detail, settingUp));
+          break;
+        }
         const looks = JSON.stringify([detail.line, lease.message]);
-        if (looks !== shown && settingUp(lease.state)) this.emit({ type: 'waiting', lease, line: detail.line });
+        if (looks !== shown) this.emit({ type: 'waiting', lease, line: detail.line });
         shown = looks;
-        if (settingUp(lease.state)) await this.pause(WATCH_MS);
+        await this.pause(WATCH_MS);
       }
-      if (lease.state !== READY_STATE.lease) throw LeaseNotGranted.ended(lease, await this.endOf(lease, settingUp));
       this.throwIfStopped();
       return { lease, resource: await this.patiently(() => this.service.readResource(lease.resourceId!)) };
     } catch (error) {
@@ -174,37 +177,43 @@ class Holder<Request, T> {
    * Reads the lease every WATCH_MS and renews its heartbeat twice an interval,
    * until stopped. Aborts `holding` with LeaseLost when the lease ends from
    * outside, and with LeaseUnreachable when Slipway cannot be reached for
-   * longer than the heartbeat deadline allows (the lease is gone by then).
+   * longer than the heartbeat deadline allows (the lease is gone by then):
+   * the patience runs from the last answer, not from each look.
    */
   private async watch(lease: Lease, holding: AbortController, stopped: AbortSignal): Promise<void> {
     let lastContact = Date.now();
     let lastBeat = Date.now();
-    let failing = false;
-    while (!stopped.aborted && !holding.signal.aborted) {
+    const look = async () => {
+      // Twice an interval: a beat that is late or lost still leaves one before the deadline (two intervals).
+      if (Date.now() - lastBeat >= this.heartbeatMs / 2) {
+        await this.service.ask(lease.id, { kind: 'renew', payload: beatOf(lease), reason: 'heartbeat' }).catch((error: unknown) => {
+          // A lease that ended refuses its renewal; the read below says how it ended.
+          if (!this.service.isGone(error)) throw error;
+        });
+        lastBeat = Date.now();
+      }
+      return this.service.read(lease.id);
+    };
+    for (;;) {
       await sleep(WATCH_MS, undefined, { signal: stopped }).catch(() => undefined);
       if (stopped.aborted) return;
+      let detail: LeaseDetail;
       try {
-        // Twice an interval: a beat that is late or lost still leaves one before the deadline (two intervals).
-        if (Date.now() - lastBeat >= this.heartbeatMs / 2) {
-          await this.service.ask(lease.id, { kind: 'renew', payload: beatOf(lease), reason: 'heartbeat' }).catch((error: unknown) => {
-            // A lease that ended refuses its renewal; the read below says how it ended.
-            if (!this.service.isGone(error)) throw error;
-          });
-          lastBeat = Date.now();
-        }
-        const { lease: now } = await this.service.read(lease.id);
-        lastContact = Date.now();
-        if (failing) this.emit({ type: 'reconnected' });
-        failing = false;
-        if (now.state !== READY_STATE.lease) holding.abort(new LeaseLost(now, await this.endOf(now, (state) => state === READY_STATE.lease)));
+        detail = await this.patiently(look, lastContact + this.patienceMs, stopped);
       } catch (error) {
-        const giveUpAt = lastContact + this.patienceMs;
-        if (!this.service.isTransient(error) || Date.now() >= giveUpAt) {
-          holding.abort(new LeaseUnreachable(lease, error as Error));
-          return;
-        }
-        if (!failing) this.emit({ type: 'retrying', error: error as Error, giveUpAt: new Date(giveUpAt) });
-        failing = true;
+        if (!stopped.aborted)
+          holding.abort(new LeaseUnreachable(lease, error instanceof LeaseUnreachable ? (error.cause as Error) : (error as Error)));
+        return;
+      }
+      lastContact = Date.now();
+      if (detail.lease.state !== READY_STATE.lease) {
+        holding.abort(
+          new LeaseLost(
+            detail.lease,
+            endOf(detail, (state) => state === READY_STATE.lease),
+          ),
+        );
+        return;
       }
     }
   }
@@ -212,7 +221,7 @@ class Holder<Request, T> {
   /** Gives the lease up (a lease already ended is left as it is); a release that cannot be sent is left to the heartbeat deadline. */
   private async release(lease: Lease, reason: string): Promise<void> {
     try {
-      await this.patiently(() => this.service.ask(lease.id, { kind: 'release', reason }), RELEASE_PATIENCE_MS);
+      await this.patiently(() => this.service.ask(lease.id, { kind: 'release', reason }), Date.now() + RELEASE_PATIENCE_MS);
       this.emit({ type: 'released', lease, reason });
     } catch (error) {
       if (this.service.isGone(error)) return;
@@ -221,24 +230,11 @@ class Holder<Request, T> {
   }
 
   /**
-   * Who ended the lease and why, from its timeline: the event that took it
-   * out of the states it was in (`left`), not one that only finished it off
-   * (released → destroyed).
+   * Calls `attempt` until it succeeds, trying a transient failure again
+   * every WATCH_MS until `giveUpAt` (then LeaseUnreachable); `stop` ends the
+   * tries early, with its abort.
    */
-  private async endOf(lease: Lease, left: (state: string) => boolean): Promise<LeaseEnd> {
-    const detail = await this.service.read(lease.id).catch(() => undefined);
-    const end = detail?.timeline.entries
-      .slice()
-      .reverse()
-      .find((entry): entry is TimelineEvent => entry.type === 'event' && entry.fromState !== null && left(entry.fromState));
-    if (!end) return { by: null, to: lease.state, text: `it is ${lease.state}${lease.message ? `: ${lease.message}` : ''}` };
-    const why = `${end.reason ? `: ${end.reason}` : ''}${end.message ? ` (${end.message})` : ''}`;
-    return { by: end.who, to: end.toState ?? lease.state, text: `${end.toState} by ${end.who} (${end.where})${why}` };
-  }
-
-  /** Calls `attempt` until it succeeds, trying a transient failure again every WATCH_MS for up to `patienceMs`. */
-  private async patiently<R>(attempt: () => Promise<R>, patienceMs = this.patienceMs): Promise<R> {
-    const giveUpAt = Date.now() + patienceMs;
+  private async patiently<R>(attempt: () => Promise<R>, giveUpAt = Date.now() + this.patienceMs, stop?: AbortSignal): Promise<R> {
     let failing = false;
     for (;;) {
       try {
@@ -250,7 +246,7 @@ class Holder<Request, T> {
         if (Date.now() >= giveUpAt) throw new LeaseUnreachable(undefined, error as Error);
         if (!failing) this.emit({ type: 'retrying', error: error as Error, giveUpAt: new Date(giveUpAt) });
         failing = true;
-        await sleep(WATCH_MS);
+        await sleep(WATCH_MS, undefined, { signal: stop });
       }
     }
   }
@@ -284,4 +280,19 @@ class Holder<Request, T> {
  */
 function beatOf(lease: Lease): { heartbeatOnly?: true } {
   return lease.expiresAt === null ? {} : { heartbeatOnly: true };
+}
+
+/**
+ * Who ended the lease and why, from the timeline read with it: the event
+ * that took it out of the states it was in (`left`), not one that only
+ * finished it off (released → destroyed).
+ */
+function endOf({ lease, timeline }: LeaseDetail, left: (state: string) => boolean): LeaseEnd {
+  const end = timeline.entries
+    .slice()
+    .reverse()
+    .find((entry): entry is TimelineEvent => entry.type === 'event' && entry.fromState !== null && left(entry.fromState));
+  if (!end) return { by: null, to: lease.state, text: `it is ${lease.state}${lease.message ? `: ${lease.message}` : ''}` };
+  const why = `${end.reason ? `: ${end.reason}` : ''}${end.message ? ` (${end.message})` : ''}`;
+  return { by: end.who, to: end.toState ?? lease.state, text: `${end.toState} by ${end.who} (${end.where})${why}` };
 }
