@@ -1,29 +1,31 @@
 import { leaseOf, resourceOf } from '../../api/shapes.ts';
-import { readLeaseDetail } from '../../api/leaseDetail.ts';
 import type { LeaseAsk, LeaseService } from '../../client/holdLease.ts';
 import { isConnectionFailure } from '../../db/connectionFailure.ts';
-import { cliActor } from '../../domain/Actor.ts';
 import { CommandRejectedError } from '../../domain/errors.ts';
 import { findLease, leaseSetUp } from '../../read/leases.ts';
 import { countLiveWorkers } from '../../read/liveWorkers.ts';
 import { readResourceDetail } from '../../read/resources.ts';
 import { later } from '../later.ts';
 import type { Session } from '../session.ts';
+import { LocalTransport } from './LocalTransport.ts';
 import type { LeaseRequest } from './Transport.ts';
 
-const createLease = later(() => import('../../objects/createLease.ts'), 'createLease');
-const appendCommand = later(() => import('../../queue/appendCommand.ts'), 'appendCommand');
 const waitForSettled = later(() => import('../../read/waitForSettled.ts'), 'waitForSettled');
 
 /**
  * Holding a lease on the database directly, as the CLI user: `slipway lease
- * run` without SLIPWAY_URL. The same reads and appends the API makes.
+ * run` without SLIPWAY_URL. The same requests, reads and appends as the
+ * other local subcommands (LocalTransport), without their progress on stdout.
  */
 export class LocalLeaseService implements LeaseService<LeaseRequest> {
+  private readonly transport: LocalTransport;
+
   constructor(
     private readonly session: Session,
     private readonly warn: (line: string) => void,
-  ) {}
+  ) {
+    this.transport = new LocalTransport(session);
+  }
 
   /**
    * The lease is made in one transaction, so no key is needed to make a
@@ -36,15 +38,14 @@ export class LocalLeaseService implements LeaseService<LeaseRequest> {
     if ((await countLiveWorkers(db, config.SLIPWAY_HEARTBEAT_MS)) === 0) {
       this.warn('no live worker: the lease waits until `slipway start` or `slipway worker` runs');
     }
-    const { reason, holder = cliActor().issuedBy, ...rest } = request;
-    const { lease, command } = await createLease(db, { ...rest, holder }, cliActor(reason));
+    const { lease, command } = await this.transport.createLease(request);
     const ref = { kind: 'lease', id: lease.id } as const;
     await waitForSettled(database, { rootId: command.id, object: { ref, until: leaseSetUp }, timeoutMs: options.waitSeconds * 1000 });
     return leaseOf(await findLease(db, lease.id));
   }
 
   read(id: number) {
-    return readLeaseDetail(this.session.db, id);
+    return this.transport.showLease(id);
   }
 
   async readResource(id: number) {
@@ -52,7 +53,7 @@ export class LocalLeaseService implements LeaseService<LeaseRequest> {
   }
 
   async ask(id: number, { kind, payload, reason }: LeaseAsk): Promise<void> {
-    await appendCommand(this.session.db, { target: { kind: 'lease', id }, kind, payload, actor: cliActor(reason) });
+    await this.transport.requestCommand({ target: { kind: 'lease', id }, kind, payload, reason });
   }
 
   isTransient(error: unknown): boolean {
