@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { CommandSchema, CommandTreeNodeSchema, commandOf, treeNodeOf } from '../api/shapes.ts';
 import type { Db } from '../db/Database.ts';
-import { failedCommands, readCommandTree } from '../read/commandTree.ts';
+import { readCommandTree } from '../read/commandTree.ts';
+import { failedCommands } from '../read/settled.ts';
 
 /** How many commands of the tree a callback body lists: a resource release can cause hundreds. */
 const TREE_LIMIT = 200;

@@ -19,8 +19,6 @@ import { fromNow } from './leaseDeadlines.ts';
 import { appendCall, signalWorkersOnCommit } from '../queue/appendCommand.ts';
 import { LeaseInputSchema, type LeaseInput } from './leaseInput.ts';
 
-export { leaseBodySchema, LeaseInputSchema, type LeaseInput } from './leaseInput.ts';
-
 /**
  * Creates a lease, queues its first command and records its `created`
  * event, in one statement: the one place (with resource creation) where a

@@ -4,8 +4,6 @@ import { compileOnly } from '../db/compileOnly.ts';
 import type { Db } from '../db/Database.ts';
 import { OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
 
-export { failedCommands, isSettled, treeSettled } from './settled.ts';
-
 /** A command in the tree of commands one command caused, `depth` steps below the root. */
 export type CommandTreeNode = CommandRow & { readonly depth: number };
 

@@ -7,8 +7,6 @@ export interface PageRequest {
   readonly limit: number;
 }
 
-export { LIST_ORDERS, type ListOrder } from './listOrder.ts';
-
 /**
  * A page in either order. The web UI and the CLI show the newest first (what
  * just happened is what an operator looks for); the API lists oldest first

@@ -2,7 +2,8 @@ import type { Database } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
 import { CommandNotices, type CommandNotice, type NoticeListener } from './CommandNotices.ts';
-import { isSettled, treeSettled, type CommandTreeNode } from './commandTree.ts';
+import type { CommandTreeNode } from './commandTree.ts';
+import { isSettled, treeSettled } from './settled.ts';
 import { CommandTreeReads } from './CommandTreeReads.ts';
 import { readTransitionsSince, type Transition } from './objectState.ts';
 

@@ -6,7 +6,7 @@ import { afterAll, expect, test } from 'vitest';
 import type { Db } from '../../src/db/Database.ts';
 import { UnsupportedVersionError } from '../../src/domain/errors.ts';
 import { createLease } from '../../src/objects/createLease.ts';
-import { isSettled } from '../../src/read/commandTree.ts';
+import { isSettled } from '../../src/read/settled.ts';
 import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
 import { stateTrails } from '../concurrency/support/eventLog.ts';
 import { lockHolder } from '../concurrency/support/lockHolder.ts';

@@ -1,7 +1,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { runCollectorPass } from '../../src/gc/runCollector.ts';
-import { isSettled } from '../../src/read/commandTree.ts';
+import { isSettled } from '../../src/read/settled.ts';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';
 import { TEST_GC } from '../gc/support/handDrain.ts';
 import { testLog } from '../helpers/testDatabase.ts';
