@@ -4,12 +4,14 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { staleBuild } from '../src/cli/builtFrom.mjs';
 import { freePort } from './freePort.ts';
 import { pollUntil } from './measure.ts';
 import type { SlipwayWorkers } from './SlipwaySystem.ts';
 
-/** The `slipway` executable, run as `npm start` runs it. */
-const BIN = fileURLToPath(new URL('../src/cli/bin.mjs', import.meta.url));
+const CHECKOUT = fileURLToPath(new URL('..', import.meta.url));
+/** The `slipway` executable as `npm start` runs it: the build, not the TypeScript source. */
+const BIN = path.join(CHECKOUT, 'dist', 'src', 'cli', 'bin.mjs');
 /** Migrations (none left to apply) and start-up. */
 const READY_TIMEOUT_MS = 2 * 60_000;
 /** Longer than a worker's default shutdown grace (SLIPWAY_SHUTDOWN_GRACE_MS, 30 s): past it, the service is stuck. */
@@ -52,6 +54,9 @@ export class ServiceProcess implements SlipwayWorkers {
 
   /** Starts it on the database at `databaseUrl`, with its home under `parentDir`, and waits until GET /readyz answers 200. */
   static async start(databaseUrl: string, parentDir: string): Promise<ServiceProcess> {
+    // A stale build would run the source through tsx (src/cli/bin.mjs), which is not what users run.
+    const stale = staleBuild(CHECKOUT);
+    if (stale !== undefined) throw new Error(`${stale}: run npm run build, so that the benchmark runs what npm start runs`);
     await mkdir(parentDir, { recursive: true });
     const home = await mkdtemp(path.join(parentDir, 'service-'));
     const host = process.env.SLIPWAY_API_HOST ?? '127.0.0.1';

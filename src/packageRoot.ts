@@ -2,13 +2,19 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/**
- * Where Slipway's package.json is. The TypeScript source sits at the root
- * (src/packageRoot.ts); the build's JavaScript one level deeper
- * (dist/src/packageRoot.js), both in a checkout and in an installed package.
- */
+/** True when this runs as the build's JavaScript (dist/), false as the TypeScript source. */
 export const COMPILED = !import.meta.url.endsWith('.ts');
-export const PACKAGE_ROOT = fileURLToPath(new URL(COMPILED ? '../..' : '..', import.meta.url));
+
+/**
+ * Where Slipway's package.json is: the first folder above this module that
+ * holds one. Searched for rather than counted: the source sits at
+ * src/packageRoot.ts, and the build bundles it into whichever of dist/'s
+ * files first needs it.
+ */
+export const PACKAGE_ROOT = packageRootAbove(path.dirname(fileURLToPath(import.meta.url)));
+
+/** Where the code runs from: the package itself, or its dist/ (which keeps the source's layout below it). */
+export const CODE_ROOT = COMPILED ? path.join(PACKAGE_ROOT, 'dist') : PACKAGE_ROOT;
 
 /**
  * True in a checkout (the TypeScript source is there), false in a package
@@ -17,3 +23,10 @@ export const PACKAGE_ROOT = fileURLToPath(new URL(COMPILED ? '../..' : '..', imp
  * version's commit comes from.
  */
 export const IN_CHECKOUT = existsSync(path.join(PACKAGE_ROOT, 'src', 'cli', 'main.ts'));
+
+function packageRootAbove(dir: string): string {
+  for (let at = dir; ; at = path.dirname(at)) {
+    if (existsSync(path.join(at, 'package.json'))) return at;
+    if (path.dirname(at) === at) throw new Error(`no package.json above ${dir}`);
+  }
+}

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { CODE_ROOT } from '../packageRoot.ts';
 
 /**
  * The UI's only assets, hand-written and served from memory: no build
@@ -15,7 +17,7 @@ const ASSETS = [
 
 export async function assetRoutes(app: FastifyInstance): Promise<void> {
   for (const { url, file, type } of ASSETS) {
-    const body = readFileSync(new URL(`./assets/${file}`, import.meta.url));
+    const body = readFileSync(path.join(CODE_ROOT, 'src', 'web', 'assets', file));
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
     app.get(url, async (request, reply) => {
       reply.headers({ 'content-type': type, etag, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });

@@ -2,7 +2,6 @@ import { mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-// @ts-expect-error: plain JavaScript (the launcher's helper), without type declarations.
 import { sourceStamps, staleBuild } from '../../src/cli/builtFrom.mjs';
 import { defaultHome } from '../../src/config.ts';
 
