@@ -2,45 +2,29 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CompiledQuery } from 'kysely';
 import type pg from 'pg';
 import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/schema.ts';
-import type { Database, Db } from '../db/Database.ts';
-import { DISPATCH_CALLBACKS } from '../callbacks/dispatchCallbacks.ts';
+import type { Database } from '../db/Database.ts';
 import { compileOnly } from '../db/compileOnly.ts';
-import { GENERIC_PLANS } from '../db/genericPlans.ts';
 import { kyselyOnClient } from '../db/kyselyOnClient.ts';
 import { simpleQueryText } from '../db/preparedText.ts';
 import { PermanentDriverError, TransientDriverError } from '../drivers/Driver.ts';
 import type { DriverRegistry } from '../drivers/registry.ts';
-import { validatingDriver } from '../drivers/validatingDriver.ts';
 import type { Logger } from '../log.ts';
 import { recordBatchCommitted, recordRowCommitted } from '../metrics/metrics.ts';
 import type { ObjectRef } from '../queue/objectTables.ts';
 import { wakeObjectsQuery } from '../queue/wakeObjects.ts';
-import { rowAfter, runGoesOnAfter } from './commandRun.ts';
-import { commandStep, driverCall, handlerOf } from './commandStep.ts';
-import { asVersionConflict, type Decided, stepStatements } from './commitOutcome.ts';
+import { type CommittingLane, commitWithRetries } from './committer.ts';
+import { asVersionConflict, type StepStatements, stepStatements } from './commitOutcome.ts';
+import { commitTrip } from './commitTrip.ts';
+import { type DecidingLane, decideStep } from './decideStep.ts';
 import { driverFailure } from './driverFailure.ts';
-import {
-  type BatchRead,
-  batchReadOf,
-  type CommandHandler,
-  type HandlerContext,
-  hasEffect,
-  joinsRuns,
-  type LockedBatch,
-  lockedBatchOf,
-  type Outcome,
-  readsInTransaction,
-} from './Handler.ts';
-import { commandNotice, noticesStatement } from './sql/announcements.ts';
-import { claimStatement } from './sql/claim.ts';
-import { ASYNCHRONOUS_BEGIN, NO_SEQ_SCANS, settings } from './sql/laneTransactions.ts';
-import { lockVersionsStatement } from './sql/lockVersions.ts';
-import { objectRowsStatements } from './sql/objectRows.ts';
-import { runsStatement } from './sql/runs.ts';
+import { hasEffect } from './Handler.ts';
 import { type Held, keyOf, type ObjectRow, type Planned, type Results } from './laneTypes.ts';
+import { planHead, readDeclared } from './planCommands.ts';
 import { RoundTrip, type RoundTripResults } from './roundTrip.ts';
 import { RunningMarks } from './runningMarks.ts';
-import { type CommittingLane, commitWithRetries } from './committer.ts';
+import { claimStatement } from './sql/claim.ts';
+import { ASYNCHRONOUS_BEGIN } from './sql/laneTransactions.ts';
+import { objectRowsStatements } from './sql/objectRows.ts';
 
 /**
  * How long a step waits for the driver calls it started before it commits
@@ -75,22 +59,6 @@ export interface LaneOptions {
 }
 
 /**
- * The order a step decides its objects in: blueprints, then resources, then
- * leases. A decision writes some rows as it decides (a resource's slot
- * rows, a blueprint's waiting line) and the rest (object rows, the
- * command's status, follow-ups) only as the step commits, and the step's
- * later decisions read in its transaction: a blueprint deciding after a
- * resource would see that resource half-applied. A resource that gave a
- * slot back earlier in the step, its row not yet written, looked full to its
- * blueprint, which put the asking lease in line; and the resource had found
- * the line still empty, so offered the slot to nobody. Blueprints first
- * read only what earlier steps committed, as if they were a transaction of
- * their own before the step; resources then see the line as the
- * blueprints leave it, and offer what they free to the leases it holds.
- */
-const DECISION_ORDER: Record<ObjectKind, number> = { blueprint: 0, resource: 1, lease: 2 };
-
-/**
  * One connection's share of a worker's drains: it holds the advisory locks of
  * up to `maxHeld` objects of any kind and applies their commands in steps,
  * a command per object per step, or a run of them: after the head, the
@@ -99,20 +67,22 @@ const DECISION_ORDER: Record<ObjectKind, number> = { blueprint: 0, resource: 1, 
  * handlers allow (`inRuns`, commandRun.ts), and committed together. A lone
  * object is a batch of one.
  *
- * A step, in round trips:
- * 1. the declared reads of the step's handlers, one statement per read for
- *    all of them (BatchRead), if any handler declares one;
+ * A step, in round trips, each part in a module of its own:
+ * 1. each held object's head planned from the state table (planCommands.ts),
+ *    and the declared reads of the step's handlers, one statement per read
+ *    for all of them (BatchRead), if any handler declares one;
  * 2. every effect at once, with no transaction open, on other connections
  *    of the pool; the step waits EFFECT_JOIN_MS for them, and a call still
  *    running then is left in flight, its command marked running
  *    (RunningMarks): its object joins a later step, the one after its call
  *    returns;
- * 3. if a decision queries under row locks (a `querying` handler's, or
- *    one whose `readsInTransaction` says so, see Handler.ts): `begin` and
- *    the rows locked and version-checked, with the statements the step's
- *    decisions share (LockedBatch) in the same round trip, then those
- *    decisions' own queries;
- * 4. ONE round trip that commits every outcome (sql/lockVersions.ts first,
+ * 3. the decisions (decideStep.ts): if one queries under row locks (a
+ *    `querying` handler's, or one whose `readsInTransaction` says so, see
+ *    Handler.ts), `begin` and the rows locked and version-checked, with the
+ *    statements the step's decisions share (LockedBatch) in the same round
+ *    trip, then those decisions' own queries;
+ * 4. ONE round trip (commitTrip.ts), tried again or split by the committer
+ *    (committer.ts), that commits every outcome (sql/lockVersions.ts first,
  *    if 3 did not), then sends the step's notices in an asynchronously
  *    committed transaction of their own, then, in another, queues the jobs
  *    of the callback deliveries the commit made due
@@ -270,8 +240,9 @@ export class DrainLane {
     if (this.options.chaosDelayMs > 0) await sleep(Math.random() * this.options.chaosDelayMs);
     const pickedUpAt = Date.now();
     const marks = new RunningMarks(this.marksPool, this.log);
-    const fresh = finishing ? [] : [...this.held.values()].filter((h) => !this.inFlight.has(keyOf(h.ref))).map((h) => this.plan(h, marks));
-    await readAll(kyselyOnClient(client), fresh);
+    const parts = { drivers: this.drivers, db: this.database.db };
+    const fresh = finishing ? [] : [...this.held.values()].filter((h) => !this.inFlight.has(keyOf(h.ref))).map((h) => planHead(parts, h, marks));
+    await readDeclared(kyselyOnClient(client), fresh);
     for (const p of fresh) {
       if (!hasEffect(p.handler) || p.outcome) continue;
       p.running = this.runEffect(p).then(() => {
@@ -305,59 +276,6 @@ export class DrainLane {
     await commitWithRetries(client, ready, this.committing(client, pickedUpAt), this.log);
   }
 
-  /** What the state table and payload say of the held object's command, and its handler's context. */
-  private plan(held: Held, marks: RunningMarks): Planned {
-    const decided = commandStep(held.ref, held.object.state, held.head);
-    if (decided.step === 'unknown') return { held, handOff: decided.note };
-    if (decided.step === 'settled') return { held, outcome: decided.outcome };
-    return { held, handler: decided.handler, ctx: this.context(held, held.object, held.head, decided.payload, marks) };
-  }
-
-  private context(held: Held, object: ObjectRow, command: CommandRow, payload: unknown, marks: RunningMarks): HandlerContext<ObjectKind> {
-    const { ref, blueprint } = held;
-    const drivers = this.drivers;
-    return {
-      object,
-      command,
-      payload,
-      blueprint,
-      read: undefined,
-      queued: held.following,
-      db: this.database.db,
-      driver: () => validatingDriver(drivers.forBlueprint(blueprint), async () => marks.called(command.id), blueprint.driver),
-      call: driverCall(ref, command, blueprint),
-    };
-  }
-
-  /**
-   * The commands after `p`'s head that join its run, decided in order, each
-   * on the row as the one before left it (see commandRun.ts).
-   */
-  private async decideRun(trx: Db, p: Planned, head: Decided): Promise<Decided[]> {
-    const { ref } = p.held;
-    const run: Decided[] = [];
-    let last = head;
-    let handler = p.handler;
-    // Handlers in runs call no driver; their contexts still carry one, as every context does.
-    const marks = new RunningMarks(this.marksPool, this.log);
-    for (const command of p.held.following) {
-      if (!runGoesOnAfter(ref.kind, last.command.kind, handler, last.outcome)) break;
-      const object = rowAfter(last.object as ObjectRow, last.outcome);
-      const step = commandStep(ref, object.state, command);
-      if (step.step === 'unknown' || (step.step === 'handle' && !joinsRuns(step.handler))) break;
-      handler = step.step === 'handle' ? step.handler : undefined;
-      let outcome: Outcome;
-      if (step.step === 'settled') outcome = step.outcome;
-      else {
-        const ctx = this.context(p.held, object, command, step.payload, marks);
-        outcome = await decision(trx, step.handler, ctx, ref, command.kind, undefined);
-      }
-      last = { target: ref, object, command, outcome };
-      run.push(last);
-    }
-    return run;
-  }
-
   private async runEffect(p: Planned): Promise<void> {
     if (!hasEffect(p.handler) || p.outcome) return;
     try {
@@ -384,86 +302,40 @@ export class DrainLane {
   }
 
   private async decideAndCommit(client: pg.PoolClient, planned: readonly Planned[], pickedUpAt: number, runs: boolean): Promise<void> {
-    const applying = planned.filter((p) => !p.handOff).sort((a, b) => DECISION_ORDER[a.held.ref.kind] - DECISION_ORDER[b.held.ref.kind]);
-    const lock = lockVersionsStatement(applying.map((p) => ({ ...p.held.ref, version: p.held.object.version })));
-    const batches = lockedBatches(applying);
-    // A locked batch writes (a slot row's delete): it runs in the step's transaction whatever its handler declares.
-    const inTransaction =
-      batches.size > 0 ||
-      applying.some(
-        (p) =>
-          (!p.outcome && readsInTransaction(p.handler, p.ctx)) ||
-          (runs && p.held.following.some((c) => readsInTransaction(handlerOf(p.held.ref.kind, c.kind)))),
-      );
-    const trx = kyselyOnClient(client);
-    // The transaction's opening goes out with the first batches, those of the first kind decided.
-    let unopened: (string | CompiledQuery)[] = inTransaction ? ['begin', settings(NO_SEQ_SCANS), lock] : [];
-    const sendBatches = async (kind: ObjectKind) => {
-      const due = batches.get(kind) ?? [];
-      batches.delete(kind);
-      if (unopened.length === 0 && due.length === 0) return;
-      const trip = new RoundTrip<'batches'>().add(...unopened).read(
-        'batches',
-        due.flatMap((b) => b.statements),
-      );
-      const results = (await this.send(client, trip)).get('batches');
-      unopened = [];
-      let n = 0;
-      for (const b of due)
-        b.batch.keep(
-          trx,
-          b.statements.map(() => results[n++]!.rows),
-        );
-    };
-    if (applying.length > 0) await sendBatches(applying[0]!.held.ref.kind);
-    const decided: Decided[] = [];
-    for (const p of applying) {
-      const { ref, object, head } = p.held;
-      if (batches.has(ref.kind)) await sendBatches(ref.kind);
-      const outcome = p.outcome ?? (await decision(trx, p.handler!, p.ctx!, ref, head.kind, p.effect));
-      const first: Decided = { target: ref, object, command: head, outcome };
-      decided.push(first, ...(runs ? await this.decideRun(trx, p, first) : []));
-    }
-    const statements = stepStatements(trx, decided);
-    const handOffs = planned.filter((p) => p.handOff).map((p) => this.handOffStatement(p));
-    const updates = statements.objectUpdates.map((u) => u.query);
-    const heldRefs = [...this.held.values()].map((h) => h.ref);
-    const want = statements.woken.filter((w) => !this.held.has(keyOf(w)));
-    const room = this.options.only ? 0 : Math.max(0, this.options.maxHeld - this.held.size);
-    const notices = decided.map((d) => commandNotice(d.target, d.command.id, d.outcome.status));
-    const opening = inTransaction ? [settings(GENERIC_PLANS)] : ['begin', settings(NO_SEQ_SCANS, GENERIC_PLANS), lock];
-    const trip = new RoundTrip<'updates' | 'claimed' | 'next' | 'prefetched'>();
-    // A step that only looks for work (every object in flight) commits nothing.
-    if (planned.length > 0)
-      trip
-        .add(...opening)
-        .read('updates', updates)
-        .add(...statements.rest, ...handOffs, 'commit');
-    const claim = claimStatement(room, want, heldRefs);
-    // The rows of the objects the claim is asked to take first, read after
-    // it (a statement of its own: a fresh snapshot, with their locks held),
-    // so the objects a step hands itself cost no round trip to adopt. Rows of
-    // objects it did not get are ignored.
-    const prefetch = room > 0 && want.length > 0 ? objectRowsStatements(want) : [];
-    // An object in flight keeps its head and its lock until its call returns.
-    const settledRefs = heldRefs.filter((ref) => !this.inFlight.has(keyOf(ref)));
-    // The callback deliveries the commit made due get their jobs here, outside it (see dispatchCallbacks.ts).
-    const dispatch = planned.length > 0 ? [DISPATCH_CALLBACKS] : [];
-    // The notices commit on their own, first: a NOTIFY is delivered when its
-    // transaction commits, and waiters need not wait for the claim's work.
-    if (notices.length > 0) trip.add(...ASYNCHRONOUS_BEGIN, noticesStatement(notices), 'commit');
-    trip
-      .add(...ASYNCHRONOUS_BEGIN, ...dispatch)
-      .read('claimed', [claim])
-      .read('next', [runsStatement(settledRefs)])
-      .read('prefetched', prefetch)
-      .add('commit');
+    const step = await decideStep(this.deciding(client), planned, runs);
+    const statements = stepStatements(COMPILER, step.decided);
+    const held = [...this.held.values()].map((h) => h.ref);
+    const trip = commitTrip({
+      step,
+      statements,
+      handOffs: planned.filter((p) => p.handOff).map((p) => this.handOffStatement(p)),
+      commits: planned.length > 0,
+      room: this.options.only ? 0 : Math.max(0, this.options.maxHeld - this.held.size),
+      wanted: statements.woken.filter((w) => !this.held.has(keyOf(w))),
+      held,
+      settled: held.filter((ref) => !this.inFlight.has(keyOf(ref))),
+    });
     const results = await this.send(client, trip);
-    recordBatchCommitted(decided, pickedUpAt);
-    this.applied += decided.length;
+    recordBatchCommitted(step.decided, pickedUpAt);
+    this.applied += step.decided.length;
+    this.carryUpdatedRows(statements, results.get('updates'));
+    this.takeNextCommands(results.one('next').rows as CommandRow[]);
+    await this.adopt(client, results.one('claimed').rows as CommandRow[], results.get('prefetched'));
+  }
 
-    // The rows the outcomes changed, as they now are.
-    const updated = results.get('updates');
+  /** What deciding a step (decideStep.ts) needs of the lane. */
+  private deciding(client: pg.PoolClient): DecidingLane {
+    return {
+      client,
+      drivers: this.drivers,
+      db: this.database.db,
+      newMarks: () => new RunningMarks(this.marksPool, this.log),
+      send: (trip) => this.send(client, trip),
+    };
+  }
+
+  /** The rows the outcomes changed, as the commit returned them: the lane carries them to the objects' next commands. */
+  private carryUpdatedRows(statements: StepStatements, updated: Results): void {
     for (const [n, { targets }] of statements.objectUpdates.entries()) {
       const rows = new Map((updated[n]!.rows as ObjectRow[]).map((row) => [row.id, row]));
       for (const target of targets) {
@@ -476,9 +348,12 @@ export class DrainLane {
         if (h.ref.kind === 'blueprint') h.blueprint = row as BlueprintRow;
       }
     }
-    const claimed = results.one('claimed').rows as CommandRow[];
+  }
+
+  /** Each settled object's next ready commands (sql/runs.ts); one with none is let go, its lock freed by the claim. */
+  private takeNextCommands(commands: readonly CommandRow[]): void {
     const next = new Map<string, CommandRow[]>();
-    for (const c of results.one('next').rows as CommandRow[]) {
+    for (const c of commands) {
       const key = keyOf({ kind: c.target_kind, id: c.target_id });
       next.set(key, [...(next.get(key) ?? []), c]);
     }
@@ -492,7 +367,6 @@ export class DrainLane {
       h.head = head;
       h.following = following;
     }
-    await this.adopt(client, claimed, results.get('prefetched'));
   }
 
   /** A command this worker cannot run: noted, and left queued until another worker may take it. */
@@ -527,77 +401,5 @@ function objectRows([leases, resources, blueprints]: Results): { rows: Map<strin
   };
 }
 
-/** Each declared read made once for the step, with every key its objects need. */
-async function readAll(db: Db, planned: readonly Planned[]): Promise<void> {
-  const byRead = new Map<BatchRead<unknown>, Planned[]>();
-  for (const p of planned) {
-    const read = batchReadOf(p.handler);
-    if (!read || p.outcome) continue;
-    byRead.set(read, [...(byRead.get(read) ?? []), p]);
-  }
-  for (const [read, users] of byRead) {
-    const keys = [...new Set(users.map((p) => read.key(p.ctx!)).filter((k): k is number => k !== undefined))];
-    const found = keys.length > 0 ? await read.load(db, keys) : new Map<number, unknown>();
-    for (const p of users) {
-      const key = read.key(p.ctx!);
-      (p.ctx as { read: unknown }).read = key === undefined ? undefined : found.get(key);
-    }
-  }
-}
-
-/** The step's locked batches (LockedBatch), each one set of statements for all the heads whose handler declares it, by the kind of object they decide. */
-function lockedBatches(applying: readonly Planned[]): Map<ObjectKind, { batch: LockedBatch; statements: readonly CompiledQuery[] }[]> {
-  const byBatch = new Map<LockedBatch, Planned[]>();
-  for (const p of applying) {
-    const batch = lockedBatchOf(p.handler);
-    if (!batch || p.outcome) continue;
-    byBatch.set(batch, [...(byBatch.get(batch) ?? []), p]);
-  }
-  const byKind = new Map<ObjectKind, { batch: LockedBatch; statements: readonly CompiledQuery[] }[]>();
-  for (const [batch, users] of byBatch) {
-    const statements = batch.statements(users.map((p) => p.ctx!));
-    if (statements.length === 0) continue;
-    const kind = users[0]!.held.ref.kind;
-    byKind.set(kind, [...(byKind.get(kind) ?? []), { batch, statements }]);
-  }
-  return byKind;
-}
-
 /** Compiles the statements the lane sends itself. */
 const COMPILER = compileOnly('the drain lane compiles statements with this; it runs none');
-
-/**
- * The handler's decision, by its shape: a pure one gets no Db; a querying
- * one the step's transaction; the others that transaction if they declare
- * that they read in it (for this context), else a Db that refuses every
- * query.
- */
-function decision(
-  trx: Db,
-  handler: CommandHandler<ObjectKind>,
-  ctx: HandlerContext<ObjectKind>,
-  ref: ObjectRef,
-  kind: string,
-  effect: unknown,
-): Promise<Outcome> | Outcome {
-  switch (handler.shape) {
-    case 'pure':
-      return handler.decide(ctx);
-    case 'querying':
-      return handler.decide(trx, ctx);
-    default:
-      return handler.decide(readsInTransaction(handler, ctx) ? trx : refusingQueries(ref, kind), ctx, effect);
-  }
-}
-
-const refusals = new Map<string, Db>();
-/** A Db for decisions that declared no reads: any query is a bug in the handler, named here. */
-function refusingQueries(ref: ObjectRef, kind: string): Db {
-  const name = `${ref.kind}.${kind}`;
-  let db = refusals.get(name);
-  if (!db) {
-    db = compileOnly(`the ${ref.kind} ${kind} handler queried in its decision without declaring readsInTransaction`);
-    refusals.set(name, db);
-  }
-  return db;
-}

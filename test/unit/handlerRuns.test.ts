@@ -1,7 +1,7 @@
 import { expect, test } from 'vitest';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { commandKindSpec, COMMAND_KINDS } from '../../src/domain/commandKinds.ts';
-import { handlerOf } from '../../src/drain/commandStep.ts';
+import { handlerOf } from '../../src/drain/commandDisposition.ts';
 import { joinsRuns } from '../../src/drain/Handler.ts';
 
 /** Every handler marked `inRuns`, as "<object kind>.<command kind>". */

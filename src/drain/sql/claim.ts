@@ -1,7 +1,7 @@
 import { CompiledQuery } from 'kysely';
 import type { ObjectRef } from '../../queue/objectTables.ts';
 import { WAKE_CHANNEL } from '../../queue/wakeSignal.ts';
-import { PREEMPTING } from '../commandStep.ts';
+import { PREEMPTING } from '../commandDisposition.ts';
 
 /**
  * Takes up to `room` due wake-ups, those of `want` first (the objects the

@@ -1,6 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import type { ObjectRef } from '../../queue/objectTables.ts';
-import { PREEMPTING } from '../commandStep.ts';
+import { PREEMPTING } from '../commandDisposition.ts';
 
 /**
  * The most commands of one object a step reads, and so the longest run it

@@ -24,34 +24,35 @@ export const PREEMPTING: readonly string[] = (['lease', 'resource', 'blueprint']
 );
 
 /**
- * What a drain does with the command at the head of an object's queue, as
- * far as the state table and the payload tell, before any handler runs:
+ * A command's disposition: what a drain does with it, as far as the state
+ * table and the payload tell, before any handler runs (not to be confused
+ * with a lane's step, the round in which it decides its objects):
  * - `unknown`: this worker has no such kind or version (a newer Slipway
  *   wrote it); it is handed to a worker that knows it;
  * - `settled`: the outcome is already known (an invalid payload fails; a
  *   state that does not accept the kind makes it a no-op);
  * - `handle`: the handler decides, with the validated payload.
  */
-export type CommandStep =
-  | { readonly step: 'unknown'; readonly note: string }
-  | { readonly step: 'settled'; readonly outcome: Outcome }
-  | { readonly step: 'handle'; readonly handler: CommandHandler<ObjectKind>; readonly payload: unknown };
+export type CommandDisposition =
+  | { readonly as: 'unknown'; readonly note: string }
+  | { readonly as: 'settled'; readonly outcome: Outcome }
+  | { readonly as: 'handle'; readonly handler: CommandHandler<ObjectKind>; readonly payload: unknown };
 
-export function commandStep(target: ObjectRef, state: string, command: CommandRow): CommandStep {
+export function dispositionOf(target: ObjectRef, state: string, command: CommandRow): CommandDisposition {
   const spec = commandKindSpec(target.kind, command.kind);
   const schema = spec && schemaOf(spec, command.version);
   if (!spec || !schema) {
-    return { step: 'unknown', note: `waiting for a worker that handles ${target.kind} ${command.kind} v${command.version}` };
+    return { as: 'unknown', note: `waiting for a worker that handles ${target.kind} ${command.kind} v${command.version}` };
   }
   const payload = schema.safeParse(command.payload);
   if (!payload.success) {
-    return { step: 'settled', outcome: { status: 'failed', message: `invalid payload: ${describeZodIssues(payload.error.issues, 'payload')}` } };
+    return { as: 'settled', outcome: { status: 'failed', message: `invalid payload: ${describeZodIssues(payload.error.issues, 'payload')}` } };
   }
   const handler = handlerOf(target.kind, command.kind);
   if (!accepts(target.kind, state, command.kind) || !handler) {
-    return { step: 'settled', outcome: { status: 'done', message: `nothing to do: ${target.kind} ${target.id} is ${state}` } };
+    return { as: 'settled', outcome: { status: 'done', message: `nothing to do: ${target.kind} ${target.id} is ${state}` } };
   }
-  return { step: 'handle', handler, payload: upgradedPayload(spec, command.version, payload.data) };
+  return { as: 'handle', handler, payload: upgradedPayload(spec, command.version, payload.data) };
 }
 
 /** The handler of a command kind on a kind of object, whatever the object's state. */
