@@ -6,10 +6,9 @@ import { type Kysely, sql } from 'kysely';
  * The drain sends its statements as text in one simple query per round trip
  * (see src/drain/sql/queueHead.ts), and PostgreSQL plans a simple query's
  * statements afresh every time. On `commands`, with its many partial
- * indexes, planning cost more than running: a benchmark with
- * pg_stat_statements' track_planning showed the queue head, the last look
- * and the settle spending 0.25–0.5 ms each in the planner, over 40 % of the
- * drain's statement time. A plpgsql function plans each of its statements
+ * indexes, planning cost more than running: pg_stat_statements'
+ * track_planning showed the queue head, the last look and the settle
+ * spending much of the drain's statement time in the planner. A plpgsql function plans each of its statements
  * once per connection and keeps the plan (a generic one once it is no
  * dearer than a custom one), so the call in the text is all that is planned.
  *

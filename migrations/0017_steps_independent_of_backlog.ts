@@ -8,8 +8,7 @@ import { type Kysely, sql } from 'kysely';
  * supersedes with a join that its cached generic plan ran as a hash join
  * over every queued command in the database: under a backlog (thousands of
  * releases queued) each step's settlement read them all, and it was the
- * drain's dearest statement (bench:profile: about 13 ms a call, most of
- * PostgreSQL's CPU per release). Now the superseded commands are looked up
+ * drain's dearest statement under load (`npm run bench:profile`). Now the superseded commands are looked up
  * per settled object, through the queue index (commands_queue: target,
  * then id, queued and running only), into an array first, and cancelled by
  * primary key, as the status update already was. Same signature and

@@ -13,9 +13,8 @@ import { up as queueHeadsByIndex } from './0022_queue_heads_by_index.ts';
  * made from statistics gathered while few commands were unsettled costs
  * both at about one row and picks the smaller index, commands_unsettled: it
  * then reads every due command of every object, for each object a step
- * holds. `npm run bench:profile` with auto_explain caught it: 1,153 rows
- * filtered out per object, 43 ms for a step's 17 objects, in a run that
- * releases 3,000 leases.
+ * holds, filtering out far more rows than it returns (`npm run
+ * bench:profile` with auto_explain shows such plans).
  *
  * The condition is now written `(not_before <= now()) is true`, which means
  * the same (the column is NOT NULL) but is no index condition, so the only
@@ -26,8 +25,8 @@ import { up as queueHeadsByIndex } from './0022_queue_heads_by_index.ts';
  * kept until the table is next analyzed: on a fresh database (a new
  * deployment, a test, a benchmark) that is when the tables are nearly empty,
  * a sequential scan is the cheapest plan, and autovacuum's first ANALYZE
- * comes up to a minute later. The same profile, that first minute, showed
- * each object's read scanning all 1,343 commands of the table. Each of its
+ * comes up to a minute later: until then each object's read would scan
+ * every command of the table. Each of its
  * statements reads an object's commands by the object's key, so an index
  * path always exists and the setting only takes the sequential scan off
  * the table. (Set on the claim and the settlement as well, it made the

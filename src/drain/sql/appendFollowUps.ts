@@ -25,8 +25,8 @@ export interface FollowUpAppend extends ValidatedAppend {
  * message between objects never asks for (its receiver decides what it
  * means in its state), so the lookup is made here: a scalar subquery per
  * target, an index probe. As `exists (…)` PostgreSQL could hash the whole
- * table's index for it instead, once per step: after 40,000 leases that
- * cost 8–14 ms a step where the probes cost well under one.
+ * table's index for it instead, once per step, a cost that grows with
+ * the table where the probes' does not.
  */
 export function appendFollowUpsStatement(followUps: readonly FollowUpAppend[], missingSqlState: string): CompiledQuery {
   const column = <T>(value: (f: FollowUpAppend) => T) => followUps.map(value);
