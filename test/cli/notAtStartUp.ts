@@ -2,8 +2,9 @@
  * What only `start`, `worker`, `api`, `db migrate`, `gc`, the subcommands
  * that change or wait, and remote mode load: a file a call loads that
  * matches one of these is loaded at start-up for nothing (docs/cli.md,
- * "Start-up time"). The TypeScript source and the build (dist/src/...js)
- * alike.
+ * "Start-up time"). The TypeScript source and the build alike: the build's
+ * bundled files stand for the source modules they hold
+ * (test/helpers/sourceModules.ts).
  */
 export const NOT_AT_START_UP: readonly RegExp[] = [
   /\/node_modules\/(fastify|graphile-worker|prom-client|@opentelemetry\/api)\//,

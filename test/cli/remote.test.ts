@@ -7,8 +7,9 @@ import type { TokenRole } from '../../migrations/schema.ts';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';
 import { simulatedBlueprint } from '../api/support/fixtures.ts';
 import { closedPort } from '../helpers/deadEnds.ts';
-import { NOT_IN_REMOTE_MODE } from './notAtStartUp.ts';
-import { parseJson, runCli, type CliRun } from './runCli.ts';
+import { sourceModulesIn } from '../helpers/sourceModules.ts';
+import { NOT_IN_REMOTE_MODE, NOT_IN_REMOTE_MODE_BUILT } from './notAtStartUp.ts';
+import { CHECKOUT, CLI_RUNS_BUILD, parseJson, runCli, type CliRun } from './runCli.ts';
 import { NO_SCHEDULED_COLLECTOR, rowCounts } from './rowCounts.ts';
 
 /**
@@ -244,9 +245,11 @@ test('a remote call loads the HTTP client, never the database code, the queue, t
       RECORD_MODULES_TO: record,
     });
     expect(run.code, run.stderr).toBe(0);
-    const files = (await readFile(record, 'utf8')).split('\n').filter(Boolean);
+    const files = sourceModulesIn((await readFile(record, 'utf8')).split('\n').filter(Boolean), CHECKOUT);
     expect(files.some((file) => file.endsWith('/src/client/SlipwayClient.ts'))).toBe(true);
-    expect(files.filter((file) => NOT_IN_REMOTE_MODE.some((pattern) => pattern.test(file)))).toEqual([]);
+    const shunned = (file: string) =>
+      (CLI_RUNS_BUILD && NOT_IN_REMOTE_MODE_BUILT.test(file)) || NOT_IN_REMOTE_MODE.some((pattern) => pattern.test(file));
+    expect(files.filter(shunned)).toEqual([]);
   } finally {
     await rm(record, { force: true });
   }

@@ -2,8 +2,20 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { staleBuild } from '../../src/cli/builtFrom.mjs';
 
-const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/cli/bin.mjs');
+/** The checkout under test. */
+export const CHECKOUT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/**
+ * Whether the CLI under test is the build (dist/) rather than the TypeScript
+ * source. The build when it is current, as `npm install` and CI's `npm ci`
+ * leave it: the same code as the source (staleBuild compares every source
+ * file with what the build recorded), without tsx compiling TypeScript at
+ * every call. After an edit, until `npm run build`, the source.
+ */
+export const CLI_RUNS_BUILD = staleBuild(CHECKOUT) === undefined;
+const BIN = path.join(CHECKOUT, CLI_RUNS_BUILD ? 'dist' : '', 'src', 'cli', 'bin.mjs');
 
 export interface CliRun {
   readonly code: number | null;

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { migrations } from '../../migrations/index.ts';
@@ -7,7 +8,7 @@ import { slipwayVersion } from '../../src/version.ts';
 import { testLog } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { createEmptyDatabase } from './emptyDatabase.ts';
-import { finished, parseJson, runCli, spawnCli } from './runCli.ts';
+import { CHECKOUT, CLI_RUNS_BUILD, finished, parseJson, runCli, spawnCli } from './runCli.ts';
 
 // Every migration, in order: the list grows as migrations are added.
 const ALL_MIGRATIONS = Object.keys(migrations).join(', ');
@@ -62,8 +63,9 @@ test('start runs a worker that serves leases until SIGTERM, then stops cleanly',
   // embedded one does; a trust-auth server does not), not the password either.
   expect(stdout).not.toMatch(/postgres:[^@\s]*@/);
   if (password !== '') expect(stdout).not.toContain(password);
-  // The registry says which version each worker runs (a rolling upgrade's progress).
-  expect(await database.db.selectFrom('workers').select('version').execute()).toEqual([{ version: slipwayVersion() }]);
+  // The registry says which version each worker runs (a rolling upgrade's progress): the one its `slipway --version` prints.
+  const version = (await runCli(['--version'], undefined)).stdout.trim();
+  expect(await database.db.selectFrom('workers').select('version').execute()).toEqual([{ version }]);
 
   expect((await runCli(['blueprint', 'create', '--name', 'sim', '--driver', 'simulated', '--max-resources', '1'], empty.url)).code).toBe(0);
   const lease = await runCli(['--json', 'lease', 'create', '--blueprint', 'sim', '--timeout', '30'], empty.url);
@@ -80,8 +82,13 @@ test('start runs a worker that serves leases until SIGTERM, then stops cleanly',
 test('--version prints the package version and the commit, and exits 0', async () => {
   const run = await runCli(['--version'], undefined);
   expect(run.code).toBe(0);
-  expect(run.stdout).toBe(`${slipwayVersion()}\n`);
-  expect(slipwayVersion().split('+')[0]).toBe(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version);
+  const { version } = JSON.parse(readFileSync(path.join(CHECKOUT, 'package.json'), 'utf8'));
+  // The source names the checkout's commit; the build, the commit it was built from.
+  const expected = CLI_RUNS_BUILD
+    ? `${version}+${JSON.parse(readFileSync(path.join(CHECKOUT, 'dist', 'build.json'), 'utf8')).commit}`
+    : slipwayVersion();
+  expect(run.stdout).toBe(`${expected}\n`);
+  expect(slipwayVersion().split('+')[0]).toBe(version);
 });
 
 test('db url prints the URL of the database, which connects', async () => {

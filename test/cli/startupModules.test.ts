@@ -5,7 +5,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 import { NOT_AT_START_UP, NOT_FOR_VERSION } from './notAtStartUp.ts';
-import { runCli } from './runCli.ts';
+import { sourceModulesIn } from '../helpers/sourceModules.ts';
+import { CHECKOUT, runCli } from './runCli.ts';
 
 /**
  * A `slipway` call loads what its subcommand runs and no more (see
@@ -30,7 +31,7 @@ async function filesLoadedBy(...args: string[]): Promise<string[]> {
   const record = path.join(dir, `${args.join('-').replace(/\W/g, '_')}.txt`);
   const run = await runCli(args, database.url, { NODE_OPTIONS: `--import ${RECORDER}`, RECORD_MODULES_TO: record });
   expect(run.code, run.stderr).toBe(0);
-  return (await readFile(record, 'utf8')).split('\n').filter(Boolean);
+  return sourceModulesIn((await readFile(record, 'utf8')).split('\n').filter(Boolean), CHECKOUT);
 }
 
 test.each([[['--help']], [['lease', 'list']], [['command', 'list', '--json']]])(

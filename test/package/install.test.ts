@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { NOT_AT_START_UP, NOT_FOR_VERSION, NOT_IN_REMOTE_MODE, NOT_IN_REMOTE_MODE_BUILT } from '../cli/notAtStartUp.ts';
 import { finished, type CliRun } from '../cli/runCli.ts';
 import { CHECKOUT, installPackedPackage, userEnv } from '../helpers/packedPackage.ts';
+import { sourceModulesIn } from '../helpers/sourceModules.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 
 /**
@@ -56,12 +57,12 @@ test('the installed CLI loads only JavaScript from its own package: no TypeScrip
   const help = await filesLoadedBy(['--help']);
   expect(help.filter((file) => file.endsWith('.ts') || file.includes('/tsx/'))).toEqual([]);
   expect(help.filter((file) => !file.startsWith(`${installed}/`) && file !== fileURLToPath(RECORDER))).toEqual([]);
-  const helpModules = await modulesIn(help);
+  const helpModules = modulesIn(help);
   // The recorder saw the compiled CLI load.
   expect(helpModules).toContain(path.join(installed, 'src', 'cli', 'run.ts'));
   expect(helpModules.filter((file) => NOT_AT_START_UP.some((pattern) => pattern.test(file)))).toEqual([]);
 
-  const version = await modulesIn(await filesLoadedBy(['--version']));
+  const version = modulesIn(await filesLoadedBy(['--version']));
   expect(version).toContain(path.join(installed, 'src', 'version.ts'));
   expect(version.filter((file) => file.endsWith('/src/cli/run.ts') || NOT_FOR_VERSION.test(file))).toEqual([]);
 });
@@ -103,7 +104,7 @@ test('slipway start runs from any directory with its data under SLIPWAY_HOME, an
     expect(ran.stderr).toMatch(new RegExp(`lease ${leaseId} released: the command exited with status 0`));
     await waitFor('the lease to be destroyed and its directory removed', async () => !existsSync(leasePath));
     // The build loads no database code and none of the packages only that needs.
-    const remote = await modulesIn(await filesLoadedBy(['lease', 'show', leaseId], remoteEnv));
+    const remote = modulesIn(await filesLoadedBy(['lease', 'show', leaseId], remoteEnv));
     expect(remote).toContain(path.join(installed, 'src', 'client', 'SlipwayClient.ts'));
     expect(remote.filter((file) => NOT_IN_REMOTE_MODE_BUILT.test(file) || NOT_IN_REMOTE_MODE.some((pattern) => pattern.test(file)))).toEqual([]);
   } finally {
@@ -122,16 +123,9 @@ async function filesLoadedBy(args: string[], extra: Record<string, string> = {})
   return (await readFile(record, 'utf8')).split('\n').filter(Boolean);
 }
 
-/**
- * The source modules in the files a call loaded: each of the build's bundled
- * files stands for the modules that dist/modules.json says it holds (named
- * as they sit in a checkout, under the package's directory); any other file
- * (a package left in node_modules) stands for itself.
- */
-async function modulesIn(files: string[]): Promise<string[]> {
-  const bundled = JSON.parse(await readFile(path.join(installed, 'dist', 'modules.json'), 'utf8')) as Record<string, string[]>;
-  const dist = path.join(installed, 'dist');
-  return files.flatMap((file) => bundled[path.relative(dist, file)]?.map((module) => path.join(installed, module)) ?? [file]);
+/** The source modules behind the files the installed package's call loaded. */
+function modulesIn(files: string[]): string[] {
+  return sourceModulesIn(files, installed);
 }
 
 function slipwayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
