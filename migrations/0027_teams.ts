@@ -18,7 +18,7 @@ import { type Kysely, sql } from 'kysely';
  *   (`blueprint_waiters_by_team`), however long the line.
  * - `commands_acquires_in_flight`: the acquires sent to resources and not
  *   yet applied, which a quota counts with the slots held
- *   (src/drain/reads/countedLeases.ts); a small index, of only the acquires
+ *   (src/db/countedLeases.ts); a small index, of only the acquires
  *   on their way.
  *
  * Expand only: a worker or API of the release before writes leases and

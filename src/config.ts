@@ -1,7 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from './callbacks/allowedHosts.ts';
+import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from './domain/allowedHosts.ts';
 import { IN_CHECKOUT } from './packageRoot.ts';
 
 /**

@@ -1,6 +1,6 @@
 import type { TaskList } from 'graphile-worker';
 import { z } from 'zod';
-import type { CallbackDelivery } from '../src/callbacks/CallbackDelivery.ts';
+import type { CallbackDelivery } from './CallbackDelivery.ts';
 
 const DeliverPayload = z.object({ id: z.number().int().positive() });
 

@@ -1,6 +1,6 @@
 import type { CommandRow } from '../../migrations/schema.ts';
 import type { AppendResult } from '../queue/appendCommand.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import type { CommandNotices } from '../read/CommandNotices.ts';
 import { findLease, leaseSetUp, type LeaseView } from '../read/leases.ts';
 import { readObjectState } from '../read/objectState.ts';

@@ -8,7 +8,7 @@ import { InvalidInputError } from '../domain/errors.ts';
 import { withTransaction } from '../db/withTransaction.ts';
 import { appendInTransaction, type AppendResult, QueueFullError } from '../queue/appendCommand.ts';
 import { cancelCommandById } from '../queue/cancelCommand.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import { findLease } from '../read/leases.ts';
 import type { ApiContext } from './ApiContext.ts';
 import { actorOf, assertMayTouch, callerOf } from './auth/authenticate.ts';

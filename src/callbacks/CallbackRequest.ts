@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { InvalidInputError } from '../domain/errors.ts';
-import { describeAllowedHosts, isHostAllowed, type AllowedHosts } from './allowedHosts.ts';
+import { describeAllowedHosts, isHostAllowed, type AllowedHosts } from '../domain/allowedHosts.ts';
 
 /** Longest callback URL accepted: enough for any real endpoint, bounded for storage. */
 const MAX_URL_LENGTH = 2048;

@@ -3,7 +3,7 @@ import type { CallbackRow } from '../../migrations/schema.ts';
 import { afterCommit } from '../db/afterCommit.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
-import type { AllowedHosts } from './allowedHosts.ts';
+import type { AllowedHosts } from '../domain/allowedHosts.ts';
 import { checkCallbackUrl } from './CallbackRequest.ts';
 import { dispatchCallbacksQuietly } from './dispatchCallbacks.ts';
 import { lockUnsettledTree } from './lockUnsettledTree.ts';

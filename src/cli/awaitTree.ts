@@ -12,7 +12,7 @@ import { commandName } from './views/commandViews.ts';
 /** Waiting (command notices, and what they share with the drain) is loaded by the subcommands that wait. */
 const waitForSettled = later(() => import('../read/waitForSettled.ts'), 'waitForSettled');
 /** The database's reads too: remote mode, which imports this module for assertTreeSucceeded, waits through the API. */
-const countLiveWorkers = later(() => import('../read/liveWorkers.ts'), 'countLiveWorkers');
+const countLiveWorkers = later(() => import('../db/liveWorkers.ts'), 'countLiveWorkers');
 const readLineStanding = later(() => import('../read/lineStanding.ts'), 'readLineStanding');
 
 export interface AwaitRequest {

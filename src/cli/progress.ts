@@ -1,4 +1,4 @@
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import type { CommandTreeNodeShape, LineStandingShape } from '../api/shapes.ts';
 import { describeWaiting } from '../read/standingText.ts';
 import type { Transition } from '../read/objectState.ts';

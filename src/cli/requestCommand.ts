@@ -1,4 +1,4 @@
-import { describeObject } from '../queue/objectTables.ts';
+import { describeObject } from '../db/objectTables.ts';
 import { assertTreeSucceeded } from './awaitTree.ts';
 import type { WaitOptions } from './options.ts';
 import type { Output } from './output.ts';

@@ -5,7 +5,7 @@ import { TeamNameSchema } from './team.ts';
  * Quotas (docs/scheduling.md): at most `maxLeases` leases of a team, or of
  * one holder in it, counted at once, at one blueprint or overall. A lease
  * counts from the moment its blueprint sends it to a resource until the
- * resource has its slot back (src/drain/reads/countedLeases.ts). A request
+ * resource has its slot back (src/db/countedLeases.ts). A request
  * over a quota waits in line, and is served when the count drops below it;
  * lowering a quota never ends a lease, it only stops new ones.
  */

@@ -3,7 +3,7 @@ import { ChannelListener } from '../db/ChannelListener.ts';
 import type { DriverRegistry } from '../drivers/registry.ts';
 import type { PartHealth } from '../health/ProcessHealth.ts';
 import type { Logger } from '../log.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import { namedObjects, WAKE_CHANNEL } from '../queue/wakeSignal.ts';
 import { DrainLane } from './DrainLane.ts';
 

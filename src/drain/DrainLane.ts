@@ -10,7 +10,7 @@ import { PermanentDriverError, TransientDriverError } from '../drivers/Driver.ts
 import type { DriverRegistry } from '../drivers/registry.ts';
 import type { Logger } from '../log.ts';
 import { recordBatchCommitted, recordRowCommitted } from '../metrics/metrics.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import { wakeObjectsQuery } from '../queue/wakeObjects.ts';
 import { type CommittingLane, commitWithRetries } from './committer.ts';
 import { asVersionConflict, type StepStatements, stepStatements } from './commitOutcome.ts';

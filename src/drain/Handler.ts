@@ -12,7 +12,7 @@ import type {
 import type { Db } from '../db/Database.ts';
 import type { CommandKindOf, PayloadOf, SupersedesNothing } from '../domain/commandKinds.ts';
 import type { Driver, DriverCall } from '../drivers/Driver.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import type { FollowUp } from './messages.ts';
 
 export interface ObjectTypes {

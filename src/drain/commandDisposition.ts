@@ -4,7 +4,7 @@ import { commandKindSpec, preemptingKinds, schemaOf, upgradedPayload } from '../
 import { describeZodIssues } from '../domain/errors.ts';
 import { accepts } from '../domain/lifecycle.ts';
 import type { DriverCall } from '../drivers/Driver.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import type { CommandHandler, Outcome } from './Handler.ts';
 import { BLUEPRINT_HANDLERS } from './handlers/blueprintHandlers.ts';
 import { LEASE_HANDLERS } from './handlers/leaseHandlers.ts';

@@ -1,11 +1,11 @@
 import type { CompiledQuery } from 'kysely';
 import { DISPATCH_CALLBACKS } from '../callbacks/dispatchCallbacks.ts';
 import { GENERIC_PLANS } from '../db/genericPlans.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import type { StepStatements } from './commitOutcome.ts';
 import type { DecidedStep } from './decideStep.ts';
 import { RoundTrip } from './roundTrip.ts';
-import { commandNotice, noticesStatement } from './sql/announcements.ts';
+import { commandNotice, noticesStatement } from '../queue/announcements.ts';
 import { claimStatement } from './sql/claim.ts';
 import { ASYNCHRONOUS_BEGIN, NO_SEQ_SCANS, settings } from './sql/laneTransactions.ts';
 import { objectRowsStatements } from './sql/objectRows.ts';

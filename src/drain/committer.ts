@@ -2,7 +2,7 @@ import { CompiledQuery } from 'kysely';
 import type pg from 'pg';
 import { compileOnly } from '../db/compileOnly.ts';
 import type { Logger } from '../log.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import { wakeObjectsQuery } from '../queue/wakeObjects.ts';
 import { VersionConflictError } from './commitOutcome.ts';
 import { backoffMs } from './driverFailure.ts';

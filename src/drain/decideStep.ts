@@ -3,7 +3,7 @@ import type { ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { compileOnly } from '../db/compileOnly.ts';
 import { kyselyOnClient } from '../db/kyselyOnClient.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import { dispositionOf, handlerOf } from './commandDisposition.ts';
 import { rowAfter, runGoesOnAfter } from './commandRun.ts';
 import type { Decided } from './commitOutcome.ts';

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/schema.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import type { CommandHandler, HandlerContext, ObjectTypes, Outcome } from './Handler.ts';
 
 /** The types a drain lane (DrainLane.ts) shares with its parts. */

@@ -2,7 +2,7 @@ import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, NotFoundError } from '../domain/errors.ts';
 import { appendCommand } from '../queue/appendCommand.ts';
-import { describeObject, type ObjectRef } from '../queue/objectTables.ts';
+import { describeObject, type ObjectRef } from '../db/objectTables.ts';
 
 /** Every command the collector issues is recorded as this actor. */
 export const GC_ACTOR = { issuedBy: 'system:gc', source: 'gc' } as const satisfies Actor;

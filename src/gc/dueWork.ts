@@ -5,7 +5,7 @@ import { formatDuration } from '../domain/durations.ts';
 import { describeDeadline } from '../objects/leaseDeadlines.ts';
 import { type AppendedRow, type AppendRequest, appendBatchStatement, batchedAppend, signalWorkersOnCommit } from '../queue/appendCommand.ts';
 import { recordAppended } from '../metrics/metrics.ts';
-import { describeObject } from '../queue/objectTables.ts';
+import { describeObject } from '../db/objectTables.ts';
 import { dueChecks, dueLeases, forgetUnchangedChecks } from './dueTimes.ts';
 import { GC_ACTOR, type GcAction, type GcPass, type StepReport } from './GcPass.ts';
 

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/Database.ts';
 import { liveStates } from '../domain/lifecycle.ts';
-import { waitingLeases } from '../drain/sql/waitingLeases.ts';
+import { waitingLeases } from '../db/waitingLeases.ts';
 import type { GcPass, StepReport } from './GcPass.ts';
 
 /**

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database, Db } from '../db/Database.ts';
-import { liveWorkerCondition } from '../read/liveWorkers.ts';
+import { liveWorkerCondition } from '../db/liveWorkers.ts';
 import { registry, setPoolGauges, setStateGauges, type StateSnapshot } from './metrics.ts';
 
 /** How long one reading of the database's gauges serves scrapes: Prometheus scraping every few seconds costs one query per this. */

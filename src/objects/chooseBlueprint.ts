@@ -6,7 +6,7 @@ import { formatSelector, type Labels, matches, resourceLabels, type Selector, wh
 import { statesWith } from '../domain/lifecycle.ts';
 import { slotsTaken } from '../read/slotsTaken.ts';
 import { driverFactory, validateDriverSettings } from '../drivers/registry.ts';
-import { waitingLeases } from '../drain/sql/waitingLeases.ts';
+import { waitingLeases } from '../db/waitingLeases.ts';
 
 /** Why no resource `blueprint` may have can ever match `selector` (see whyNeverMatches), or undefined. */
 export function whyBlueprintNeverMatches(blueprint: Pick<BlueprintRow, 'driver' | 'settings' | 'labels'>, selector: Selector): string | undefined {

@@ -5,7 +5,7 @@ import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError } from '../domain/errors.ts';
 import { validateDriverSettings } from '../drivers/registry.ts';
 import { BlueprintInputSchema, type BlueprintInput } from './blueprintInput.ts';
-import { recordEvent } from './recordEvent.ts';
+import { recordEvent } from '../db/recordEvent.ts';
 
 export { BlueprintInputSchema, type BlueprintInput };
 

@@ -6,7 +6,7 @@ import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundErr
 import { describeQuota } from '../domain/quotas.ts';
 import { formatSelector, type Selector } from '../domain/labels.ts';
 import { chooseBlueprint, whyBlueprintNeverMatches } from './chooseBlueprint.ts';
-import { quotaReachedNow } from '../drain/reads/countedLeases.ts';
+import { quotaReachedNow } from '../db/countedLeases.ts';
 import { findBlueprint } from '../read/blueprints.ts';
 import { DEFAULT_TEAM } from '../domain/team.ts';
 import { assertTeamExists } from './teams.ts';

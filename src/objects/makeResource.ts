@@ -1,7 +1,7 @@
 import type { BlueprintRow, CommandRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
-import { recordEvent } from './recordEvent.ts';
+import { recordEvent } from '../db/recordEvent.ts';
 
 /**
  * Makes a resource of `blueprint`: its row, its creation event and its first

@@ -7,7 +7,7 @@ import type { Actor } from '../domain/Actor.ts';
 import { describeZodIssues, InvalidInputError, NotFoundError, SlipwayError } from '../domain/errors.ts';
 import { describeQuota, describeScope, QuotaInputSchema, type QuotaInput, type QuotaScope, QuotaScopeSchema } from '../domain/quotas.ts';
 import { TeamNameSchema, WeightSchema } from '../domain/team.ts';
-import { blueprintsWhereTeamWaits } from '../drain/sql/teamWaiters.ts';
+import { blueprintsWhereTeamWaits } from '../db/teamWaiters.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
 import { findBlueprint } from '../read/blueprints.ts';
 

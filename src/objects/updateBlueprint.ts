@@ -8,7 +8,7 @@ import { lockObjectInTransaction } from '../queue/lockObjectInTransaction.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
 import { findBlueprint, type BlueprintRef } from '../read/blueprints.ts';
 import { BlueprintChangesSchema, type BlueprintChanges } from './blueprintInput.ts';
-import { recordEvent } from './recordEvent.ts';
+import { recordEvent } from '../db/recordEvent.ts';
 
 export { BlueprintChangesSchema, type BlueprintChanges };
 

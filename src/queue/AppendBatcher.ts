@@ -6,7 +6,7 @@ import type { Db } from '../db/Database.ts';
 import { simpleQueryText } from '../db/preparedText.ts';
 import type { Logger } from '../log.ts';
 import { admit } from './admissionChecks.ts';
-import { drainJobKey } from './objectTables.ts';
+import { drainJobKey } from '../db/objectTables.ts';
 import { signalWorkersQuietly } from './wakeSignal.ts';
 import {
   appendBatchStatement,

@@ -3,9 +3,9 @@ import { commandKindSpec, versionFor } from '../domain/commandKinds.ts';
 import { UnsupportedVersionError } from '../domain/errors.ts';
 import { validateDriverSettings } from '../drivers/registry.ts';
 import { findBlueprint } from '../read/blueprints.ts';
-import { liveHandlers } from '../read/liveWorkers.ts';
+import { liveHandlers } from '../db/liveWorkers.ts';
 import type { AppendRequest } from './appendCommand.ts';
-import type { ObjectRef } from './objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 
 type AdmissionCheck = (trx: Db, target: ObjectRef, payload: Record<string, unknown>) => Promise<void>;
 

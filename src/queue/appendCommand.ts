@@ -11,7 +11,7 @@ import { PREPARED_MARK } from '../db/PreparingClient.ts';
 import { commandColumnsText } from '../db/rowColumns.ts';
 import { admit } from './admissionChecks.ts';
 import { signalWorkersQuietly } from './wakeSignal.ts';
-import { describeObject, type ObjectRef } from './objectTables.ts';
+import { describeObject, type ObjectRef } from '../db/objectTables.ts';
 
 export interface AppendRequest {
   readonly target: ObjectRef;

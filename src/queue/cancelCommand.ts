@@ -8,11 +8,11 @@ import { afterCommit } from '../db/afterCommit.ts';
 import { notifyAsynchronously } from '../db/asynchronousCommit.ts';
 import { withTransaction } from '../db/withTransaction.ts';
 import { COMMANDS_CHANNEL } from '../drain/commitOutcome.ts';
-import { commandNotice } from '../drain/sql/announcements.ts';
-import { recordEvent } from '../objects/recordEvent.ts';
+import { commandNotice } from './announcements.ts';
+import { recordEvent } from '../db/recordEvent.ts';
 import { findCommand } from '../read/commands.ts';
 import { lockObjectInTransaction } from './lockObjectInTransaction.ts';
-import type { ObjectRef } from './objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import { wakeObjects } from './wakeObjects.ts';
 import { signalWorkersQuietly } from './wakeSignal.ts';
 

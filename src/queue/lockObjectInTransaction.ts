@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/Database.ts';
 import { CommandRejectedError } from '../domain/errors.ts';
-import { describeObject, type ObjectRef } from './objectTables.ts';
+import { describeObject, type ObjectRef } from '../db/objectTables.ts';
 
 /** How long a writer from outside waits for a drain busy with the object before it gives up (and says so). */
 const LOCK_WAIT_MS = 5000;

@@ -1,6 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/Database.ts';
-import type { ObjectRef } from './objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 
 /** An object to wake, with its own due time (default: the call's `runAt`, else now). */
 export type WakeTarget = ObjectRef & { runAt?: Date | undefined };

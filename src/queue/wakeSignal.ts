@@ -1,6 +1,6 @@
 import { notifyAsynchronously } from '../db/asynchronousCommit.ts';
 import type { Db } from '../db/Database.ts';
-import type { ObjectRef } from './objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 
 /** The channel on which workers hear that wake-ups are due (src/drain/DrainEngine.ts). */
 export const WAKE_CHANNEL = 'slipway_wake';

@@ -12,7 +12,7 @@ const NoticeSchema = z.object({
   status: z.string(),
   /**
    * The commands it caused, as its settling left them (see
-   * src/drain/sql/announcements.ts); absent or null when the notice cannot
+   * src/queue/announcements.ts); absent or null when the notice cannot
    * tell (a cancellation, too many to list, a worker of an older release).
    */
   caused: z.array(z.number().int().positive()).nullish(),

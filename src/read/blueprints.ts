@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
-import { waitingLeases } from '../drain/sql/waitingLeases.ts';
+import { waitingLeases } from '../db/waitingLeases.ts';
 import { fetchPage, type Page, type ListPage } from './page.ts';
 import { LIVE, statesMatching } from './stateFilter.ts';
 

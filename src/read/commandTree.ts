@@ -2,7 +2,7 @@ import { type CompiledQuery, sql } from 'kysely';
 import type { CommandRow } from '../../migrations/schema.ts';
 import { compileOnly } from '../db/compileOnly.ts';
 import type { Db } from '../db/Database.ts';
-import { OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
+import { OBJECT_TABLE, type ObjectRef } from '../db/objectTables.ts';
 
 /** A command in the tree of commands one command caused, `depth` steps below the root. */
 export type CommandTreeNode = CommandRow & { readonly depth: number };

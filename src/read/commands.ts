@@ -1,7 +1,7 @@
 import type { CommandRow, CommandSource, CommandStatus } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import { fetchPage, type Page, type ListPage } from './page.ts';
 
 export interface CommandFilter {

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/Database.ts';
-import { waitingLeases } from '../drain/sql/waitingLeases.ts';
+import { waitingLeases } from '../db/waitingLeases.ts';
 
 /** How far back the grant rate an estimate rests on looks. */
 const RATE_WINDOW_MINUTES = 15;

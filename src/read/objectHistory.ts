@@ -1,6 +1,6 @@
 import type { CommandRow, CommandStatus } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 
 /**
  * What was asked of an object (its commands) and what happened to it (its

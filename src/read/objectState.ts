@@ -1,6 +1,6 @@
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
-import { OBJECT_TABLE, type ObjectRef } from '../queue/objectTables.ts';
+import { OBJECT_TABLE, type ObjectRef } from '../db/objectTables.ts';
 
 /** The current state of any object. */
 export async function readObjectState(db: Db, ref: ObjectRef): Promise<string> {

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { BlueprintRow, CommandRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { liveStates } from '../domain/lifecycle.ts';
-import { waitingLeases } from '../drain/sql/waitingLeases.ts';
+import { waitingLeases } from '../db/waitingLeases.ts';
 
 /** One blueprint on the overview: how many of its resources and leases are in each state, and how many leases wait. */
 export interface BlueprintSummary extends BlueprintRow {

@@ -3,8 +3,8 @@ import type { TeamEventRow, TeamRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import { countFor, type Counted } from '../domain/quotas.ts';
-import { countedOverall } from '../drain/reads/countedLeases.ts';
-import { waitingLeases } from '../drain/sql/waitingLeases.ts';
+import { countedOverall } from '../db/countedLeases.ts';
+import { waitingLeases } from '../db/waitingLeases.ts';
 
 /** A quota as listed: where it applies, its maximum and what it counts now. */
 export interface QuotaView {

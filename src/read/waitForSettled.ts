@@ -1,6 +1,6 @@
 import type { Database } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
 import { CommandNotices, type CommandNotice, type NoticeListener } from './CommandNotices.ts';
 import type { CommandTreeNode } from './commandTree.ts';
 import { isSettled, treeSettled } from './settled.ts';

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { callbackTasks } from '../../workers/deliverCallback.ts';
-import { CallbackDelivery } from '../callbacks/CallbackDelivery.ts';
+import { CallbackDelivery } from '../../workers/CallbackDelivery.ts';
 import { gcCronItems, gcTasks } from '../../workers/gcTasks.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { attachCallback } from '../../src/callbacks/attachCallback.ts';
-import { parseAllowedHosts } from '../../src/callbacks/allowedHosts.ts';
+import { parseAllowedHosts } from '../../src/domain/allowedHosts.ts';
 import { checkCallbackUrl } from '../../src/callbacks/CallbackRequest.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { InvalidInputError, NotFoundError } from '../../src/domain/errors.ts';

@@ -7,7 +7,7 @@ import { withTransaction } from '../../src/db/withTransaction.ts';
 import { appendInTransaction } from '../../src/queue/appendCommand.ts';
 import { Sweeper } from '../../src/worker/Sweeper.ts';
 import { waitFor } from '../helpers/waitFor.ts';
-import { buildCallbackPayload } from '../../src/callbacks/callbackPayload.ts';
+import { buildCallbackPayload } from '../../src/api/callbackPayload.ts';
 import { handDrainedDatabase } from '../helpers/drainByHand.ts';
 import { readCallbacks } from '../../src/read/callbacks.ts';
 import { createLeases, releaseLease, simulatedBlueprint } from '../concurrency/support/fixtures.ts';

@@ -5,7 +5,7 @@ import type { Db } from '../../src/db/Database.ts';
 import { CommandRejectedError } from '../../src/domain/errors.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
-import type { ObjectRef } from '../../src/queue/objectTables.ts';
+import type { ObjectRef } from '../../src/db/objectTables.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { stateTrails, trailBreaks } from './support/eventLog.ts';
 import { releaseLease, simulatedBlueprint, tester, waitForLeases, waitForQuietQueues } from './support/fixtures.ts';

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { Db } from '../../src/db/Database.ts';
-import type { ObjectRef } from '../../src/queue/objectTables.ts';
+import type { ObjectRef } from '../../src/db/objectTables.ts';
 import { wakeObjects } from '../../src/queue/wakeObjects.ts';
 import { Sweeper } from '../../src/worker/Sweeper.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';

@@ -6,7 +6,7 @@ import type { ObjectKind } from '../../migrations/schema.ts';
 import { LANE_SIZE } from '../../src/drain/DrainEngine.ts';
 import { DrainLane } from '../../src/drain/DrainLane.ts';
 import { DriverRegistry } from '../../src/drivers/registry.ts';
-import type { ObjectRef } from '../../src/queue/objectTables.ts';
+import type { ObjectRef } from '../../src/db/objectTables.ts';
 import type { Logger } from '../../src/log.ts';
 import { createTestDatabase, testLog } from './testDatabase.ts';
 

@@ -3,7 +3,7 @@ import { validatedAppend } from '../../src/queue/appendCommand.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendFollowUpsStatement, type FollowUpAppend } from '../../src/drain/sql/appendFollowUps.ts';
-import type { ObjectRef } from '../../src/queue/objectTables.ts';
+import type { ObjectRef } from '../../src/db/objectTables.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 
 // A step's follow-ups go out as one statement: they must be appended in the

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { expect, test } from 'vitest';
-import { countedAtBlueprint, countedOverall } from '../../src/drain/reads/countedLeases.ts';
+import { countedAtBlueprint, countedOverall } from '../../src/db/countedLeases.ts';
 import { takeSlot } from '../../src/drain/sql/takeSlot.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';

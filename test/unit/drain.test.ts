@@ -6,7 +6,7 @@ import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { readBlueprintDetail } from '../../src/read/blueprints.ts';
 import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
-import { commandNotice, noticesStatement } from '../../src/drain/sql/announcements.ts';
+import { commandNotice, noticesStatement } from '../../src/queue/announcements.ts';
 import { simpleQueryText } from '../../src/db/preparedText.ts';
 import { COMMANDS_CHANNEL } from '../../src/drain/commitOutcome.ts';
 import { commandsOf, stateEvents } from '../helpers/objectHistory.ts';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { OBJECT_COLUMN_TYPES } from '../../src/drain/sql/updateObjects.ts';
-import { drainJobKey } from '../../src/queue/objectTables.ts';
+import { drainJobKey } from '../../src/db/objectTables.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { CommandStatus } from '../../../migrations/schema.ts';
-import type { ObjectRef } from '../../queue/objectTables.ts';
+import type { ObjectRef } from '../../db/objectTables.ts';
 import { pageTable } from '../format.ts';
 import { addPageOptions, type PageOptions } from '../options.ts';
 import { TargetRef } from '../../api/schemas.ts';

@@ -3,7 +3,7 @@ import type { LeaseAsk, LeaseService } from '../../client/holdLease.ts';
 import { isConnectionFailure } from '../../db/connectionFailure.ts';
 import { CommandRejectedError } from '../../domain/errors.ts';
 import { findLease, leaseSetUp } from '../../read/leases.ts';
-import { countLiveWorkers } from '../../read/liveWorkers.ts';
+import { countLiveWorkers } from '../../db/liveWorkers.ts';
 import { readResourceDetail } from '../../read/resources.ts';
 import { later } from '../later.ts';
 import type { Session } from '../session.ts';

@@ -3,7 +3,7 @@ import type { CommandAnswer, LeaseAnswer } from '../../api/contract.ts';
 import type { CommandTreeNodeShape, LineStandingShape } from '../../api/shapes.ts';
 import { ApiRefusal, UnexpectedAnswer, Unreachable } from '../../client/errors.ts';
 import type { CallAnswer, CallInput, OperationName, SlipwayClient } from '../../client/SlipwayClient.ts';
-import type { ObjectRef } from '../../queue/objectTables.ts';
+import type { ObjectRef } from '../../db/objectTables.ts';
 import type { CommandFilter } from '../../read/commands.ts';
 import { treeSettled } from '../../read/settled.ts';
 import { leaseSetUp } from '../../read/leases.ts';

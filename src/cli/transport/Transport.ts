@@ -1,6 +1,6 @@
 import type { CancelAnswer, CommandAnswer, CommandDetailShape, LeaseAnswer, LeaseDetail } from '../../api/contract.ts';
 import type { Command, CommandTreeNodeShape, Lease } from '../../api/shapes.ts';
-import type { ObjectRef } from '../../queue/objectTables.ts';
+import type { ObjectRef } from '../../db/objectTables.ts';
 import type { BlueprintRef } from '../../read/blueprints.ts';
 import type { CommandFilter } from '../../read/commands.ts';
 import type { ListPage, Page } from '../../read/page.ts';

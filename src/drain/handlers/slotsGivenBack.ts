@@ -2,11 +2,11 @@ import type { Db } from '../../db/Database.ts';
 import { accepts, grantsSlots } from '../../domain/lifecycle.ts';
 import type { LockedBatch, OutcomeEvent } from '../Handler.ts';
 import { type FollowUp, send } from '../messages.ts';
-import { perStep } from '../perStep.ts';
+import { perStep } from '../../db/perStep.ts';
 import { returnSlotsStatement, type SlotReturn, slotsReturned } from '../sql/returnSlots.ts';
 import { type SlotsLeft, slotsLeft, slotsLeftStatement } from '../sql/slotsLeft.ts';
-import { blueprintsWhereTeamWaits } from '../sql/teamWaiters.ts';
-import { waitersAndQuotas } from '../sql/waitingLeases.ts';
+import { blueprintsWhereTeamWaits } from '../../db/teamWaiters.ts';
+import { waitersAndQuotas } from '../../db/waitingLeases.ts';
 
 /**
  * Slots given back. The slot rows are the truth about a resource's

@@ -10,9 +10,9 @@ import { slotsTaken } from '../../read/slotsTaken.ts';
 import { type FollowUp, send } from '../messages.ts';
 import { type Candidate as FairCandidate, describeChoice, pickNext, type TeamUse } from '../../domain/fairShare.ts';
 import { describeQuota, type Quota, quotaReached } from '../../domain/quotas.ts';
-import { perStep } from '../perStep.ts';
-import { waitingLeases } from '../sql/waitingLeases.ts';
-import { countedAtBlueprint, countedOverall, countPromised, quotasFor } from '../reads/countedLeases.ts';
+import { perStep } from '../../db/perStep.ts';
+import { waitingLeases } from '../../db/waitingLeases.ts';
+import { countedAtBlueprint, countedOverall, countPromised, quotasFor } from '../../db/countedLeases.ts';
 import { forgetRequestingLeases } from '../reads/requestingLease.ts';
 
 /**

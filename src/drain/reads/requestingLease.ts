@@ -4,7 +4,7 @@ import type { Db } from '../../db/Database.ts';
 import { executePrepared } from '../../db/PreparingClient.ts';
 import { COMMAND_KINDS } from '../../domain/commandKinds.ts';
 import type { HandlerContext } from '../Handler.ts';
-import { perStep } from '../perStep.ts';
+import { perStep } from '../../db/perStep.ts';
 
 /** What a blueprint's `need_resource` decides from: the lease, and a resource already being made for it. */
 export interface RequestingLease {

@@ -1,6 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import type { ValidatedAppend } from '../../queue/appendCommand.ts';
-import type { ObjectRef } from '../../queue/objectTables.ts';
+import type { ObjectRef } from '../../db/objectTables.ts';
 
 /** One follow-up as the step's commit appends it: validated, with the command that caused it and what to say if its target is gone. */
 export interface FollowUpAppend extends ValidatedAppend {

@@ -1,5 +1,5 @@
 import { CompiledQuery } from 'kysely';
-import type { ObjectRef } from '../../queue/objectTables.ts';
+import type { ObjectRef } from '../../db/objectTables.ts';
 import { WAKE_CHANNEL } from '../../queue/wakeSignal.ts';
 import { PREEMPTING } from '../commandDisposition.ts';
 

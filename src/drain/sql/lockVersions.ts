@@ -1,5 +1,5 @@
 import { CompiledQuery } from 'kysely';
-import type { ObjectRef } from '../../queue/objectTables.ts';
+import type { ObjectRef } from '../../db/objectTables.ts';
 import { VERSION_CONFLICT_SQLSTATE } from '../commitOutcome.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { CompiledQuery } from 'kysely';
-import type { ObjectRef } from '../../queue/objectTables.ts';
+import type { ObjectRef } from '../../db/objectTables.ts';
 
 const idsOf = (refs: readonly ObjectRef[], kind: ObjectRef['kind']) => refs.filter((r) => r.kind === kind).map((r) => r.id);
 

@@ -1,6 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { CommandRow } from '../../../migrations/schema.ts';
-import { eventRow, type EventInput } from '../../objects/recordEvent.ts';
+import { eventRow, type EventInput } from '../../db/recordEvent.ts';
 import type { Outcome } from '../Handler.ts';
 
 /** What one applied command leaves behind: its outcome, its events in order, and the queued kinds it supersedes (empty for none). */

@@ -11,7 +11,7 @@ export interface SlotsLeft {
   readonly slots: number;
   /** No slot row of it is left that another transaction is not deleting: a return here may have emptied it. */
   readonly emptied: boolean;
-  /** A lease waits in its blueprint's line (as waitingLeases in waitingLeases.ts reads the line). */
+  /** A lease waits in its blueprint's line (as waitingLeases in src/db/waitingLeases.ts reads the line). */
   readonly waiters: boolean;
   /** Any quota exists at all. */
   readonly quotas: boolean;

@@ -1,6 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import type { BlueprintsTable, LeasesTable, ObjectKind, ResourcesTable } from '../../../migrations/schema.ts';
-import { OBJECT_TABLE } from '../../queue/objectTables.ts';
+import { OBJECT_TABLE } from '../../db/objectTables.ts';
 
 /**
  * Each object table's columns as PostgreSQL types them: the element type of

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { CallbackStatus } from '../../../migrations/schema.ts';
 import { attachCallback } from '../../../src/callbacks/attachCallback.ts';
-import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from '../../../src/callbacks/allowedHosts.ts';
+import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from '../../../src/domain/allowedHosts.ts';
 import type { Db } from '../../../src/db/Database.ts';
 import { withTransaction } from '../../../src/db/withTransaction.ts';
 import { appendInTransaction } from '../../../src/queue/appendCommand.ts';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import type { Db } from '../../db/Database.ts';
-import { type Counted, covers, type Quota, quotaReached } from '../../domain/quotas.ts';
-import { perStep } from '../perStep.ts';
+import type { Db } from './Database.ts';
+import { type Counted, covers, type Quota, quotaReached } from '../domain/quotas.ts';
+import { perStep } from './perStep.ts';
 
 /**
  * The leases a quota and a team's share count: those holding a slot (a

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CommandSchema, CommandTreeNodeSchema, commandOf, treeNodeOf } from '../api/shapes.ts';
+import { CommandSchema, CommandTreeNodeSchema, commandOf, treeNodeOf } from './shapes.ts';
 import type { Db } from '../db/Database.ts';
 import { readCommandTree } from '../read/commandTree.ts';
 import { failedCommands } from '../read/settled.ts';

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '../../db/Database.ts';
+import type { Db } from './Database.ts';
 
 /**
  * The blueprints where a team has a lease waiting that one of its quotas

@@ -1,8 +1,8 @@
 import { CompiledQuery } from 'kysely';
-import type { ObjectRef } from '../../queue/objectTables.ts';
-import type { CommandNotice } from '../../read/CommandNotices.ts';
-import { COMMANDS_CHANNEL } from '../commitOutcome.ts';
-import type { Outcome } from '../Handler.ts';
+import type { ObjectRef } from '../db/objectTables.ts';
+import type { CommandNotice } from '../read/CommandNotices.ts';
+import { COMMANDS_CHANNEL } from '../drain/commitOutcome.ts';
+import type { Outcome } from '../drain/Handler.ts';
 
 /** A notice as the drain writes it: the waiters' own shape (read/CommandNotices.ts), less `caused`, which noticesStatement adds. */
 export type Notice = Omit<CommandNotice, 'caused'>;

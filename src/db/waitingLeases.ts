@@ -1,4 +1,4 @@
-import type { Db } from '../../db/Database.ts';
+import type { Db } from './Database.ts';
 
 /**
  * The leases waiting at blueprints for capacity: waiter rows whose lease is

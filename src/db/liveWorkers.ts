@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { z } from 'zod';
-import type { Db } from '../db/Database.ts';
+import type { Db } from './Database.ts';
 
 /**
  * A worker counts as live while its last heartbeat is at most this many

@@ -1,4 +1,4 @@
-import type { Db } from '../db/Database.ts';
+import type { Db } from './Database.ts';
 
 /**
  * State a handler keeps for the rest of the step it is decided in, such as

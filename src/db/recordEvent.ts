@@ -1,6 +1,6 @@
-import type { Db } from '../db/Database.ts';
+import type { Db } from './Database.ts';
 import type { Actor } from '../domain/Actor.ts';
-import type { ObjectRef } from '../queue/objectTables.ts';
+import type { ObjectRef } from './objectTables.ts';
 
 export interface EventInput {
   readonly target: ObjectRef;
