@@ -10,7 +10,7 @@ import { NoticeListener } from '../read/CommandNotices.ts';
 import { CommandTreeReads } from '../read/CommandTreeReads.ts';
 import type { ApiContext } from './ApiContext.ts';
 import { installAuthentication } from './auth/authenticate.ts';
-import { TOKEN_REVOKED_CHANNEL } from './auth/tokenRevocations.ts';
+import { TOKEN_REVOKED_CHANNEL } from '../db/channels.ts';
 import { TrustedTokens } from './auth/TrustedTokens.ts';
 import { Backpressure } from './backpressure.ts';
 import { installBodyParsing } from './bodyParsing.ts';

@@ -4,7 +4,8 @@ import type { DriverRegistry } from '../drivers/registry.ts';
 import type { PartHealth } from '../health/ProcessHealth.ts';
 import type { Logger } from '../log.ts';
 import type { ObjectRef } from '../db/objectTables.ts';
-import { namedObjects, WAKE_CHANNEL } from '../queue/wakeSignal.ts';
+import { namedObjects } from '../queue/wakeSignal.ts';
+import { WAKE_CHANNEL } from '../db/channels.ts';
 import { DrainLane } from './DrainLane.ts';
 
 /** The most objects one lane holds at once: one step's batch. */

@@ -22,9 +22,6 @@ export function asVersionConflict(error: unknown): unknown {
   return (error as { code?: string }).code === VERSION_CONFLICT_SQLSTATE ? new VersionConflictError((error as Error).message) : error;
 }
 
-/** Channel on which every settled or yielded command is announced (for waiters). */
-export const COMMANDS_CHANNEL = 'slipway_commands';
-
 /** SQLSTATEs of the drain's own checks (slipway_expect, migrations/0009_drain_checks.ts). */
 export const VERSION_CONFLICT_SQLSTATE = 'SW001';
 const FOLLOW_UP_TARGET_MISSING_SQLSTATE = 'SW002';

@@ -1,7 +1,6 @@
 import client from 'prom-client';
-import type { BlueprintRow, CommandRow, CommandSource, ObjectKind } from '../../migrations/schema.ts';
+import type { BlueprintRow, CommandRow, CommandSource, CommandStatus, LeaseRow, ObjectKind, ResourceRow } from '../../migrations/schema.ts';
 import { READY_STATE } from '../domain/lifecycle.ts';
-import type { ObjectTypes, Outcome } from '../drain/Handler.ts';
 
 /**
  * Every Prometheus metric family of a Slipway process, in one registry (see
@@ -162,13 +161,19 @@ export function recordAppended(command: Pick<CommandRow, 'target_kind' | 'kind'>
   commandsAppended.inc({ object: command.target_kind, kind: command.kind, source });
 }
 
+/** What the metrics read of a drain's outcome (`Outcome` in src/drain/Handler.ts, a layer above). */
+interface CommittedOutcome {
+  readonly status: CommandStatus | 'yield';
+  readonly followUps?: ReadonlyArray<{ readonly target: { readonly kind: ObjectKind }; readonly kind: string }>;
+}
+
 /**
  * A command's outcome was committed by a drain that took it up at `pickedUpAt`
  * (ms since the epoch). Its follow-ups were appended in the same commit.
  * Times come from two clocks (the row's timestamps are PostgreSQL's), so a
  * skew shows as a shorter or longer wait, never as a negative one.
  */
-export function recordCommitted(command: CommandRow, outcome: Outcome, pickedUpAt: number): void {
+export function recordCommitted(command: CommandRow, outcome: CommittedOutcome, pickedUpAt: number): void {
   for (const followUp of outcome.followUps ?? []) commandsAppended.inc({ object: followUp.target.kind, kind: followUp.kind, source: 'system' });
   const labels = { object: command.target_kind, kind: command.kind };
   if (outcome.status === 'yield') {
@@ -192,14 +197,14 @@ export function recordCommitted(command: CommandRow, outcome: Outcome, pickedUpA
  * the per-object drain commits it (the batched drain hands such commands
  * over), and that drain read the lease's blueprint with its lock.
  */
-export function recordRowCommitted<K extends ObjectKind>(
-  kind: K,
-  before: ObjectTypes[K]['row'],
-  after: ObjectTypes[K]['row'] | undefined,
+export function recordRowCommitted(
+  kind: ObjectKind,
+  before: Pick<LeaseRow, 'state'>,
+  after: LeaseRow | ResourceRow | BlueprintRow | undefined,
   blueprints: ReadonlyMap<number, Pick<BlueprintRow, 'name'>>,
 ): void {
   if (kind !== 'lease' || !after || before.state === READY_STATE.lease || after.state !== READY_STATE.lease) return;
-  const lease = after as ObjectTypes['lease']['row'];
+  const lease = after as LeaseRow;
   const blueprint = blueprints.get(lease.blueprint_id);
   // Called after the commit: a metric must never fail a drain whose outcome is committed, so a blueprint the drain did not read is a point not recorded.
   if (!blueprint) return;
@@ -207,7 +212,7 @@ export function recordRowCommitted<K extends ObjectKind>(
 }
 
 /** One step of a batched drain committed these outcomes together, having taken their commands up at `pickedUpAt`. */
-export function recordBatchCommitted(committed: ReadonlyArray<{ command: CommandRow; outcome: Outcome }>, pickedUpAt: number): void {
+export function recordBatchCommitted(committed: ReadonlyArray<{ command: CommandRow; outcome: CommittedOutcome }>, pickedUpAt: number): void {
   for (const { command, outcome } of committed) recordCommitted(command, outcome, pickedUpAt);
   if (committed.length > 0) drainBatchSize.observe(committed.length);
 }

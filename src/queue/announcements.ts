@@ -1,14 +1,14 @@
 import { CompiledQuery } from 'kysely';
+import type { CommandStatus } from '../../migrations/schema.ts';
 import type { ObjectRef } from '../db/objectTables.ts';
 import type { CommandNotice } from '../read/CommandNotices.ts';
-import { COMMANDS_CHANNEL } from '../drain/commitOutcome.ts';
-import type { Outcome } from '../drain/Handler.ts';
+import { COMMANDS_CHANNEL } from '../db/channels.ts';
 
 /** A notice as the drain writes it: the waiters' own shape (read/CommandNotices.ts), less `caused`, which noticesStatement adds. */
 export type Notice = Omit<CommandNotice, 'caused'>;
 
-/** One command's notice for waiters (CLI, API, web): its id, object and status (`queued` again for a yield). */
-export function commandNotice(target: ObjectRef, commandId: number, status: Outcome['status'] | 'cancelled'): Notice {
+/** One command's notice for waiters (CLI, API, web): its id, object and new status (`queued` again for a yield). */
+export function commandNotice(target: ObjectRef, commandId: number, status: CommandStatus | 'yield'): Notice {
   return { id: commandId, target: `${target.kind}:${target.id}`, status: status === 'yield' ? 'queued' : status };
 }
 

@@ -7,7 +7,7 @@ import { CommandRejectedError, NotFoundError } from '../domain/errors.ts';
 import { afterCommit } from '../db/afterCommit.ts';
 import { notifyAsynchronously } from '../db/asynchronousCommit.ts';
 import { withTransaction } from '../db/withTransaction.ts';
-import { COMMANDS_CHANNEL } from '../drain/commitOutcome.ts';
+import { COMMANDS_CHANNEL } from '../db/channels.ts';
 import { commandNotice } from './announcements.ts';
 import { recordEvent } from '../db/recordEvent.ts';
 import { findCommand } from '../read/commands.ts';

@@ -1,9 +1,7 @@
+import { WAKE_CHANNEL } from '../db/channels.ts';
 import { notifyAsynchronously } from '../db/asynchronousCommit.ts';
 import type { Db } from '../db/Database.ts';
 import type { ObjectRef } from '../db/objectTables.ts';
-
-/** The channel on which workers hear that wake-ups are due (src/drain/DrainEngine.ts). */
-export const WAKE_CHANNEL = 'slipway_wake';
 
 /**
  * Tells every worker to look for due wake-ups. Send it AFTER the commit that

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { type ChannelHandlers, type ChannelHandlersByName, ChannelListener } from '../db/ChannelListener.ts';
-import { COMMANDS_CHANNEL } from '../drain/commitOutcome.ts';
+import { COMMANDS_CHANNEL } from '../db/channels.ts';
 import type { PartHealth } from '../health/ProcessHealth.ts';
 
 /** What the drain announces when a command settles or yields. */

@@ -8,7 +8,7 @@ import { readBlueprintDetail } from '../../src/read/blueprints.ts';
 import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
 import { commandNotice, noticesStatement } from '../../src/queue/announcements.ts';
 import { simpleQueryText } from '../../src/db/preparedText.ts';
-import { COMMANDS_CHANNEL } from '../../src/drain/commitOutcome.ts';
+import { COMMANDS_CHANNEL } from '../../src/db/channels.ts';
 import { commandsOf, stateEvents } from '../helpers/objectHistory.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 

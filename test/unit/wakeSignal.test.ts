@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { namedObjects, signalWorkers, WAKE_CHANNEL } from '../../src/queue/wakeSignal.ts';
+import { namedObjects, signalWorkers } from '../../src/queue/wakeSignal.ts';
+import { WAKE_CHANNEL } from '../../src/db/channels.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 

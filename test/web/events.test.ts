@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterEach, expect, test } from 'vitest';
-import { COMMANDS_CHANNEL } from '../../src/drain/commitOutcome.ts';
+import { COMMANDS_CHANNEL } from '../../src/db/channels.ts';
 import { ApiServer } from '../../src/api/server.ts';
 import { loadConfig } from '../../src/config.ts';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';

@@ -1,12 +1,6 @@
+import { TOKEN_REVOKED_CHANNEL } from '../../db/channels.ts';
 import type { Db } from '../../db/Database.ts';
 import { notifyAsynchronously } from '../../db/asynchronousCommit.ts';
-
-/**
- * The channel on which a revoked token's id is announced, so every API
- * server forgets it at once (TrustedTokens) rather than trusting it until
- * its cache entry runs out.
- */
-export const TOKEN_REVOKED_CHANNEL = 'slipway_token_revoked';
 
 /**
  * Announces a revocation, after the revoking commit and outside it (a

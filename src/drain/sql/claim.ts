@@ -1,6 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import type { ObjectRef } from '../../db/objectTables.ts';
-import { WAKE_CHANNEL } from '../../queue/wakeSignal.ts';
+import { WAKE_CHANNEL } from '../../db/channels.ts';
 import { PREEMPTING } from '../commandDisposition.ts';
 
 /**

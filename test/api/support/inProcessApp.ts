@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { TOKEN_REVOKED_CHANNEL } from '../../../src/api/auth/tokenRevocations.ts';
+import { TOKEN_REVOKED_CHANNEL } from '../../../src/db/channels.ts';
 import { TrustedTokens } from '../../../src/api/auth/TrustedTokens.ts';
 import { apiContext, buildApp } from '../../../src/api/server.ts';
 import { loadConfig } from '../../../src/config.ts';
