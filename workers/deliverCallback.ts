@@ -6,8 +6,8 @@ const DeliverPayload = z.object({ id: z.number().int().positive() });
 
 /**
  * The graphile-worker task that delivers one callback: one attempt per job.
- * Its jobs are queued by the SQL function queue_callback_delivery
- * (migrations/0005_callbacks.ts), which names this task.
+ * Its jobs are queued by the SQL function slipway_dispatch_callbacks
+ * (src/db/functions/slipway_dispatch_callbacks.ts), which names this task.
  */
 export function callbackTasks(delivery: CallbackDelivery): TaskList {
   return {

@@ -2,12 +2,14 @@ import { runMigrations } from 'graphile-worker';
 import { Migrator } from 'kysely';
 import { migrations } from '../../migrations/index.ts';
 import type { Logger } from '../log.ts';
+import { applyFunctions } from './applyFunctions.ts';
 import { graphileLogger } from '../worker/graphileLogger.ts';
 import type { Database } from './Database.ts';
 
 /**
- * Brings the database up to date: graphile-worker's own schema, then ours.
- * Safe to run from several processes at once (both migrators take locks).
+ * Brings the database up to date: graphile-worker's own schema, then ours,
+ * then our functions from their files (src/db/applyFunctions.ts). Safe to
+ * run from several processes at once (each step takes a lock).
  */
 export async function migrate(database: Database, log: Logger): Promise<string[]> {
   await runMigrations({ pgPool: database.pool, logger: graphileLogger(log) });
@@ -22,5 +24,7 @@ export async function migrate(database: Database, log: Logger): Promise<string[]
     throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${String(error)}`);
   }
   if (applied.length > 0) log.info({ applied }, 'migrations applied');
-  return applied;
+  const replaced = await applyFunctions(database.db);
+  if (replaced.length > 0) log.info({ functions: replaced }, 'functions replaced from src/db/functions/');
+  return [...applied, ...replaced.map((name) => `function ${name}`)];
 }

@@ -22,7 +22,7 @@ export function asVersionConflict(error: unknown): unknown {
   return (error as { code?: string }).code === VERSION_CONFLICT_SQLSTATE ? new VersionConflictError((error as Error).message) : error;
 }
 
-/** SQLSTATEs of the drain's own checks (slipway_expect, migrations/0009_drain_checks.ts). */
+/** SQLSTATEs of the drain's own checks (slipway_expect, src/db/functions/slipway_expect.ts). */
 export const VERSION_CONFLICT_SQLSTATE = 'SW001';
 const FOLLOW_UP_TARGET_MISSING_SQLSTATE = 'SW002';
 

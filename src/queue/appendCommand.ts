@@ -190,7 +190,7 @@ const BATCH_TEXT = `select u.n::int as n, f.part, f.object_state, ${commandColum
   cross join lateral slipway_append_within(${BATCH_COLUMNS.map((type, i) => (type === 'text[]' ? `string_to_array(u.a${i}, ',')` : `u.a${i}`)).join(', ')}) as f
   order by u.n`;
 
-/** The function an append calls: behind a queue limit, slipway_append_within (migrations/0011) checks the depth first, in the same statement. */
+/** The function an append calls: behind a queue limit, slipway_append_within (src/db/functions/) checks the depth first, in the same statement. */
 const appendFunction = (within: boolean) => (within ? 'slipway_append_within' : 'slipway_append_command');
 
 /** appendStatement's text for each of the two functions: the same for every append. */

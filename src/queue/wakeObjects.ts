@@ -7,7 +7,7 @@ export type WakeTarget = ObjectRef & { runAt?: Date | undefined };
 
 /**
  * Records, in the caller's transaction, that each object must be drained
- * (SQL function slipway_wake_objects, migrations/0015_one_drain.ts; one
+ * (SQL function slipway_wake_objects, src/db/functions/slipway_wake_objects.ts; one
  * round trip): one row per object in drain_wakeups, never moved later. The
  * row commits with the command that needs it, so nothing is stranded; the
  * drain engine takes it (src/drain/sql/claim.ts). Workers hear of it from

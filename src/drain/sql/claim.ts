@@ -6,7 +6,7 @@ import { PREEMPTING } from '../commandDisposition.ts';
 /**
  * Takes up to `room` due wake-ups, those of `want` first (the objects the
  * drain's own commit just woke), locks their objects, and answers each one's
- * first ready command (slipway_drain_claim, migrations/0017_steps_independent_of_backlog.ts).
+ * first ready command (slipway_drain_claim, src/db/functions/slipway_drain_claim.ts).
  * An object the drain already holds (`held`) only loses its wake-up: the
  * drain reads its queue again right after, in the same round trip. Due
  * wake-ups of `want` left for want of room are signalled to other workers.

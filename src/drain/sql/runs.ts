@@ -15,7 +15,7 @@ export const RUN_LENGTH = 16;
  * The next ready commands of each held object, up to RUN_LENGTH, in queue
  * order; an object with none is let go (its lock given back, its queue
  * looked at once more and a wake-up written for what is queued there):
- * slipway_drain_runs, migrations/0019_runs_of_commands.ts. The order of a
+ * slipway_drain_runs, src/db/functions/slipway_drain_runs.ts. The order of a
  * queue: a `running` command first (its holder died mid-command, so it is
  * repeated: driver calls are at least once), then the preempting kinds
  * (release, reclaim) ahead of older work, then the rest in order.

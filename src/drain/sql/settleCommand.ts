@@ -13,7 +13,7 @@ export interface Settlement {
 
 /**
  * What applied commands leave behind in the commands and events tables, as
- * one call of slipway_settle_commands (migrations/0017_steps_independent_of_backlog.ts,
+ * one call of slipway_settle_commands (src/db/functions/slipway_settle_commands.ts,
  * whose plans stay cached on the drain's connection), for every command of
  * a step: their event rows in order, the
  * cancellation of the queued work each supersedes, and each one's status
