@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -6,7 +7,17 @@ import { applyFunctions, functionName } from '../../src/db/applyFunctions.ts';
 import type { FreshDatabase } from '../../src/db/freshDatabase.ts';
 import { FUNCTION_DEFINITIONS } from '../../src/db/functions/index.ts';
 import { migrate } from '../../src/db/migrate.ts';
+import { migrations } from '../../migrations/index.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
+
+/**
+ * The functions' texts (their SHA-256) as of the migration that came with
+ * their last change. A release that changes a function adds a migration
+ * too, even one with nothing else to do: its workers refuse a schema behind
+ * theirs, so they wait for the `db migrate` that replaces the function
+ * (docs/upgrades.md, "SQL functions").
+ */
+const FUNCTIONS_AS_OF = { migration: '0031_archived_blueprints', sha256: '0522b0c4d536f7cc3778107faf1a9586b87f6eb2802c7db1c957b7952db49a3d' };
 
 const FUNCTIONS_DIR = path.resolve(import.meta.dirname, '../../src/db/functions');
 
@@ -80,4 +91,15 @@ test('a definition in another form than pg_get_functiondef prints is refused by 
   expect(() => functionName('create function public.x() returns int language sql as $$ select 1 $$')).toThrow(
     /must start "CREATE OR REPLACE FUNCTION public.<name>\("/,
   );
+});
+
+test('a change to a function comes with a migration, so that workers of its release wait for db migrate', () => {
+  const latest = Object.keys(migrations).sort().at(-1);
+  const sha256 = createHash('sha256').update(FUNCTION_DEFINITIONS.join('\n')).digest('hex');
+  const hint =
+    latest === FUNCTIONS_AS_OF.migration
+      ? `a function changed since migration ${latest}: add a migration for the change (it may hold nothing else), then set FUNCTIONS_AS_OF to { migration: '<its name>', sha256: '${sha256}' }`
+      : `a function changed: if ${latest} is this change's own migration (not one a release before shipped), set FUNCTIONS_AS_OF to { migration: '${latest}', sha256: '${sha256}' }; else add one`;
+  expect(sha256, hint).toBe(FUNCTIONS_AS_OF.sha256);
+  expect(Object.keys(migrations)).toContain(FUNCTIONS_AS_OF.migration);
 });
