@@ -43,7 +43,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   `.execute(db);
 }
 
-/** Fails while a resource is in maintenance or quarantined: undrain, repair or release those first. */
+/** Fails while a resource is in maintenance or quarantined: uncordon, repair or release those first. */
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
     alter table leases drop column callback_url;

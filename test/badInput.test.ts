@@ -849,8 +849,8 @@ const BAD_COMMAND_LINES: readonly BadCommandLine[] = [
     says: /--clean-between-leases .*expected on or off/,
   },
   {
-    what: 'a drain of a resource that does not exist',
-    args: () => ['resource', 'drain', '99999999'],
+    what: 'a cordon of a resource that does not exist',
+    args: () => ['resource', 'cordon', '99999999'],
     exitCode: 3,
     says: /resource 99999999/,
   },

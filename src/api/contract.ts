@@ -149,6 +149,14 @@ function requestableKinds(target: ObjectKind): [string, ...string[]] {
   return kinds as [string, ...string[]];
 }
 
+/** What the body's `kind` says of the kinds' old names, if the target has any (see renamed in domain/commandKinds.ts). */
+function kindNote(target: ObjectKind): { description?: string } {
+  const old = Object.entries(COMMAND_KINDS[target] as Record<string, CommandKindSpec>).filter(([, spec]) => spec.renamedTo);
+  if (old.length === 0) return {};
+  const names = old.map(([kind, spec]) => `${kind} (appended as ${spec.renamedTo})`).join(', ');
+  return { description: `deprecated names, still taken: ${names}; the answer then carries a Deprecation header` };
+}
+
 /**
  * `{ kind, reason?, version?, payload?, callback? }`: the payload is checked
  * against the kind's schema when appended, the callback's host against the
@@ -157,7 +165,7 @@ function requestableKinds(target: ObjectKind): [string, ...string[]] {
 function commandBody(target: ObjectKind) {
   return z
     .object({
-      kind: z.enum(requestableKinds(target)),
+      kind: z.enum(requestableKinds(target)).meta(kindNote(target)),
       reason: Reason.optional(),
       version: z.number().int().min(1).optional().meta({ description: "the payload's schema version; default: the newest" }),
       payload: z.record(z.string(), z.unknown()).optional(),

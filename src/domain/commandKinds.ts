@@ -25,6 +25,10 @@ import type { BlueprintState, LeaseState, ResourceState } from './lifecycle.ts';
  *                queued or running means a request of this kind is already
  *                under way (the web UI's button reads "releasing…" then);
  *                just itself when not given
+ *   renamedTo    this is a kind's old name (see renamed): a request for it
+ *                is appended as the kind it names
+ *   deprecatedSince  with renamedTo: the day the old name was deprecated
+ *                (the API's Deprecation header)
  */
 export interface CommandKindSpec<State extends string = string> {
   readonly versions: readonly [z.ZodType, ...z.ZodType[]];
@@ -35,7 +39,21 @@ export interface CommandKindSpec<State extends string = string> {
   readonly supersedes?: readonly string[];
   readonly goal?: State;
   readonly underWayWhile?: readonly string[];
+  readonly renamedTo?: string;
+  readonly deprecatedSince?: string;
   readonly summary: string;
+}
+
+/**
+ * A kind's old name, kept as a deprecated alias: a caller's request for it
+ * is appended as the new name (validatedAppend), and Slipway's own messages
+ * use the new name, so no command of this release carries it. Workers still
+ * advertise and run it, as the new kind, for the commands that processes of
+ * the release before append while both run (docs/upgrades.md, "Cordon and
+ * uncordon"): it goes in a later release, once none runs.
+ */
+function renamed<const Spec extends CommandKindSpec, const To extends string>(spec: Spec, to: To, deprecatedSince: string) {
+  return { ...spec, renamedTo: to, deprecatedSince, summary: `deprecated name of ${to}, appended as ${to}` } as const;
 }
 
 const id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
@@ -119,6 +137,29 @@ const leaseKinds = {
   },
 } as const satisfies Record<string, CommandKindSpec<LeaseState>>;
 
+/** When drain and undrain became cordon and uncordon (decision 0036). */
+const CORDON_RENAMED = '2026-12-07';
+
+// cordon and uncordon both preempt, so they are applied in the order they
+// were asked (among preempting kinds, by id), and a cordon is applied ahead
+// of the acquires already queued, which it then refuses.
+const resourceCordon = {
+  versions: [none],
+  internal: false,
+  dedupKey: 'cordon',
+  preempts: true,
+  goal: 'maintenance',
+  summary: 'put the resource into maintenance: no new lease lands on it; its leases carry on',
+} as const satisfies CommandKindSpec<ResourceState>;
+const resourceUncordon = {
+  versions: [none],
+  internal: false,
+  dedupKey: 'uncordon',
+  preempts: true,
+  goal: 'active',
+  summary: 'take the resource out of maintenance: it takes leases again',
+} as const satisfies CommandKindSpec<ResourceState>;
+
 const resourceKinds = {
   allocate: { versions: [none], internal: true, goal: 'active', summary: 'create the resource' },
   activate: { versions: [none], internal: true, goal: 'active', summary: 'make the resource usable' },
@@ -173,25 +214,6 @@ const resourceKinds = {
     goal: 'destroyed',
     summary: 'take no new leases; destroy the resource when its leases end',
   },
-  // drain and undrain both preempt, so they are applied in the order they
-  // were asked (among preempting kinds, by id), and a drain is applied ahead
-  // of the acquires already queued, which it then refuses.
-  drain: {
-    versions: [none],
-    internal: false,
-    dedupKey: 'drain',
-    preempts: true,
-    goal: 'maintenance',
-    summary: 'put the resource into maintenance: no new lease lands on it; its leases carry on',
-  },
-  undrain: {
-    versions: [none],
-    internal: false,
-    dedupKey: 'undrain',
-    preempts: true,
-    goal: 'active',
-    summary: 'take the resource out of maintenance: it takes leases again',
-  },
   // Preempting: a check must not wait behind a backlog of slot traffic to
   // find a resource gone, and it refuses nothing the queue holds.
   check: {
@@ -209,7 +231,24 @@ const resourceKinds = {
     goal: 'active',
     summary: 'check a quarantined resource again: healthy, it takes leases again',
   },
+  cordon: resourceCordon,
+  uncordon: resourceUncordon,
+  drain: renamed(resourceCordon, 'cordon', CORDON_RENAMED),
+  undrain: renamed(resourceUncordon, 'uncordon', CORDON_RENAMED),
 } as const satisfies Record<string, CommandKindSpec<ResourceState>>;
+
+const blueprintCordon = {
+  versions: [none],
+  internal: false,
+  dedupKey: 'cordon',
+  summary: 'cordon every active resource of the blueprint (it still makes new ones: disable it to stop that)',
+} as const satisfies CommandKindSpec<BlueprintState>;
+const blueprintUncordon = {
+  versions: [none],
+  internal: false,
+  dedupKey: 'uncordon',
+  summary: 'uncordon every resource of the blueprint in maintenance',
+} as const satisfies CommandKindSpec<BlueprintState>;
 
 const blueprintKinds = {
   need_resource: {
@@ -236,18 +275,10 @@ const blueprintKinds = {
     dedupKey: 'top_up',
     summary: 'make resources until the warm minimum is active (within the limit)',
   },
-  drain: {
-    versions: [none],
-    internal: false,
-    dedupKey: 'drain',
-    summary: 'put every active resource of the blueprint into maintenance (it still makes new ones: disable it to stop that)',
-  },
-  undrain: {
-    versions: [none],
-    internal: false,
-    dedupKey: 'undrain',
-    summary: 'take every resource of the blueprint out of maintenance',
-  },
+  cordon: blueprintCordon,
+  uncordon: blueprintUncordon,
+  drain: renamed(blueprintCordon, 'cordon', CORDON_RENAMED),
+  undrain: renamed(blueprintUncordon, 'uncordon', CORDON_RENAMED),
 } as const satisfies Record<string, CommandKindSpec<BlueprintState>>;
 
 export const COMMAND_KINDS = { lease: leaseKinds, resource: resourceKinds, blueprint: blueprintKinds } as const;
@@ -287,6 +318,18 @@ export type SupersedesNothing<K extends ObjectKind, C extends CommandKindOf<K>> 
 export function commandKindSpec(target: ObjectKind, kind: string): CommandKindSpec | undefined {
   const kinds: Record<string, CommandKindSpec> = COMMAND_KINDS[target];
   return Object.hasOwn(kinds, kind) ? kinds[kind] : undefined;
+}
+
+/** The kind a request for `kind` is appended as: the new name if `kind` is an old one (see renamed), else `kind` itself. */
+export function appendedKind(target: ObjectKind, kind: string): string {
+  return commandKindSpec(target, kind)?.renamedTo ?? kind;
+}
+
+/** The old names of `kind` (see renamed): the kinds appended as it. */
+export function oldNamesOf(target: ObjectKind, kind: string): string[] {
+  return Object.entries(COMMAND_KINDS[target] as Record<string, CommandKindSpec>)
+    .filter(([, spec]) => spec.renamedTo === kind)
+    .map(([old]) => old);
 }
 
 /** The payload schema of `version` (counted from 1), if this build has it. */

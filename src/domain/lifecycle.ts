@@ -72,17 +72,19 @@ const resource = {
   },
   active: {
     next: ['maintenance', 'quarantined', 'released', 'broken'],
-    accepts: ['acquire', 'release_slot', 'count_slots', 'clean_slot', 'release', 'reclaim', 'retire', 'drain', 'check'],
+    accepts: ['acquire', 'release_slot', 'count_slots', 'clean_slot', 'release', 'reclaim', 'retire', 'cordon', 'drain', 'check'],
     grantsSlots: true,
     tone: 'good',
   },
-  // Taken out of service by an operator: acquires are refused (the leases
-  // ask their blueprint again), the leases it has carry on, and it waits,
-  // empty or not, until it is undrained, released, reclaimed or retired.
-  // The collector reclaims none of it; it still checks it.
+  // Cordoned by an operator: acquires are refused (the leases ask their
+  // blueprint again), the leases it has carry on, and it waits, empty or
+  // not, until it is uncordoned, released, reclaimed or retired. The
+  // collector reclaims none of it; it still checks it. (drain and undrain:
+  // the old names of cordon and uncordon, which processes of the release
+  // before still append; decision 0036.)
   maintenance: {
     next: ['active', 'quarantined', 'released', 'broken'],
-    accepts: ['acquire', 'release_slot', 'count_slots', 'clean_slot', 'release', 'reclaim', 'retire', 'undrain', 'check'],
+    accepts: ['acquire', 'release_slot', 'count_slots', 'clean_slot', 'release', 'reclaim', 'retire', 'uncordon', 'undrain', 'check'],
     tone: 'quiet',
   },
   // A check found it unhealthy: like maintenance, no new lease lands on it
@@ -99,7 +101,17 @@ const resource = {
   destroyed: { next: [], accepts: ['acquire', 'release_slot'], tone: 'gone' },
 } as const satisfies Record<string, StateSpec>;
 
-const blueprintCommands = ['need_resource', 'slot_freed', 'resource_destroyed', 'serve_waiters', 'update_settings', 'drain', 'undrain'] as const;
+const blueprintCommands = [
+  'need_resource',
+  'slot_freed',
+  'resource_destroyed',
+  'serve_waiters',
+  'update_settings',
+  'cordon',
+  'uncordon',
+  'drain',
+  'undrain',
+] as const;
 const blueprint = {
   // A disabled blueprint makes no new resources, so it is not topped up.
   enabled: { next: ['disabled', 'archived'], accepts: [...blueprintCommands, 'top_up'], takesLeases: true, tone: 'good' },

@@ -1,5 +1,5 @@
 import type { Db } from '../db/Database.ts';
-import { commandKindSpec, versionFor } from '../domain/commandKinds.ts';
+import { appendedKind, commandKindSpec, versionFor } from '../domain/commandKinds.ts';
 import { UnsupportedVersionError } from '../domain/errors.ts';
 import { validateDriverSettings } from '../drivers/registry.ts';
 import { findBlueprint } from '../read/blueprints.ts';
@@ -31,7 +31,9 @@ const ADMISSION_CHECKS: Readonly<Record<string, AdmissionCheck>> = {
  * (appendCall checked them).
  */
 export async function admit(trx: Db, request: AppendRequest): Promise<void> {
-  const { target, kind } = request;
+  const { target } = request;
+  // The kind as it will be stored: an old name's workers are not the ones that must run it.
+  const kind = appendedKind(target.kind, request.kind);
   await assertSomeWorkerRuns(trx, target, kind, request.version ?? versionFor(commandKindSpec(target.kind, kind)!, request.payload ?? {}));
   await ADMISSION_CHECKS[`${target.kind}:${kind}`]?.(trx, target, (request.payload ?? {}) as Record<string, unknown>);
 }

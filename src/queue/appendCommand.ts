@@ -2,7 +2,7 @@ import { CompiledQuery, type RawBuilder, sql } from 'kysely';
 import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import type { Actor } from '../domain/Actor.ts';
-import { commandKindSpec, COMMAND_KINDS, schemaOf, versionFor, versionsOf } from '../domain/commandKinds.ts';
+import { appendedKind, commandKindSpec, COMMAND_KINDS, schemaOf, versionFor, versionsOf } from '../domain/commandKinds.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError } from '../domain/errors.ts';
 import { statesAccepting } from '../domain/lifecycle.ts';
 import { recordAppended } from '../metrics/metrics.ts';
@@ -129,7 +129,8 @@ const PAYLOAD_ARGUMENT = 5;
 
 /** slipway_append_command's arguments for `request`, in its order (ARGUMENT_TYPES), the payload as its JSON text. */
 function appendArguments(request: AppendCallRequest, options: AppendOptions, validated: ValidatedAppend): unknown[] {
-  const { target, kind, actor } = request;
+  const { target, actor } = request;
+  const { kind } = validated;
   return [
     target.kind,
     target.id,
@@ -226,8 +227,13 @@ export async function appendResult(db: Db, request: AppendRequest, options: Appe
   throw new Error(`slipway_append_command returned no outcome for ${describeObject(target)}: ${JSON.stringify([...parts.keys()])}`);
 }
 
-/** A request's kind, version and payload as validated for the append: its dedup key, and the payload as its schema parsed it. */
+/**
+ * A request's kind, version and payload as validated for the append: the
+ * kind it is stored as (an old name's new one, see appendedKind), its dedup
+ * key, and the payload as its schema parsed it.
+ */
 export interface ValidatedAppend {
+  readonly kind: string;
   readonly version: number;
   readonly payload: unknown;
   readonly dedupKey: string | null;
@@ -267,7 +273,8 @@ export function validatedAppend(request: AppendCallRequest, options: Pick<Append
       field: 'payload',
     });
   }
-  return { version, payload: parsed.data, dedupKey: spec.dedupKey ?? null };
+  const stored = appendedKind(target.kind, kind);
+  return { kind: stored, version, payload: parsed.data, dedupKey: commandKindSpec(target.kind, stored)!.dedupKey ?? null };
 }
 
 /**

@@ -3,7 +3,7 @@ import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import { reachOf, type Action } from '../api/auth/roles.ts';
 import { tokenActorName } from '../api/auth/tokens.ts';
 import { COMMAND_TARGETS } from '../api/contract.ts';
-import { commandKindSpec, underWayWhile } from '../domain/commandKinds.ts';
+import { commandKindSpec, oldNamesOf, underWayWhile } from '../domain/commandKinds.ts';
 import { accepts, statesAccepting } from '../domain/lifecycle.ts';
 import { objectHref } from './format.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -33,8 +33,8 @@ export interface ButtonSpec {
 
 export const BUTTONS: readonly ButtonSpec[] = [
   { target: 'lease', kind: 'release', label: 'Release', busyLabel: 'releasing…', ends: true },
-  { target: 'resource', kind: 'drain', label: 'Drain', busyLabel: 'draining…', ends: false },
-  { target: 'resource', kind: 'undrain', label: 'Undrain', busyLabel: 'undraining…', ends: false },
+  { target: 'resource', kind: 'cordon', label: 'Cordon', busyLabel: 'cordoning…', ends: false },
+  { target: 'resource', kind: 'uncordon', label: 'Uncordon', busyLabel: 'uncordoning…', ends: false },
   { target: 'resource', kind: 'check', label: 'Check', busyLabel: 'checking…', ends: false },
   { target: 'resource', kind: 'repair', label: 'Repair', busyLabel: 'repairing…', ends: false },
   { target: 'resource', kind: 'retire', label: 'Retire', busyLabel: 'retiring…', ends: true },
@@ -50,13 +50,17 @@ export const BUTTONS: readonly ButtonSpec[] = [
         : `Release resource ${id}? ${leases === 1 ? 'Its lease is released first, whoever holds it' : `Its ${leases} leases are released first, whoever holds them`}.`,
   },
   { target: 'resource', kind: 'reclaim', label: 'Reclaim', busyLabel: 'reclaiming…', ends: true },
-  { target: 'blueprint', kind: 'drain', label: 'Drain all', busyLabel: 'draining…', ends: false },
-  { target: 'blueprint', kind: 'undrain', label: 'Undrain all', busyLabel: 'undraining…', ends: false },
+  { target: 'blueprint', kind: 'cordon', label: 'Cordon all', busyLabel: 'cordoning…', ends: false },
+  { target: 'blueprint', kind: 'uncordon', label: 'Uncordon all', busyLabel: 'uncordoning…', ends: false },
 ];
 
-/** The command kinds a form may post for each object: exactly the buttons'. */
+/**
+ * The command kinds a form may post for each object: the buttons', and the
+ * old names of theirs, which a page served by the release before still
+ * posts during a roll (appended as the new ones).
+ */
 export function buttonKinds(target: ObjectKind): [string, ...string[]] {
-  return BUTTONS.filter((b) => b.target === target).map((b) => b.kind) as [string, ...string[]];
+  return BUTTONS.filter((b) => b.target === target).flatMap((b) => [b.kind, ...oldNamesOf(target, b.kind)]) as [string, ...string[]];
 }
 
 /** What the signed-in role's grant for commands on this kind of object reaches, if anything. */

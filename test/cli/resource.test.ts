@@ -39,20 +39,20 @@ test('reclaiming a resource a lease holds fails with the outcome message', async
   expect(await stateOf('resources', lease.resourceId)).toBe('active');
 });
 
-test('a resource is drained into maintenance with its lease carrying on, a second drain is refused, and undrain puts it back', async () => {
-  const drained = await env.cli('resource', 'drain', String(lease.resourceId), '--reason', 'disk check');
-  expect(drained.stderr).toBe('');
-  expect(drained.code).toBe(0);
-  expect(drained.stdout).toMatch(/^#\d+ drain resource:\d+ → done: in maintenance: takes no new leases; its 1 lease\(s\) carry on$/m);
+test('a resource is cordoned into maintenance with its lease carrying on, a second cordon is refused, and uncordon puts it back', async () => {
+  const cordoned = await env.cli('resource', 'cordon', String(lease.resourceId), '--reason', 'disk check');
+  expect(cordoned.stderr).toBe('');
+  expect(cordoned.code).toBe(0);
+  expect(cordoned.stdout).toMatch(/^#\d+ cordon resource:\d+ → done: in maintenance: takes no new leases; its 1 lease\(s\) carry on$/m);
   expect(await stateOf('resources', lease.resourceId)).toBe('maintenance');
   expect(await stateOf('leases', lease.id)).toBe('active');
 
-  const again = await env.cli('resource', 'drain', String(lease.resourceId));
+  const again = await env.cli('resource', 'cordon', String(lease.resourceId));
   expect(again.code).toBe(4);
   expect(again.stderr).toMatch(/^error: .*maintenance.*\n$/);
 
-  const undrained = await env.cli('resource', 'undrain', String(lease.resourceId));
-  expect(undrained.code).toBe(0);
+  const uncordoned = await env.cli('resource', 'uncordon', String(lease.resourceId));
+  expect(uncordoned.code).toBe(0);
   expect(await stateOf('resources', lease.resourceId)).toBe('active');
 });
 

@@ -6,12 +6,12 @@ import { askFor, createLeases, releaseLease, shuffle, simulatedBlueprint, waitFo
 import { clusterForThisFile } from './support/testCluster.ts';
 
 /**
- * Maintenance: a drained resource takes no new lease from the moment its
- * drain is applied (it is a command on the resource's own queue, and the
+ * Maintenance: a cordoned resource takes no new lease from the moment its
+ * cordon is applied (it is a command on the resource's own queue, and the
  * resource alone grants its slots), while the leases on it carry on and
- * their releases go through; undrained, it serves the line again. Two
+ * their releases go through; uncordoned, it serves the line again. Two
  * worker processes with random delays in every step, requests racing the
- * drain.
+ * cordon.
  */
 const cluster = clusterForThisFile({ workers: 2, poolSize: 12, env: { SLIPWAY_CHAOS_DRAIN_DELAY_MS: '10' } });
 
@@ -22,7 +22,7 @@ const resourceState = async (db: Db, id: number) =>
   await db.selectFrom('resources').select(['state', 'used_slots']).where('id', '=', id).executeTakeFirstOrThrow();
 
 /** The resource's slot grants, and the id of the event that put it into maintenance (if any), in event order. */
-async function grantsAndDrain(db: Db, resourceId: number): Promise<{ grants: number[]; drainedAt: number | undefined }> {
+async function grantsAndCordon(db: Db, resourceId: number): Promise<{ grants: number[]; cordonedAt: number | undefined }> {
   const events = await db
     .selectFrom('events')
     .select(['id', 'type', 'to_state'])
@@ -32,28 +32,28 @@ async function grantsAndDrain(db: Db, resourceId: number): Promise<{ grants: num
     .execute();
   return {
     grants: events.filter((e) => e.type === 'slot_granted').map((e) => e.id),
-    drainedAt: events.find((e) => e.type === 'state' && e.to_state === 'maintenance')?.id,
+    cordonedAt: events.find((e) => e.type === 'state' && e.to_state === 'maintenance')?.id,
   };
 }
 
-test('a drained resource grants no slot after its drain, while its leases carry on and are released; undrained, it serves the line', async () => {
+test('a cordoned resource grants no slot after its cordon, while its leases carry on and are released; uncordoned, it serves the line', async () => {
   const db = cluster.database.db;
   const blueprint = await simulatedBlueprint(db, 'maint', { maxResources: 1, leasesPerResource: 4 }, { latencyMs: { min: 0, max: 15 } });
   const [first, second] = await createLeases(db, blueprint, 2);
   await waitForLeases(db, [first!.id, second!.id], ['active']);
   const { resource_id: resourceId } = await db.selectFrom('leases').select('resource_id').where('id', '=', first!.id).executeTakeFirstOrThrow();
 
-  // Requests race the drain: some may still be granted before it applies, none after.
+  // Requests race the cordon: some may still be granted before it applies, none after.
   const racing = createLeases(db, blueprint, 6);
-  const drained = ask(db, { kind: 'resource', id: resourceId! }, 'drain');
-  const [late] = await Promise.all([racing, drained]);
+  const cordoned = ask(db, { kind: 'resource', id: resourceId! }, 'cordon');
+  const [late] = await Promise.all([racing, cordoned]);
   await waitFor('the resource to be in maintenance', async () => (await resourceState(db, resourceId!)).state === 'maintenance');
   await waitForQuietQueues(db);
 
-  const { grants, drainedAt } = await grantsAndDrain(db, resourceId!);
-  expect(drainedAt).toBeDefined();
-  expect(grants.filter((id) => id > drainedAt!)).toEqual([]);
-  // Those not granted before the drain wait at the blueprint (its one resource is out of service).
+  const { grants, cordonedAt } = await grantsAndCordon(db, resourceId!);
+  expect(cordonedAt).toBeDefined();
+  expect(grants.filter((id) => id > cordonedAt!)).toEqual([]);
+  // Those not granted before the cordon wait at the blueprint (its one resource is out of service).
   const lateStates = await db
     .selectFrom('leases')
     .select(['id', 'state'])
@@ -76,11 +76,11 @@ test('a drained resource grants no slot after its drain, while its leases carry 
   expect(await resourceState(db, resourceId!)).toEqual({ state: 'maintenance', used_slots: 0 });
   expect(
     (await db.selectFrom('leases').select('state').where('id', 'in', waiting).execute()).every((l) => l.state === 'pending'),
-    'nothing was granted on the drained resource',
+    'nothing was granted on the cordoned resource',
   ).toBe(true);
 
-  // Undrained, it serves the waiting line up to its capacity.
-  await ask(db, { kind: 'resource', id: resourceId! }, 'undrain');
+  // Uncordoned, it serves the waiting line up to its capacity.
+  await ask(db, { kind: 'resource', id: resourceId! }, 'uncordon');
   const served = Math.min(waiting.length, 4);
   await waitFor(`${served} waiting lease(s) to be active`, async () => {
     const rows = await db.selectFrom('leases').select('state').where('id', 'in', waiting).execute();
@@ -93,7 +93,7 @@ test('a drained resource grants no slot after its drain, while its leases carry 
   expect(cluster.workers.errors()).toEqual([]);
 }, 120_000);
 
-test("a blueprint's drain puts each active resource into maintenance, with who asked and why; its undrain puts them back", async () => {
+test("a blueprint's cordon puts each active resource into maintenance, with who asked and why; its uncordon puts them back", async () => {
   const db = cluster.database.db;
   const blueprint = await simulatedBlueprint(db, 'maint-all', { maxResources: 3, leasesPerResource: 1 }, { latencyMs: { min: 0, max: 10 } });
   const leases = await createLeases(db, blueprint, 3);
@@ -104,32 +104,32 @@ test("a blueprint's drain puts each active resource into maintenance, with who a
   );
   const resources = async () => db.selectFrom('resources').select(['id', 'state']).where('blueprint_id', '=', blueprint.id).orderBy('id').execute();
 
-  await ask(db, { kind: 'blueprint', id: blueprint.id }, 'drain');
+  await ask(db, { kind: 'blueprint', id: blueprint.id }, 'cordon');
   await waitFor('every resource to be in maintenance', async () => (await resources()).every((r) => r.state === 'maintenance'));
   expect(await resources()).toHaveLength(3);
 
-  // Each resource's drain was caused by the blueprint's, which records the operator and the reason.
-  const drains = await db
+  // Each resource's cordon was caused by the blueprint's, which records the operator and the reason.
+  const cordons = await db
     .selectFrom('commands as c')
     .innerJoin('commands as cause', 'cause.id', 'c.caused_by')
     .select(['c.target_id', 'c.status', 'cause.issued_by', 'cause.reason', 'cause.target_kind'])
-    .where('c.kind', '=', 'drain')
+    .where('c.kind', '=', 'cordon')
     .where('c.target_kind', '=', 'resource')
     .where('cause.target_id', '=', blueprint.id)
     .execute();
-  expect(drains).toHaveLength(3);
-  expect(drains.every((d) => d.status === 'done' && d.issued_by === 'tester' && d.reason === 'kernel update' && d.target_kind === 'blueprint')).toBe(
+  expect(cordons).toHaveLength(3);
+  expect(cordons.every((d) => d.status === 'done' && d.issued_by === 'tester' && d.reason === 'kernel update' && d.target_kind === 'blueprint')).toBe(
     true,
   );
 
-  // A release of a lease on a drained resource goes through; nothing new is granted anywhere.
+  // A release of a lease on a cordoned resource goes through; nothing new is granted anywhere.
   await releaseLease(db, leases[0]!.id);
   const [newcomer] = await createLeases(db, blueprint, 1);
   await waitForLeases(db, [leases[0]!.id], ['destroyed']);
   await waitForQuietQueues(db);
   expect((await db.selectFrom('leases').select('state').where('id', '=', newcomer!.id).executeTakeFirstOrThrow()).state).toBe('pending');
 
-  await ask(db, { kind: 'blueprint', id: blueprint.id }, 'undrain');
+  await ask(db, { kind: 'blueprint', id: blueprint.id }, 'uncordon');
   await waitFor('every resource to be active', async () => (await resources()).every((r) => r.state === 'active'));
   await waitForLeases(db, [newcomer!.id], ['active']);
   expect(cluster.workers.errors()).toEqual([]);

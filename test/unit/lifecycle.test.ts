@@ -1,5 +1,16 @@
 import { describe, expect, test } from 'vitest';
-import { COMMAND_KINDS, commandKindSpec, goalOf, schemaOf, underWayWhile, upgradedPayload, versionFor } from '../../src/domain/commandKinds.ts';
+import {
+  appendedKind,
+  COMMAND_KINDS,
+  type CommandKindSpec,
+  commandKindSpec,
+  goalOf,
+  oldNamesOf,
+  schemaOf,
+  underWayWhile,
+  upgradedPayload,
+  versionFor,
+} from '../../src/domain/commandKinds.ts';
 import {
   accepts,
   canTransition,
@@ -46,6 +57,35 @@ describe('the state table', () => {
       const named = [...(('supersedes' in spec && spec.supersedes) || []), ...underWayWhile(kind, command)];
       for (const other of named) expect(commandKindSpec(kind, other), `${kind} ${command} names ${other}`).toBeDefined();
     }
+  });
+
+  test.each(kinds)(
+    '%s: an old name (renamedTo) is its new kind under another name: same spec, states and handler, appended as the new one',
+    (kind) => {
+      for (const [old, spec] of Object.entries(COMMAND_KINDS[kind] as Record<string, CommandKindSpec>)) {
+        if (!spec.renamedTo) continue;
+        const current = commandKindSpec(kind, spec.renamedTo)!;
+        const { renamedTo, deprecatedSince, summary, ...rest } = spec;
+        expect(current.renamedTo, `${kind} ${renamedTo} is no old name itself`).toBeUndefined();
+        expect(rest, `${kind} ${old}`).toEqual(Object.fromEntries(Object.entries(current).filter(([field]) => field !== 'summary')));
+        expect(Number.isNaN(Date.parse(deprecatedSince!)), `${kind} ${old} deprecatedSince`).toBe(false);
+        expect(statesAccepting(kind, old), `${kind} ${old}`).toEqual(statesAccepting(kind, renamedTo));
+        // The same decision (a blueprint's handlers are each wrapped in their own serving of the line); test/api/cordon.test.ts runs both.
+        const handler = (name: string) => (HANDLERS[kind] as Record<string, { shape: string } | undefined>)[name];
+        expect(handler(old)?.shape, `${kind} ${old} handler`).toBe(handler(renamedTo)!.shape);
+        expect(appendedKind(kind, old)).toBe(renamedTo);
+        expect(oldNamesOf(kind, renamedTo)).toContain(old);
+      }
+      expect(appendedKind(kind, 'release')).toBe('release');
+    },
+  );
+
+  test('drain and undrain are the old names of cordon and uncordon, on resources and blueprints', () => {
+    for (const kind of ['resource', 'blueprint'] as const) {
+      expect(oldNamesOf(kind, 'cordon')).toEqual(['drain']);
+      expect(oldNamesOf(kind, 'uncordon')).toEqual(['undrain']);
+    }
+    expect(oldNamesOf('resource', 'release')).toEqual([]);
   });
 
   test('what releasing, reclaiming and setting up lead to, and what keeps a request under way', () => {

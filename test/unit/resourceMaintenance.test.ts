@@ -7,7 +7,7 @@ import { handDrainedDatabase } from '../helpers/drainByHand.ts';
 import { commandsOf } from '../helpers/objectHistory.ts';
 
 // A resource's maintenance, drained by hand so that the order of the
-// commands in its queue is the test's: a drain applied while acquires the
+// commands in its queue is the test's: a cordon applied while acquires the
 // blueprint sent are still queued at the resource refuses them (it
 // preempts them), and the leases go back to their blueprint, which sends
 // none to a resource in maintenance.
@@ -18,7 +18,7 @@ const leaseStates = async (ids: readonly number[]) =>
   (await db().selectFrom('leases').select(['id', 'state']).where('id', 'in', ids).orderBy('id').execute()).map((l) => l.state);
 const resourceOf = async (id: number) => db().selectFrom('resources').select(['state', 'used_slots']).where('id', '=', id).executeTakeFirstOrThrow();
 
-test('a drain applied while acquires wait in the resource queue refuses them; the leases wait at their blueprint until the undrain', async () => {
+test('a cordon applied while acquires wait in the resource queue refuses them; the leases wait at their blueprint until the uncordon', async () => {
   const bp = await createBlueprint(
     db(),
     { name: 'hand', driver: 'simulated', maxResources: 1, leasesPerResource: 3, settings: { latencyMs: { min: 0, max: 0 } } },
@@ -36,8 +36,8 @@ test('a drain applied while acquires wait in the resource queue refuses them; th
   const queuedAcquires = (await commandsOf(db(), 'resource', resourceId!)).filter((c) => c.kind === 'acquire' && c.status === 'queued');
   expect(queuedAcquires).toHaveLength(2);
 
-  // The drain, appended after them, is applied before them and they are refused.
-  await appendCommand(db(), { target: { kind: 'resource', id: resourceId! }, kind: 'drain', actor: operator });
+  // The cordon, appended after them, is applied before them and they are refused.
+  await appendCommand(db(), { target: { kind: 'resource', id: resourceId! }, kind: 'cordon', actor: operator });
   await drain().drain('resource', resourceId!);
   expect(await resourceOf(resourceId!)).toMatchObject({ state: 'maintenance', used_slots: 1 });
   const acquires = (await commandsOf(db(), 'resource', resourceId!)).filter((c) => queuedAcquires.some((q) => q.id === c.id));
@@ -54,13 +54,13 @@ test('a drain applied while acquires wait in the resource queue refuses them; th
   expect(line.map((w) => w.lease_id)).toEqual(later.map((l) => l.id));
   expect((await resourceOf(resourceId!)).used_slots).toBe(1);
 
-  // A second drain is refused before it is queued: the state table takes none in maintenance.
-  await expect(appendCommand(db(), { target: { kind: 'resource', id: resourceId! }, kind: 'drain', actor: operator })).rejects.toThrow(
+  // A second cordon is refused before it is queued: the state table takes none in maintenance.
+  await expect(appendCommand(db(), { target: { kind: 'resource', id: resourceId! }, kind: 'cordon', actor: operator })).rejects.toThrow(
     CommandRejectedError,
   );
 
-  // Undrained, the resource offers its free slots, and both waiting leases get one.
-  await appendCommand(db(), { target: { kind: 'resource', id: resourceId! }, kind: 'undrain', actor: operator });
+  // Uncordoned, the resource offers its free slots, and both waiting leases get one.
+  await appendCommand(db(), { target: { kind: 'resource', id: resourceId! }, kind: 'uncordon', actor: operator });
   await drain().all();
   expect(await resourceOf(resourceId!)).toMatchObject({ state: 'active', used_slots: 3 });
   expect(await leaseStates(later.map((l) => l.id))).toEqual(['active', 'active']);
@@ -75,7 +75,7 @@ test('a resource in maintenance waits when empty, and retire then destroys it', 
   const { lease } = await createLease(db(), { blueprint: 'retiring', holder: 'h' }, operator);
   await drain().all();
   const { resource_id: resourceId } = await db().selectFrom('leases').select('resource_id').where('id', '=', lease.id).executeTakeFirstOrThrow();
-  await appendCommand(db(), { target: { kind: 'resource', id: resourceId! }, kind: 'drain', actor: operator });
+  await appendCommand(db(), { target: { kind: 'resource', id: resourceId! }, kind: 'cordon', actor: operator });
   await appendCommand(db(), { target: { kind: 'lease', id: lease.id }, kind: 'release', actor: operator });
   await drain().all();
   expect(await resourceOf(resourceId!)).toMatchObject({ state: 'maintenance', used_slots: 0 });

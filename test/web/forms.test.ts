@@ -259,35 +259,47 @@ describe('resource buttons', () => {
     expect((await user.post(`/resources/${resourceId}/commands`, { kind: 'release' })).status).toBe(403);
   });
 
-  test('drain from a resource page puts it into maintenance, its lease carrying on; then only undrain is offered of the two', async () => {
+  test('cordon from a resource page puts it into maintenance, its lease carrying on; then only uncordon is offered of the two', async () => {
     const lease = await operatorLease(env);
     const { resourceId } = lease;
     const client = await signedIn('operator');
     const page = await client.get(`/resources/${resourceId}`);
     // Neither ends anything, so neither is red.
-    expect(page.text).toMatch(/name="kind" value="drain" data-kind="drain">Drain</);
+    expect(page.text).toMatch(/name="kind" value="cordon" data-kind="cordon">Cordon</);
     expect(page.text).toMatch(
-      /name="kind" value="undrain" data-kind="undrain" disabled title="an active resource takes no undrain \(only maintenance\)">Undrain</,
+      /name="kind" value="uncordon" data-kind="uncordon" disabled title="an active resource takes no uncordon \(only maintenance\)">Uncordon</,
     );
-    const answer = await client.post(`/resources/${resourceId}/commands`, { kind: 'drain', reason: 'firmware' });
+    const answer = await client.post(`/resources/${resourceId}/commands`, { kind: 'cordon', reason: 'firmware' });
     expect(answer.status).toBe(303);
     const stateOf = async (table: 'resources' | 'leases', id: number) =>
       (await env.database.db.selectFrom(table).select('state').where('id', '=', id).executeTakeFirstOrThrow()).state;
     await waitFor('the resource in maintenance', async () => (await stateOf('resources', resourceId)) === 'maintenance');
     expect(await stateOf('leases', lease.id)).toBe('active');
     const after = await client.get(`/resources/${resourceId}`);
-    expect(after.text).toMatch(/value="drain" data-kind="drain" disabled title="a maintenance resource takes no drain \(only active\)"/);
-    expect(after.text).toMatch(/name="kind" value="undrain" data-kind="undrain">Undrain</);
-    const drain = await env.database.db
+    expect(after.text).toMatch(/value="cordon" data-kind="cordon" disabled title="a maintenance resource takes no cordon \(only active\)"/);
+    expect(after.text).toMatch(/name="kind" value="uncordon" data-kind="uncordon">Uncordon</);
+    const cordon = await env.database.db
       .selectFrom('commands')
       .select(['issued_by', 'source', 'reason'])
       .where('target_kind', '=', 'resource')
       .where('target_id', '=', resourceId)
-      .where('kind', '=', 'drain')
+      .where('kind', '=', 'cordon')
       .executeTakeFirstOrThrow();
-    expect(drain).toEqual({ issued_by: 'token:operator', source: 'web', reason: 'firmware' });
-    await client.post(`/resources/${resourceId}/commands`, { kind: 'undrain' });
+    expect(cordon).toEqual({ issued_by: 'token:operator', source: 'web', reason: 'firmware' });
+    await client.post(`/resources/${resourceId}/commands`, { kind: 'uncordon' });
     await waitFor('the resource active again', async () => (await stateOf('resources', resourceId)) === 'active');
+    // A page the release before served still posts the old name during a roll: taken, and appended as the new one.
+    expect((await client.post(`/resources/${resourceId}/commands`, { kind: 'drain' })).status).toBe(303);
+    await waitFor('the resource in maintenance again', async () => (await stateOf('resources', resourceId)) === 'maintenance');
+    const kinds = await env.database.db
+      .selectFrom('commands')
+      .select('kind')
+      .where('target_kind', '=', 'resource')
+      .where('target_id', '=', resourceId)
+      .where('source', '=', 'web')
+      .orderBy('id')
+      .execute();
+    expect(kinds.map((c) => c.kind)).toEqual(['cordon', 'uncordon', 'cordon']);
   });
 });
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ObjectKind } from '../../../migrations/schema.ts';
+import { commandKindSpec } from '../../domain/commandKinds.ts';
 import { readCallbacks } from '../../read/callbacks.ts';
 import { readCommandTree } from '../../read/commandTree.ts';
 import { findCommand, listCommands } from '../../read/commands.ts';
@@ -19,6 +20,16 @@ const COMMAND_TARGETS = [
   [OPERATIONS.queueBlueprintCommand, 'blueprint'],
 ] as const satisfies ReadonlyArray<readonly [unknown, ObjectKind]>;
 
+/**
+ * The Deprecation header (RFC 9745: `@` and the day's Unix time) of a
+ * request for a kind's old name, which is appended as the new one
+ * (domain/commandKinds.ts, renamed); undefined for any other kind.
+ */
+function deprecationOf(target: ObjectKind, kind: string): string | undefined {
+  const since = commandKindSpec(target, kind)?.deprecatedSince;
+  return since === undefined ? undefined : `@${Date.parse(since) / 1000}`;
+}
+
 export async function commandRoutes(app: FastifyInstance, context: ApiContext): Promise<void> {
   const { db } = context.database;
   const typed = app.withTypeProvider<ZodTypeProvider>();
@@ -28,6 +39,8 @@ export async function commandRoutes(app: FastifyInstance, context: ApiContext): 
       ...routeOf(operation),
       handler: async (request, reply) => {
         const { params, query, body } = request;
+        const deprecation = deprecationOf(targetKind, body.kind);
+        if (deprecation) reply.header('deprecation', deprecation);
         await subscribedFirst(context, query.wait, (wait) =>
           runPost(context, request, reply, async (db) => {
             const target = { kind: targetKind, id: params.id };

@@ -10,6 +10,7 @@ import { later } from '../later.ts';
 import { addPageOptions, addStateOptions, addWaitOptions, stateFilter, type StateListOptions, type WaitOptions } from '../options.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
 import { BlueprintStateArg, countBetween, DriverName, Duration, DurationOrOff, JsonObject, LabelArg, OnOff, parseWith, Setting } from '../parsers.ts';
+import { withOldNames } from '../oldNames.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
 import { localTransportOf } from '../transport/withTransport.ts';
@@ -88,12 +89,12 @@ function collectSetting(value: string, previous: Record<string, unknown> = {}): 
 const QUEUED = [
   ['top-up', 'top_up', 'make resources until the warm minimum (--min-resources) is active, within the limit'],
   [
-    'drain',
-    'drain',
+    'cordon',
+    'cordon',
     'put every active resource of the blueprint into maintenance: no new lease lands on them, their leases carry on; ' +
       'the blueprint still makes new resources for waiting leases (disable it too to stop that)',
   ],
-  ['undrain', 'undrain', 'take every resource of the blueprint in maintenance back into service'],
+  ['uncordon', 'uncordon', 'take every resource of the blueprint in maintenance back into service'],
 ] as const;
 
 export function addBlueprintCommands(program: Command): void {
@@ -149,14 +150,16 @@ export function addBlueprintCommands(program: Command): void {
     }),
   );
 
-  for (const [verb, kind, description] of QUEUED) {
+  const queued = QUEUED.map(([verb, kind, description]) => ({ verb, kind, description }));
+  for (const { verb, kind, description, notice } of withOldNames('blueprint', queued)) {
     addWaitOptions(
       blueprint
-        .command(verb)
+        .command(verb, { hidden: notice !== undefined })
         .description(`${description} (waits until done)`)
         .argument('<name|id>', 'blueprint name or id', parseWith(BlueprintRefArg)),
     ).action((ref: BlueprintRef, options: WaitOptions, command: Command) =>
       withSession(command, async (session) => {
+        if (notice) session.out.warn(notice);
         const { id } = await findBlueprint(session.db, ref);
         await requestCommand(await localTransportOf(session), session.out, { target: { kind: 'blueprint', id }, kind }, options);
       }),

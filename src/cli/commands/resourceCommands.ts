@@ -6,6 +6,7 @@ import { pageTable } from '../format.ts';
 import { later } from '../later.ts';
 import { addPageOptions, addStateOptions, addWaitOptions, stateFilter, type StateListOptions, type WaitOptions } from '../options.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
+import { withOldNames } from '../oldNames.ts';
 import { parseWith, PositiveId, ResourceStateArg } from '../parsers.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
@@ -27,8 +28,8 @@ const REQUESTS = {
   release: 'release the resource and every lease on it, then destroy it; waits until done',
   reclaim: 'release the resource only if no lease holds it (fails otherwise); waits until done',
   retire: 'take no new leases and destroy the resource once its leases have ended; waits until retired (and destroyed, if no lease holds it)',
-  drain: 'put the resource into maintenance: no new lease lands on it, its leases carry on; waits until done',
-  undrain: 'take the resource out of maintenance: it takes leases again; waits until done',
+  cordon: 'put the resource into maintenance: no new lease lands on it, its leases carry on; waits until done',
+  uncordon: 'take the resource out of maintenance: it takes leases again; waits until done',
   check: 'ask the driver now whether the resource is still there and healthy (unhealthy: quarantined; gone: broken); waits until done',
   repair: 'check a quarantined resource again: healthy, it takes leases again (fails if still unhealthy); waits until done',
 } as const;
@@ -36,12 +37,18 @@ const REQUESTS = {
 export function addResourceCommands(program: Command): void {
   const resource = program.command('resource').description("resources: the things a blueprint's driver makes, each with lease slots");
 
-  for (const [kind, description] of Object.entries(REQUESTS)) {
-    addWaitOptions(resource.command(kind).description(description).argument('<id>', 'resource id', parseWith(PositiveId))).action(
-      (id: number, options: WaitOptions, command: Command) =>
-        withSession(command, async (session) =>
-          requestCommand(await localTransportOf(session), session.out, { target: { kind: 'resource', id }, kind }, options),
-        ),
+  const requests = Object.entries(REQUESTS).map(([kind, description]) => ({ verb: kind, kind, description }));
+  for (const { verb, kind, description, notice } of withOldNames('resource', requests)) {
+    addWaitOptions(
+      resource
+        .command(verb, { hidden: notice !== undefined })
+        .description(description)
+        .argument('<id>', 'resource id', parseWith(PositiveId)),
+    ).action((id: number, options: WaitOptions, command: Command) =>
+      withSession(command, async (session) => {
+        if (notice) session.out.warn(notice);
+        await requestCommand(await localTransportOf(session), session.out, { target: { kind: 'resource', id }, kind }, options);
+      }),
     );
   }
 

@@ -205,9 +205,10 @@ const updateSettings: Decide<'update_settings'> = async (trx, ctx, blueprint) =>
   });
 };
 
-const drain: Decide<'drain'> = async (trx, _ctx, blueprint) => fanOut(trx, blueprint, 'drain');
+// Untyped context (they read no payload), so each also decides its old name (drain, undrain).
+const cordon = async (trx: Db, _ctx: unknown, blueprint: BlueprintRow) => fanOut(trx, blueprint, 'cordon');
 
-const undrain: Decide<'undrain'> = async (trx, _ctx, blueprint) => fanOut(trx, blueprint, 'undrain');
+const uncordon = async (trx: Db, _ctx: unknown, blueprint: BlueprintRow) => fanOut(trx, blueprint, 'uncordon');
 
 const topUp: Decide<'top_up'> = async (trx, ctx, blueprint) => {
   // Resources that are, or are becoming, ready: being set up or granting
@@ -254,18 +255,21 @@ const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
   resource_destroyed: resourceDestroyed,
   serve_waiters: serveWaiters,
   update_settings: updateSettings,
-  drain,
-  undrain,
+  cordon,
+  uncordon,
+  // The old names, as processes of the release before still append them (decision 0036).
+  drain: cordon,
+  undrain: uncordon,
   top_up: topUp,
 };
 
 /**
- * A blueprint's drain or undrain: the same command sent to each of its
+ * A blueprint's cordon or uncordon: the same command sent to each of its
  * resources in a state that takes it. The line is left as it was: the room
- * changes as each resource applies its own command (an undrained one offers
+ * changes as each resource applies its own command (an uncordoned one offers
  * its free slots to the line, as any freed slot is offered).
  */
-async function fanOut(trx: Db, blueprint: BlueprintRow, kind: 'drain' | 'undrain'): Promise<Decision> {
+async function fanOut(trx: Db, blueprint: BlueprintRow, kind: 'cordon' | 'uncordon'): Promise<Decision> {
   const resources = await trx
     .selectFrom('resources')
     .select('id')

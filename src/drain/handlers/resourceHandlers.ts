@@ -216,7 +216,7 @@ async function decideHealth(trx: Db, ctx: Ctx, answer: Health, repairing: boolea
 }
 
 /**
- * A resource back in service (undrained, or repaired): active again, its
+ * A resource back in service (uncordoned, or repaired): active again, its
  * message cleared and its free slots offered to the line. Idle from now,
  * not from before: the collector would otherwise reclaim at once a resource
  * an operator just put back.
@@ -521,21 +521,21 @@ const cleanSlot = {
   },
 } satisfies HandlerOf<'resource', 'clean_slot'>;
 
-// Maintenance: from here on acquire refuses every lease (each asks its
+// Into maintenance: from here on acquire refuses every lease (each asks its
 // blueprint again, which counts only active resources' slots), while the
 // leases that hold slots carry on and give them back as usual.
-const drain = {
+const cordon = {
   shape: 'querying',
   async decide(trx: Db, ctx: Ctx) {
     const used = await slotsInUse(trx, ctx.object.id);
     return done<'resource'>(`in maintenance: takes no new leases${used > 0 ? `; its ${used} lease(s) carry on` : ''}`, { to: 'maintenance' });
   },
-} satisfies HandlerOf<'resource', 'drain'>;
+} satisfies HandlerOf<'resource', 'cordon'>;
 
-const undrain = {
+const uncordon = {
   shape: 'querying',
   decide: (trx: Db, ctx: Ctx) => backInService(trx, ctx.object, {}, [], 'back in service'),
-} satisfies HandlerOf<'resource', 'undrain'>;
+} satisfies HandlerOf<'resource', 'uncordon'>;
 
 const check = {
   shape: 'effectful',
@@ -589,8 +589,11 @@ export const RESOURCE_HANDLERS = {
   reclaim,
   retire,
   clean_slot: cleanSlot,
-  drain,
-  undrain,
+  cordon,
+  uncordon,
+  // The old names, as processes of the release before still append them (decision 0036).
+  drain: cordon,
+  undrain: uncordon,
   check,
   repair,
   destroy,
