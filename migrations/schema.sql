@@ -1,5 +1,5 @@
 -- Slipway's schema (`public`) after migration 0031_archived_blueprints.
--- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts
+-- Written by `npm run schema` (src/db/schemaDump.ts); test/db/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
 create table public.api_tokens (

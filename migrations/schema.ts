@@ -3,7 +3,7 @@ import type { ColumnType, Generated, GeneratedAlways, Insertable, Selectable } f
 /**
  * Kysely's view of the tables that the migrations beside this file create.
  * Kept by hand, next to the SQL that defines them: a change to a migration
- * changes this file in the same commit. `test/unit/schema.test.ts` checks
+ * changes this file in the same commit. `test/db/schema.test.ts` checks
  * that every table and column named here exists in the migrated database.
  */
 type Timestamp = ColumnType<Date, Date | string, Date | string>;

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 
-/** Where `npm run schema` writes the dump, and what test/unit/schemaDump.test.ts compares it with. */
+/** Where `npm run schema` writes the dump, and what test/db/schemaDump.test.ts compares it with. */
 export const SCHEMA_FILE = 'migrations/schema.sql';
 
 /**
@@ -188,7 +188,7 @@ function render({ migration, tables, columns, constraints, indexes, triggers, se
   });
   const header = [
     `-- Slipway's schema (\`public\`) after migration ${migration?.name ?? '(none)'}.`,
-    '-- Written by `npm run schema` (src/db/schemaDump.ts); test/unit/schemaDump.test.ts',
+    '-- Written by `npm run schema` (src/db/schemaDump.ts); test/db/schemaDump.test.ts',
     '-- fails when a freshly migrated database differs. Do not edit it by hand.',
   ].join('\n');
   // Blocks apart by a blank line; the sequences, one line each, together.

@@ -144,7 +144,7 @@ export interface LockedBatch<C = HandlerContext<ObjectKind>> {
  * only from `ctx.object` and otherwise only rows that decisions write
  * directly in the step's transaction (not the commands, events or object
  * rows the commit writes after the decisions), and whose `set` holds plain
- * column values (test/unit/handlerRuns.test.ts checks what can be checked).
+ * column values (test/engine/handlerRuns.test.ts checks what can be checked).
  *
  * `decide` returns the outcome to commit.
  */

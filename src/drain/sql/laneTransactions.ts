@@ -19,12 +19,12 @@ import { GENERIC_PLANS } from '../../db/genericPlans.ts';
  * Small tables pay too: a seq scan of `resources` reads every dead version
  * its slot counts leave. With seq scans disabled the planner takes the
  * index wherever there is one (a table with none is still scanned)
- * (test/unit/plansOnGrowingTables.test.ts).
+ * (test/db/plansOnGrowingTables.test.ts).
  *
  * GENERIC_PLANS (src/db/genericPlans.ts), only where the drain's own
  * prepared statements run (this folder). A decision's Kysely queries send the
  * constants partial indexes match as parameters: they run before the
- * commit sets it (test/unit/preparedStatements.test.ts).
+ * commit sets it (test/db/preparedStatements.test.ts).
  */
 export const NO_SEQ_SCANS = "set_config('enable_seqscan', 'off', true)";
 export const settings = (...configs: string[]) => `select ${configs.join(', ')}`;

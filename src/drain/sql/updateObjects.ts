@@ -6,7 +6,7 @@ import { OBJECT_TABLE } from '../../db/objectTables.ts';
  * Each object table's columns as PostgreSQL types them: the element type of
  * the array each column's new values travel in. Complete by `satisfies`
  * (a column added to migrations/schema.ts must be added here), and checked
- * against the migrated database by test/unit/schema.test.ts.
+ * against the migrated database by test/db/schema.test.ts.
  */
 const COLUMN_TYPES = {
   blueprint: {

@@ -26,7 +26,7 @@ test('the handlers that join runs are those of the bursts a resource or a bluepr
 });
 
 // What Handler.ts asks of an `inRuns` handler, as far as it can be checked
-// without running it (its types say as much, test/unit/handlerShapes.test.ts):
+// without running it (its types say as much, test/engine/handlerShapes.test.ts):
 // it is decided in the middle of a step, after the effects and batched reads
 // of that step were made, and a command done that supersedes others would
 // cancel commands further along its own run.
