@@ -30,6 +30,7 @@ import * as labels from './0028_labels.ts';
 import * as checkDueTimes from './0029_check_due_times.ts';
 import * as waitingReason from './0030_waiting_reason.ts';
 import * as archivedBlueprints from './0031_archived_blueprints.ts';
+import * as orphans from './0032_orphans.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -64,4 +65,5 @@ export const migrations: Record<string, Migration> = {
   '0029_check_due_times': checkDueTimes,
   '0030_waiting_reason': waitingReason,
   '0031_archived_blueprints': archivedBlueprints,
+  '0032_orphans': orphans,
 };

@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0031_archived_blueprints.
+-- Slipway's schema (`public`) after migration 0032_orphans.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/db/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -68,6 +68,7 @@ create table public.blueprints (
   clean_attempts integer not null default 3,
   priority_step_ms bigint not null default 60000,
   labels jsonb not null default '{}'::jsonb,
+  orphans text not null default 'report'::text,
   constraint blueprints_check_interval_ms_check CHECK ((check_interval_ms > 0)),
   constraint blueprints_clean_attempts_check CHECK (((clean_attempts >= 1) AND (clean_attempts <= 100))),
   constraint blueprints_idle_timeout_ms_check CHECK ((idle_timeout_ms > 0)),
@@ -78,6 +79,7 @@ create table public.blueprints (
   constraint blueprints_min_within_max CHECK ((min_resources <= max_resources)),
   constraint blueprints_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'::text)),
   constraint blueprints_name_key UNIQUE (name),
+  constraint blueprints_orphans_check CHECK ((orphans = ANY (ARRAY['report'::text, 'destroy'::text]))),
   constraint blueprints_pkey PRIMARY KEY (id),
   constraint blueprints_priority_step_ms_check CHECK (((priority_step_ms >= 0) AND (priority_step_ms <= 86400000))),
   constraint blueprints_state_check CHECK ((state = ANY (ARRAY['enabled'::text, 'disabled'::text, 'archived'::text])))
@@ -258,6 +260,19 @@ CREATE INDEX leases_destroyed ON public.leases USING btree (updated_at) WHERE (s
 CREATE INDEX leases_expiring ON public.leases USING btree (expires_at) WHERE ((expires_at IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
 CREATE INDEX leases_heartbeat_due ON public.leases USING btree (heartbeat_deadline) WHERE ((heartbeat_deadline IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
 CREATE INDEX leases_wait_due ON public.leases USING btree (wait_deadline) WHERE ((wait_deadline IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text])));
+
+create table public.orphans (
+  blueprint_id bigint not null,
+  external_id text not null,
+  resource_id bigint,
+  attributes jsonb not null default '{}'::jsonb,
+  first_seen_at timestamp with time zone not null default now(),
+  last_seen_at timestamp with time zone not null default now(),
+  passes integer not null default 1,
+  constraint orphans_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
+  constraint orphans_passes_check CHECK ((passes > 0)),
+  constraint orphans_pkey PRIMARY KEY (blueprint_id, external_id)
+);
 
 create table public.quotas (
   id bigint not null generated always as identity,

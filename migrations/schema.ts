@@ -39,6 +39,8 @@ export interface BlueprintsTable {
   priority_step_ms: Generated<number>;
   /** Labels every resource of the blueprint carries (0028). */
   labels: JsonDefault;
+  /** What the collector does with an orphan its driver lists (0032). */
+  orphans: Generated<OrphansSetting>;
   version: Generated<number>;
   created_at: TimestampDefault;
   updated_at: TimestampDefault;
@@ -210,6 +212,22 @@ export interface CallbackAttemptsTable {
   next_retry_at: Timestamp | null;
 }
 
+export type OrphansSetting = 'report' | 'destroy';
+
+/** Something a blueprint's driver listed that no resource stands for, as the collector's last pass found it (0032). */
+export interface OrphansTable {
+  blueprint_id: number;
+  /** The driver's own id for it. */
+  external_id: string;
+  /** The resource it was made for, as the driver reported it (none such is live). */
+  resource_id: number | null;
+  attributes: JsonDefault;
+  first_seen_at: TimestampDefault;
+  last_seen_at: TimestampDefault;
+  /** The collector's passes in a row that found it unmatched. */
+  passes: Generated<number>;
+}
+
 export type GcPassStatus = 'running' | 'done' | 'failed' | 'skipped';
 
 export interface GcPassesTable {
@@ -326,6 +344,7 @@ export interface DrainWakeupsTable {
 
 export interface DB {
   blueprints: BlueprintsTable;
+  orphans: OrphansTable;
   resources: ResourcesTable;
   leases: LeasesTable;
   resource_slots: ResourceSlotsTable;
@@ -355,6 +374,7 @@ export type LeaseRow = Selectable<LeasesTable>;
 export type CommandRow = Selectable<CommandsTable>;
 export type EventRow = Selectable<EventsTable>;
 export type GcPassRow = Selectable<GcPassesTable>;
+export type OrphanRow = Selectable<OrphansTable>;
 export type NewCommand = Insertable<CommandsTable>;
 export type CallbackRow = Selectable<CommandCallbacksTable>;
 export type CallbackAttemptRow = Selectable<CallbackAttemptsTable>;

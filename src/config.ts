@@ -127,6 +127,13 @@ export const ConfigSchema = z.object({
     .default(500)
     .describe('rows one step of a collector pass looks at, or prunes per batch'),
   SLIPWAY_GC_PASS_BUDGET_MS: positiveMs(30_000).describe('a collector pass starts no new work after this long'),
+  SLIPWAY_GC_ORPHAN_GRACE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(7 * 24 * 3600 * 1000)
+    .default(300_000)
+    .describe('how long something a driver lists must have gone unmatched (in two passes at least) before the collector destroys it as an orphan'),
   // The HTTP API (see docs/api.md).
   SLIPWAY_API_HOST: z.string().min(1).default('127.0.0.1').describe('the address the HTTP API and the web UI listen on'),
   SLIPWAY_API_PORT: z.coerce.number().int().min(0).max(65_535).default(7480).describe('their port; 0 picks a free one'),

@@ -279,6 +279,13 @@ const blueprintKinds = {
   uncordon: blueprintUncordon,
   drain: renamed(blueprintCordon, 'cordon', CORDON_RENAMED),
   undrain: renamed(blueprintUncordon, 'uncordon', CORDON_RENAMED),
+  // Not internal: the collector asks for it from outside, as it asks for
+  // every command; the orphan must be one its last pass recorded.
+  destroy_orphan: {
+    versions: [z.object({ orphan: z.string().min(1).max(1000) }).strict()],
+    internal: false,
+    summary: 'remove, through the driver, something it listed that no resource stands for (an orphan the collector recorded)',
+  },
 } as const satisfies Record<string, CommandKindSpec<BlueprintState>>;
 
 export const COMMAND_KINDS = { lease: leaseKinds, resource: resourceKinds, blueprint: blueprintKinds } as const;

@@ -111,6 +111,8 @@ const blueprintCommands = [
   'uncordon',
   'drain',
   'undrain',
+  // What its driver holds outside any resource is removed whether or not it takes leases.
+  'destroy_orphan',
 ] as const;
 const blueprint = {
   // A disabled blueprint makes no new resources, so it is not topped up.

@@ -1,7 +1,19 @@
-import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { type Driver, type DriverFactory, type LeaseCall, PermanentDriverError, type ResourceCall, type SlotCall } from './Driver.ts';
+import {
+  type Driver,
+  type DriverCall,
+  type DriverFactory,
+  type LeaseCall,
+  type ListCall,
+  PermanentDriverError,
+  type ResourceCall,
+  type SlotCall,
+} from './Driver.ts';
+
+/** A resource's directory name, and the resource id in it. */
+const RESOURCE_DIR = /^resource-([1-9][0-9]*)$/;
 
 const Settings = z
   .object({
@@ -15,7 +27,9 @@ type Settings = z.infer<typeof Settings>;
  * Real directories: a resource is a directory, each of its lease slots a
  * subdirectory. Acquire makes the slot directory, release empties it (the
  * lease's files go), destroy removes the resource's directory. Every step is
- * idempotent: mkdir -p and rm -rf are safe to repeat.
+ * idempotent: mkdir -p and rm -rf are safe to repeat. It lists everything in
+ * the blueprint's directory: `resource-<id>` names the resource it was made
+ * for, anything else was put there by hand and no resource stands for it.
  */
 export const DirectoryDriver: DriverFactory<Settings> = {
   name: 'directory',
@@ -25,8 +39,9 @@ export const DirectoryDriver: DriverFactory<Settings> = {
   possibleLabels: () => [{}],
   create(settings) {
     const root = path.resolve(settings.root);
+    const blueprintDir = (call: DriverCall | ListCall) => path.join(root, call.blueprint.name);
     const resourceDir = (call: ResourceCall | LeaseCall) => {
-      const dir = path.join(root, call.blueprint.name, `resource-${call.resource.id}`);
+      const dir = path.join(blueprintDir(call), `resource-${call.resource.id}`);
       // Names come from validated blueprint names and numeric ids, so this
       // cannot escape the root; the check makes that explicit.
       if (!dir.startsWith(root + path.sep)) throw new PermanentDriverError(`refusing to use ${dir} outside ${root}`);
@@ -81,6 +96,32 @@ export const DirectoryDriver: DriverFactory<Settings> = {
           if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { health: 'gone', message: `${dir} does not exist` };
           throw error;
         }
+      },
+      async listResources(call) {
+        const dir = blueprintDir(call);
+        let names: string[];
+        try {
+          names = await readdir(dir);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { resources: [] };
+          throw error;
+        }
+        return {
+          resources: names.sort().map((name) => {
+            const made = RESOURCE_DIR.exec(name);
+            const entry = path.join(dir, name);
+            return { id: entry, ...(made ? { resourceId: Number(made[1]) } : {}), attributes: { path: entry } };
+          }),
+        };
+      },
+      // Only what it listed: an entry directly in the blueprint's directory.
+      async destroyOrphan(call) {
+        const entry = path.resolve(call.orphan.id);
+        if (path.dirname(entry) !== blueprintDir(call)) {
+          throw new PermanentDriverError(`refusing to remove ${entry}: not in ${blueprintDir(call)}`);
+        }
+        await rm(entry, { recursive: true, force: true });
+        return {};
       },
     };
     return driver;

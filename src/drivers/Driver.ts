@@ -39,6 +39,20 @@ export interface Driver {
    * must be idempotent.
    */
   cleanSlot?(call: SlotCall): Promise<DriverResult>;
+  /**
+   * Optional: everything the driver holds for the blueprint, as it sees it
+   * (the other half of observing: what no row may know of). The collector
+   * compares it with the blueprint's resources (src/gc/findOrphans.ts). Read-only,
+   * so safe to repeat; a driver without it is never listed.
+   */
+  listResources?(call: ListCall): Promise<ListResult>;
+  /**
+   * Optional: removes one thing `listResources` reported that no resource
+   * stands for (an orphan), when the blueprint's `orphans` setting says
+   * `destroy`. Keyed and repeated like every call, so it must be idempotent:
+   * an orphan already gone is success.
+   */
+  destroyOrphan?(call: OrphanCall): Promise<DriverResult>;
 }
 
 export interface DriverCall {
@@ -60,6 +74,14 @@ export interface ResourceCall extends DriverCall {
 
 export interface SlotCall extends ResourceCall {
   readonly slot: number;
+}
+
+/** A listing is asked for outside any command: it has no idempotency key, only the blueprint. */
+export type ListCall = Pick<DriverCall, 'blueprint'>;
+
+export interface OrphanCall extends DriverCall {
+  /** As `listResources` reported it. */
+  readonly orphan: ListedResource;
 }
 
 export interface LeaseCall extends DriverCall {
@@ -100,6 +122,33 @@ export const CheckResultSchema = z
 export type CheckResult = z.input<typeof CheckResultSchema>;
 export type CheckAnswer = z.output<typeof CheckResultSchema>;
 
+/**
+ * One thing a driver holds: its own `id` for it (a path, an entry's name, a
+ * cloud id), and what ties it to a resource row: the `resourceId` it was
+ * made for, when the driver knows it (every call names the resource), and
+ * attributes as the resource's would read (`{"path": ...}`), compared with
+ * those of the blueprint's resources when it does not.
+ */
+export const ListedResourceSchema = z
+  .object({
+    id: z.string().min(1).max(1000),
+    resourceId: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
+    attributes: z.record(z.string(), z.json()).default({}),
+  })
+  .strict();
+export type ListedResource = z.output<typeof ListedResourceSchema>;
+
+export const ListResultSchema = z
+  .object({
+    resources: z
+      .array(ListedResourceSchema)
+      .max(100_000)
+      .refine((listed) => new Set(listed.map((r) => r.id)).size === listed.length, 'each listed resource must have an id of its own'),
+  })
+  .strict();
+export type ListResult = z.input<typeof ListResultSchema>;
+export type ListAnswer = z.output<typeof ListResultSchema>;
+
 export type DriverOperation = keyof Driver;
 
 /** Every operation of the Driver interface, in lifecycle order. */
@@ -112,6 +161,8 @@ export const DRIVER_OPERATIONS = [
   'releaseLease',
   'checkResource',
   'cleanSlot',
+  'listResources',
+  'destroyOrphan',
 ] as const satisfies readonly DriverOperation[];
 
 export class TransientDriverError extends Error {

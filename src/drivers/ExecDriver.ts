@@ -8,6 +8,7 @@ import {
   type DriverOperation,
   DRIVER_OPERATIONS,
   type DriverResult,
+  type ListCall,
   PermanentDriverError,
   TransientDriverError,
 } from './Driver.ts';
@@ -97,7 +98,7 @@ export const ExecDriver: DriverFactory<Settings> = {
   create(settings) {
     const run =
       (operation: DriverOperation) =>
-      async (call: DriverCall): Promise<DriverResult> => {
+      async (call: DriverCall | ListCall): Promise<DriverResult> => {
         const argv = settings.commands[operation];
         if (!argv) return {};
         const finished = await runProgram(settings, argv, { operation, ...call });
@@ -116,14 +117,26 @@ export const ExecDriver: DriverFactory<Settings> = {
       // stdout is healthy; {"health": "gone"} or "unhealthy" says otherwise
       // (an answer of its own shape, which validatingDriver checks).
       ...(settings.commands.checkResource ? { checkResource: run('checkResource') as Driver['checkResource'] } : {}),
+      // Listed, and orphans destroyed, only where a program is configured:
+      // {"resources": [...]} on stdout (validatingDriver checks its shape).
+      ...(settings.commands.listResources ? { listResources: run('listResources') as Driver['listResources'] } : {}),
+      ...(settings.commands.destroyOrphan ? { destroyOrphan: run('destroyOrphan') } : {}),
     } satisfies Driver;
   },
 };
 
-function environment(settings: Settings, input: { operation: string; idempotencyKey: string }): NodeJS.ProcessEnv {
+/** A program's input: the call and its operation (a listing, asked outside any command, has no idempotency key). */
+type ProgramInput = { operation: string; idempotencyKey?: string };
+
+function environment(settings: Settings, input: ProgramInput): NodeJS.ProcessEnv {
   const passed = Object.fromEntries(settings.passEnv.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name]]));
   // The two values a plain shell script most often needs, so it can act without parsing JSON.
-  return { ...passed, ...settings.env, SLIPWAY_OPERATION: input.operation, SLIPWAY_IDEMPOTENCY_KEY: input.idempotencyKey };
+  return {
+    ...passed,
+    ...settings.env,
+    SLIPWAY_OPERATION: input.operation,
+    ...(input.idempotencyKey === undefined ? {} : { SLIPWAY_IDEMPOTENCY_KEY: input.idempotencyKey }),
+  };
 }
 
 /**
@@ -131,7 +144,7 @@ function environment(settings: Settings, input: { operation: string; idempotency
  * timeout stops whatever it started too (a shell script's children would
  * otherwise keep running, and keep its stdout open).
  */
-function runProgram(settings: Settings, argv: readonly string[], input: { operation: string; idempotencyKey: string }): Promise<Finished> {
+function runProgram(settings: Settings, argv: readonly string[], input: ProgramInput): Promise<Finished> {
   return new Promise((resolve) => {
     const child = spawn(argv[0]!, argv.slice(1), {
       cwd: settings.cwd,

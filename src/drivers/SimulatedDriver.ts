@@ -7,9 +7,13 @@ import {
   type DriverFactory,
   DRIVER_OPERATIONS,
   type DriverOperation,
+  ListedResourceSchema,
   PermanentDriverError,
   TransientDriverError,
 } from './Driver.ts';
+
+/** The key of an orphan's destroy effect: what it removed, so a listing can leave it out. */
+const orphanKey = (id: string) => `orphan:${id}`;
 
 const rate = z.number().min(0).max(1);
 const Settings = z
@@ -53,6 +57,12 @@ const Settings = z
       .default({ gone: [], unhealthy: [], goneRate: 0, unhealthyRate: 0 }),
     /** The labels it reports for every resource it allocates (the blueprint's go over them). */
     labels: LabelsSchema.default({}),
+    /**
+     * What else it holds, as listResources reports it, until destroyOrphan
+     * removes it: things made by hand, or by an allocate whose commit was
+     * lost, for tests of the collector's orphans.
+     */
+    holds: z.array(ListedResourceSchema).max(1000).default([]),
   })
   .strict();
 type Settings = z.infer<typeof Settings>;
@@ -108,6 +118,15 @@ export const SimulatedDriver: DriverFactory<Settings> = {
           return { health: 'unhealthy', message: `simulated: resource ${id} is unhealthy` };
         return { health: 'healthy' };
       },
+      async listResources(call) {
+        const { rows } = (await services.query(`select idempotency_key from simulated_effects where operation = 'destroyOrphan' and object_id = $1`, [
+          call.blueprint.id,
+        ])) as { rows: Array<{ idempotency_key: string }> };
+        const destroyed = new Set(rows.map((r) => r.idempotency_key));
+        return { resources: settings.holds.filter((held) => !destroyed.has(orphanKey(held.id))) };
+      },
+      // Recorded on the blueprint, keyed by what it removed (not by the command): listResources leaves it out from then on.
+      destroyOrphan: (call) => perform('destroyOrphan', call.blueprint.id, { ...call, idempotencyKey: orphanKey(call.orphan.id) }),
     } satisfies Driver;
   },
 };

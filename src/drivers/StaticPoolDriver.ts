@@ -8,6 +8,7 @@ import {
   type DriverFactory,
   type DriverResult,
   type DriverServices,
+  PermanentDriverError,
   type Reconciliation,
   type ResourceCall,
   TransientDriverError,
@@ -91,6 +92,10 @@ const CLAIM_FIRST_FREE_ENTRY = `
 
 const OWN_CLAIM = `select definition from static_pool_claims where resource_id = $1`;
 const DROP_CLAIM = `delete from static_pool_claims where resource_id = $1`;
+const CLAIMS = `select entry, resource_id from static_pool_claims where blueprint_id = $1 order by entry`;
+// Only the claim as listed: by the resource it was made for, as an entry
+// freed meanwhile and claimed again belongs to another resource.
+const DROP_LISTED_CLAIM = `delete from static_pool_claims where blueprint_id = $1 and entry = $2 and resource_id = $3`;
 
 async function definitionOf(services: DriverServices, text: string, values: unknown[]): Promise<Entry | undefined> {
   const result = (await services.query(text, values)) as { rows: Array<{ definition: Entry }> };
@@ -129,6 +134,10 @@ async function claimEntry(services: DriverServices, call: ResourceCall, settings
  * the resources of entries that were removed or changed (they take no new
  * leases and are destroyed when their leases end) and sets the blueprint's
  * resource limit to the number of entries, so added entries become usable.
+ *
+ * What it holds is its claims: each names the resource it was made for. A
+ * claim whose resource is gone keeps its entry from use; destroying that
+ * orphan drops the claim, and the entry is free again.
  */
 export const StaticPoolDriver: DriverFactory<Settings> = {
   name: 'static-pool',
@@ -167,6 +176,16 @@ export const StaticPoolDriver: DriverFactory<Settings> = {
         return {};
       },
       async releaseLease() {
+        return {};
+      },
+      async listResources(call) {
+        const { rows } = (await services.query(CLAIMS, [call.blueprint.id])) as { rows: Array<{ entry: string; resource_id: string }> };
+        return { resources: rows.map((c) => ({ id: c.entry, resourceId: Number(c.resource_id), attributes: { entry: c.entry } })) };
+      },
+      async destroyOrphan(call) {
+        const { orphan } = call;
+        if (orphan.resourceId === undefined) throw new PermanentDriverError(`entry "${orphan.id}": a claim always names its resource`);
+        await services.query(DROP_LISTED_CLAIM, [call.blueprint.id, orphan.id, orphan.resourceId]);
         return {};
       },
     } satisfies Driver;

@@ -1,11 +1,20 @@
 import { describeZodIssues } from '../domain/errors.ts';
 import { timeDriverCall } from '../metrics/metrics.ts';
 import type { z } from 'zod';
-import { type CheckAnswer, CheckResultSchema, type Driver, type DriverResult, DriverResultSchema, PermanentDriverError } from './Driver.ts';
+import {
+  type CheckAnswer,
+  CheckResultSchema,
+  type Driver,
+  type DriverResult,
+  DriverResultSchema,
+  type ListAnswer,
+  ListResultSchema,
+  PermanentDriverError,
+} from './Driver.ts';
 
 /**
  * Wraps a driver so that whatever it returns is checked against
- * DriverResultSchema: output Slipway cannot understand is a permanent
+ * DriverResultSchema (or its operation's own schema): output Slipway cannot understand is a permanent
  * failure with a message naming what was wrong, never stored as-is.
  * `beforeCall` runs before each call goes out (the drain uses it to mark the
  * command running only when a driver is really called). Every call is
@@ -31,7 +40,7 @@ export function validatingDriver(driver: Driver, beforeCall: () => Promise<void>
       );
     };
   const step = <A>(operation: keyof Driver, call: (arg: A) => Promise<DriverResult>) => check<A, DriverResult>(operation, DriverResultSchema, call);
-  const { checkResource, cleanSlot } = driver;
+  const { checkResource, cleanSlot, listResources, destroyOrphan } = driver;
   return {
     allocateResource: step('allocateResource', (a) => driver.allocateResource(a)),
     activateResource: step('activateResource', (a) => driver.activateResource(a)),
@@ -40,6 +49,14 @@ export function validatingDriver(driver: Driver, beforeCall: () => Promise<void>
     activateLease: step('activateLease', (a) => driver.activateLease(a)),
     releaseLease: step('releaseLease', (a) => driver.releaseLease(a)),
     ...(cleanSlot ? { cleanSlot: step<Parameters<typeof cleanSlot>[0]>('cleanSlot', (a) => cleanSlot.call(driver, a)) } : {}),
+    ...(destroyOrphan ? { destroyOrphan: step<Parameters<typeof destroyOrphan>[0]>('destroyOrphan', (a) => destroyOrphan.call(driver, a)) } : {}),
+    ...(listResources
+      ? {
+          listResources: check<Parameters<typeof listResources>[0], ListAnswer>('listResources', ListResultSchema, (a) =>
+            listResources.call(driver, a),
+          ),
+        }
+      : {}),
     ...(checkResource
       ? {
           checkResource: check<Parameters<typeof checkResource>[0], CheckAnswer>('checkResource', CheckResultSchema, (a) =>

@@ -17,6 +17,8 @@ export interface GcSettings {
   readonly batchSize: number;
   /** A pass stops starting new work once this much time has gone. */
   readonly budgetMs: number;
+  /** How long an orphan goes unmatched before it is destroyed; and how long a destroyed resource still accounts for what its driver lists. */
+  readonly orphanGraceMs: number;
 }
 
 /** One command the collector asked for, and what became of the request. */

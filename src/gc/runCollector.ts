@@ -7,6 +7,7 @@ import type { Logger } from '../log.ts';
 import { recordCollectorPass } from '../metrics/metrics.ts';
 import { checkResources } from './checkResources.ts';
 import { expireLeases } from './expireLeases.ts';
+import { findOrphans } from './findOrphans.ts';
 import { GcPass, type GcSettings, type StepReport } from './GcPass.ts';
 import { PRUNED, pruneHistory } from './pruneHistory.ts';
 import { reclaimIdleResources } from './reclaimIdleResources.ts';
@@ -16,10 +17,11 @@ import { topUpWarmMinimum } from './topUpWarmMinimum.ts';
 /**
  * The steps of a pass, in order: leases that ran out first (their releases
  * free capacity), then reclaims for leases still waiting, then the warm
- * minimum, then the resources' checks, then history, and last a sample of
- * use for the web UI's charts.
+ * minimum, then the resources' checks, then what drivers hold that no
+ * resource stands for, then history, and last a sample of use for the web
+ * UI's charts.
  */
-const STEPS = { expireLeases, reclaimIdleResources, topUpWarmMinimum, checkResources, pruneHistory, sampleUsage } as const;
+const STEPS = { expireLeases, reclaimIdleResources, topUpWarmMinimum, checkResources, findOrphans, pruneHistory, sampleUsage } as const;
 export type StepName = keyof typeof STEPS;
 
 export type GcTrigger = GcPassRow['trigger'];
@@ -52,6 +54,7 @@ export function gcSettings(config: Config): GcSettings {
     retentionMs: config.SLIPWAY_GC_RETENTION_DAYS * 24 * 3600 * 1000,
     batchSize: config.SLIPWAY_GC_BATCH_SIZE,
     budgetMs: config.SLIPWAY_GC_PASS_BUDGET_MS,
+    orphanGraceMs: config.SLIPWAY_GC_ORPHAN_GRACE_MS,
   };
 }
 

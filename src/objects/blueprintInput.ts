@@ -41,6 +41,8 @@ export const BlueprintInputSchema = z
       .default(60_000),
     /** Labels every resource of it carries (over those its driver reports), which lease selectors match. */
     labels: LabelsSchema.default({}),
+    /** What the collector does with what its driver lists that no resource stands for: report it, or destroy it through the driver. */
+    orphans: z.enum(['report', 'destroy']).default('report'),
   })
   .strict()
   .refine((b) => b.minResources <= b.maxResources, {
@@ -63,7 +65,8 @@ export type BlueprintInput = z.input<typeof BlueprintInputSchema>;
  * the blueprint's own queue (`update_settings`), whose drain reconciles the
  * resources with them. The key is named here only to say so.
  */
-const { maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, labels } = BlueprintInputSchema.shape;
+const { maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, labels, orphans } =
+  BlueprintInputSchema.shape;
 export const BlueprintChangesSchema = z
   .object({
     // Without the defaults creation fills in: a field left out stays as it is.
@@ -75,6 +78,7 @@ export const BlueprintChangesSchema = z
     priorityStepMs: priorityStepMs.unwrap().optional(),
     /** Replaces the blueprint's labels (every resource's, at once: they are read with the blueprint's). */
     labels: labels.unwrap().optional(),
+    orphans: orphans.unwrap().optional(),
     settings: z
       .undefined({
         error:
@@ -85,6 +89,6 @@ export const BlueprintChangesSchema = z
   .strict()
   .refine(
     (changes) => Object.keys(changes).length > 0,
-    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, labels',
+    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, labels, orphans',
   );
 export type BlueprintChanges = z.input<typeof BlueprintChangesSchema>;

@@ -30,6 +30,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
     cleanAttempts,
     priorityStepMs,
     labels,
+    orphans,
   } = parsed.data;
   // Stored as given, not with the driver's defaults filled in: a default is
   // the code's, applied by each worker as it makes the driver (registry.ts).
@@ -53,6 +54,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
       clean_attempts: cleanAttempts,
       priority_step_ms: priorityStepMs,
       labels: JSON.stringify(labels),
+      orphans,
     })
     .onConflict((oc) => oc.column('name').doNothing())
     .returningAll()

@@ -21,6 +21,7 @@ const COLUMNS = {
   cleanAttempts: 'clean_attempts',
   priorityStepMs: 'priority_step_ms',
   labels: 'labels',
+  orphans: 'orphans',
 } as const;
 
 /**
@@ -38,7 +39,7 @@ export async function updateBlueprint(trx: Db, ref: BlueprintRef, changes: Bluep
     });
   }
   const fields = Object.entries(parsed.data).filter(([, value]) => value !== undefined) as Array<
-    [keyof typeof COLUMNS, number | boolean | null | Record<string, string>]
+    [keyof typeof COLUMNS, number | boolean | string | null | Record<string, string>]
   >;
   // Labels are a map: written and told as JSON.
   const text = (value: unknown) => (typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value));

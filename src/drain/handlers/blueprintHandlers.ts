@@ -11,6 +11,7 @@ import { send } from '../messages.ts';
 import { requestingLease } from '../reads/requestingLease.ts';
 import { placeInLine } from '../../domain/priority.ts';
 import { parseSelector } from '../../domain/labels.ts';
+import { destroyOrphan } from './destroyOrphan.ts';
 import { type Joining, type LineCount, type Serving, servedInStep, serveWaitingLine } from './waitingLine.ts';
 
 /**
@@ -248,8 +249,8 @@ const topUp: Decide<'top_up'> = async (trx, ctx, blueprint) => {
     },
   );
 };
-/** Each command kind's decision, its payload typed by the kind's schema. */
-const DECISIONS: { readonly [C in CommandKindOf<'blueprint'>]: Decide<C> } = {
+/** Each command kind's decision, its payload typed by the kind's schema (an orphan's destroy calls the driver instead: destroyOrphan.ts). */
+const DECISIONS: { readonly [C in Exclude<CommandKindOf<'blueprint'>, 'destroy_orphan'>]: Decide<C> } = {
   need_resource: needResource,
   slot_freed: slotFreed,
   resource_destroyed: resourceDestroyed,
@@ -299,6 +300,7 @@ const IN_RUNS: ReadonlySet<string> = new Set<CommandKindOf<'blueprint'>>(['need_
  * whether a new resource may be made within the limit, and it keeps the line
  * of leases waiting for capacity.
  */
-export const BLUEPRINT_HANDLERS: HandlerTable<'blueprint'> = Object.fromEntries(
-  Object.entries(DECISIONS).map(([kind, decide]) => [kind, servingTheLine(decide, IN_RUNS.has(kind))]),
-);
+export const BLUEPRINT_HANDLERS: HandlerTable<'blueprint'> = {
+  ...Object.fromEntries(Object.entries(DECISIONS).map(([kind, decide]) => [kind, servingTheLine(decide, IN_RUNS.has(kind))])),
+  destroy_orphan: destroyOrphan,
+};

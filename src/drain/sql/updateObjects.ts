@@ -25,6 +25,7 @@ const COLUMN_TYPES = {
     clean_attempts: 'integer',
     priority_step_ms: 'bigint',
     labels: 'jsonb',
+    orphans: 'text',
     version: 'integer',
     created_at: 'timestamp with time zone',
     updated_at: 'timestamp with time zone',

@@ -1,0 +1,195 @@
+import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, expect, test } from 'vitest';
+import { DirectoryDriver } from '../../src/drivers/DirectoryDriver.ts';
+import { createBlueprint } from '../../src/objects/createBlueprint.ts';
+import { createLease } from '../../src/objects/createLease.ts';
+import { updateBlueprint } from '../../src/objects/updateBlueprint.ts';
+import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { commandsOf } from '../helpers/objectHistory.ts';
+import { handDrainSuite } from './support/handDrain.ts';
+
+// The collector's other half of observing: what a blueprint's driver lists
+// that no resource stands for is recorded as an orphan in the pass that
+// first finds it, destroyed through the driver (as `system:gc`, with a
+// reason) only when the blueprint says `destroy` and a second pass finds it
+// still unmatched, and never taken for one while its resource's rows are in
+// flight. Drain and collector run by hand.
+const operator = { issuedBy: 'alice@host', source: 'cli', reason: 'testing orphans' } as const;
+const { db, hand } = handDrainSuite();
+const roots: string[] = [];
+afterAll(async () => Promise.all(roots.map((root) => rm(root, { recursive: true, force: true }))));
+const tempRoot = async () => {
+  const root = await mkdtemp(path.join(tmpdir(), 'slipway-orphans-'));
+  roots.push(root);
+  return root;
+};
+
+const orphansOf = async (blueprintId: number) =>
+  (
+    await db()
+      .selectFrom('orphans')
+      .select(['external_id', 'resource_id', 'passes'])
+      .where('blueprint_id', '=', blueprintId)
+      .orderBy('external_id')
+      .execute()
+  ).map((o) => ({ id: o.external_id, resourceId: o.resource_id === null ? null : Number(o.resource_id), passes: o.passes }));
+const destroyRequests = async (blueprintId: number) => (await commandsOf(db(), 'blueprint', blueprintId)).filter((c) => c.kind === 'destroy_orphan');
+const exists = (dir: string) =>
+  stat(dir).then(
+    () => true,
+    () => false,
+  );
+
+test('an orphan made by hand is reported in the first pass, and is not destroyed while its blueprint only reports', async () => {
+  const bp = await createBlueprint(
+    db(),
+    { name: 'reporting', driver: 'simulated', maxResources: 1, settings: { holds: [{ id: 'vm-by-hand', attributes: { ip: '10.0.0.9' } }] } },
+    operator,
+  );
+  expect((await hand.pass()).steps.findOrphans).toMatchObject({ found: 1, actions: [] });
+  expect(await orphansOf(bp.id)).toEqual([{ id: 'vm-by-hand', resourceId: null, passes: 1 }]);
+
+  // Seen again, still only reported: no command, the driver asked nothing.
+  expect((await hand.pass()).steps.findOrphans).toMatchObject({ found: 1, actions: [] });
+  expect(await orphansOf(bp.id)).toEqual([{ id: 'vm-by-hand', resourceId: null, passes: 2 }]);
+  expect(await destroyRequests(bp.id)).toEqual([]);
+});
+
+test('a blueprint that destroys orphans has its driver remove one found unmatched in two passes, as system:gc with a reason', async () => {
+  const bp = await createBlueprint(
+    db(),
+    { name: 'destroying', driver: 'simulated', maxResources: 1, orphans: 'destroy', settings: { holds: [{ id: 'vm-left-over' }] } },
+    operator,
+  );
+  // The first pass only records it: one sighting is not enough to remove anything.
+  expect((await hand.pass()).steps.findOrphans?.actions.filter((a) => a.target === `blueprint:${bp.id}`)).toEqual([]);
+  const second = await hand.pass();
+  const asked = second.steps.findOrphans!.actions.filter((a) => a.target === `blueprint:${bp.id}`);
+  expect(asked).toHaveLength(1);
+  expect(asked[0]).toMatchObject({ kind: 'destroy_orphan' });
+  // Asked once: a pass while the destroy is queued does not ask again.
+  expect((await hand.pass()).steps.findOrphans!.actions.filter((a) => a.target === `blueprint:${bp.id}`)).toEqual([]);
+
+  await hand.all();
+  const [command] = await destroyRequests(bp.id);
+  expect(command).toMatchObject({ status: 'done', issued_by: 'system:gc', source: 'gc', payload: { orphan: 'vm-left-over' } });
+  expect(command!.reason).toMatch(/orphan "vm-left-over": listed by the simulated driver, no resource stands for it/);
+  const effects = await db()
+    .selectFrom('simulated_effects')
+    .select(['calls'])
+    .where('operation', '=', 'destroyOrphan')
+    .where('object_id', '=', bp.id)
+    .execute();
+  expect(effects).toEqual([{ calls: 1 }]);
+  // Removed from the report at once, and no longer listed by the next pass.
+  expect(await orphansOf(bp.id)).toEqual([]);
+  await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([]);
+});
+
+test('a destroy asked for something no longer recorded as an orphan leaves the driver alone', async () => {
+  const bp = await createBlueprint(db(), { name: 'asked-by-hand', driver: 'simulated', maxResources: 1 }, operator);
+  await appendCommand(db(), { target: { kind: 'blueprint', id: bp.id }, kind: 'destroy_orphan', payload: { orphan: 'vm-1' }, actor: operator });
+  await hand.all();
+  const [command] = await destroyRequests(bp.id);
+  expect(command).toMatchObject({ status: 'done' });
+  expect(command!.message).toMatch(/nothing removed: "vm-1" is not an orphan the collector records/);
+  const effects = await db()
+    .selectFrom('simulated_effects')
+    .select('calls')
+    .where('operation', '=', 'destroyOrphan')
+    .where('object_id', '=', bp.id)
+    .execute();
+  expect(effects).toEqual([]);
+});
+
+test("the directory driver's resources are never orphans, not even while an allocate that made one has not committed; a directory made by hand is", async () => {
+  const root = await tempRoot();
+  const bp = await createBlueprint(db(), { name: 'dirs', driver: 'directory', maxResources: 2, orphans: 'destroy', settings: { root } }, operator);
+  const { lease } = await createLease(db(), { blueprint: 'dirs', holder: 'h' }, operator);
+  // The blueprint makes the resource (its row, pending, and its allocate) and nothing else yet.
+  await hand.one('blueprint', bp.id);
+  const pending = await db().selectFrom('resources').selectAll().where('blueprint_id', '=', bp.id).executeTakeFirstOrThrow();
+  expect(pending.state).toBe('pending');
+  // The driver's allocate has made the directory; its outcome is not committed (the worker died, or is slow).
+  const driver = DirectoryDriver.create({ root }, { query: async () => ({ rows: [] }) });
+  const call = {
+    blueprint: { id: bp.id, name: bp.name, settings: { root }, labels: {} },
+    idempotencyKey: `resource:${pending.id}:1`,
+    commandId: 1,
+    resource: { id: pending.id, capacity: 1, attributes: {} },
+  };
+  await driver.allocateResource(call);
+  const handMade = path.join(root, 'dirs', 'copied-by-hand');
+  await mkdir(handMade);
+
+  for (let pass = 0; pass < 2; pass++) await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([{ id: handMade, resourceId: null, passes: 2 }]);
+
+  // Its rows catch up: still not an orphan, and the lease is on it.
+  await hand.all();
+  expect((await db().selectFrom('leases').select('state').where('id', '=', lease.id).executeTakeFirstOrThrow()).state).toBe('active');
+  await hand.pass();
+  await hand.all();
+  expect(await exists(path.join(root, 'dirs', `resource-${pending.id}`))).toBe(true);
+  expect(await exists(handMade)).toBe(false);
+  expect(await orphansOf(bp.id)).toEqual([]);
+  expect((await destroyRequests(bp.id)).map((c) => c.payload)).toEqual([{ orphan: handMade }]);
+});
+
+test('a directory left behind by a destroyed resource is an orphan that names its resource; removed only once the blueprint says destroy', async () => {
+  const root = await tempRoot();
+  const bp = await createBlueprint(db(), { name: 'left-behind', driver: 'directory', maxResources: 1, settings: { root } }, operator);
+  const { lease } = await createLease(db(), { blueprint: 'left-behind', holder: 'h' }, operator);
+  await hand.all();
+  const resource = await db().selectFrom('resources').selectAll().where('blueprint_id', '=', bp.id).executeTakeFirstOrThrow();
+  await appendCommand(db(), { target: { kind: 'lease', id: lease.id }, kind: 'release', actor: operator });
+  await appendCommand(db(), { target: { kind: 'resource', id: resource.id }, kind: 'release', actor: operator });
+  await hand.all();
+  expect((await db().selectFrom('resources').select('state').where('id', '=', resource.id).executeTakeFirstOrThrow()).state).toBe('destroyed');
+  // Someone puts it back (a restore from backup, a lost commit of the destroy's effect).
+  const dir = path.join(root, 'left-behind', `resource-${resource.id}`);
+  await mkdir(dir);
+
+  // Destroyed within the grace, it still accounts for its directory.
+  await hand.pass({ orphanGraceMs: 3_600_000 });
+  expect(await orphansOf(bp.id)).toEqual([]);
+  for (let pass = 0; pass < 2; pass++) await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([{ id: dir, resourceId: resource.id, passes: 2 }]);
+  await hand.all();
+  expect(await exists(dir)).toBe(true);
+
+  await updateBlueprint(db(), bp.id, { orphans: 'destroy' }, operator);
+  await hand.pass();
+  await hand.all();
+  expect(await exists(dir)).toBe(false);
+  expect(await orphansOf(bp.id)).toEqual([]);
+});
+
+test('a static-pool claim whose resource is gone is an orphan; destroying it frees its entry for a new resource', async () => {
+  const bp = await createBlueprint(
+    db(),
+    { name: 'pool', driver: 'static-pool', maxResources: 1, orphans: 'destroy', settings: { entries: [{ name: 'host-a' }] } },
+    operator,
+  );
+  // A claim whose resource's rows were lost (an asynchronous standby promoted before they reached it).
+  await db()
+    .insertInto('static_pool_claims')
+    .values({ blueprint_id: bp.id, entry: 'host-a', resource_id: 999_999, definition: JSON.stringify({ name: 'host-a' }) })
+    .execute();
+  await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([{ id: 'host-a', resourceId: 999_999, passes: 1 }]);
+  await hand.pass();
+  await hand.all();
+  expect(await db().selectFrom('static_pool_claims').selectAll().where('blueprint_id', '=', bp.id).execute()).toEqual([]);
+
+  // The entry serves a lease again, and its new claim is no orphan.
+  const { lease } = await createLease(db(), { blueprint: 'pool', holder: 'h' }, operator);
+  await hand.all();
+  expect((await db().selectFrom('leases').select('state').where('id', '=', lease.id).executeTakeFirstOrThrow()).state).toBe('active');
+  await hand.pass();
+  await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([]);
+});
