@@ -69,11 +69,9 @@ export const BlueprintSchema = z
     cleanAttempts: z.number().int().meta({ description: 'failed cleanings in a row that quarantine a resource' }),
     priorityStepMs: z.number().int().meta({ description: "how much waiting one level of a lease's priority is worth in the line" }),
     labels: Labels.meta({ description: 'labels every resource of it carries (over those its driver reports), which lease selectors match' }),
-    orphans: z
-      .enum(['report', 'destroy'])
-      .meta({
-        description: 'what the collector does with what its driver lists that no resource stands for: report it, or destroy it through the driver',
-      }),
+    orphans: z.enum(['report', 'destroy']).meta({
+      description: 'what the collector does with what its driver lists that no resource stands for: report it, or destroy it through the driver',
+    }),
     version: z.number().int(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
