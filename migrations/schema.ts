@@ -212,6 +212,7 @@ export interface CallbackAttemptsTable {
   next_retry_at: Timestamp | null;
 }
 
+/** A blueprint's `orphans` setting, as its check constraint allows (src/domain/orphans.ts says what each means). */
 export type OrphansSetting = 'report' | 'destroy';
 
 /** Something a blueprint's driver listed that no resource stands for, as the collector's last pass found it (0032). */

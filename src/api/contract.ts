@@ -20,6 +20,7 @@ import {
   HistoryShape,
   LeaseSchema,
   LineStandingSchema,
+  OrphansAnswerSchema,
   pageSchema,
   TeamDetailSchema,
   TeamSchema,
@@ -292,6 +293,17 @@ export const OPERATIONS = {
     action: 'read',
     params: BlueprintParams,
     responses: { 200: answer('the blueprint', BlueprintDetailAnswerSchema) },
+  },
+  listOrphans: {
+    operationId: 'listOrphans',
+    method: 'GET',
+    url: '/v1/blueprints/:ref/orphans',
+    summary: "List a blueprint's orphans",
+    description:
+      'What its driver lists that no resource stands for, as the collector\'s last pass found it (docs/operations.md, "Orphans"). Empty for a driver that cannot list.',
+    action: 'read',
+    params: BlueprintParams,
+    responses: { 200: answer("the blueprint's orphans, longest known first", OrphansAnswerSchema) },
   },
   updateBlueprint: {
     operationId: 'updateBlueprint',

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import type { BlueprintRow, CallbackAttemptRow, CallbackRow, CommandRow } from '../../migrations/schema.ts';
+import type { BlueprintRow, CallbackAttemptRow, CallbackRow, CommandRow, OrphanRow } from '../../migrations/schema.ts';
 import { LIFECYCLES } from '../domain/lifecycle.ts';
+import { OrphansSettingSchema } from '../domain/orphans.ts';
 import { resourceLabels } from '../domain/labels.ts';
 import type { BlueprintDetail } from '../read/blueprints.ts';
 import type { CallbackView } from '../read/callbacks.ts';
@@ -69,7 +70,7 @@ export const BlueprintSchema = z
     cleanAttempts: z.number().int().meta({ description: 'failed cleanings in a row that quarantine a resource' }),
     priorityStepMs: z.number().int().meta({ description: "how much waiting one level of a lease's priority is worth in the line" }),
     labels: Labels.meta({ description: 'labels every resource of it carries (over those its driver reports), which lease selectors match' }),
-    orphans: z.enum(['report', 'destroy']).meta({
+    orphans: OrphansSettingSchema.meta({
       description: 'what the collector does with what its driver lists that no resource stands for: report it, or destroy it through the driver',
     }),
     version: z.number().int(),
@@ -102,6 +103,36 @@ export function blueprintOf(row: BlueprintRow): Blueprint {
     updatedAt: iso(row.updated_at),
   };
 }
+
+export const OrphanSchema = z
+  .object({
+    id: z.string().meta({ description: "the driver's own id for it (a path, an entry's name, a cloud id)" }),
+    resourceId: z.number().int().nullable().meta({ description: 'the resource it was made for, as the driver reported it (none such is live)' }),
+    attributes: JsonObject.meta({ description: 'as the driver listed them' }),
+    firstSeenAt: Timestamp.meta({ description: 'the first collector pass of the run of passes that found it unmatched' }),
+    lastSeenAt: Timestamp,
+    passes: z.number().int().meta({ description: 'collector passes in a row that found it unmatched (a destroy waits for 2)' }),
+  })
+  .meta({ id: 'Orphan', description: "something the blueprint's driver lists that no resource stands for" });
+export type Orphan = z.infer<typeof OrphanSchema>;
+
+export function orphanOf(row: OrphanRow): Orphan {
+  return {
+    id: row.external_id,
+    resourceId: row.resource_id === null ? null : Number(row.resource_id),
+    attributes: row.attributes as Record<string, unknown>,
+    firstSeenAt: iso(row.first_seen_at),
+    lastSeenAt: iso(row.last_seen_at),
+    passes: row.passes,
+  };
+}
+
+export const OrphansAnswerSchema = z
+  .object({
+    blueprint: z.string(),
+    orphans: z.array(OrphanSchema),
+  })
+  .meta({ id: 'Orphans' });
 
 const CountByState = z.record(z.string(), z.number().int());
 

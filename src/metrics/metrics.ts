@@ -122,6 +122,11 @@ const resources = gauge('slipway_resources', 'Resources in the database that are
   'state',
 ]);
 const waitingLeases = gauge('slipway_waiting_leases', 'Leases waiting for a slot at their blueprint, by blueprint name.', ['blueprint']);
+const orphans = gauge(
+  'slipway_orphans',
+  "Things a blueprint's driver lists that no resource stands for, as the collector's last pass recorded them, by blueprint name and seen: once (first found by the last pass) or again (found in two passes or more in a row).",
+  ['blueprint', 'seen'],
+);
 const liveWorkers = gauge('slipway_live_workers', 'Workers whose last heartbeat is at most 3 heartbeat intervals (SLIPWAY_HEARTBEAT_MS) old.', []);
 
 /** The database-wide gauges, as one query read them (stateGauges.ts). */
@@ -131,6 +136,8 @@ export interface StateSnapshot {
   readonly leases: ReadonlyArray<{ blueprint: string; state: string; count: number }>;
   readonly resources: ReadonlyArray<{ blueprint: string; state: string; count: number }>;
   readonly waitingLeases: ReadonlyArray<{ blueprint: string; count: number }>;
+  /** `seen`: "once", or "again" (2 passes or more). */
+  readonly orphans: ReadonlyArray<{ blueprint: string; seen: string; count: number }>;
   readonly liveWorkers: number;
 }
 
@@ -147,6 +154,8 @@ export function setStateGauges(state: StateSnapshot): void {
   }
   waitingLeases.reset();
   for (const row of state.waitingLeases) waitingLeases.set({ blueprint: row.blueprint }, row.count);
+  orphans.reset();
+  for (const row of state.orphans) orphans.set({ blueprint: row.blueprint, seen: row.seen }, row.count);
   liveWorkers.set(state.liveWorkers);
 }
 

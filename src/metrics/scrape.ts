@@ -43,7 +43,7 @@ function cachedState(db: Db, settings: ScrapeSettings): Promise<StateSnapshot> {
 }
 
 interface StateRow {
-  family: 'backlog' | 'overdue' | 'lease' | 'resource' | 'waiting' | 'workers';
+  family: 'backlog' | 'overdue' | 'lease' | 'resource' | 'waiting' | 'orphan' | 'workers';
   blueprint: string | null;
   state: string | null;
   n: number;
@@ -77,6 +77,9 @@ export async function readState(db: Db, { staleAfterMs, heartbeatMs }: ScrapeSet
       from blueprint_waiters w join leases l on l.id = w.lease_id and l.state = 'pending'
       join blueprints b on b.id = w.blueprint_id group by b.name
     union all
+    select 'orphan', b.name, case when o.passes >= 2 then 'again' else 'once' end, count(*)::int
+      from orphans o join blueprints b on b.id = o.blueprint_id group by 2, 3
+    union all
     select 'workers', null, null, count(*)::int
       from workers where ${liveWorkerCondition(heartbeatMs)}
   `.execute(db);
@@ -89,6 +92,7 @@ export async function readState(db: Db, { staleAfterMs, heartbeatMs }: ScrapeSet
     leases: byBlueprint('lease'),
     resources: byBlueprint('resource'),
     waitingLeases: of('waiting').map((r) => ({ blueprint: r.blueprint!, count: r.n })),
+    orphans: of('orphan').map((r) => ({ blueprint: r.blueprint!, seen: r.state!, count: r.n })),
     liveWorkers: count('workers'),
   };
 }

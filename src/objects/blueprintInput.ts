@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LabelsSchema } from '../domain/labels.ts';
+import { OrphansSettingSchema } from '../domain/orphans.ts';
 
 // A blueprint's input schemas, apart from the code that writes blueprints: the
 // API's contract, and so the client library and the CLI's remote mode, use
@@ -42,7 +43,7 @@ export const BlueprintInputSchema = z
     /** Labels every resource of it carries (over those its driver reports), which lease selectors match. */
     labels: LabelsSchema.default({}),
     /** What the collector does with what its driver lists that no resource stands for: report it, or destroy it through the driver. */
-    orphans: z.enum(['report', 'destroy']).default('report'),
+    orphans: OrphansSettingSchema.default('report'),
   })
   .strict()
   .refine((b) => b.minResources <= b.maxResources, {

@@ -52,6 +52,7 @@ const FAMILIES = [
   'slipway_leases',
   'slipway_resources',
   'slipway_waiting_leases',
+  'slipway_orphans',
   'slipway_live_workers',
   'slipway_nodejs_eventloop_lag_p99_seconds',
   'slipway_process_cpu_seconds_total',

@@ -36,6 +36,7 @@ const CLI_FOR: Readonly<Record<string, string>> = {
   'queueBlueprintCommand uncordon': 'blueprint uncordon',
   'queueBlueprintCommand drain': 'blueprint drain',
   'queueBlueprintCommand undrain': 'blueprint undrain',
+  'queueBlueprintCommand destroy_orphan': 'blueprint destroy-orphan',
   cancelCommand: 'command cancel',
   setTeam: 'team set',
   setQuota: 'team quota',

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { DirectoryDriver } from '../../src/drivers/DirectoryDriver.ts';
+import { readState } from '../../src/metrics/scrape.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { updateBlueprint } from '../../src/objects/updateBlueprint.ts';
@@ -55,6 +56,9 @@ test('an orphan made by hand is reported in the first pass, and is not destroyed
   expect((await hand.pass()).steps.findOrphans).toMatchObject({ found: 1, actions: [] });
   expect(await orphansOf(bp.id)).toEqual([{ id: 'vm-by-hand', resourceId: null, passes: 2 }]);
   expect(await destroyRequests(bp.id)).toEqual([]);
+  // The gauge the alert reads: seen again, so confirmed.
+  const { orphans } = await readState(db(), { staleAfterMs: 60_000, heartbeatMs: 5000 });
+  expect(orphans.filter((o) => o.blueprint === 'reporting')).toEqual([{ blueprint: 'reporting', seen: 'again', count: 1 }]);
 });
 
 test('a blueprint that destroys orphans has its driver remove one found unmatched in two passes, as system:gc with a reason', async () => {

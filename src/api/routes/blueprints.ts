@@ -3,14 +3,15 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { BlueprintState } from '../../domain/lifecycle.ts';
 import { createBlueprintInTransaction } from '../../objects/createBlueprint.ts';
 import { setBlueprintState, updateBlueprint } from '../../objects/updateBlueprint.ts';
-import { listBlueprints, readBlueprintDetail } from '../../read/blueprints.ts';
+import { findBlueprint, listBlueprints, readBlueprintDetail } from '../../read/blueprints.ts';
+import { readOrphans } from '../../read/orphans.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import type { ApiContext } from '../ApiContext.ts';
 import { actorOf } from '../auth/authenticate.ts';
 import { OPERATIONS } from '../contract.ts';
 import { runPost } from '../respond.ts';
 import { withTransaction } from '../../db/withTransaction.ts';
-import { blueprintDetailOf, blueprintOf, historyOf, pageOf } from '../shapes.ts';
+import { blueprintDetailOf, blueprintOf, historyOf, orphanOf, pageOf } from '../shapes.ts';
 import { routeOf } from '../typedRoutes.ts';
 
 /** The state changes a blueprint takes over the API, as data: operation → state. */
@@ -44,6 +45,14 @@ export async function blueprintRoutes(app: FastifyInstance, context: ApiContext)
     handler: async (request) => {
       const blueprint = await readBlueprintDetail(db, request.params.ref);
       return { blueprint: blueprintDetailOf(blueprint), ...historyOf(await readHistory(db, { kind: 'blueprint', id: blueprint.id })) };
+    },
+  });
+
+  typed.route({
+    ...routeOf(OPERATIONS.listOrphans),
+    handler: async (request) => {
+      const blueprint = await findBlueprint(db, request.params.ref);
+      return { blueprint: blueprint.name, orphans: (await readOrphans(db, blueprint.id)).map(orphanOf) };
     },
   });
 

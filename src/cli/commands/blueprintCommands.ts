@@ -4,7 +4,8 @@ import { InvalidInputError } from '../../domain/errors.ts';
 import { withTransaction } from '../../db/withTransaction.ts';
 import type { BlueprintRef } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
-import { blueprintDetailOf, blueprintOf, historyOf, pageOf } from '../../api/shapes.ts';
+import { blueprintDetailOf, blueprintOf, historyOf, orphanOf, pageOf } from '../../api/shapes.ts';
+import { ORPHANS_SETTINGS, type OrphansSetting, OrphansSettingSchema } from '../../domain/orphans.ts';
 import { pageTable } from '../format.ts';
 import { later } from '../later.ts';
 import { addPageOptions, addStateOptions, addWaitOptions, stateFilter, type StateListOptions, type WaitOptions } from '../options.ts';
@@ -14,7 +15,7 @@ import { withOldNames } from '../oldNames.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
 import { localTransportOf } from '../transport/withTransport.ts';
-import { BLUEPRINT_COLUMNS, renderBlueprint, renderBlueprintDetail } from '../views/blueprintViews.ts';
+import { BLUEPRINT_COLUMNS, renderBlueprint, renderBlueprintDetail, renderOrphans } from '../views/blueprintViews.ts';
 
 interface CreateOptions {
   readonly name: string;
@@ -35,6 +36,7 @@ interface CreateOptions {
   readonly setting?: Record<string, unknown>;
   /** From repeated --label key=value. */
   readonly label?: Record<string, string>;
+  readonly orphans?: OrphansSetting;
 }
 
 interface LimitsOptions {
@@ -47,6 +49,7 @@ interface LimitsOptions {
   /** Milliseconds, or `off`. */
   readonly priorityStep?: number | 'off';
   readonly label?: Record<string, string>;
+  readonly orphans?: OrphansSetting;
 }
 
 interface UpdateOptions extends WaitOptions {
@@ -63,6 +66,7 @@ const blueprintReads = () => import('../../read/blueprints.ts');
 const findBlueprint = later(blueprintReads, 'findBlueprint');
 const listBlueprints = later(blueprintReads, 'listBlueprints');
 const readBlueprintDetail = later(blueprintReads, 'readBlueprintDetail');
+const readOrphans = later(() => import('../../read/orphans.ts'), 'readOrphans');
 
 const parseSetting = parseWith(Setting);
 
@@ -84,6 +88,15 @@ function collectSetting(value: string, previous: Record<string, unknown> = {}): 
   const [key, parsed] = parseSetting(value);
   return { ...previous, [key]: parsed };
 }
+
+/** `blueprint create` and `blueprint limits` take the same --orphans. */
+const ORPHANS_OPTION = [
+  '--orphans <report|destroy>',
+  `what the collector does with what the driver lists that no resource stands for: ${Object.entries(ORPHANS_SETTINGS)
+    .map(([value, meaning]) => `${value}: ${meaning}`)
+    .join('; ')}`,
+  parseWith(OrphansSettingSchema),
+] as const;
 
 /** The commands without a payload that an operator queues on a blueprint, as data: verb, command kind, what it does. */
 const QUEUED = [
@@ -114,6 +127,7 @@ export function addBlueprintCommands(program: Command): void {
     .option('--clean-attempts <n>', 'failed cleanings in a row that quarantine a resource', parseWith(countBetween(1, 100)), 3)
     .option(...PRIORITY_STEP_OPTION)
     .option(...LABEL_OPTION)
+    .option(...ORPHANS_OPTION)
     .option('--settings <json>', 'driver settings as a JSON object', parseWith(JsonObject))
     .option('--setting <key=value>', 'one driver setting (repeatable; JSON values allowed; overrides --settings)', collectSetting)
     .action((options: CreateOptions, command: Command) =>
@@ -177,6 +191,7 @@ export function addBlueprintCommands(program: Command): void {
     .option('--clean-attempts <n>', 'failed cleanings in a row that quarantine a resource', parseWith(countBetween(1, 100)))
     .option(...PRIORITY_STEP_OPTION)
     .option(...LABEL_OPTION)
+    .option(...ORPHANS_OPTION)
     .action((ref: BlueprintRef, options: LimitsOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const { updateBlueprint } = await blueprintChanges();
@@ -189,7 +204,7 @@ export function addBlueprintCommands(program: Command): void {
         };
         if (Object.keys(changes).length === 0) {
           throw new InvalidInputError(
-            'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --label <key=value>',
+            'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --label <key=value>, --orphans <report|destroy>',
           );
         }
         const changed = blueprintOf(await withTransaction(db, (trx) => updateBlueprint(trx, ref, changes, cliActor())));
@@ -213,6 +228,32 @@ export function addBlueprintCommands(program: Command): void {
         }),
       );
   }
+
+  blueprint
+    .command('orphans')
+    .description("what the blueprint's driver lists that no resource stands for, as the collector's last pass found it")
+    .argument('<name|id>', 'blueprint name or id', parseWith(BlueprintRefArg))
+    .action((ref: BlueprintRef, _options: unknown, command: Command) =>
+      withSession(command, async ({ db, out }) => {
+        const found = await findBlueprint(db, ref);
+        const answer = { blueprint: found.name, orphans: (await readOrphans(db, found.id)).map(orphanOf) };
+        out.result(answer, renderOrphans);
+      }),
+    );
+
+  addWaitOptions(
+    blueprint
+      .command('destroy-orphan')
+      .description('have the driver destroy an orphan the collector recorded (`blueprint orphans` lists them; waits until done)')
+      .argument('<name|id>', 'blueprint name or id', parseWith(BlueprintRefArg))
+      .argument('<orphan>', "the orphan's id, as listed"),
+  ).action((ref: BlueprintRef, orphan: string, options: WaitOptions, command: Command) =>
+    withSession(command, async (session) => {
+      const { id } = await findBlueprint(session.db, ref);
+      const request = { target: { kind: 'blueprint', id }, kind: 'destroy_orphan', payload: { orphan } } as const;
+      await requestCommand(await localTransportOf(session), session.out, request, options);
+    }),
+  );
 
   blueprint
     .command('show')

@@ -1,8 +1,9 @@
 import { describePriorityStep } from '../../domain/priority.ts';
-import type { Blueprint, BlueprintDetailShape, HistoryShapeOf } from '../../api/shapes.ts';
-import { type Column, fields, formatJson, formatTime, NONE, formatLabels } from '../format.ts';
+import type { Blueprint, BlueprintDetailShape, HistoryShapeOf, Orphan } from '../../api/shapes.ts';
+import { type Column, fields, formatJson, formatTime, NONE, formatLabels, table } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
 import { formatDuration } from '../../domain/durations.ts';
+import { ORPHANS_SETTINGS } from '../../domain/orphans.ts';
 
 export const BLUEPRINT_COLUMNS: readonly Column<Blueprint>[] = [
   { header: 'ID', value: (b) => String(b.id) },
@@ -31,6 +32,7 @@ export function renderBlueprint(blueprint: Blueprint): string {
     ['cleaning', blueprint.cleanBetweenLeases ? `between leases; quarantined after ${blueprint.cleanAttempts} failure(s) in a row` : 'none'],
     ['priorities', describePriorityStep(blueprint.priorityStepMs)],
     ['labels', formatLabels(blueprint.labels)],
+    ['orphans', `${blueprint.orphans}: ${ORPHANS_SETTINGS[blueprint.orphans]}`],
     ['leases/resource', String(blueprint.leasesPerResource)],
     ['created', formatTime(blueprint.createdAt)],
   ]);
@@ -43,4 +45,17 @@ export function renderBlueprintDetail({ blueprint, ...history }: { blueprint: Bl
     ['waiting leases', String(blueprint.waitingLeases)],
   ]);
   return `${renderBlueprint(blueprint)}\n\n${usage}\n\n${renderHistory(history)}`;
+}
+
+const ORPHAN_COLUMNS: readonly Column<Orphan>[] = [
+  { header: 'ID', value: (o) => o.id },
+  { header: 'RESOURCE', value: (o) => (o.resourceId === null ? NONE : String(o.resourceId)) },
+  { header: 'ATTRIBUTES', value: (o) => formatJson(o.attributes) },
+  { header: 'PASSES', value: (o) => String(o.passes) },
+  { header: 'FIRST SEEN', value: (o) => formatTime(o.firstSeenAt) },
+];
+
+export function renderOrphans({ blueprint, orphans }: { blueprint: string; orphans: readonly Orphan[] }): string {
+  if (orphans.length === 0) return `blueprint ${blueprint}: no orphans (or its driver cannot list what it holds)`;
+  return `blueprint ${blueprint}: ${orphans.length} orphan(s)\n${table(orphans, ORPHAN_COLUMNS)}`;
 }

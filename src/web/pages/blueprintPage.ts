@@ -10,6 +10,8 @@ import { describeEstimate } from '../../read/standingText.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { listResources } from '../../read/resources.ts';
 import { readUsage } from '../../read/usage.ts';
+import { readOrphans } from '../../read/orphans.ts';
+import { ORPHANS_SETTINGS } from '../../domain/orphans.ts';
 import { LIVE } from '../../read/stateFilter.ts';
 import { cancelButton, commandButtons } from '../buttons.ts';
 import { attributeList, labelList, objectLink, orDash, stateBadge, stateCounts, when } from '../format.ts';
@@ -41,6 +43,7 @@ export async function blueprintPage(app: FastifyInstance, db: Db): Promise<void>
       const estimate = (position: number) => describeEstimate(estimateFor(position, rate));
       const usage = await readUsage(db, blueprint.id);
       const resources = await listResources(db, { state: LIVE, blueprintId: blueprint.id }, { limit: SHOWN, order: 'newest' });
+      const orphans = await readOrphans(db, blueprint.id);
       const idle =
         blueprint.idle_timeout_ms === null
           ? 'an idle resource is kept'
@@ -56,6 +59,7 @@ ${await renderNotice(db, query)}
   <dt>Checks</dt><dd>${blueprint.check_interval_ms === null ? 'none: resources are trusted as made' : `each resource every ${formatDuration(blueprint.check_interval_ms)}`}</dd>
   <dt>Priorities</dt><dd>${describePriorityStep(blueprint.priority_step_ms)}</dd>
   <dt>Labels</dt><dd>${labelList(blueprint.labels)}</dd>
+  <dt>Orphans</dt><dd>${blueprint.orphans}: ${ORPHANS_SETTINGS[blueprint.orphans]}</dd>
   <dt>Cleaning</dt><dd>${blueprint.clean_between_leases ? `each slot between leases; a resource is quarantined after ${blueprint.clean_attempts} failed cleaning(s) in a row` : 'none'}</dd>
   <dt>Resources</dt><dd>${stateCounts('resource', blueprint.resourcesByState, (s) => `/resources?blueprint=${blueprint.id}&state=${s}`)}
     <span class="muted">(${blueprint.live_resources} of at most ${blueprint.max_resources} live)</span></dd>
@@ -101,6 +105,20 @@ ${
         resources.items,
       )}
 ${resources.next === null ? '' : html`<p><a href="/resources?blueprint=${blueprint.id}">All of its resources</a></p>`}`
+}
+<h2>Orphans</h2>
+${
+  orphans.length === 0
+    ? html`<p class="muted">None: its driver lists nothing that no resource stands for (or cannot list).</p>`
+    : dataTable(
+        [
+          { header: 'Orphan', cell: (o) => o.external_id },
+          { header: 'Made for', cell: (o) => (o.resource_id === null ? '—' : objectLink('resource', Number(o.resource_id))) },
+          { header: 'Attributes', cell: (o) => attributeList(o.attributes) },
+          { header: 'Unmatched since', cell: (o) => html`${when(o.first_seen_at)} (${o.passes} pass(es))` },
+        ],
+        orphans,
+      )
 }
 ${renderQueue(queue, (c) => cancelButton(request, c))}
 ${await renderTimeline(db, 'blueprint', timeline)}`;
