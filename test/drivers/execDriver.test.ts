@@ -238,4 +238,38 @@ describe('exec driver: the optional checkResource and cleanSlot', () => {
     await expect(garbled).rejects.toBeInstanceOf(PermanentDriverError);
     await expect(garbled).rejects.toThrow(/^checkResource: \/bin\/sh printed invalid JSON on stdout: "this is not JSON\\n"/);
   });
+
+  test('listResources gets the blueprint alone and answers a checked listing; destroyOrphan gets the orphan; neither is there without a program', async () => {
+    const program = path.join(scratch, 'list.mjs');
+    await writeFile(
+      program,
+      `let input = '';
+       for await (const chunk of process.stdin) input += chunk;
+       const call = JSON.parse(input);
+       if (call.operation === 'listResources') {
+         const keyed = process.env.SLIPWAY_IDEMPOTENCY_KEY !== undefined;
+         process.stdout.write(JSON.stringify({ resources: [{ id: 'vm-1', resourceId: 5 }, { id: 'vm-2', attributes: { call: Object.keys(call).sort().join(','), keyed } }] }));
+       } else if (call.operation === 'destroyOrphan') {
+         process.stdout.write(JSON.stringify({ attributes: { removed: call.orphan.id } }));
+       }`,
+    );
+    const driver = exec({ commands: { listResources: ['node', program], destroyOrphan: ['node', program] } });
+    await expect(driver.listResources!({ blueprint: resourceCall.blueprint })).resolves.toEqual({
+      resources: [
+        { id: 'vm-1', resourceId: 5, attributes: {} },
+        { id: 'vm-2', attributes: { call: 'blueprint,operation', keyed: false } },
+      ],
+    });
+    const orphan = { id: 'vm-2', attributes: {} };
+    await expect(driver.destroyOrphan!({ ...resourceCall, orphan })).resolves.toEqual({ attributes: { removed: 'vm-2' } });
+
+    // A listing of another shape is refused, as any driver output is.
+    const listedWrong = exec({ commands: { listResources: ['/bin/sh', '-c', `cat >/dev/null; echo '{"resources": [{"id": ""}]}'`] } });
+    await expect(listedWrong.listResources!({ blueprint: resourceCall.blueprint })).rejects.toThrow(
+      /^listResources returned invalid output: resources\.0\.id/,
+    );
+    const without = exec({ commands: { allocateResource: ['node', program] } });
+    expect(without.listResources).toBeUndefined();
+    expect(without.destroyOrphan).toBeUndefined();
+  });
 });
