@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 
 /**
  * Orphans: what a blueprint's driver holds that no resource stands for
- * (docs/operations.md, "Orphans"; decision 0035).
+ * (docs/operations.md, "Orphans"; decision 0037).
  *
  * - `orphans`: per blueprint, each thing its driver listed that matched no
  *   resource, as the collector's last pass left it (each pass rewrites a
