@@ -144,3 +144,37 @@ test('durations and counts read as they were given: "15m", "every 1m30s", "1 res
   expect(shown.stdout).toMatch(/checks\s+every 1m30s\n/);
   expect(shown.stdout).toMatch(/created with driver simulated, at most 1 resource of 1 slot/);
 });
+
+test('blueprint create and limits take --orphans; blueprint orphans lists what the last collector pass recorded', async () => {
+  const created = await env.cli(
+    'blueprint',
+    'create',
+    '--name',
+    'held',
+    '--driver',
+    'simulated',
+    '--max-resources',
+    '1',
+    '--settings',
+    '{"holds": [{"id": "vm-by-hand", "attributes": {"ip": "10.0.0.9"}}]}',
+  );
+  expect(created.code).toBe(0);
+  expect(created.stdout).toMatch(/orphans\s+report: reported/);
+  expect((await env.cli('blueprint', 'orphans', 'held')).stdout).toContain('blueprint held: no orphans');
+
+  expect((await env.cli('gc', 'run')).code).toBe(0);
+  const listed = await env.cli('blueprint', 'orphans', 'held');
+  expect(listed.code).toBe(0);
+  expect(listed.stdout).toMatch(/blueprint held: 1 orphan\(s\)\n.*\nvm-by-hand\s+–?.*\{"ip":\s?"10\.0\.0\.9"\}\s+1\s/);
+  expect(parseJson(await env.cli('--json', 'blueprint', 'orphans', 'held'))).toMatchObject({
+    blueprint: 'held',
+    orphans: [{ id: 'vm-by-hand', resourceId: null, attributes: { ip: '10.0.0.9' }, passes: 1 }],
+  });
+
+  const limits = await env.cli('blueprint', 'limits', 'held', '--orphans', 'destroy');
+  expect(limits.code).toBe(0);
+  expect(limits.stdout).toMatch(/orphans\s+destroy: reported, and destroyed/);
+  const wrong = await env.cli('blueprint', 'limits', 'held', '--orphans', 'delete');
+  expect(wrong.code).toBe(2);
+  expect(wrong.stderr).toContain('expected one of: report, destroy');
+});
