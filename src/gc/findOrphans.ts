@@ -49,8 +49,8 @@ export async function findOrphans(pass: GcPass): Promise<StepReport> {
   const drivers = new DriverRegistry({ query: (text, values) => pass.db.executeQuery(CompiledQuery.raw(text, values)) });
   const actions: GcAction[] = [];
   let found = 0;
-  for (const [index, blueprint] of blueprints.entries()) {
-    if (pass.outOfTime) return { found, actions, truncated: index < blueprints.length };
+  for (const blueprint of blueprints) {
+    if (pass.outOfTime) return { found, actions, truncated: true };
     const driver = validatingDriver(drivers.forBlueprint(blueprint), undefined, blueprint.driver);
     if (!driver.listResources) continue;
     const target = { kind: 'blueprint', id: blueprint.id } as const;

@@ -69,6 +69,8 @@ test('a blueprint that destroys orphans has its driver remove one found unmatche
   );
   // The first pass only records it: one sighting is not enough to remove anything.
   expect((await hand.pass()).steps.findOrphans?.actions.filter((a) => a.target === `blueprint:${bp.id}`)).toEqual([]);
+  // Nor two, while it was first seen within the grace.
+  expect((await hand.pass({ orphanGraceMs: 3_600_000 })).steps.findOrphans?.actions.filter((a) => a.target === `blueprint:${bp.id}`)).toEqual([]);
   const second = await hand.pass();
   const asked = second.steps.findOrphans!.actions.filter((a) => a.target === `blueprint:${bp.id}`);
   expect(asked).toHaveLength(1);
@@ -196,4 +198,29 @@ test('a static-pool claim whose resource is gone is an orphan; destroying it fre
   await hand.pass();
   await hand.pass();
   expect(await orphansOf(bp.id)).toEqual([]);
+});
+
+test('one matched by attributes alone is not destroyed while a resource of its blueprint is pending, whose attributes may yet match it', async () => {
+  const bp = await createBlueprint(
+    db(),
+    {
+      name: 'by-attributes',
+      driver: 'simulated',
+      maxResources: 1,
+      orphans: 'destroy',
+      settings: { holds: [{ id: 'vm-9', attributes: { ip: '10.0.0.9' } }] },
+    },
+    operator,
+  );
+  await createLease(db(), { blueprint: 'by-attributes', holder: 'h' }, operator);
+  await hand.one('blueprint', bp.id);
+  expect((await db().selectFrom('resources').select('state').where('blueprint_id', '=', bp.id).executeTakeFirstOrThrow()).state).toBe('pending');
+  for (let pass = 0; pass < 3; pass++) await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([{ id: 'vm-9', resourceId: null, passes: 3 }]);
+  expect(await destroyRequests(bp.id)).toEqual([]);
+
+  // Allocated (with other attributes): the orphan is confirmed and asked for.
+  await hand.all();
+  await hand.pass();
+  expect((await destroyRequests(bp.id)).map((c) => c.payload)).toEqual([{ orphan: 'vm-9' }]);
 });
