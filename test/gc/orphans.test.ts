@@ -9,6 +9,7 @@ import { createLease } from '../../src/objects/createLease.ts';
 import { updateBlueprint } from '../../src/objects/updateBlueprint.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { commandsOf } from '../helpers/objectHistory.ts';
+import { WORKSPACE } from '../drivers/execFixtures.ts';
 import { handDrainSuite } from './support/handDrain.ts';
 
 // The collector's other half of observing: what a blueprint's driver lists
@@ -223,4 +224,34 @@ test('one matched by attributes alone is not destroyed while a resource of its b
   await hand.all();
   await hand.pass();
   expect((await destroyRequests(bp.id)).map((c) => c.payload)).toEqual([{ orphan: 'vm-9' }]);
+});
+
+test("the exec driver's example program lists its workspaces and destroys an orphan, through the same collector and queue", async () => {
+  const root = await tempRoot();
+  const program = [process.execPath, WORKSPACE];
+  const commands = {
+    allocateResource: program,
+    destroyResource: program,
+    acquireLease: program,
+    releaseLease: program,
+    listResources: program,
+    destroyOrphan: program,
+  };
+  const bp = await createBlueprint(
+    db(),
+    { name: 'workspaces', driver: 'exec', maxResources: 1, orphans: 'destroy', settings: { commands, params: { root } } },
+    operator,
+  );
+  const { lease } = await createLease(db(), { blueprint: 'workspaces', holder: 'h' }, operator);
+  await hand.all();
+  const handMade = path.join(root, 'workspaces', 'copied-by-hand');
+  await mkdir(handMade);
+  await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([{ id: handMade, resourceId: null, passes: 1 }]);
+  await hand.pass();
+  await hand.all();
+  expect(await exists(handMade)).toBe(false);
+  const resource = await db().selectFrom('leases').select('resource_id').where('id', '=', lease.id).executeTakeFirstOrThrow();
+  expect(await exists(path.join(root, 'workspaces', `resource-${resource.resource_id}`))).toBe(true);
+  expect(await orphansOf(bp.id)).toEqual([]);
 });
