@@ -913,7 +913,12 @@ const BAD_COMMAND_LINES: readonly BadCommandLine[] = [
     exitCode: 2,
     says: /--status .*expected one of/,
   },
-  { what: 'command list with an unknown kind', args: () => ['command', 'list', '--kind', 'explode'], exitCode: 2, says: /--kind .*expected one of/ },
+  {
+    what: 'command list with an unknown kind',
+    args: () => ['command', 'list', '--kind', 'explode'],
+    exitCode: 2,
+    says: /--kind .*expected a command kind: allocate, .*, cordon, uncordon, /,
+  },
   {
     what: 'command list with a limit over the maximum',
     args: () => ['command', 'list', '--limit', '5000'],

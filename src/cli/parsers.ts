@@ -65,7 +65,12 @@ export const LeaseStateArg = stateFilterOf('lease');
 export const ResourceStateArg = stateFilterOf('resource');
 export const BlueprintStateArg = stateFilterOf('blueprint');
 export const CommandStatusArg = z.enum(['queued', 'running', 'done', 'failed', 'cancelled', 'coalesced'] satisfies CommandStatus[]);
-export const CommandKindArg = z.enum([...new Set(Object.values(COMMAND_KINDS).flatMap((kinds) => Object.keys(kinds)))] as [string, ...string[]]);
+const kindSpecs = Object.values(COMMAND_KINDS).flatMap((kinds) => Object.entries(kinds) as [string, { readonly renamedTo?: string }][]);
+/** Every kind's name, an old one too (older commands are stored under it); an error lists the current names only. */
+const currentKinds = [...new Set(kindSpecs.filter(([, spec]) => spec.renamedTo === undefined).map(([kind]) => kind))];
+export const CommandKindArg = z.enum([...new Set(kindSpecs.map(([kind]) => kind))] as [string, ...string[]], {
+  error: () => `expected a command kind: ${currentKinds.join(', ')}`,
+});
 
 /** A JSON object, e.g. driver settings. */
 export const JsonObject = z
