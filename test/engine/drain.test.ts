@@ -109,7 +109,7 @@ describe('the drain', () => {
         target_id: resourceId,
         kind: 'count_slots',
         status: 'done',
-        issued_by: 'alice@host',
+        issued_by: 'system:lease',
         source: 'system',
       }),
     ]);
