@@ -281,6 +281,10 @@ export const LineStandingSchema = z
       .string()
       .nullable()
       .meta({ description: 'why it waits, as its blueprint said when it joined the line (a quota, no free slot); null when not recorded' }),
+    unservable: z
+      .string()
+      .nullable()
+      .meta({ description: 'why nothing it was sent to can serve it (its estimate is then null); null when something may' }),
   })
   .meta({ id: 'LineStanding', description: "where a waiting lease stands in its blueprint's line" });
 export type LineStandingShape = z.infer<typeof LineStandingSchema>;

@@ -19,12 +19,22 @@ export function ordinal(n: number): string {
   return `${n}${suffix}`;
 }
 
-/** The waiting CLI's progress line and `lease show`'s: "3rd in line at sandboxes (of 7), about 2 min". */
-export function describeStanding(standing: Pick<LineStanding, 'position' | 'waiting' | 'blueprintName' | 'estimateSeconds'>): string {
-  return `${ordinal(standing.position)} in line at ${standing.blueprintName} (of ${standing.waiting}), ${describeEstimate(standing.estimateSeconds)}`;
+type Standing = Pick<LineStanding, 'position' | 'waiting' | 'blueprintName' | 'estimateSeconds' | 'unservable'>;
+
+/**
+ * The waiting CLI's progress line and `lease show`'s: "3rd in line at
+ * sandboxes (of 7), about 2 min"; for a lease nothing can serve, that and
+ * why, never an estimate: "1st in line at hosts (of 1), but it cannot be
+ * served: …".
+ */
+export function describeStanding(standing: Standing): string {
+  const place = `${ordinal(standing.position)} in line at ${standing.blueprintName} (of ${standing.waiting})`;
+  return standing.unservable !== null
+    ? `${place}, but it cannot be served: ${standing.unservable}`
+    : `${place}, ${describeEstimate(standing.estimateSeconds)}`;
 }
 
 /** Its place and why it waits, in one progress line: "3rd in line at sandboxes (of 7), about 2 min: at its limit; …". */
-export function describeWaiting(standing: Pick<LineStanding, 'position' | 'waiting' | 'blueprintName' | 'estimateSeconds' | 'reason'>): string {
-  return standing.reason ? `${describeStanding(standing)}: ${standing.reason}` : describeStanding(standing);
+export function describeWaiting(standing: Standing & Pick<LineStanding, 'reason'>): string {
+  return standing.reason && standing.unservable === null ? `${describeStanding(standing)}: ${standing.reason}` : describeStanding(standing);
 }
