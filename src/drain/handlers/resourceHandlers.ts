@@ -73,6 +73,19 @@ async function slotsInUseSettled(trx: Db, resourceId: number): Promise<number> {
   return rows.length;
 }
 
+/** The acquires queued for the resource: leases its blueprint sent here that have not been answered yet. */
+async function acquiresQueued(trx: Db, resourceId: number): Promise<number> {
+  const { n } = await trx
+    .selectFrom('commands')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('target_kind', '=', 'resource')
+    .where('target_id', '=', resourceId)
+    .where('kind', '=', 'acquire')
+    .where('status', 'in', ['queued', 'running'])
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}
+
 const destroySelf = (resource: ResourceRow, reason: string): FollowUp => send.resource.destroy(resource.id, reason);
 
 /** The leases holding the resource's slots, by id. */
@@ -416,8 +429,12 @@ const countSlots = {
     const resource = ctx.object;
     const used = await slotsInUse(trx, resource.id);
     const destroyed = resource.state === 'released' && used === 0;
+    // A lease its blueprint sent here may be on its way (its acquire queued behind this count): "no slot taken" alone would read as if none were coming.
+    const coming = used === 0 && !destroyed ? await acquiresQueued(trx, resource.id) : 0;
     return done<'resource'>(
-      used === 0 ? `no slot taken${destroyed ? ': released and empty' : ''}` : `${used} of ${resource.capacity} slot(s) taken`,
+      used === 0
+        ? `no slot taken${destroyed ? ': released and empty' : coming > 0 ? ` yet: ${coming} lease(s) on the way to take one` : ''}`
+        : `${used} of ${resource.capacity} slot(s) taken`,
       {
         set: { used_slots: used, idle_since: idleFrom(resource, used) },
         followUps: destroyed ? [destroySelf(resource, 'released and empty')] : [],
