@@ -10,6 +10,7 @@ import { takeSlot } from '../sql/takeSlot.ts';
 import { type FollowUp, send } from '../messages.ts';
 import { done, failed, type HandlerContext, type HandlerOf, type HandlerTable, mergedAttributes, type OutcomeEvent, yieldFor } from '../Handler.ts';
 import { blueprintHasWaiters, giveBackSlot, quotaFreed, slotFreed, slotFreedEvent } from './slotsGivenBack.ts';
+import { formatDuration } from '../../domain/durations.ts';
 
 type Ctx = HandlerContext<'resource'>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
@@ -531,7 +532,7 @@ const cleanSlot = {
     const retryInMs = retryDelayMs(error, ctx.command.attempts);
     return {
       status: 'yield',
-      message: `cleaning slot ${slot} failed (attempt ${attempt} of ${ctx.blueprint.clean_attempts}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`,
+      message: `cleaning slot ${slot} failed (attempt ${attempt} of ${ctx.blueprint.clean_attempts}), retrying in ${formatDuration(retryInMs)}: ${error.message}`,
       retryInMs,
       events: [{ type: 'driver_error', message: error.message, data: { slot, attempt, retryInMs } }],
     };
