@@ -140,12 +140,16 @@ export const BlueprintDetailSchema = BlueprintSchema.extend({
   resourcesByState: CountByState,
   leasesByState: CountByState,
   waitingLeases: z.number().int().meta({ description: 'leases queued at the blueprint for capacity' }),
+  slotsPerResource: z.object({ min: z.number().int(), max: z.number().int() }).nullable().meta({
+    description:
+      "the fewest and most slots of its live resources, as their driver made them (a static pool's entries each have their own); null when none is live",
+  }),
 }).meta({ id: 'BlueprintDetail', description: 'a blueprint with how many of its resources and leases are in each state' });
 export type BlueprintDetailShape = z.infer<typeof BlueprintDetailSchema>;
 
 export function blueprintDetailOf(detail: BlueprintDetail): BlueprintDetailShape {
-  const { resourcesByState, leasesByState, waitingLeases } = detail;
-  return { ...blueprintOf(detail), resourcesByState, leasesByState, waitingLeases };
+  const { resourcesByState, leasesByState, waitingLeases, slotsPerResource } = detail;
+  return { ...blueprintOf(detail), resourcesByState, leasesByState, waitingLeases, slotsPerResource };
 }
 
 // --- resources ----------------------------------------------------------------

@@ -3,6 +3,8 @@ import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import { waitingLeases } from '../db/waitingLeases.ts';
+import { liveStates } from '../domain/lifecycle.ts';
+import type { SlotRange } from '../domain/slotsPerResource.ts';
 import { fetchPage, type Page, type ListPage } from './page.ts';
 import { LIVE, statesMatching } from './stateFilter.ts';
 
@@ -15,6 +17,8 @@ export interface BlueprintDetail extends BlueprintRow {
   readonly leasesByState: Record<string, number>;
   /** Leases queued at the blueprint for capacity. */
   readonly waitingLeases: number;
+  /** The slots of its live resources, as their driver made them (null: none is live). */
+  readonly slotsPerResource: SlotRange | null;
 }
 
 export async function findBlueprint(db: Db, ref: BlueprintRef): Promise<BlueprintRow> {
@@ -48,11 +52,18 @@ export async function readBlueprintDetail(db: Db, ref: BlueprintRef): Promise<Bl
     .select(sql<number>`count(*)::int`.as('n'))
     .where('w.blueprint_id', '=', blueprint.id)
     .executeTakeFirstOrThrow();
+  const slots = await db
+    .selectFrom('resources')
+    .select([sql<number | null>`min(capacity)::int`.as('min'), sql<number | null>`max(capacity)::int`.as('max')])
+    .where('blueprint_id', '=', blueprint.id)
+    .where('state', 'in', liveStates('resource'))
+    .executeTakeFirstOrThrow();
   return {
     ...blueprint,
     resourcesByState: await countByState('resources'),
     leasesByState: await countByState('leases'),
     waitingLeases: waiting.n,
+    slotsPerResource: slots.min === null || slots.max === null ? null : { min: slots.min, max: slots.max },
   };
 }
 

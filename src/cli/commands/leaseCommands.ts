@@ -138,7 +138,8 @@ async function requestLease(transport: Transport, out: Output, options: CreateOp
   if (lease.state !== READY_STATE.lease) {
     // Past its wait deadline (the collector releases it then, as system:deadline): say so, not only the state it ended in.
     const deadline = lease.waitDeadline !== null && Date.parse(lease.waitDeadline) <= Date.now() ? lease.waitDeadline : undefined;
-    if (deadline) throw new CliFailure(`lease ${lease.id} was not active by its wait deadline ${formatTime(deadline)}; it is ${lease.state}`, EXIT.failed);
+    if (deadline)
+      throw new CliFailure(`lease ${lease.id} was not active by its wait deadline ${formatTime(deadline)}; it is ${lease.state}`, EXIT.failed);
     throw new CliFailure(`lease ${lease.id} is ${lease.state}${lease.message ? `: ${lease.message}` : ''}`, EXIT.failed);
   }
 }
