@@ -7,7 +7,7 @@ import type { BlueprintDetail } from '../read/blueprints.ts';
 import type { CallbackView } from '../read/callbacks.ts';
 import type { CommandTreeNode } from '../read/commandTree.ts';
 import type { LeaseView } from '../read/leases.ts';
-import type { LineStanding } from '../read/lineStanding.ts';
+import type { LineStanding } from '../read/standingText.ts';
 import type { ObjectHistory, TimelineEntry } from '../read/objectHistory.ts';
 import type { Page } from '../read/page.ts';
 import type { TokenView } from './auth/tokens.ts';

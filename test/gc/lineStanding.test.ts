@@ -5,7 +5,7 @@ import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { updateBlueprint } from '../../src/objects/updateBlueprint.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
-import { readLineStanding } from '../../src/read/lineStanding.ts';
+import { readLineStanding } from '../../src/objects/lineStanding.ts';
 import { describeEstimate, describeStanding, describeWaiting, ordinal } from '../../src/read/standingText.ts';
 import { handDrainSuite } from './support/handDrain.ts';
 

@@ -5,7 +5,8 @@ import { waitingLeases } from '../db/waitingLeases.ts';
 import { matches, parseSelector, resourceLabels } from '../domain/labels.ts';
 import { canTransition, isSettingUp, LIFECYCLES, statesWith } from '../domain/lifecycle.ts';
 import { driverFactory } from '../drivers/registry.ts';
-import { whyBlueprintNeverMatches } from '../objects/chooseBlueprint.ts';
+import type { LineStanding } from '../read/standingText.ts';
+import { whyBlueprintNeverMatches } from './chooseBlueprint.ts';
 
 /** How far back the grant rate an estimate rests on looks. */
 const RATE_WINDOW_MINUTES = 15;
@@ -47,24 +48,6 @@ export async function recentGrantRate(db: Db, blueprintId: number, blueprintName
 /** Seconds until a waiter at `position` may expect to be active at `rate`; null when nothing was made active to go by. */
 export function estimateFor(position: number, rate: GrantRate): number | null {
   return rate.perSecond > 0 ? Math.ceil(position / rate.perSecond) : null;
-}
-
-/** Where a waiting lease stands in its blueprint's line, and when it may expect to be active. */
-export interface LineStanding {
-  readonly blueprintName: string;
-  /** 1: next to be served. */
-  readonly position: number;
-  /** How many wait at the blueprint, this lease included. */
-  readonly waiting: number;
-  readonly since: Date;
-  /** Seconds from now, from the blueprint's recent grant rate; null when there is no rate to go by. */
-  readonly estimateSeconds: number | null;
-  /** What the estimate rests on (the recent grant rate), or why there is none. */
-  readonly basis: string;
-  /** Why it waits, as its blueprint said when it joined the line (null: a worker from before migration 0030 queued it). */
-  readonly reason: string | null;
-  /** Why nothing it was sent to can serve it (then there is no estimate); null when something may. */
-  readonly unservable: string | null;
 }
 
 /**
