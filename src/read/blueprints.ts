@@ -52,19 +52,26 @@ export async function readBlueprintDetail(db: Db, ref: BlueprintRef): Promise<Bl
     .select(sql<number>`count(*)::int`.as('n'))
     .where('w.blueprint_id', '=', blueprint.id)
     .executeTakeFirstOrThrow();
-  const slots = await db
-    .selectFrom('resources')
-    .select([sql<number | null>`min(capacity)::int`.as('min'), sql<number | null>`max(capacity)::int`.as('max')])
-    .where('blueprint_id', '=', blueprint.id)
-    .where('state', 'in', liveStates('resource'))
-    .executeTakeFirstOrThrow();
   return {
     ...blueprint,
     resourcesByState: await countByState('resources'),
     leasesByState: await countByState('leases'),
     waitingLeases: waiting.n,
-    slotsPerResource: slots.min === null || slots.max === null ? null : { min: slots.min, max: slots.max },
+    slotsPerResource: (await readSlotsPerResource(db, [blueprint.id])).get(blueprint.id) ?? null,
   };
+}
+
+/** The fewest and most slots of each blueprint's live resources, as their driver made them; a blueprint with none live is left out. */
+export async function readSlotsPerResource(db: Db, blueprintIds: readonly number[]): Promise<Map<number, SlotRange>> {
+  if (blueprintIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('resources')
+    .select(['blueprint_id', sql<number>`min(capacity)::int`.as('min'), sql<number>`max(capacity)::int`.as('max')])
+    .where('blueprint_id', 'in', blueprintIds)
+    .where('state', 'in', liveStates('resource'))
+    .groupBy('blueprint_id')
+    .execute();
+  return new Map(rows.map((r) => [r.blueprint_id, { min: r.min, max: r.max }]));
 }
 
 /**
