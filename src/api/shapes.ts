@@ -7,7 +7,7 @@ import type { BlueprintDetail } from '../read/blueprints.ts';
 import type { CallbackView } from '../read/callbacks.ts';
 import type { CommandTreeNode } from '../read/commandTree.ts';
 import type { LeaseView } from '../read/leases.ts';
-import type { LineStanding } from '../read/lineStanding.ts';
+import type { LineStanding } from '../read/standingText.ts';
 import type { ObjectHistory, TimelineEntry } from '../read/objectHistory.ts';
 import type { Page } from '../read/page.ts';
 import type { TokenView } from './auth/tokens.ts';
@@ -140,12 +140,16 @@ export const BlueprintDetailSchema = BlueprintSchema.extend({
   resourcesByState: CountByState,
   leasesByState: CountByState,
   waitingLeases: z.number().int().meta({ description: 'leases queued at the blueprint for capacity' }),
+  slotsPerResource: z.object({ min: z.number().int(), max: z.number().int() }).nullable().meta({
+    description:
+      "the fewest and most slots of its live resources, as their driver made them (a static pool's entries each have their own); null when none is live",
+  }),
 }).meta({ id: 'BlueprintDetail', description: 'a blueprint with how many of its resources and leases are in each state' });
 export type BlueprintDetailShape = z.infer<typeof BlueprintDetailSchema>;
 
 export function blueprintDetailOf(detail: BlueprintDetail): BlueprintDetailShape {
-  const { resourcesByState, leasesByState, waitingLeases } = detail;
-  return { ...blueprintOf(detail), resourcesByState, leasesByState, waitingLeases };
+  const { resourcesByState, leasesByState, waitingLeases, slotsPerResource } = detail;
+  return { ...blueprintOf(detail), resourcesByState, leasesByState, waitingLeases, slotsPerResource };
 }
 
 // --- resources ----------------------------------------------------------------
@@ -281,6 +285,10 @@ export const LineStandingSchema = z
       .string()
       .nullable()
       .meta({ description: 'why it waits, as its blueprint said when it joined the line (a quota, no free slot); null when not recorded' }),
+    unservable: z
+      .string()
+      .nullable()
+      .meta({ description: 'why nothing it was sent to can serve it (its estimate is then null); null when something may' }),
   })
   .meta({ id: 'LineStanding', description: "where a waiting lease stands in its blueprint's line" });
 export type LineStandingShape = z.infer<typeof LineStandingSchema>;

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { formatDuration } from '../domain/durations.ts';
 
 /** The header carrying a callback's signature. */
 export const SIGNATURE_HEADER = 'Slipway-Signature';
@@ -52,7 +53,10 @@ export function verifyCallbackSignature(request: VerifyRequest): Verification {
   }
   const ageSeconds = now.getTime() / 1000 - t;
   if (Math.abs(ageSeconds) > toleranceSeconds) {
-    return { ok: false, reason: `signed ${Math.round(ageSeconds)} s ago; more than ${toleranceSeconds} s apart from now` };
+    return {
+      ok: false,
+      reason: `signed ${formatDuration(Math.round(ageSeconds) * 1000)} ago; more than ${formatDuration(toleranceSeconds * 1000)} apart from now`,
+    };
   }
   return { ok: true, signedAt: new Date(t * 1000) };
 }

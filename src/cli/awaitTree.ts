@@ -8,12 +8,13 @@ import { progressPrinter } from './progress.ts';
 import type { Session } from './session.ts';
 import type { Waited } from './transport/Transport.ts';
 import { commandName } from './views/commandViews.ts';
+import { formatDuration } from '../domain/durations.ts';
 
 /** Waiting (command notices, and what they share with the drain) is loaded by the subcommands that wait. */
 const waitForSettled = later(() => import('../read/waitForSettled.ts'), 'waitForSettled');
 /** The database's reads too: remote mode, which imports this module for assertTreeSucceeded, waits through the API. */
 const countLiveWorkers = later(() => import('../db/liveWorkers.ts'), 'countLiveWorkers');
-const readLineStanding = later(() => import('../read/lineStanding.ts'), 'readLineStanding');
+const readLineStanding = later(() => import('../objects/lineStanding.ts'), 'readLineStanding');
 
 export interface AwaitRequest {
   readonly rootId: number;
@@ -52,7 +53,7 @@ export async function awaitTree(session: Session, request: AwaitRequest): Promis
 /** Fails the CLI command when the wait timed out, or a command in the tree failed. */
 export function assertTreeSucceeded(result: Waited, request: Pick<AwaitRequest, 'rootId' | 'timeoutSeconds'>): void {
   if (result.outcome === 'timed_out') {
-    throw new CliFailure(`timed out after ${request.timeoutSeconds} s; ${carriesOn(request.rootId)}`, EXIT.failed);
+    throw new CliFailure(`timed out after ${formatDuration(request.timeoutSeconds * 1000)}; ${carriesOn(request.rootId)}`, EXIT.failed);
   }
   const [failed] = failedCommands(result.tree);
   if (failed) throw new CliFailure(`command ${commandName(failed)} failed: ${failed.message ?? 'no message'}`, EXIT.failed);

@@ -1,4 +1,5 @@
 import type { Page } from '../read/page.ts';
+import { formatTime as timeText } from '../domain/times.ts';
 
 /** Plain-text building blocks shared by every human-readable view. */
 
@@ -48,8 +49,7 @@ export function printableJson(value: unknown): string {
  * instant line up. Takes a Date, or the API's ISO text of one.
  */
 export function formatTime(at: Date | string | null | undefined): string {
-  if (!at) return NONE;
-  return (typeof at === 'string' ? at : at.toISOString()).replace('T', ' ');
+  return at ? timeText(at) : NONE;
 }
 
 /** Milliseconds as "0.042s". */

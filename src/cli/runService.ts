@@ -12,6 +12,7 @@ import { CliFailure, EXIT } from './exitStatus.ts';
 import { findPortHolder } from './portHolder.ts';
 import type { Session } from './session.ts';
 import { untilInterrupted } from './shutdown.ts';
+import { formatDuration } from '../domain/durations.ts';
 
 /** What one process runs: a worker, the HTTP API, or both (`slipway start`). */
 export interface ServiceParts {
@@ -72,7 +73,7 @@ export async function runService(session: Session, parts: ServiceParts): Promise
     out.progress(`stopping worker ${worker.id} (${reason}): finishing drains in progress`);
     if (!(await worker.stop())) {
       out.progress(
-        `worker ${worker.id}: the shutdown grace period (SLIPWAY_SHUTDOWN_GRACE_MS, ${config.SLIPWAY_SHUTDOWN_GRACE_MS} ms) is over with drains in flight; exiting, and other workers take their objects over`,
+        `worker ${worker.id}: the shutdown grace period (SLIPWAY_SHUTDOWN_GRACE_MS, ${formatDuration(config.SLIPWAY_SHUTDOWN_GRACE_MS)}) is over with drains in flight; exiting, and other workers take their objects over`,
       );
       // Closing the pool would wait for those drains: leave now, as a crash would.
       process.exit(EXIT.failed);

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { z } from 'zod';
-import type { CommandSource } from '../../migrations/schema.ts';
+import type { CommandSource, ObjectKind } from '../../migrations/schema.ts';
 
 /** Who asked for a command, from where, and why. Recorded on every command. */
 export interface Actor {
@@ -27,4 +27,16 @@ export function cliActor(reason?: string): Actor {
   return { issuedBy: `${os.userInfo().username}@${os.hostname()}`, source: 'cli', reason: reason ?? null };
 }
 
-export const SYSTEM_ACTOR: Actor = { issuedBy: 'system', source: 'system' };
+/**
+ * The parts of Slipway that issue commands on their own, each recorded as
+ * `system:<part>`: the collector (`gc`), the wait deadline (`deadline`), the
+ * health checks (`health`), and an object's drain (`lease`, `resource`,
+ * `blueprint`) for the messages it sends and the resources it makes. See
+ * docs/decisions/0001-follow-ups-are-slipways.md.
+ */
+export type SystemPart = 'gc' | 'deadline' | 'health' | ObjectKind;
+
+/** The actor name of a part of Slipway: `system:health`. */
+export function systemActorName<P extends SystemPart>(part: P): `system:${P}` {
+  return `system:${part}`;
+}

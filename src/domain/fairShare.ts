@@ -1,3 +1,5 @@
+import { formatDuration } from './durations.ts';
+
 /**
  * Which waiting lease a blueprint serves when it has room
  * (docs/scheduling.md). Each team's line is served in its own order (by
@@ -80,5 +82,5 @@ export function shareOf(teams: ReadonlyMap<string, TeamUse>, team: string, capac
 export function describeChoice(c: Candidate, teams: ReadonlyMap<string, TeamUse>, capacity: number, now: number): string {
   const share = shareOf(teams, c.team, capacity);
   const waited = Math.max(0, Math.round((now - c.requestedAt.getTime()) / 1000));
-  return `priority ${c.priority}; team ${c.team} holds ${teams.get(c.team)?.use ?? 0} of its share of ${Number(share.toFixed(1))}; waited ${waited} s`;
+  return `priority ${c.priority}; team ${c.team} holds ${teams.get(c.team)?.use ?? 0} of its share of ${Number(share.toFixed(1))}; waited ${formatDuration(waited * 1000)}`;
 }

@@ -1,6 +1,7 @@
 import type { CompiledQuery } from 'kysely';
 import type { CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
+import { systemActorName } from '../domain/Actor.ts';
 import { commandKindSpec } from '../domain/commandKinds.ts';
 import { canTransition } from '../domain/lifecycle.ts';
 import type { EventInput } from '../db/recordEvent.ts';
@@ -133,7 +134,9 @@ function settlement(target: ObjectRef, object: { state: string }, command: Comma
 }
 
 /**
- * The outcome's follow-up commands, validated, for the step's one checked
+ * The outcome's follow-up commands, issued as the sending object's part of
+ * Slipway (`system:blueprint`...) with the request id of, and a link to, the
+ * command that caused them; validated, for the step's one checked
  * append of them all (sql/appendFollowUps.ts, failing with SW002 when a
  * target does not exist), and the objects they must wake: the caller wakes
  * those in one call at the end of its transaction, so every commit writes
@@ -143,20 +146,22 @@ function settlement(target: ObjectRef, object: { state: string }, command: Comma
 function followUpsOf(target: ObjectRef, command: CommandRow, outcome: Outcome): { appends: FollowUpAppend[]; wakes: WakeTarget[] } {
   const appends: FollowUpAppend[] = [];
   const wakes: WakeTarget[] = [];
+  // Slipway decided these, not whoever asked for the command that led to them: its part that did is the sending object's drain.
+  const issuedBy = systemActorName(target.kind);
   for (const followUp of outcome.followUps ?? []) {
     const notBefore = followUp.notBeforeMs ? new Date(Date.now() + followUp.notBeforeMs) : null;
     const request = {
       target: followUp.target,
       kind: followUp.kind,
       payload: followUp.payload,
-      actor: { issuedBy: command.issued_by, source: 'system' as const },
+      actor: { issuedBy, source: 'system' as const },
     };
     appends.push({
       ...validatedAppend(request, { fromOutside: false }),
       target: followUp.target,
       kind: followUp.kind,
       causedBy: command.id,
-      issuedBy: command.issued_by,
+      issuedBy,
       reason: followUp.reason,
       requestId: command.request_id,
       notBefore,

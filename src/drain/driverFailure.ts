@@ -3,6 +3,7 @@ import { canTransition } from '../domain/lifecycle.ts';
 import { PermanentDriverError, TransientDriverError } from '../drivers/Driver.ts';
 import type { Outcome } from './Handler.ts';
 import { send } from './messages.ts';
+import { formatDuration } from '../domain/durations.ts';
 
 /** Retry delay after the n-th transient failure: 0.5 s doubling, capped at a minute. */
 export function backoffMs(attempts: number): number {
@@ -38,7 +39,7 @@ export function driverFailure(kind: ObjectKind, state: string, command: CommandR
   const retryInMs = retryDelayMs(error, command.attempts);
   return {
     status: 'yield',
-    message: `driver error (attempt ${command.attempts + 1}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`,
+    message: `driver error (attempt ${command.attempts + 1}), retrying in ${formatDuration(retryInMs)}: ${error.message}`,
     retryInMs,
     events: [{ type: 'driver_error', message: error.message, data: { attempt: command.attempts + 1, retryInMs } }],
   };

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/Database.ts';
 import { withTransaction } from '../db/withTransaction.ts';
+import { systemActorName } from '../domain/Actor.ts';
 import { formatDuration } from '../domain/durations.ts';
 import { describeDeadline } from '../objects/leaseDeadlines.ts';
 import { type AppendedRow, type AppendRequest, appendBatchStatement, batchedAppend, signalWorkersOnCommit } from '../queue/appendCommand.ts';
@@ -78,7 +79,14 @@ export async function appendDueWork(
       for (const resource of resources) {
         const last = resource.checked_at ? `last checked ${resource.checked_at.toISOString()}` : 'never checked';
         const reason = `${last}; checked every ${formatDuration(resource.check_interval_ms)}`;
-        asked.push({ part: 'checks', request: { target: { kind: 'resource', id: resource.id }, kind: 'check', actor: { ...GC_ACTOR, reason } } });
+        asked.push({
+          part: 'checks',
+          request: {
+            target: { kind: 'resource', id: resource.id },
+            kind: 'check',
+            actor: { ...GC_ACTOR, issuedBy: systemActorName('health'), reason },
+          },
+        });
       }
     }
     const answers = await appendAll(

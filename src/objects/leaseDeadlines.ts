@@ -1,8 +1,10 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { LeaseRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
+import { systemActorName } from '../domain/Actor.ts';
 import { isSettingUp } from '../domain/lifecycle.ts';
 import { formatDuration } from '../domain/durations.ts';
+import { formatTime } from '../domain/times.ts';
 
 /**
  * A heartbeat lease is released when this many of its intervals pass without
@@ -63,18 +65,18 @@ export async function pastDeadline(db: Db, lease: DeadlineFields): Promise<PastD
  */
 export function describeDeadline(lease: DeadlineFields, now: Date): PastDeadline | undefined {
   const passed = (at: Date | null): at is Date => at !== null && at.getTime() <= now.getTime();
-  if (passed(lease.expires_at)) return { reason: `expired: its expiry time ${lease.expires_at.toISOString()} passed`, issuedBy: 'system:gc' };
+  if (passed(lease.expires_at)) return { reason: `expired: its expiry time ${formatTime(lease.expires_at)} passed`, issuedBy: systemActorName('gc') };
   if (passed(lease.heartbeat_deadline)) {
     return {
-      reason: `expired: no heartbeat renewal for ${HEARTBEAT_INTERVALS_MISSED} × ${formatDuration(lease.heartbeat_ms!)} (deadline ${lease.heartbeat_deadline.toISOString()})`,
-      issuedBy: 'system:gc',
+      reason: `expired: no heartbeat renewal for ${HEARTBEAT_INTERVALS_MISSED} × ${formatDuration(lease.heartbeat_ms!)} (deadline ${formatTime(lease.heartbeat_deadline)})`,
+      issuedBy: systemActorName('gc'),
     };
   }
   if (passed(lease.wait_deadline) && isSettingUp('lease', lease.state)) {
     const waited = formatDuration(Math.round((lease.wait_deadline.getTime() - lease.created_at.getTime()) / 1000) * 1000);
     return {
-      reason: `deadline: not active by its wait deadline ${lease.wait_deadline.toISOString()} (${waited} after it was requested)`,
-      issuedBy: 'system:deadline',
+      reason: `deadline: not active by its wait deadline ${formatTime(lease.wait_deadline)} (${waited} after it was requested)`,
+      issuedBy: systemActorName('deadline'),
     };
   }
   return undefined;

@@ -1,5 +1,6 @@
 import type { BlueprintRow, CommandRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
+import { systemActorName } from '../domain/Actor.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
 import { recordEvent } from '../db/recordEvent.ts';
 
@@ -26,7 +27,8 @@ export async function makeResource(
     .values({ blueprint_id: blueprint.id, capacity: blueprint.leases_per_resource, allocated_for_lease_id: leaseId, selector })
     .returning(['id', 'state'])
     .executeTakeFirstOrThrow();
-  const actor = { issuedBy: cause.issued_by, source: 'system' as const, requestId: cause.request_id };
+  // The blueprint decided to make it (for whatever request `cause` serves): Slipway's decision, linked to its cause.
+  const actor = { issuedBy: systemActorName('blueprint'), source: 'system' as const, requestId: cause.request_id };
   const target = { kind: 'resource', id: resource.id } as const;
   const { command } = await appendInTransaction(
     trx,

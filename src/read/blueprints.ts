@@ -3,6 +3,8 @@ import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import { waitingLeases } from '../db/waitingLeases.ts';
+import { liveStates } from '../domain/lifecycle.ts';
+import type { SlotRange } from '../domain/slotsPerResource.ts';
 import { fetchPage, type Page, type ListPage } from './page.ts';
 import { LIVE, statesMatching } from './stateFilter.ts';
 
@@ -15,6 +17,8 @@ export interface BlueprintDetail extends BlueprintRow {
   readonly leasesByState: Record<string, number>;
   /** Leases queued at the blueprint for capacity. */
   readonly waitingLeases: number;
+  /** The slots of its live resources, as their driver made them (null: none is live). */
+  readonly slotsPerResource: SlotRange | null;
 }
 
 export async function findBlueprint(db: Db, ref: BlueprintRef): Promise<BlueprintRow> {
@@ -53,7 +57,21 @@ export async function readBlueprintDetail(db: Db, ref: BlueprintRef): Promise<Bl
     resourcesByState: await countByState('resources'),
     leasesByState: await countByState('leases'),
     waitingLeases: waiting.n,
+    slotsPerResource: (await readSlotsPerResource(db, [blueprint.id])).get(blueprint.id) ?? null,
   };
+}
+
+/** The fewest and most slots of each blueprint's live resources, as their driver made them; a blueprint with none live is left out. */
+export async function readSlotsPerResource(db: Db, blueprintIds: readonly number[]): Promise<Map<number, SlotRange>> {
+  if (blueprintIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('resources')
+    .select(['blueprint_id', sql<number>`min(capacity)::int`.as('min'), sql<number>`max(capacity)::int`.as('max')])
+    .where('blueprint_id', 'in', blueprintIds)
+    .where('state', 'in', liveStates('resource'))
+    .groupBy('blueprint_id')
+    .execute();
+  return new Map(rows.map((r) => [r.blueprint_id, { min: r.min, max: r.max }]));
 }
 
 /**

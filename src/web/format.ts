@@ -1,6 +1,8 @@
 import type { CommandStatus, ObjectKind } from '../../migrations/schema.ts';
 import { LIFECYCLES, type StateTone, toneOf } from '../domain/lifecycle.ts';
 import { html, type SafeHtml } from './html.ts';
+import { formatTime } from '../domain/times.ts';
+import { formatDuration } from '../domain/durations.ts';
 
 /** How each command status reads, in the tones of the state table. */
 const STATUS_TONES: Readonly<Record<CommandStatus, StateTone>> = {
@@ -35,7 +37,7 @@ export function statusBadge(status: CommandStatus): SafeHtml {
  */
 export function when(at: Date | null | undefined): SafeHtml {
   if (!at) return html`<span class="muted">—</span>`;
-  const exact = at.toISOString().replace('T', ' ');
+  const exact = formatTime(at);
   return html`<time datetime="${at.toISOString()}" title="${exact}">${exact.slice(0, 19)}Z</time>`;
 }
 
@@ -56,13 +58,11 @@ export function labelList(labels: unknown): SafeHtml {
   return html`<ul class="attributes">${entries.map(([key, value]) => html`<li><code>${key}=${value}</code></li>`)}</ul>`;
 }
 
-/** How long from one instant to another, for people ("1.2 s", "3 min"). */
+/** How long from one instant to another, for people ("12ms", "1.2s", "3m4.5s"): to the millisecond below a second, else to a tenth. */
 export function took(from: Date | null | undefined, to: Date | null | undefined): string {
   if (!from || !to) return '—';
   const ms = to.getTime() - from.getTime();
-  if (ms < 1000) return `${ms} ms`;
-  if (ms < 120_000) return `${(ms / 1000).toFixed(1)} s`;
-  return `${Math.round(ms / 60_000)} min`;
+  return formatDuration(ms < 1000 ? ms : Math.round(ms / 100) * 100);
 }
 
 /** Where each kind of object is shown: each has a page of its own. */

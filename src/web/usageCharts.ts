@@ -2,9 +2,11 @@ import { LIFECYCLES, toneOf } from '../domain/lifecycle.ts';
 import type { Usage } from '../read/usage.ts';
 import { type ChartSeries, lineChart } from './charts.ts';
 import { html, type SafeHtml } from './html.ts';
+import { formatDuration } from '../domain/durations.ts';
 
 const count = (v: number) => String(Math.round(v));
-const duration = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(ms >= 10_000 ? 0 : 1)} s` : `${Math.round(ms)} ms`);
+/** A chart's duration: whole milliseconds below a second, tenths to 10 s, whole seconds above. */
+const duration = (ms: number) => formatDuration(ms < 1000 ? ms : Math.round(ms / (ms >= 10_000 ? 1000 : 100)) * (ms >= 10_000 ? 1000 : 100));
 const rate = (v: number) => (v >= 10 ? String(Math.round(v)) : v.toFixed(1).replace(/\.0$/, ''));
 
 /**

@@ -218,7 +218,7 @@ test("a lease's holder callback is told when a check finds its resource gone; a 
   expect(body).toMatchObject({
     event: 'command.settled',
     outcome: 'succeeded',
-    command: { kind: 'resource_gone', targetKind: 'lease', targetId: leaseId, status: 'done', issuedBy: 'token:operator' },
+    command: { kind: 'resource_gone', targetKind: 'lease', targetId: leaseId, status: 'done', issuedBy: 'system:resource' },
   });
   // The destroy gave its slot back itself; the broken resource, being destroyed, is not asked to count.
   expect(body.tree.map((c: { kind: string }) => c.kind)).toEqual(['resource_gone', 'destroy']);

@@ -64,7 +64,7 @@ test('a wait that runs out of time exits non-zero and says the command carries o
   // Still being set up (its 5 s driver call runs): which state it has reached depends on the worker's pace.
   expect(run.stderr).toMatch(
     new RegExp(
-      `^error: timed out after 1 s; lease ${lease} is still (pending|acquired); command ${root} carries on ` +
+      `^error: timed out after 1s; lease ${lease} is still (pending|acquired); command ${root} carries on ` +
         `\\(see \`slipway command show ${root}\`\\); release the lease with: slipway lease release ${lease}\n$`,
     ),
   );

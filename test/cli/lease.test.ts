@@ -85,7 +85,9 @@ test('lease create --wait-timeout: a lease still waiting at its deadline is rele
   expect((await env.cli('gc', 'run')).code).toBe(0);
   const run = await output;
   expect(run.code).toBe(1);
-  expect(run.stderr).toBe(`error: lease ${waiter.lease_id} was not active by its wait deadline ${deadline.toISOString()}; it is destroyed\n`);
+  expect(run.stderr).toBe(
+    `error: lease ${waiter.lease_id} was not active by its wait deadline ${deadline.toISOString().replace('T', ' ')}; it is destroyed\n`,
+  );
   const [released] = await env.database.db
     .selectFrom('commands')
     .select(['issued_by', 'source'])

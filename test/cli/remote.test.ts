@@ -211,7 +211,7 @@ test("a wait that outlasts the API's 60 s goes on until the CLI's --timeout; a s
 
   const other = await remoteLease('operator', name);
   const short = await remote('operator', 'lease', 'release', String(other), '--timeout', '1');
-  expectOneLineError({ ...short, stdout: '' }, 1, /^error: timed out after 1 s; command (\d+) carries on/);
+  expectOneLineError({ ...short, stdout: '' }, 1, /^error: timed out after 1s; command (\d+) carries on/);
   expect(short.stdout).toMatch(new RegExp(`^lease ${other} is active$`, 'm'));
 }, 300_000);
 

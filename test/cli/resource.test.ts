@@ -21,7 +21,7 @@ test('resource show lists the leases holding its slots', async () => {
   expect(run.stdout).toMatch(new RegExp(`^resource ${lease.resourceId}: active\\n`));
   expect(run.stdout).toMatch(/slots used +1 of 2/);
   expect(run.stdout).toMatch(new RegExp(`slot ${lease.slot}: lease ${lease.id} \\(bob\\) since `));
-  expect(run.stdout).toMatch(/created pending \(command #\d+\) {2}\[\S+ via system, reason: lease \d+ needs a resource\]/);
+  expect(run.stdout).toMatch(/created pending \(command #\d+\) {2}\[system:blueprint via system, reason: lease \d+ needs a resource\]/);
 });
 
 test('resource list filters by state and blueprint', async () => {

@@ -60,7 +60,7 @@ test('--timeout on a waiting lease create names the lease still pending and how 
   const run = await waiting.output;
   expect(run.code).toBe(1);
   expect(run.stderr).toBe(
-    `error: timed out after 1 s; lease ${waiting.lease} is still pending; command ${waiting.command} carries on ` +
+    `error: timed out after 1s; lease ${waiting.lease} is still pending; command ${waiting.command} carries on ` +
       `(see \`slipway command show ${waiting.command}\`); release the lease with: slipway lease release ${waiting.lease}\n`,
   );
   await releaseAsAdvised(run.stderr, waiting.lease);

@@ -59,7 +59,7 @@ test('hundreds of leases due in the same second, on two workers (one SIGKILLed a
   const of = (ids: number[]) => releases.filter((r) => ids.includes(r.target_id));
   for (const r of of(expiringIds)) {
     expect(r).toMatchObject({ issued_by: 'system:gc', source: 'gc', status: 'done' });
-    expect(r.reason).toBe(`expired: its expiry time ${dueAt.toISOString()} passed`);
+    expect(r.reason).toBe(`expired: its expiry time ${dueAt.toISOString().replace('T', ' ')} passed`);
   }
   for (const r of of(waitingIds)) {
     expect(r).toMatchObject({ issued_by: 'system:deadline', source: 'gc', status: 'done' });
@@ -112,7 +112,7 @@ test('checks every second on many resources, on two workers: each resource is ch
   // Two timekeepers, never a duplicate: nothing coalesced into a check on its way.
   expect(checks.filter((c) => c.status === 'coalesced')).toEqual([]);
   for (const c of checks) {
-    expect(c).toMatchObject({ issued_by: 'system:gc', source: 'gc' });
+    expect(c).toMatchObject({ issued_by: 'system:health', source: 'gc' });
     expect(c.reason).toMatch(/^(last checked .*|never checked); checked every 1s$/);
   }
   // Unchanged checks leave one row per resource, or two while the next is on its way.
@@ -140,6 +140,6 @@ test('checks every second on many resources, on two workers: each resource is ch
     .where('kind', '=', 'top_up')
     .orderBy('id')
     .execute();
-  expect(topUps.at(-1)).toEqual({ issued_by: 'system:gc', reason: `resource ${doomed!.id} gone: 39 live of a warm minimum of 40` });
+  expect(topUps.at(-1)).toEqual({ issued_by: 'system:blueprint', reason: `resource ${doomed!.id} gone: 39 live of a warm minimum of 40` });
   expect(cluster.workers.errors()).toEqual([]);
 });

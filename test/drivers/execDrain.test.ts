@@ -136,7 +136,7 @@ describe('exec driver through a worker', () => {
     });
     expect(retried.status).toMatch(/queued|running/);
     expect(retried.message).toMatch(
-      /^driver error \(attempt \d\), retrying in [\d.]+ s: allocateResource: \/bin\/sh exited with code 75 \(transient failure\); stderr: quota exceeded; try again later$/,
+      /^driver error \(attempt \d\), retrying in [\d.]+m?s: allocateResource: \/bin\/sh exited with code 75 \(transient failure\); stderr: quota exceeded; try again later$/,
     );
     const errors = await db()
       .selectFrom('events')
@@ -164,7 +164,7 @@ describe('exec driver through a worker', () => {
       return allocate && allocate.attempts >= 1 ? allocate : undefined;
     });
     expect(timedOut.message).toMatch(
-      /retrying in [\d.]+ s: allocateResource: \/bin\/sh timed out after 3s and was stopped; stderr: hanging on purpose$/,
+      /retrying in [\d.]+m?s: allocateResource: \/bin\/sh timed out after 3s and was stopped; stderr: hanging on purpose$/,
     );
     await giveUp(lease.id, resourceId);
     expect(await commandOf('resource', resourceId, 'allocate')).toMatchObject({ status: 'cancelled' });

@@ -135,6 +135,25 @@ describe('static-pool driver through a worker', () => {
     expect(live).toEqual({ live_resources: 2, max_resources: 2 });
   });
 
+  test("a pool of entries with their own slots shows the slots its resources have, not the blueprint's default", async () => {
+    const entries = [
+      { name: 'big', slots: 4 },
+      { name: 'small', slots: 2 },
+    ];
+    const { id } = await createBlueprint(
+      db(),
+      { name: 'mixed', driver: 'static-pool', settings: { entries }, maxResources: 2, minResources: 2 },
+      actor,
+    );
+    await appendCommand(db(), { target: { kind: 'blueprint', id }, kind: 'top_up', actor });
+    await waitFor('both entries made', async () => {
+      const live = await db().selectFrom('resources').select('state').where('blueprint_id', '=', id).execute();
+      return live.length === 2 && live.every((r) => r.state === 'active');
+    });
+    const shown = await runCli(['blueprint', 'show', 'mixed'], database.url);
+    expect(shown.stdout).toMatch(/\n {2}leases\/resource +2–4 \(as its driver made each live resource; 1 where the driver does not say\)\n/);
+  });
+
   test('many leases at once: each entry stands for one resource and takes no more leases than its slots', async () => {
     const slots = [1, 2, 3, 1, 2];
     const entries = slots.map((n, i) => ({ name: `box-${i}`, slots: n }));

@@ -109,7 +109,7 @@ describe('the drain', () => {
         target_id: resourceId,
         kind: 'count_slots',
         status: 'done',
-        issued_by: 'alice@host',
+        issued_by: 'system:lease',
         source: 'system',
       }),
     ]);
@@ -162,7 +162,7 @@ describe('the drain', () => {
     const resource = await db().selectFrom('resources').select('id').where('allocated_for_lease_id', '=', l.id).executeTakeFirstOrThrow();
     const [allocate] = await commandsOf(db(), 'resource', resource.id);
     expect(allocate).toMatchObject({ kind: 'allocate', status: 'queued', attempts: 1 });
-    expect(allocate!.message).toMatch(/driver error \(attempt 1\), retrying in 60.0 s: simulated transient failure in allocateResource/);
+    expect(allocate!.message).toMatch(/driver error \(attempt 1\), retrying in 1m: simulated transient failure in allocateResource/);
     // The failure's event and the command's new not-before commit in one
     // transaction (one now()): the gap is the driver's retry hint.
     const failure = await db()

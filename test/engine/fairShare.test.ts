@@ -46,9 +46,9 @@ test("a team's share is its weight's part of the competing teams' weights; the c
   const teams = uses({ ci: [2, 2], web: [1, 5], qa: [1, 0] });
   expect(shareOf(teams, 'ci', 12)).toBe(6);
   expect(shareOf(teams, 'web', 12)).toBe(3);
-  expect(describeChoice(waiter(7, 'ci', 41, 5), teams, 12, NOW)).toBe('priority 5; team ci holds 2 of its share of 6; waited 41 s');
+  expect(describeChoice(waiter(7, 'ci', 41, 5), teams, 12, NOW)).toBe('priority 5; team ci holds 2 of its share of 6; waited 41s');
   expect(describeChoice(waiter(7, 'qa', 0), uses({ qa: [1, 0], web: [2, 1] }), 10, NOW)).toBe(
-    'priority 0; team qa holds 0 of its share of 3.3; waited 0 s',
+    'priority 0; team qa holds 0 of its share of 3.3; waited 0ms',
   );
 });
 

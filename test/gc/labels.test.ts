@@ -64,6 +64,11 @@ test("a static pool makes the entry a lease's selector matches; a waiting lease 
   expect((await lease(secondT4)).state).toBe('pending');
   await release(plain);
   expect((await lease(secondT4)).state).toBe('pending');
+  // The blueprint says the slot is free and why the waiting lease did not get it: not "no free slot".
+  const freed = await db().selectFrom('commands').select('message').where('kind', '=', 'slot_freed').orderBy('id', 'desc').executeTakeFirstOrThrow();
+  expect(freed.message).toMatch(
+    /^resource \d+ has a free slot; 1 lease\(s\) wait \(at its limit; 3 of 3 live, 1 free slot\(s\), which no waiting lease may take: its selector does not match, or a quota holds it back\)$/,
+  );
   // The collector does not reclaim c, idle at a full blueprint, for a lease its replacement would not match either.
   await hand.pass();
   const reclaims = await db().selectFrom('commands').select('id').where('kind', '=', 'reclaim').execute();

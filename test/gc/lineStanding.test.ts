@@ -1,9 +1,11 @@
 import { sql } from 'kysely';
 import { expect, test } from 'vitest';
+import { withTransaction } from '../../src/db/withTransaction.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
+import { updateBlueprint } from '../../src/objects/updateBlueprint.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
-import { readLineStanding } from '../../src/read/lineStanding.ts';
+import { readLineStanding } from '../../src/objects/lineStanding.ts';
 import { describeEstimate, describeStanding, describeWaiting, ordinal } from '../../src/read/standingText.ts';
 import { handDrainSuite } from './support/handDrain.ts';
 
@@ -107,4 +109,57 @@ test('a lease read while it leaves the line is either in line, with itself count
     expect(await readLineStanding(db(), waiter)).toBeUndefined();
   }
   expect(reads).toBeGreaterThan(20);
+});
+
+test('a lease no resource of its blueprint can ever match says so, with no estimate: its labels changed under it', async () => {
+  const bp = await createBlueprint(
+    db(),
+    { name: 'gpus', driver: 'simulated', maxResources: 1, leasesPerResource: 1, settings: { labels: { gpu: 'a100' } } },
+    alice,
+  );
+  const holder = (await createLease(db(), { blueprint: 'gpus', holder: 'h', selector: 'gpu=a100' }, alice)).lease.id;
+  await hand.all();
+  const waiter = (await createLease(db(), { blueprint: 'gpus', holder: 'w', selector: 'gpu=a100' }, alice)).lease.id;
+  await hand.all();
+  // Its resource matches: it waits for the slot, as any lease would.
+  expect(await readLineStanding(db(), waiter)).toMatchObject({ position: 1, unservable: null });
+
+  // The blueprint's labels now say t4, over the driver's: nothing it has or may make matches gpu=a100.
+  await withTransaction(db(), (trx) => updateBlueprint(trx, bp.id, { labels: { gpu: 't4' } }, alice));
+  const standing = (await readLineStanding(db(), waiter))!;
+  expect(standing).toMatchObject({
+    position: 1,
+    estimateSeconds: null,
+    basis: 'no estimate: nothing it was sent to can serve it',
+    unservable: 'no resource of blueprint gpus can ever match selector gpu=a100: gpu=a100, but gpu is t4',
+  });
+  expect(describeStanding(standing)).toBe(
+    '1st in line at gpus (of 1), but it cannot be served: no resource of blueprint gpus can ever match selector gpu=a100: gpu=a100, but gpu is t4',
+  );
+  await release(holder);
+  await release(waiter);
+  await hand.all();
+});
+
+test('a lease at a blueprint whose program decides labels says it cannot be served once a resource made for its selector does not match', async () => {
+  // No allocation program: the exec driver makes each resource with no labels.
+  await createBlueprint(
+    db(),
+    { name: 'programmed', driver: 'exec', settings: { commands: { destroyResource: ['true'] } }, maxResources: 1, leasesPerResource: 1 },
+    alice,
+  );
+  const lease = (await createLease(db(), { blueprint: 'programmed', holder: 'r', selector: 'arch=riscv' }, alice)).lease.id;
+  await hand.all();
+  await new Promise((resolve) => setTimeout(resolve, 300)); // the lease asks again after the resource refused it
+  await hand.all();
+  const resource = await db().selectFrom('resources').select(['id', 'state']).where('selector', '=', 'arch=riscv').executeTakeFirstOrThrow();
+  expect(resource.state).toBe('active');
+  const standing = (await readLineStanding(db(), lease))!;
+  expect(standing).toMatchObject({ position: 1, estimateSeconds: null });
+  expect(standing.unservable).toBe(
+    `resource(s) ${resource.id}, made for selector arch=riscv, came back with labels that do not match it, ` +
+      "and blueprint programmed's exec program decides every resource's labels: change the selector, or label the blueprint",
+  );
+  await release(lease);
+  await hand.all();
 });

@@ -74,7 +74,7 @@ test("the collector's checks that changed nothing leave one row per resource; a 
   const bp = await createBlueprint(db(), { name: 'compact', driver: 'simulated', maxResources: 1, checkIntervalMs: 1000 }, operator);
   const { resourceId } = await activeLease('compact', 'c');
   const collectorChecks = async () =>
-    (await commandsOf(db(), 'resource', resourceId)).filter((c) => c.kind === 'check').map((c) => `${c.source} ${c.message}`);
+    (await commandsOf(db(), 'resource', resourceId)).filter((c) => c.kind === 'check').map((c) => `${c.issued_by} ${c.source} ${c.message}`);
   /** One pass and its checks drained, as if the interval had gone by since the last check. */
   const round = async () => {
     await db()
@@ -87,7 +87,7 @@ test("the collector's checks that changed nothing leave one row per resource; a 
   };
   for (let i = 0; i < 3; i++) await round();
   // The first answer changed something (never checked → healthy) and stays; of the rest, only the latest.
-  expect(await collectorChecks()).toEqual(['gc healthy', 'gc healthy']);
+  expect(await collectorChecks()).toEqual(['system:health gc healthy', 'system:health gc healthy']);
 
   // Unhealthy: that check changed something and stays, with its event; the unchanged ones after it go as before.
   await appendCommand(db(), {
@@ -99,9 +99,9 @@ test("the collector's checks that changed nothing leave one row per resource; a 
   await hand.all();
   for (let i = 0; i < 3; i++) await round();
   expect(await collectorChecks()).toEqual([
-    'gc healthy',
-    `gc unhealthy: simulated: resource ${resourceId} is unhealthy; quarantined: it takes no new leases`,
-    `gc still unhealthy: simulated: resource ${resourceId} is unhealthy`,
+    'system:health gc healthy',
+    `system:health gc unhealthy: simulated: resource ${resourceId} is unhealthy; quarantined: it takes no new leases`,
+    `system:health gc still unhealthy: simulated: resource ${resourceId} is unhealthy`,
   ]);
 });
 
@@ -257,6 +257,24 @@ test('with cleaning between leases, a slot is cleaned before it is granted again
   const quarantined = await resourceOf(first.resourceId);
   expect(quarantined).toMatchObject({ state: 'quarantined', used_slots: 1 });
   expect(quarantined.message).toMatch(/^cleaning slot 0 failed 2 time\(s\): simulated transient failure in cleanSlot$/);
+  // Slipway quarantined it, not the operator whose release led to the cleaning: the event names Slipway's part, and its command links the cause.
+  const quarantine = await db()
+    .selectFrom('events')
+    .innerJoin('commands as c', 'c.id', 'events.command_id')
+    .innerJoin('commands as cause', 'cause.id', 'c.caused_by')
+    .select(['events.actor', 'events.source', 'c.kind', 'c.issued_by', 'cause.kind as causeKind', 'cause.issued_by as causeIssuedBy'])
+    .where('events.target_kind', '=', 'resource')
+    .where('events.target_id', '=', first.resourceId)
+    .where('events.to_state', '=', 'quarantined')
+    .executeTakeFirstOrThrow();
+  expect(quarantine).toEqual({
+    actor: 'system:resource',
+    source: 'system',
+    kind: 'clean_slot',
+    issued_by: 'system:resource',
+    causeKind: 'release_slot',
+    causeIssuedBy: 'system:lease',
+  });
   expect((await leaseOf(third.id)).state).toBe('pending');
   expect(await db().selectFrom('resource_slots').select(['slot', 'lease_id']).where('resource_id', '=', first.resourceId).execute()).toEqual([
     { slot: 0, lease_id: null },
@@ -436,7 +454,7 @@ test('a warm resource found gone by a check is destroyed, and the blueprint tops
   expect(replaced).toHaveLength(1);
   expect(replaced[0]!.id).not.toBe(made!.id);
   const topUp = (await commandsOf(db(), 'blueprint', bp.id)).filter((c) => c.kind === 'top_up').at(-1);
-  expect(topUp).toMatchObject({ issued_by: 'system:gc', status: 'done', reason: `resource ${made!.id} gone: 0 live of a warm minimum of 1` });
+  expect(topUp).toMatchObject({ issued_by: 'system:blueprint', status: 'done', reason: `resource ${made!.id} gone: 0 live of a warm minimum of 1` });
   // The collector has nothing left to do for it.
   expect((await hand.pass()).steps.topUpWarmMinimum?.actions).toEqual([]);
 });

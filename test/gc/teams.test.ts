@@ -69,7 +69,7 @@ test('freed slots go to the team furthest below its weighted share, then by plac
   // web, then ci three times: ci's use per weight (1/3, 2/3) stays below web's (1).
   expect(order).toEqual([web[0], ci[0], ci[1], ci[2]]);
   expect(await chosenBecause(ci[1]!)).toMatch(
-    new RegExp(`^lease ${ci[1]} chosen for a slot: priority 0; team ci holds 1 of its share of [\\d.]+; waited \\d+ s$`),
+    new RegExp(`^lease ${ci[1]} chosen for a slot: priority 0; team ci holds 1 of its share of [\\d.]+; waited [\\dmsh.]+$`),
   );
   expect(await chosenBecause(web[0]!)).toMatch(/team web holds 0 of its share of/);
   // The lease's timeline carries it on its grant.

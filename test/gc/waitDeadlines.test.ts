@@ -90,7 +90,7 @@ test('a lease still waiting at its deadline is released once, as system:deadline
     message: 'released before it got a slot, and destroyed',
     payload: { ifExpired: true },
   });
-  expect(releases[0]!.reason).toMatch(/^deadline: not active by its wait deadline \S+ \(1s after it was requested\)$/);
+  expect(releases[0]!.reason).toMatch(/^deadline: not active by its wait deadline \S+ \S+Z \(1s after it was requested\)$/);
   expect(await stateEvents(db(), 'lease', id)).toEqual(['pending→released', 'released→destroyed']);
   expect(await waitersAt(blueprint)).toEqual([]);
   // The holder's lease is untouched, and its slot serves the next lease once it goes.

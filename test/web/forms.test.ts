@@ -317,6 +317,22 @@ test('a lease page shows its attributes, each value escaped', async () => {
   expect(page.text).toContain('<li><code>note</code> = <code>&quot;&lt;b&gt;x&lt;/b&gt;&quot;</code></li>');
 });
 
+test('a waiting lease nothing can serve says so on its page and in the API, with no estimate', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin, { labels: { gpu: 'a100' } }, { maxResources: 1, leasesPerResource: 1 });
+  const holder = await env.as.operator.post('/v1/leases?wait=30', { blueprint: name, selector: 'gpu=a100' });
+  expect(holder.status, JSON.stringify(holder.body)).toBe(200);
+  const waiter = (await env.as.operator.post('/v1/leases', { blueprint: name, selector: 'gpu=a100' })).body.lease.id;
+  await waitFor(`lease ${waiter} in line`, async () => (await env.as.operator.get(`/v1/leases/${waiter}`)).body.line !== null);
+  const relabelled = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { labels: { gpu: 't4' } } });
+  expect(relabelled.status, JSON.stringify(relabelled.body)).toBe(200);
+
+  const why = `no resource of blueprint ${name} can ever match selector gpu=a100: gpu=a100, but gpu is t4`;
+  expect((await env.as.operator.get(`/v1/leases/${waiter}`)).body.line).toMatchObject({ position: 1, estimateSeconds: null, unservable: why });
+  const page = (await (await signedIn('operator')).get(`/leases/${waiter}`)).text;
+  expect(page).toContain(`<strong>it cannot be served</strong>: ${why}`);
+  expect(page).not.toMatch(/no estimate|about \d+ min|under a minute/);
+});
+
 test('a lease waiting for capacity says so on its page, with how many wait ahead of it; the blueprint page shows the line', async () => {
   const { id: blueprintId, name } = await simulatedBlueprint(env.as.admin, {}, { maxResources: 1, leasesPerResource: 1 });
   const holder = await env.as.operator.post('/v1/leases?wait=30', { blueprint: name });

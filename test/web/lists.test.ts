@@ -162,3 +162,21 @@ describe('at scale', () => {
     expect(overview.status).toBe(200);
   });
 });
+
+test("a static pool's list row and page give its resources' own slots, not the blueprint's default", async () => {
+  const entries = [
+    { name: 'big', slots: 4 },
+    { name: 'small', slots: 2 },
+  ];
+  const made = await env.as.admin.post('/v1/blueprints', { name: 'mixed-slots', driver: 'static-pool', settings: { entries }, maxResources: 2 });
+  expect(made.status, JSON.stringify(made.body)).toBe(201);
+  // Five leases: the first entry's four slots, then the second entry.
+  for (let i = 0; i < 5; i++) await activeLease(env.as.operator, 'mixed-slots');
+  const list = (await client.get('/blueprints')).text;
+  const row = list.slice(list.indexOf(`id="blueprint-${made.body.id}"`), list.indexOf('</tr>', list.indexOf(`id="blueprint-${made.body.id}"`)));
+  expect(row).toContain('(2–4 per resource)');
+  const page = (await client.get(`/blueprints/${made.body.id}`)).text;
+  expect(page).toMatch(
+    /<dt>Limits<\/dt><dd>0–2 resources, 2–4 \(as its driver made each live resource; 1 where the driver does not say\) lease\(s\) each/,
+  );
+});

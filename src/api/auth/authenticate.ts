@@ -6,6 +6,7 @@ import { FailureLimiter } from './FailureLimiter.ts';
 import { MAX_PRIORITY, reachOf, type Action, type Reach } from './roles.ts';
 import { tokenActorName, type LiveToken } from './tokens.ts';
 import type { TrustedTokens } from './TrustedTokens.ts';
+import { formatDuration } from '../../domain/durations.ts';
 
 /** Who is calling: the token, its role, and how far the route's action reaches for it. */
 export interface Caller {
@@ -51,7 +52,12 @@ export function installAuthentication(app: FastifyInstance, tokens: TrustedToken
     if (action === undefined) return;
     const wait = limiter.retryAfter(request.ip);
     if (wait > 0) {
-      throw new ApiError('too_many_requests', `too many failed authentications from ${request.ip}; try again in ${wait} s`, {}, wait);
+      throw new ApiError(
+        'too_many_requests',
+        `too many failed authentications from ${request.ip}; try again in ${formatDuration(wait * 1000)}`,
+        {},
+        wait,
+      );
     }
     const secret = bearerToken(request);
     const token = secret === undefined ? undefined : await tokens.find(secret);

@@ -8,6 +8,7 @@ import { DEFAULT_TEAM, TeamNameSchema } from '../../domain/team.ts';
 import { assertTeamExists } from '../../objects/teams.ts';
 import { ROLES } from './roles.ts';
 import { announceRevocation } from './tokenRevocations.ts';
+import { formatTime } from '../../domain/times.ts';
 
 /**
  * API tokens. A token is `slw_` + 32 random bytes (base64url). Only its
@@ -78,7 +79,7 @@ export async function revokeToken(db: Db, name: string): Promise<TokenView> {
   }
   const existing = await db.selectFrom('api_tokens').select('revoked_at').where('name', '=', name).executeTakeFirst();
   if (!existing) throw new NotFoundError('token', name);
-  throw new CommandRejectedError(`token ${name} was already revoked at ${existing.revoked_at!.toISOString()}`, {
+  throw new CommandRejectedError(`token ${name} was already revoked at ${formatTime(existing.revoked_at!)}`, {
     revokedAt: existing.revoked_at,
   });
 }

@@ -4,7 +4,7 @@ import type { BlueprintRef } from '../../read/blueprints.ts';
 import { leaseSetUp } from '../../read/leases.ts';
 import { assertTreeSucceeded, carriesOn } from '../awaitTree.ts';
 import { CliFailure, EXIT } from '../exitStatus.ts';
-import { pageTable } from '../format.ts';
+import { formatTime, pageTable } from '../format.ts';
 import { addPageOptions, addStateOptions, addWaitOptions, stateFilter, type StateListOptions, type WaitOptions } from '../options.ts';
 import type { Output } from '../output.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
@@ -16,6 +16,7 @@ import { withTransport } from '../transport/withTransport.ts';
 import { LEASE_COLUMNS, renderLease, renderLeaseDetail } from '../views/leaseViews.ts';
 import { addLeaseRequestOptions, leaseRequestOf, type LeaseRequestOptions } from '../leaseRequestOptions.ts';
 import { addLeaseRunCommand } from './leaseRunCommand.ts';
+import { formatDuration } from '../../domain/durations.ts';
 
 interface CreateOptions extends WaitOptions, LeaseRequestOptions {}
 
@@ -131,13 +132,14 @@ async function requestLease(transport: Transport, out: Output, options: CreateOp
   out.result(result, () => renderLease(lease));
   if (result.outcome === 'timed_out') {
     const state = leaseSetUp(lease.state) ? lease.state : `still ${lease.state}`;
-    throw new CliFailure(`timed out after ${timeoutSeconds} s; ${leftBehind(result, state)}`, EXIT.failed);
+    throw new CliFailure(`timed out after ${formatDuration(timeoutSeconds * 1000)}; ${leftBehind(result, state)}`, EXIT.failed);
   }
   assertTreeSucceeded(result, { rootId: result.command.id, timeoutSeconds });
   if (lease.state !== READY_STATE.lease) {
     // Past its wait deadline (the collector releases it then, as system:deadline): say so, not only the state it ended in.
     const deadline = lease.waitDeadline !== null && Date.parse(lease.waitDeadline) <= Date.now() ? lease.waitDeadline : undefined;
-    if (deadline) throw new CliFailure(`lease ${lease.id} was not active by its wait deadline ${deadline}; it is ${lease.state}`, EXIT.failed);
+    if (deadline)
+      throw new CliFailure(`lease ${lease.id} was not active by its wait deadline ${formatTime(deadline)}; it is ${lease.state}`, EXIT.failed);
     throw new CliFailure(`lease ${lease.id} is ${lease.state}${lease.message ? `: ${lease.message}` : ''}`, EXIT.failed);
   }
 }

@@ -1,6 +1,6 @@
 import type { HoldEvent } from '../../client/holdLease.ts';
 import { describeWaiting } from '../../read/standingText.ts';
-import { printableLines } from '../format.ts';
+import { formatTime, printableLines } from '../format.ts';
 
 /**
  * `lease run`'s progress, on stderr (stdout is its command's alone), each
@@ -25,7 +25,7 @@ export function holdProgressLine(event: HoldEvent): string | undefined {
       return `lease ${lease.id} active: slot ${lease.slot} of resource ${resource.id} (${lease.blueprintName})`;
     }
     case 'retrying':
-      return `Slipway cannot be reached (${event.error.message}); trying again until ${event.giveUpAt.toISOString()}`;
+      return `Slipway cannot be reached (${event.error.message}); trying again until ${formatTime(event.giveUpAt)}`;
     case 'reconnected':
       return 'Slipway can be reached again';
     case 'released':

@@ -4,6 +4,7 @@ import { type Column, fields, formatJson, formatTime, NONE, formatLabels, table 
 import { renderHistory } from './historyViews.ts';
 import { formatDuration } from '../../domain/durations.ts';
 import { ORPHANS_SETTINGS } from '../../domain/orphans.ts';
+import { describeSlotsPerResource, type SlotRange } from '../../domain/slotsPerResource.ts';
 
 export const BLUEPRINT_COLUMNS: readonly Column<Blueprint>[] = [
   { header: 'ID', value: (b) => String(b.id) },
@@ -21,7 +22,8 @@ function counts(byState: Record<string, number>): string {
   return entries.length === 0 ? NONE : entries.map(([state, n]) => `${state} ${n}`).join(', ');
 }
 
-export function renderBlueprint(blueprint: Blueprint): string {
+/** A blueprint's fields; with its detail's `slotsPerResource`, the leases per resource its live resources take. */
+export function renderBlueprint(blueprint: Blueprint & { readonly slotsPerResource?: SlotRange | null }): string {
   return fields(`blueprint ${blueprint.name} (${blueprint.id}): ${blueprint.state}`, [
     ['driver', blueprint.driver],
     ['settings', formatJson(blueprint.settings)],
@@ -33,7 +35,7 @@ export function renderBlueprint(blueprint: Blueprint): string {
     ['priorities', describePriorityStep(blueprint.priorityStepMs)],
     ['labels', formatLabels(blueprint.labels)],
     ['orphans', `${blueprint.orphans}: ${ORPHANS_SETTINGS[blueprint.orphans]}`],
-    ['leases/resource', String(blueprint.leasesPerResource)],
+    ['leases/resource', describeSlotsPerResource(blueprint.leasesPerResource, blueprint.slotsPerResource)],
     ['created', formatTime(blueprint.createdAt)],
   ]);
 }

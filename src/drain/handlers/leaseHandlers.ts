@@ -11,6 +11,7 @@ import { type FollowUp, send } from '../messages.ts';
 import { heldSlot } from '../reads/heldSlots.ts';
 import { type ResourceIdentity, resourceAttributes } from '../reads/resourceAttributes.ts';
 import { giveBackSlot, type SlotReturn, slotFreedEvent, slotReturnsBatch, tellOfSlotGivenBack } from './slotsGivenBack.ts';
+import { formatTime } from '../../domain/times.ts';
 
 type Ctx<R = unknown> = HandlerContext<'lease', unknown, R>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
@@ -282,8 +283,8 @@ const renew = {
     if (!termMs && !heartbeatMs) return done<'lease'>('nothing to renew: the lease has no expiry and no heartbeat');
     const deadlines = await deadlinesFromNow(trx, { termMs, heartbeatMs });
     const until = [
-      deadlines.expires_at && `expires ${deadlines.expires_at.toISOString()}`,
-      deadlines.heartbeat_deadline && `next heartbeat due by ${deadlines.heartbeat_deadline.toISOString()}`,
+      deadlines.expires_at && `expires ${formatTime(deadlines.expires_at)}`,
+      deadlines.heartbeat_deadline && `next heartbeat due by ${formatTime(deadlines.heartbeat_deadline)}`,
     ].filter(Boolean);
     return done<'lease'>(`renewed: ${until.join('; ')}`, {
       set: { ...deadlines, ...(termMs ? { term_ms: termMs } : {}), ...(newHeartbeatMs ? { heartbeat_ms: newHeartbeatMs } : {}) },

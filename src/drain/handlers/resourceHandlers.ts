@@ -10,6 +10,7 @@ import { takeSlot } from '../sql/takeSlot.ts';
 import { type FollowUp, send } from '../messages.ts';
 import { done, failed, type HandlerContext, type HandlerOf, type HandlerTable, mergedAttributes, type OutcomeEvent, yieldFor } from '../Handler.ts';
 import { blueprintHasWaiters, giveBackSlot, quotaFreed, slotFreed, slotFreedEvent } from './slotsGivenBack.ts';
+import { formatDuration } from '../../domain/durations.ts';
 
 type Ctx = HandlerContext<'resource'>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
@@ -71,6 +72,19 @@ async function slotsInUse(trx: Db, resourceId: number): Promise<number> {
 async function slotsInUseSettled(trx: Db, resourceId: number): Promise<number> {
   const rows = await trx.selectFrom('resource_slots').select('slot').where('resource_id', '=', resourceId).forKeyShare().execute();
   return rows.length;
+}
+
+/** The acquires queued for the resource: leases its blueprint sent here that have not been answered yet. */
+async function acquiresQueued(trx: Db, resourceId: number): Promise<number> {
+  const { n } = await trx
+    .selectFrom('commands')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('target_kind', '=', 'resource')
+    .where('target_id', '=', resourceId)
+    .where('kind', '=', 'acquire')
+    .where('status', 'in', ['queued', 'running'])
+    .executeTakeFirstOrThrow();
+  return Number(n);
 }
 
 const destroySelf = (resource: ResourceRow, reason: string): FollowUp => send.resource.destroy(resource.id, reason);
@@ -416,8 +430,12 @@ const countSlots = {
     const resource = ctx.object;
     const used = await slotsInUse(trx, resource.id);
     const destroyed = resource.state === 'released' && used === 0;
+    // A lease its blueprint sent here may be on its way (its acquire queued behind this count): "no slot taken" alone would read as if none were coming.
+    const coming = used === 0 && !destroyed ? await acquiresQueued(trx, resource.id) : 0;
     return done<'resource'>(
-      used === 0 ? `no slot taken${destroyed ? ': released and empty' : ''}` : `${used} of ${resource.capacity} slot(s) taken`,
+      used === 0
+        ? `no slot taken${destroyed ? ': released and empty' : coming > 0 ? ` yet: ${coming} lease(s) on the way to take one` : ''}`
+        : `${used} of ${resource.capacity} slot(s) taken`,
       {
         set: { used_slots: used, idle_since: idleFrom(resource, used) },
         followUps: destroyed ? [destroySelf(resource, 'released and empty')] : [],
@@ -514,7 +532,7 @@ const cleanSlot = {
     const retryInMs = retryDelayMs(error, ctx.command.attempts);
     return {
       status: 'yield',
-      message: `cleaning slot ${slot} failed (attempt ${attempt} of ${ctx.blueprint.clean_attempts}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`,
+      message: `cleaning slot ${slot} failed (attempt ${attempt} of ${ctx.blueprint.clean_attempts}), retrying in ${formatDuration(retryInMs)}: ${error.message}`,
       retryInMs,
       events: [{ type: 'driver_error', message: error.message, data: { slot, attempt, retryInMs } }],
     };

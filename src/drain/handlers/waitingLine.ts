@@ -140,9 +140,21 @@ const comesBefore = (joining: Joining, row: LineRow) =>
  */
 export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: CommandRow, joining?: Joining): Promise<Serving> {
   let live = blueprint.live_resources;
-  const why = () =>
-    `${blueprint.state === 'enabled' ? 'at its limit' : `blueprint ${blueprint.state}: it makes no resources`}; ` +
-    `${live} of ${blueprint.max_resources} live, no free slot`;
+  /** The free slots left once the line was served (none read when nobody waits). */
+  let freeLeft = () => 0;
+  const why = () => {
+    const making =
+      blueprint.state !== 'enabled'
+        ? `blueprint ${blueprint.state}: it makes no resources`
+        : live < blueprint.max_resources
+          ? 'below its limit'
+          : 'at its limit';
+    // A slot left free with leases waiting is one none of them may take: saying "no free slot" then contradicts the slot just freed.
+    const free = freeLeft();
+    const room =
+      free === 0 ? 'no free slot' : `${free} free slot(s), which no waiting lease may take: its selector does not match, or a quota holds it back`;
+    return `${making}; ${live} of ${blueprint.max_resources} live, ${room}`;
+  };
   // With nobody joining, an empty line needs no room counted.
   if (!joining && !(await hasLineRows(trx, blueprint.id)))
     return {
@@ -160,6 +172,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const followUps: FollowUp[] = [];
   const sent = sentInStep(trx);
   const slots = await freeSlots(trx, blueprint, sent);
+  freeLeft = () => slots.reduce((n, s) => n + Math.max(s.free, 0), 0);
   const mayMake = () => blueprint.state === 'enabled' && live < blueprint.max_resources;
   const hasRoom = () => slots.some((s) => s.free > 0) || mayMake();
   const newMayMatch = newResourceMayMatch(blueprint);

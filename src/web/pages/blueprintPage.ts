@@ -5,7 +5,7 @@ import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
 import { readBlueprintDetail, readWaitingLine } from '../../read/blueprints.ts';
 import { describePriorityStep } from '../../domain/priority.ts';
-import { estimateFor, recentGrantRate } from '../../read/lineStanding.ts';
+import { estimateFor, recentGrantRate } from '../../objects/lineStanding.ts';
 import { describeEstimate } from '../../read/standingText.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { listResources } from '../../read/resources.ts';
@@ -21,6 +21,7 @@ import { NoticeQuery, renderNotice } from '../notice.ts';
 import { renderQueue, renderTimeline } from '../timeline.ts';
 import { usageCharts } from '../usageCharts.ts';
 import { formatDuration } from '../../domain/durations.ts';
+import { describeSlotsPerResource } from '../../domain/slotsPerResource.ts';
 import { dataTable } from '../dataTable.ts';
 
 /** How many waiting leases and live resources the page lists; the rest are a link away. */
@@ -55,7 +56,7 @@ ${await renderNotice(db, query)}
   <dt>Id</dt><dd>${blueprint.id}</dd>
   <dt>Driver</dt><dd>${blueprint.driver}</dd>
   <dt>Settings</dt><dd>${attributeList(blueprint.settings)}</dd>
-  <dt>Limits</dt><dd>${blueprint.min_resources}–${blueprint.max_resources} resources, ${blueprint.leases_per_resource} lease(s) each; ${idle}</dd>
+  <dt>Limits</dt><dd>${blueprint.min_resources}–${blueprint.max_resources} resources, ${describeSlotsPerResource(blueprint.leases_per_resource, blueprint.slotsPerResource)} lease(s) each; ${idle}</dd>
   <dt>Checks</dt><dd>${blueprint.check_interval_ms === null ? 'none: resources are trusted as made' : `each resource every ${formatDuration(blueprint.check_interval_ms)}`}</dd>
   <dt>Priorities</dt><dd>${describePriorityStep(blueprint.priority_step_ms)}</dd>
   <dt>Labels</dt><dd>${labelList(blueprint.labels)}</dd>

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
-import { readLineStanding } from '../../read/lineStanding.ts';
+import { readLineStanding } from '../../objects/lineStanding.ts';
 import { describeEstimate } from '../../read/standingText.ts';
 import { findLease } from '../../read/leases.ts';
 import { readHistory } from '../../read/objectHistory.ts';
@@ -37,7 +37,7 @@ ${await renderNotice(db, query)}
   ${stateFields(lease.state, goal)}
   ${
     line
-      ? html`<dt>Waiting</dt><dd>for a free slot at ${lease.blueprint_name}: ${line.position === 1 ? 'next in line' : `${line.position - 1} ahead`}, since ${when(line.since)}; ${describeEstimate(line.estimateSeconds)} <span class="muted">(${line.basis})</span>${line.reason ? html`<br>${line.reason}` : ''}</dd>`
+      ? html`<dt>Waiting</dt><dd>for a free slot at ${lease.blueprint_name}: ${line.position === 1 ? 'next in line' : `${line.position - 1} ahead`}, since ${when(line.since)}; ${line.unservable !== null ? html`<strong>it cannot be served</strong>: ${line.unservable}` : html`${describeEstimate(line.estimateSeconds)} <span class="muted">(${line.basis})</span>`}${line.reason ? html`<br>${line.reason}` : ''}</dd>`
       : ''
   }
   ${

@@ -5,7 +5,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { BlueprintRef, TargetRef } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
 import { accepts, LIFECYCLES } from '../../domain/lifecycle.ts';
-import { blueprintIdFilter, listBlueprints } from '../../read/blueprints.ts';
+import { describeSlotsPerResource } from '../../domain/slotsPerResource.ts';
+import { blueprintIdFilter, listBlueprints, readSlotsPerResource } from '../../read/blueprints.ts';
 import { listCommands } from '../../read/commands.ts';
 import { listLeases, type LeaseView } from '../../read/leases.ts';
 import { listResources, type ResourceView } from '../../read/resources.ts';
@@ -36,6 +37,10 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
     handler: async (request, reply) => {
       const { query } = request;
       const page = await listBlueprints(db, { ...query, order: 'newest' });
+      const slots = await readSlotsPerResource(
+        db,
+        page.items.map((b) => b.id),
+      );
       const main = renderList<BlueprintRow>(request, {
         title: 'Blueprints',
         path: '/blueprints',
@@ -54,7 +59,8 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
           },
           {
             header: 'Leases',
-            cell: (b) => html`<a href="/leases?blueprint=${b.id}">leases</a> <span class="muted">(${b.leases_per_resource} per resource)</span>`,
+            cell: (b) =>
+              html`<a href="/leases?blueprint=${b.id}">leases</a> <span class="muted">(${describeSlotsPerResource(b.leases_per_resource, slots.get(b.id), true)} per resource)</span>`,
           },
           { header: 'Commands', cell: (b) => html`<a href="/commands?target=blueprint:${b.id}">commands</a>` },
           { header: 'Created', cell: (b) => when(b.created_at) },

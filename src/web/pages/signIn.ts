@@ -11,6 +11,7 @@ import { blank } from '../forms.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { closeSession, openSession, randomSecret, SESSION_HOURS } from '../sessions.ts';
+import { formatDuration } from '../../domain/durations.ts';
 
 /** Where to go after signing in: a path on this server only (never `//elsewhere`), else the overview. */
 const NextPath = blank(
@@ -81,7 +82,8 @@ Your role decides which buttons you get.</p>
       const { body } = request;
       assertCsrf(request, readCookie(request, SIGN_IN_COOKIE));
       const wait = limiter.retryAfter(request.ip);
-      if (wait > 0) throw new ApiError('too_many_requests', `too many failed sign-ins from ${request.ip}; try again in ${wait} s`, {}, wait);
+      if (wait > 0)
+        throw new ApiError('too_many_requests', `too many failed sign-ins from ${request.ip}; try again in ${formatDuration(wait * 1000)}`, {}, wait);
       const token = await findLiveToken(db, body.token.trim());
       if (!token) {
         limiter.recordFailure(request.ip);

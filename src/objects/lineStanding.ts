@@ -1,6 +1,12 @@
 import { sql } from 'kysely';
+import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { waitingLeases } from '../db/waitingLeases.ts';
+import { matches, parseSelector, resourceLabels } from '../domain/labels.ts';
+import { canTransition, isSettingUp, LIFECYCLES, statesWith } from '../domain/lifecycle.ts';
+import { driverFactory } from '../drivers/registry.ts';
+import type { LineStanding } from '../read/standingText.ts';
+import { whyBlueprintNeverMatches } from './chooseBlueprint.ts';
 
 /** How far back the grant rate an estimate rests on looks. */
 const RATE_WINDOW_MINUTES = 15;
@@ -44,22 +50,6 @@ export function estimateFor(position: number, rate: GrantRate): number | null {
   return rate.perSecond > 0 ? Math.ceil(position / rate.perSecond) : null;
 }
 
-/** Where a waiting lease stands in its blueprint's line, and when it may expect to be active. */
-export interface LineStanding {
-  readonly blueprintName: string;
-  /** 1: next to be served. */
-  readonly position: number;
-  /** How many wait at the blueprint, this lease included. */
-  readonly waiting: number;
-  readonly since: Date;
-  /** Seconds from now, from the blueprint's recent grant rate; null when there is no rate to go by. */
-  readonly estimateSeconds: number | null;
-  /** What the estimate rests on (the recent grant rate), or why there is none. */
-  readonly basis: string;
-  /** Why it waits, as its blueprint said when it joined the line (null: a worker from before migration 0030 queued it). */
-  readonly reason: string | null;
-}
-
 /**
  * Where lease `leaseId` stands in its blueprint's waiting line; undefined
  * when it is not waiting. One statement, so one snapshot: read in two, a
@@ -69,7 +59,7 @@ export interface LineStanding {
  * ask every second.
  */
 export async function readLineStanding(db: Db, leaseId: number): Promise<LineStanding | undefined> {
-  const line = waitingLeases(db).select(['w.blueprint_id', 'w.lease_id', 'w.since', 'w.why', 'l.created_at']);
+  const line = waitingLeases(db).select(['w.blueprint_id', 'w.lease_id', 'w.since', 'w.why', 'l.created_at', 'l.selector']);
   const mine = await db
     .selectFrom(line.as('me'))
     .innerJoin('blueprints as b', 'b.id', 'me.blueprint_id')
@@ -85,11 +75,35 @@ export async function readLineStanding(db: Db, leaseId: number): Promise<LineSta
           .as('counts'),
       (join) => join.onTrue(),
     )
-    .select(['me.blueprint_id', 'me.created_at', 'me.why', 'b.name', 'counts.ahead', 'counts.waiting'])
+    .select([
+      'me.blueprint_id',
+      'me.created_at',
+      'me.why',
+      'me.selector',
+      'b.name',
+      'b.driver',
+      'b.settings',
+      'b.labels',
+      'counts.ahead',
+      'counts.waiting',
+    ])
     .where('me.lease_id', '=', leaseId)
     .executeTakeFirst();
   if (!mine) return undefined;
   const position = mine.ahead + 1;
+  const unservable = mine.selector === null ? null : await whyUnservable(db, mine.blueprint_id, mine.selector, mine);
+  if (unservable !== null) {
+    return {
+      blueprintName: mine.name,
+      position,
+      waiting: mine.waiting,
+      since: mine.created_at,
+      estimateSeconds: null,
+      basis: 'no estimate: nothing it was sent to can serve it',
+      reason: mine.why,
+      unservable,
+    };
+  }
   const rate = await recentGrantRate(db, mine.blueprint_id, mine.name);
   return {
     blueprintName: mine.name,
@@ -99,5 +113,48 @@ export async function readLineStanding(db: Db, leaseId: number): Promise<LineSta
     estimateSeconds: estimateFor(position, rate),
     basis: rate.basis,
     reason: mine.why,
+    unservable: null,
   };
+}
+
+/** The states in which a resource grants slots, or from which it may go straight to one (still being made: its labels are not known yet; out of service). */
+const MAY_GRANT = Object.keys(LIFECYCLES.resource).filter((state) =>
+  statesWith('resource', 'grantsSlots').some((granting) => state === granting || canTransition('resource', state, granting)),
+);
+
+/**
+ * Why no resource of its blueprint can serve a waiting lease's `selector`,
+ * or null when one may. None can when no resource it has that may grant
+ * slots matches (one still being made may), and either none the blueprint
+ * may make can match it (its labels, or what its driver may report, changed
+ * since the lease was made), or its driver leaves labels to its program and
+ * the resources made for this selector came back with labels that do not
+ * match it, so another made the same way is not expected to either.
+ */
+async function whyUnservable(
+  db: Db,
+  blueprintId: number,
+  selectorText: string,
+  blueprint: Pick<BlueprintRow, 'name' | 'driver' | 'settings' | 'labels'>,
+): Promise<string | null> {
+  const selector = parseSelector(selectorText);
+  const resources = await db
+    .selectFrom('resources')
+    .select(['id', 'state', 'labels', 'selector'])
+    .where('blueprint_id', '=', blueprintId)
+    .where((eb) => eb.or([eb('state', 'in', MAY_GRANT), eb('selector', '=', selectorText)]))
+    .orderBy('id')
+    .execute();
+  const mayServe = resources.filter((r) => MAY_GRANT.includes(r.state));
+  if (mayServe.some((r) => isSettingUp('resource', r.state) || matches(selector, resourceLabels(r.labels, blueprint.labels)))) return null;
+  const never = whyBlueprintNeverMatches(blueprint, selector);
+  if (never !== undefined) return `no resource of blueprint ${blueprint.name} can ever match selector ${selectorText}: ${never}`;
+  if (driverFactory(blueprint.driver).possibleLabels !== undefined) return null;
+  // Those whose driver answered: one broken while it was made reported no labels.
+  const made = resources.filter((r) => r.selector === selectorText && r.state !== 'broken' && !isSettingUp('resource', r.state));
+  if (made.length === 0) return null;
+  return (
+    `resource(s) ${made.map((r) => r.id).join(', ')}, made for selector ${selectorText}, came back with labels that do not match it, ` +
+    `and blueprint ${blueprint.name}'s ${blueprint.driver} program decides every resource's labels: change the selector, or label the blueprint`
+  );
 }
