@@ -1,4 +1,5 @@
 import type { Lease } from '../api/shapes.ts';
+import { formatTime } from '../domain/times.ts';
 
 /** Who ended a lease (an actor: a token, a user, system:gc, system:deadline...) and the line that says so. */
 export interface LeaseEnd {
@@ -38,7 +39,11 @@ export class LeaseNotGranted extends Error {
   static ended(lease: Lease, end: LeaseEnd): LeaseNotGranted {
     if (end.to === 'broken') return new LeaseNotGranted('failed', `lease ${lease.id} could not be set up: ${end.text}`, lease);
     if (end.by === 'system:deadline') {
-      return new LeaseNotGranted('deadline', `lease ${lease.id} was not active by its wait deadline ${lease.waitDeadline}`, lease);
+      return new LeaseNotGranted(
+        'deadline',
+        `lease ${lease.id} was not active by its wait deadline${lease.waitDeadline ? ` ${formatTime(lease.waitDeadline)}` : ''}`,
+        lease,
+      );
     }
     return new LeaseNotGranted('released', `lease ${lease.id} ended before it was active: ${end.text}`, lease);
   }

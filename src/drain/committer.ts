@@ -5,6 +5,7 @@ import type { Logger } from '../log.ts';
 import type { ObjectRef } from '../db/objectTables.ts';
 import { wakeObjectsQuery } from '../queue/wakeObjects.ts';
 import { VersionConflictError } from './commitOutcome.ts';
+import { formatDuration } from '../domain/durations.ts';
 import { backoffMs } from './driverFailure.ts';
 import { keyOf, type Planned } from './laneTypes.ts';
 import { RoundTrip } from './roundTrip.ts';
@@ -77,7 +78,7 @@ async function giveUp(p: Planned, error: Error, lane: CommittingLane, log: Logge
   const { ref, head } = p.held;
   const retryInMs = backoffMs(head.attempts);
   log.error({ err: error, command: head.id, target: keyOf(ref) }, 'command failed to commit; retrying it later');
-  const message = `internal error (attempt ${head.attempts + 1}), retrying in ${(retryInMs / 1000).toFixed(1)} s: ${error.message}`;
+  const message = `internal error (attempt ${head.attempts + 1}), retrying in ${formatDuration(retryInMs)}: ${error.message}`;
   await lane.send(
     new RoundTrip<never>().add(
       CompiledQuery.raw(

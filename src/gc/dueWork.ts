@@ -3,6 +3,7 @@ import type { Db } from '../db/Database.ts';
 import { withTransaction } from '../db/withTransaction.ts';
 import { systemActorName } from '../domain/Actor.ts';
 import { formatDuration } from '../domain/durations.ts';
+import { formatTime } from '../domain/times.ts';
 import { describeDeadline } from '../objects/leaseDeadlines.ts';
 import { type AppendedRow, type AppendRequest, appendBatchStatement, batchedAppend, signalWorkersOnCommit } from '../queue/appendCommand.ts';
 import { recordAppended } from '../metrics/metrics.ts';
@@ -77,7 +78,7 @@ export async function appendDueWork(
         resources.map((r) => r.id),
       );
       for (const resource of resources) {
-        const last = resource.checked_at ? `last checked ${resource.checked_at.toISOString()}` : 'never checked';
+        const last = resource.checked_at ? `last checked ${formatTime(resource.checked_at)}` : 'never checked';
         const reason = `${last}; checked every ${formatDuration(resource.check_interval_ms)}`;
         asked.push({
           part: 'checks',

@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { GcAction, GcPass, StepReport } from './GcPass.ts';
 import { formatDuration } from '../domain/durations.ts';
+import { formatTime } from '../domain/times.ts';
 
 /**
  * An idle resource the collector may reclaim: active, no lease holds a
@@ -75,7 +76,7 @@ async function forWaitingLeases(pass: GcPass): Promise<Candidate[]> {
   `.execute(pass.db);
   return rows.map((c) => ({
     resourceId: c.resource_id,
-    reason: `idle since ${c.idle_since.toISOString()}; blueprint ${c.name} is at its limit of ${c.max_resources} with ${c.waiting} lease(s) waiting`,
+    reason: `idle since ${formatTime(c.idle_since)}; blueprint ${c.name} is at its limit of ${c.max_resources} with ${c.waiting} lease(s) waiting`,
   }));
 }
 
@@ -104,7 +105,7 @@ async function beyondMinimum(pass: GcPass): Promise<Candidate[]> {
   `.execute(pass.db);
   return rows.map((c) => ({
     resourceId: c.resource_id,
-    reason: `idle since ${c.idle_since.toISOString()}, longer than blueprint ${c.name}'s idle timeout of ${formatDuration(c.idle_timeout_ms)}; ${c.kept} kept, minimum ${c.min_resources}`,
+    reason: `idle since ${formatTime(c.idle_since)}, longer than blueprint ${c.name}'s idle timeout of ${formatDuration(c.idle_timeout_ms)}; ${c.kept} kept, minimum ${c.min_resources}`,
   }));
 }
 

@@ -557,7 +557,7 @@ describe('the drain', () => {
     expect(await stateEvents(db(), 'lease', l.id)).toEqual(['pending→acquired', 'acquired→active']);
     const after = await db().selectFrom('commands').selectAll().where('id', '=', release.id).executeTakeFirstOrThrow();
     expect(after).toMatchObject({ status: 'queued', attempts: 1 });
-    expect(after.message).toMatch(/^internal error \(attempt 1\), retrying in 0\.5 s: .*is at version/);
+    expect(after.message).toMatch(/^internal error \(attempt 1\), retrying in 500ms: .*is at version/);
   });
 });
 
