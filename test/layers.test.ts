@@ -23,7 +23,7 @@ const LAYERS: ReadonlyArray<{ readonly name: string; readonly units: ReadonlyArr
   { name: 'objects', units: [['src/objects/']] },
   { name: 'engines', units: [['src/drain/'], ['src/gc/']] },
   { name: 'API', units: [['src/api/']] },
-  { name: 'API users', units: [['src/web/'], ['src/client/'], ['workers/']] },
+  { name: 'API users', units: [['src/web/'], ['src/client/'], ['src/tasks/']] },
   { name: 'processes', units: [['src/api/server.ts'], ['src/worker/']] },
   { name: 'CLI', units: [['src/cli/']] },
 ];
@@ -49,9 +49,9 @@ function placeOf(file: string): Place | undefined {
   return found;
 }
 
-/** Every source file the layers cover: src/, migrations/ and workers/, in TypeScript or JavaScript. */
+/** Every source file the layers cover: src/ and migrations/, in TypeScript or JavaScript. */
 function sourceFiles(): string[] {
-  return ['src', 'migrations', 'workers'].flatMap((dir) =>
+  return ['src', 'migrations'].flatMap((dir) =>
     readdirSync(path.join(root, dir), { recursive: true, withFileTypes: true })
       .filter((e) => e.isFile() && /\.(ts|mts|mjs|js)$/.test(e.name))
       .map((e) => path.relative(root, path.join(e.parentPath, e.name))),
@@ -75,7 +75,7 @@ function wrongImport(file: string, target: string): string | undefined {
   return `${unitName(from)} (layer "${LAYERS[from.rank]?.name}") imports only its own files and the layers below; ${unitName(to)} is in the layer "${LAYERS[to.rank]?.name}" above it`;
 }
 
-test('every file of src/, migrations/ and workers/ has its place in a layer', () => {
+test('every file of src/ and migrations/ has its place in a layer', () => {
   expect(sourceFiles().filter((file) => !placeOf(file))).toEqual([]);
 });
 

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 /** The folders and files the build reads; a change to any of them may change what it writes. */
-const SOURCE_DIRS = ['src', 'migrations', 'workers'];
+const SOURCE_DIRS = ['src', 'migrations'];
 const SOURCE_FILES = ['package.json', 'tsconfig.json', 'tsconfig.build.json'];
 
 /**

@@ -1,17 +1,17 @@
 import { sql } from 'kysely';
-import type { CallbackRow } from '../migrations/schema.ts';
-import type { Config } from '../src/config.ts';
-import type { Db } from '../src/db/Database.ts';
-import type { Logger } from '../src/log.ts';
-import { recordCallbackDelivery } from '../src/metrics/metrics.ts';
-import type { AllowedHosts } from '../src/domain/allowedHosts.ts';
-import { buildCallbackPayload } from '../src/api/callbackPayload.ts';
-import { checkCallbackUrl } from '../src/callbacks/CallbackRequest.ts';
-import { dispatchCallbacksQuietly } from '../src/callbacks/dispatchCallbacks.ts';
-import { lockUnsettledTree } from '../src/callbacks/lockUnsettledTree.ts';
-import { loadCallbackSecret } from '../src/callbacks/callbackSecret.ts';
-import { SIGNATURE_HEADER, signCallback } from '../src/callbacks/signCallback.ts';
-import { formatDuration } from '../src/domain/durations.ts';
+import type { CallbackRow } from '../../migrations/schema.ts';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/Database.ts';
+import type { Logger } from '../log.ts';
+import { recordCallbackDelivery } from '../metrics/metrics.ts';
+import type { AllowedHosts } from '../domain/allowedHosts.ts';
+import { buildCallbackPayload } from '../api/callbackPayload.ts';
+import { checkCallbackUrl } from '../callbacks/CallbackRequest.ts';
+import { dispatchCallbacksQuietly } from '../callbacks/dispatchCallbacks.ts';
+import { lockUnsettledTree } from '../callbacks/lockUnsettledTree.ts';
+import { loadCallbackSecret } from '../callbacks/callbackSecret.ts';
+import { SIGNATURE_HEADER, signCallback } from '../callbacks/signCallback.ts';
+import { formatDuration } from '../domain/durations.ts';
 
 export interface CallbackSettings {
   readonly allowedHosts: AllowedHosts;

@@ -1,8 +1,8 @@
 import { parseCronItems, type ParsedCronItem, type TaskList } from 'graphile-worker';
-import type { Config } from '../src/config.ts';
-import type { Database } from '../src/db/Database.ts';
-import { gcSettings, runCollectorPass } from '../src/gc/runCollector.ts';
-import type { Logger } from '../src/log.ts';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/Database.ts';
+import { gcSettings, runCollectorPass } from '../gc/runCollector.ts';
+import type { Logger } from '../log.ts';
 
 export const GC_TASK = 'slipway_gc';
 

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { callbackTasks } from '../../workers/deliverCallback.ts';
-import { CallbackDelivery } from '../../workers/CallbackDelivery.ts';
-import { gcCronItems, gcTasks } from '../../workers/gcTasks.ts';
+import { callbackTasks } from '../tasks/deliverCallback.ts';
+import { CallbackDelivery } from '../tasks/CallbackDelivery.ts';
+import { gcCronItems, gcTasks } from '../tasks/gcTasks.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/Database.ts';
 import { withSessionSettings } from '../db/sessionSettings.ts';

@@ -19,8 +19,8 @@ test('SLIPWAY_HOME defaults to .slipway in a checkout, else to the XDG data dire
 let root: string;
 beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'slipway-built-from-'));
-  for (const dir of ['src/cli', 'migrations', 'workers', 'dist']) await mkdir(path.join(root, dir), { recursive: true });
-  for (const file of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'src/cli/main.ts', 'migrations/index.ts', 'workers/task.ts']) {
+  for (const dir of ['src/cli', 'src/tasks', 'migrations', 'dist']) await mkdir(path.join(root, dir), { recursive: true });
+  for (const file of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'src/cli/main.ts', 'migrations/index.ts', 'src/tasks/task.ts']) {
     await writeFile(path.join(root, file), `// ${file}\n`);
   }
 });
@@ -41,8 +41,8 @@ test('a build is stale once a source file changes, is added or is removed, and n
   expect(staleBuild(root)).toBe('src/cli/main.ts changed after dist/ was built');
   await build();
 
-  await writeFile(path.join(root, 'workers', 'new.ts'), '// new\n');
-  expect(staleBuild(root)).toBe('workers/new.ts is newer than dist/');
+  await writeFile(path.join(root, 'src', 'tasks', 'new.ts'), '// new\n');
+  expect(staleBuild(root)).toBe('src/tasks/new.ts is newer than dist/');
   await build();
 
   await rm(path.join(root, 'migrations', 'index.ts'));

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { GC_TASK } from '../../workers/gcTasks.ts';
+import { GC_TASK } from '../../src/tasks/gcTasks.ts';
 import { createToken } from '../../src/api/auth/tokens.ts';
 import { ApiServer } from '../../src/api/server.ts';
 import { loadConfig } from '../../src/config.ts';

@@ -1,5 +1,5 @@
 /**
- * Queues one deliver_callback job (workers/deliverCallback.ts) per pending
+ * Queues one deliver_callback job (src/tasks/deliverCallback.ts) per pending
  * callback not yet queued, skipping rows another dispatcher holds
  * (src/callbacks/dispatchCallbacks.ts).
  */

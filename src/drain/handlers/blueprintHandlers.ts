@@ -8,7 +8,7 @@ import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts
 import { makeResource } from '../../objects/makeResource.ts';
 import { done, failed, type HandlerContext, type QueryingHandler, type HandlerTable, type Outcome } from '../Handler.ts';
 import { send } from '../messages.ts';
-import { requestingLease } from '../reads/requestingLease.ts';
+import { requestingLease } from '../batchReads/requestingLease.ts';
 import { placeInLine } from '../../domain/priority.ts';
 import { parseSelector } from '../../domain/labels.ts';
 import { destroyOrphan } from './destroyOrphan.ts';

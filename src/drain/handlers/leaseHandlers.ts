@@ -8,8 +8,8 @@ import { deadlinesFromNow, pastDeadline } from '../../objects/leaseDeadlines.ts'
 import { done, failed, type HandlerContext, type HandlerOf, type HandlerTable, mergedAttributes, type Outcome, yieldFor } from '../Handler.ts';
 import { driverFailure } from '../driverFailure.ts';
 import { type FollowUp, send } from '../messages.ts';
-import { heldSlot } from '../reads/heldSlots.ts';
-import { type ResourceIdentity, resourceAttributes } from '../reads/resourceAttributes.ts';
+import { heldSlot } from '../batchReads/heldSlots.ts';
+import { type ResourceIdentity, resourceAttributes } from '../batchReads/resourceAttributes.ts';
 import { giveBackSlot, type SlotReturn, slotFreedEvent, slotReturnsBatch, tellOfSlotGivenBack } from './slotsGivenBack.ts';
 import { formatTime } from '../../domain/times.ts';
 

@@ -13,7 +13,7 @@ import { describeQuota, type Quota, quotaReached } from '../../domain/quotas.ts'
 import { perStep } from '../../db/perStep.ts';
 import { waitingLeases } from '../../db/waitingLeases.ts';
 import { countedAtBlueprint, countedOverall, countPromised, quotasFor } from '../../db/countedLeases.ts';
-import { forgetRequestingLeases } from '../reads/requestingLease.ts';
+import { forgetRequestingLeases } from '../batchReads/requestingLease.ts';
 
 /**
  * A blueprint's waiting line: the leases that found no free slot. Each
