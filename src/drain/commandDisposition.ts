@@ -1,9 +1,8 @@
-import type { Labels } from '../domain/labels.ts';
 import type { BlueprintRow, CommandRow, ObjectKind } from '../../migrations/schema.ts';
 import { commandKindSpec, preemptingKinds, schemaOf, upgradedPayload } from '../domain/commandKinds.ts';
 import { describeZodIssues } from '../domain/errors.ts';
 import { accepts } from '../domain/lifecycle.ts';
-import type { DriverCall } from '../drivers/Driver.ts';
+import { type DriverCall, driverBlueprint } from '../drivers/Driver.ts';
 import type { ObjectRef } from '../db/objectTables.ts';
 import type { CommandHandler, Outcome } from './Handler.ts';
 import { BLUEPRINT_HANDLERS } from './handlers/blueprintHandlers.ts';
@@ -63,7 +62,7 @@ export function handlerOf(target: ObjectKind, kind: string): CommandHandler<Obje
 /** Who a handler's driver calls are for: the blueprint, and the object and command ids as the idempotency key. */
 export function driverCall(target: ObjectRef, command: CommandRow, blueprint: BlueprintRow): DriverCall {
   return {
-    blueprint: { id: blueprint.id, name: blueprint.name, settings: blueprint.settings, labels: blueprint.labels as Labels },
+    blueprint: driverBlueprint(blueprint),
     idempotencyKey: `${target.kind}:${target.id}:${command.id}`,
     commandId: command.id,
   };

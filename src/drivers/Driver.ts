@@ -79,6 +79,16 @@ export interface SlotCall extends ResourceCall {
 /** A listing is asked for outside any command: it has no idempotency key, only the blueprint. */
 export type ListCall = Pick<DriverCall, 'blueprint'>;
 
+/** The blueprint as every driver call names it, from its row. */
+export function driverBlueprint(row: {
+  readonly id: number;
+  readonly name: string;
+  readonly settings: unknown;
+  readonly labels: unknown;
+}): DriverCall['blueprint'] {
+  return { id: row.id, name: row.name, settings: row.settings, labels: row.labels as Labels };
+}
+
 export interface OrphanCall extends DriverCall {
   /** As `listResources` reported it. */
   readonly orphan: ListedResource;

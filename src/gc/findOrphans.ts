@@ -2,9 +2,9 @@ import { CompiledQuery, sql } from 'kysely';
 import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { withTransaction } from '../db/withTransaction.ts';
-import type { Labels } from '../domain/labels.ts';
 import { formatDuration } from '../domain/durations.ts';
-import type { ListResult } from '../drivers/Driver.ts';
+import { formatTime } from '../domain/times.ts';
+import { driverBlueprint, type ListResult } from '../drivers/Driver.ts';
 import { DriverRegistry } from '../drivers/registry.ts';
 import { validatingDriver } from '../drivers/validatingDriver.ts';
 import type { GcAction, GcPass, StepReport } from './GcPass.ts';
@@ -56,8 +56,7 @@ export async function findOrphans(pass: GcPass): Promise<StepReport> {
     const target = { kind: 'blueprint', id: blueprint.id } as const;
     let listed: ListResult['resources'];
     try {
-      const call = { blueprint: { id: blueprint.id, name: blueprint.name, settings: blueprint.settings, labels: blueprint.labels as Labels } };
-      listed = (await driver.listResources(call)).resources;
+      listed = (await driver.listResources({ blueprint: driverBlueprint(blueprint) })).resources;
     } catch (error) {
       const message = `listing what the ${blueprint.driver} driver holds failed: ${(error as Error).message}`;
       actions.push({ target: `blueprint:${blueprint.id}`, kind: 'listResources', reason: 'find orphans', refused: message });
@@ -68,7 +67,7 @@ export async function findOrphans(pass: GcPass): Promise<StepReport> {
     if (blueprint.orphans !== 'destroy') continue;
     for (const orphan of orphans.filter((o) => o.confirmed && !o.asked)) {
       if (pass.outOfTime) return { found, actions, truncated: true };
-      const reason = `orphan "${orphan.external_id}": listed by the ${blueprint.driver} driver, no resource stands for it (unmatched in ${orphan.passes} passes since ${orphan.first_seen_at.toISOString()}, longer than the grace of ${formatDuration(pass.settings.orphanGraceMs)}); blueprint ${blueprint.name} destroys orphans`;
+      const reason = `orphan "${orphan.external_id}": listed by the ${blueprint.driver} driver, no resource stands for it (unmatched in ${orphan.passes} passes since ${formatTime(orphan.first_seen_at)}, longer than the grace of ${formatDuration(pass.settings.orphanGraceMs)}); blueprint ${blueprint.name} destroys orphans`;
       actions.push(await pass.request(target, 'destroy_orphan', reason, { orphan: orphan.external_id }));
     }
   }

@@ -83,6 +83,8 @@ test('a blueprint that destroys orphans has its driver remove one found unmatche
   const [command] = await destroyRequests(bp.id);
   expect(command).toMatchObject({ status: 'done', issued_by: 'system:gc', source: 'gc', payload: { orphan: 'vm-left-over' } });
   expect(command!.reason).toMatch(/orphan "vm-left-over": listed by the simulated driver, no resource stands for it/);
+  // Times in the one format people read (domain/times.ts), not ISO 8601.
+  expect(command!.reason).toMatch(/ passes since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z, /);
   const effects = await db()
     .selectFrom('simulated_effects')
     .select(['calls'])
