@@ -19,7 +19,7 @@ import { type DecidingLane, decideStep } from './decideStep.ts';
 import { driverFailure } from './driverFailure.ts';
 import { hasEffect } from './Handler.ts';
 import { type Held, keyOf, type ObjectRow, type Planned, type Results } from './laneTypes.ts';
-import { planHead, readDeclared } from './planCommands.ts';
+import { type PlanningParts, planHead, readDeclared } from './planCommands.ts';
 import { RoundTrip, type RoundTripResults } from './roundTrip.ts';
 import { RunningMarks } from './runningMarks.ts';
 import { claimStatement } from './sql/claim.ts';
@@ -112,6 +112,8 @@ export class DrainLane {
   private readonly pool: pg.Pool;
   /** Where the running marks go (LaneOptions.marksPool). */
   private readonly marksPool: pg.Pool;
+  /** What the contexts of the commands it plans and decides are given. */
+  private readonly planning: PlanningParts;
 
   /**
    * `database`: the pool the lane takes its connection from, and its Kysely,
@@ -119,13 +121,14 @@ export class DrainLane {
    * flight may outlive its step).
    */
   constructor(
-    private readonly database: Pick<Database, 'pool' | 'db'>,
-    private readonly drivers: DriverRegistry,
+    database: Pick<Database, 'pool' | 'db'>,
+    drivers: DriverRegistry,
     private readonly log: Logger,
     private readonly options: LaneOptions,
   ) {
     this.pool = database.pool;
     this.marksPool = options.marksPool ?? database.pool;
+    this.planning = { drivers, db: database.db };
   }
 
   /**
@@ -240,8 +243,9 @@ export class DrainLane {
     if (this.options.chaosDelayMs > 0) await sleep(Math.random() * this.options.chaosDelayMs);
     const pickedUpAt = Date.now();
     const marks = new RunningMarks(this.marksPool, this.log);
-    const parts = { drivers: this.drivers, db: this.database.db };
-    const fresh = finishing ? [] : [...this.held.values()].filter((h) => !this.inFlight.has(keyOf(h.ref))).map((h) => planHead(parts, h, marks));
+    const fresh = finishing
+      ? []
+      : [...this.held.values()].filter((h) => !this.inFlight.has(keyOf(h.ref))).map((h) => planHead(this.planning, h, marks));
     await readDeclared(kyselyOnClient(client), fresh);
     for (const p of fresh) {
       if (!hasEffect(p.handler) || p.outcome) continue;
@@ -326,9 +330,8 @@ export class DrainLane {
   /** What deciding a step (decideStep.ts) needs of the lane. */
   private deciding(client: pg.PoolClient): DecidingLane {
     return {
+      ...this.planning,
       client,
-      drivers: this.drivers,
-      db: this.database.db,
       newMarks: () => new RunningMarks(this.marksPool, this.log),
       send: (trip) => this.send(client, trip),
     };

@@ -7,9 +7,10 @@ import type { TokenRole } from '../../migrations/schema.ts';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';
 import { simulatedBlueprint } from '../api/support/fixtures.ts';
 import { closedPort } from '../helpers/deadEnds.ts';
+import { CHECKOUT } from '../helpers/packedPackage.ts';
 import { sourceModulesIn } from '../helpers/sourceModules.ts';
 import { NOT_IN_REMOTE_MODE, NOT_IN_REMOTE_MODE_BUILT } from './notAtStartUp.ts';
-import { CHECKOUT, CLI_RUNS_BUILD, parseJson, runCli, type CliRun } from './runCli.ts';
+import { CLI_RUNS_BUILD, parseJson, runCli, type CliRun } from './runCli.ts';
 import { NO_SCHEDULED_COLLECTOR, rowCounts } from './rowCounts.ts';
 
 /**

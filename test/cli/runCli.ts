@@ -1,11 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { staleBuild } from '../../src/cli/builtFrom.mjs';
-
-/** The checkout under test. */
-export const CHECKOUT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+import { CHECKOUT } from '../helpers/packedPackage.ts';
 
 /**
  * Whether the CLI under test is the build (dist/) rather than the TypeScript

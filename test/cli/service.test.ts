@@ -5,10 +5,11 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { migrations } from '../../migrations/index.ts';
 import { Database } from '../../src/db/Database.ts';
 import { slipwayVersion } from '../../src/version.ts';
+import { CHECKOUT } from '../helpers/packedPackage.ts';
 import { testLog } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { createEmptyDatabase } from './emptyDatabase.ts';
-import { CHECKOUT, CLI_RUNS_BUILD, finished, parseJson, runCli, spawnCli } from './runCli.ts';
+import { CLI_RUNS_BUILD, finished, parseJson, runCli, spawnCli } from './runCli.ts';
 
 // Every migration, in order: the list grows as migrations are added.
 const ALL_MIGRATIONS = Object.keys(migrations).join(', ');

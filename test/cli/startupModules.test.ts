@@ -5,8 +5,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 import { NOT_AT_START_UP, NOT_FOR_VERSION } from './notAtStartUp.ts';
+import { CHECKOUT } from '../helpers/packedPackage.ts';
 import { sourceModulesIn } from '../helpers/sourceModules.ts';
-import { CHECKOUT, runCli } from './runCli.ts';
+import { runCli } from './runCli.ts';
 
 /**
  * A `slipway` call loads what its subcommand runs and no more (see
