@@ -1,4 +1,4 @@
-import { ApiServer } from '../src/api/server.ts';
+import { ApiServer } from '../src/server/ApiServer.ts';
 import { loadConfig } from '../src/config.ts';
 import { Database } from '../src/db/Database.ts';
 import { createLogger } from '../src/log.ts';

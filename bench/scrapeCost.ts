@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Kysely, PostgresDialect, type CompiledQuery, sql } from 'kysely';
-import { ApiServer } from '../src/api/server.ts';
+import { ApiServer } from '../src/server/ApiServer.ts';
 import { loadConfig } from '../src/config.ts';
 import type { DB } from '../migrations/schema.ts';
 import { createLogger } from '../src/log.ts';

@@ -14,7 +14,7 @@ const LAYERS: ReadonlyArray<{ readonly name: string; readonly units: ReadonlyArr
   { name: 'domain', units: [['src/domain/']] },
   {
     name: 'process',
-    units: [['src/packageRoot.ts', 'src/version.ts', 'src/log.ts', 'src/config.ts', 'src/health/', 'src/worker/graphileLogger.ts']],
+    units: [['src/packageRoot.ts', 'src/version.ts', 'src/log.ts', 'src/graphileLogger.ts', 'src/config.ts', 'src/health/']],
   },
   { name: 'database', units: [['src/db/', 'migrations/']] },
   { name: 'shared services', units: [['src/metrics/'], ['src/read/'], ['src/callbacks/']] },
@@ -24,7 +24,7 @@ const LAYERS: ReadonlyArray<{ readonly name: string; readonly units: ReadonlyArr
   { name: 'engines', units: [['src/drain/'], ['src/gc/']] },
   { name: 'API', units: [['src/api/']] },
   { name: 'API users', units: [['src/web/'], ['src/client/'], ['src/tasks/']] },
-  { name: 'processes', units: [['src/api/server.ts'], ['src/worker/']] },
+  { name: 'processes', units: [['src/server/'], ['src/worker/']] },
   { name: 'CLI', units: [['src/cli/']] },
 ];
 

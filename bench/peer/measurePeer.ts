@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { makeWorkerUtils } from 'graphile-worker';
 import { z } from 'zod';
 import type { Logger } from '../../src/log.ts';
-import { graphileLogger } from '../../src/worker/graphileLogger.ts';
+import { graphileLogger } from '../../src/graphileLogger.ts';
 import type { Database } from '../../src/db/Database.ts';
 import { WorkerFleet } from '../WorkerFleet.ts';
 import { JobRunSummarySchema, summarizeRuns } from './jobRuns.ts';

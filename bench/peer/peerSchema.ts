@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { runMigrations } from 'graphile-worker';
 import type { Logger } from '../../src/log.ts';
-import { graphileLogger } from '../../src/worker/graphileLogger.ts';
+import { graphileLogger } from '../../src/graphileLogger.ts';
 
 /** The peer's own tables, apart from Slipway's. */
 export const PEER_SCHEMA = 'bench_peer';

@@ -3,7 +3,7 @@ import { run, type Runner, type TaskList, type WorkerEvents } from 'graphile-wor
 import pg from 'pg';
 import { z } from 'zod';
 import { createLogger } from '../../src/log.ts';
-import { graphileLogger } from '../../src/worker/graphileLogger.ts';
+import { graphileLogger } from '../../src/graphileLogger.ts';
 import { answerFleet } from '../answerFleet.ts';
 import { PeakRss } from '../peakRss.ts';
 import type { FromWorker, ToWorker } from '../workerProtocol.ts';

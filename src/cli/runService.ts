@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { ensureFirstAdminToken, FIRST_ADMIN_TOKEN_FILE } from '../api/auth/firstAdminToken.ts';
-import { ApiServer } from '../api/server.ts';
+import { ApiServer } from '../server/ApiServer.ts';
 import type { Config } from '../config.ts';
 import { warnAboutServerSettings } from '../db/serverChecks.ts';
 import { ProcessHealth } from '../health/ProcessHealth.ts';

@@ -3,7 +3,7 @@ import { Migrator } from 'kysely';
 import { migrations } from '../../migrations/index.ts';
 import type { Logger } from '../log.ts';
 import { applyFunctions } from './applyFunctions.ts';
-import { graphileLogger } from '../worker/graphileLogger.ts';
+import { graphileLogger } from '../graphileLogger.ts';
 import type { Database } from './Database.ts';
 
 /**

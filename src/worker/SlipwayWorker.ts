@@ -10,7 +10,7 @@ import { DriverRegistry } from '../drivers/registry.ts';
 import { ProcessHealth } from '../health/ProcessHealth.ts';
 import type { Logger } from '../log.ts';
 import { slipwayVersion } from '../version.ts';
-import { graphileLogger } from './graphileLogger.ts';
+import { graphileLogger } from '../graphileLogger.ts';
 import { JobRunner } from './JobRunner.ts';
 import { Sweeper } from './Sweeper.ts';
 import { Timekeeper } from './Timekeeper.ts';

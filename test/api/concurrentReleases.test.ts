@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createToken } from '../../src/api/auth/tokens.ts';
 import { HttpJsonClient } from '../helpers/HttpJsonClient.ts';
-import { ApiServer } from '../../src/api/server.ts';
+import { ApiServer } from '../../src/server/ApiServer.ts';
 import { loadConfig } from '../../src/config.ts';
 import { testLog } from '../helpers/testDatabase.ts';
 import { createLeases, shuffle, simulatedBlueprint, waitForLeases, waitForQuietQueues } from '../concurrency/support/fixtures.ts';

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect, test } from 'vitest';
-import { ApiServer } from '../../src/api/server.ts';
+import { ApiServer } from '../../src/server/ApiServer.ts';
 import { loadConfig } from '../../src/config.ts';
 import { type HoldEvent, LeaseLost, LeaseNotGranted, LeaseUnreachable, SlipwayClient } from '../../src/client/index.ts';
 import { testLog } from '../helpers/testDatabase.ts';

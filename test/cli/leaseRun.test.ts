@@ -4,7 +4,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { expect, test } from 'vitest';
-import { ApiServer } from '../../src/api/server.ts';
+import { ApiServer } from '../../src/server/ApiServer.ts';
 import { LEASE_RUN_EXIT } from '../../src/cli/leaseRun/leaseRunExit.ts';
 import { loadConfig } from '../../src/config.ts';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';

@@ -9,7 +9,7 @@
 export const NOT_AT_START_UP: readonly RegExp[] = [
   /\/node_modules\/(fastify|graphile-worker|prom-client|@opentelemetry\/api)\//,
   /\/migrations\/\d{4}_\w+\.(ts|js)$/,
-  /\/src\/(api\/server|worker\/SlipwayWorker|gc\/|metrics\/|client\/|queue\/appendCommand|read\/waitForSettled|drain\/handlers\/)/,
+  /\/src\/(server\/|worker\/SlipwayWorker|gc\/|metrics\/|client\/|queue\/appendCommand|read\/waitForSettled|drain\/handlers\/)/,
 ];
 
 /** The packages every other call loads, which a lone `slipway --version` does without. */
@@ -24,6 +24,6 @@ export const NOT_FOR_VERSION = /\/node_modules\/(commander|zod|kysely|pg|pino)\/
  */
 export const NOT_IN_REMOTE_MODE: readonly RegExp[] = [
   /\/node_modules\/(fastify|graphile-worker|prom-client|@opentelemetry\/api)\//,
-  /\/src\/(db\/(Database|EmbeddedDatabase|PreparingClient)|drain\/|queue\/appendCommand|objects\/(create|update)|metrics\/|gc\/|worker\/SlipwayWorker|api\/server)/,
+  /\/src\/(db\/(Database|EmbeddedDatabase|PreparingClient)|drain\/|queue\/appendCommand|objects\/(create|update)|metrics\/|gc\/|worker\/SlipwayWorker|server\/)/,
 ];
 export const NOT_IN_REMOTE_MODE_BUILT = /\/node_modules\/(kysely|pg|pino)\//;

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createToken } from '../../src/api/auth/tokens.ts';
-import { ApiServer } from '../../src/api/server.ts';
+import { ApiServer } from '../../src/server/ApiServer.ts';
 import { loadConfig } from '../../src/config.ts';
 import { ApiClient } from '../api/support/ApiClient.ts';
 import { activeLease, simulatedBlueprint } from '../api/support/fixtures.ts';

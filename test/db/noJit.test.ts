@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createToken } from '../../src/api/auth/tokens.ts';
-import { ApiServer } from '../../src/api/server.ts';
+import { ApiServer } from '../../src/server/ApiServer.ts';
 import { loadConfig } from '../../src/config.ts';
 import { EmbeddedDatabase, type ServerBinaries } from '../../src/db/EmbeddedDatabase.ts';
 import { createFreshDatabase, type FreshDatabase } from '../../src/db/freshDatabase.ts';

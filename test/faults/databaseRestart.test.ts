@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createToken } from '../../src/api/auth/tokens.ts';
-import { ApiServer } from '../../src/api/server.ts';
+import { ApiServer } from '../../src/server/ApiServer.ts';
 import { loadConfig } from '../../src/config.ts';
 import { Database } from '../../src/db/Database.ts';
 import { EmbeddedDatabase } from '../../src/db/EmbeddedDatabase.ts';

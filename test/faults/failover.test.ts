@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { GC_TASK } from '../../src/tasks/gcTasks.ts';
 import { createToken } from '../../src/api/auth/tokens.ts';
-import { ApiServer } from '../../src/api/server.ts';
+import { ApiServer } from '../../src/server/ApiServer.ts';
 import { loadConfig } from '../../src/config.ts';
 import { Database } from '../../src/db/Database.ts';
 import { migrate } from '../../src/db/migrate.ts';

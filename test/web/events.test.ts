@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterEach, expect, test } from 'vitest';
 import { COMMANDS_CHANNEL } from '../../src/db/channels.ts';
-import { ApiServer } from '../../src/api/server.ts';
+import { ApiServer } from '../../src/server/ApiServer.ts';
 import { loadConfig } from '../../src/config.ts';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';
 import { testLog } from '../helpers/testDatabase.ts';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll } from 'vitest';
 import type { TokenRole } from '../../../migrations/schema.ts';
 import { ROLES } from '../../../src/api/auth/roles.ts';
 import { createToken } from '../../../src/api/auth/tokens.ts';
-import { ApiServer } from '../../../src/api/server.ts';
+import { ApiServer } from '../../../src/server/ApiServer.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { SlipwayWorker } from '../../../src/worker/SlipwayWorker.ts';
 import { createTestDatabase, testLog } from '../../helpers/testDatabase.ts';

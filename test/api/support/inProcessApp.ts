@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { TOKEN_REVOKED_CHANNEL } from '../../../src/db/channels.ts';
 import { TrustedTokens } from '../../../src/api/auth/TrustedTokens.ts';
-import { apiContext, buildApp } from '../../../src/api/server.ts';
+import { apiContext, buildApp } from '../../../src/server/ApiServer.ts';
 import { loadConfig } from '../../../src/config.ts';
 import type { Database } from '../../../src/db/Database.ts';
 import type { Logger } from '../../../src/log.ts';

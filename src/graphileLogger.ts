@@ -1,5 +1,5 @@
 import { Logger as GraphileLogger } from 'graphile-worker';
-import type { Logger } from '../log.ts';
+import type { Logger } from './log.ts';
 
 /** Our level for each of graphile-worker's; any other (debug) is trace. Its info lines are routine. */
 const LEVELS: Readonly<Record<string, 'error' | 'warn' | 'debug'>> = { error: 'error', warning: 'warn', info: 'debug' };
