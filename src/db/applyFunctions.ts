@@ -30,12 +30,9 @@ export async function applyFunctions(db: Db, definitions: readonly string[] = FU
   return db.transaction().execute(async (trx) => {
     // The migrator's own lock, so processes that start together replace each function once, one after another.
     await sql`select 1 from kysely_migration_lock where id = 'migration_lock' for update`.execute(trx);
-    const current = await definitionsIn(trx);
     const replaced: string[] = [];
-    for (const definition of definitions) {
+    for (const definition of await outdatedDefinitions(trx, definitions)) {
       const name = functionName(definition);
-      const now = current.get(name) ?? [];
-      if (now.length === 1 && now[0] === definition) continue;
       await sql.raw(definition).execute(trx);
       const after = (await definitionsIn(trx)).get(name) ?? [];
       if (after.length > 1) {
@@ -47,6 +44,25 @@ export async function applyFunctions(db: Db, definitions: readonly string[] = FU
       replaced.push(name);
     }
     return replaced;
+  });
+}
+
+/**
+ * The names of the functions whose definition in the database is not the
+ * text of their file (or which it lacks): those `db migrate` would replace,
+ * for `slipway db status`.
+ */
+export async function outdatedFunctions(db: Db): Promise<string[]> {
+  const outdated = await db.transaction().execute((trx) => outdatedDefinitions(trx, FUNCTION_DEFINITIONS));
+  return outdated.map(functionName);
+}
+
+/** The definitions that differ from the database's one function of their name, in a transaction (definitionsIn sets its path). */
+async function outdatedDefinitions(trx: Db, definitions: readonly string[]): Promise<string[]> {
+  const current = await definitionsIn(trx);
+  return definitions.filter((definition) => {
+    const now = current.get(functionName(definition)) ?? [];
+    return !(now.length === 1 && now[0] === definition);
   });
 }
 

@@ -3,7 +3,9 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { migrations } from '../../migrations/index.ts';
+import { functionName } from '../../src/db/applyFunctions.ts';
 import { Database } from '../../src/db/Database.ts';
+import { FUNCTION_DEFINITIONS } from '../../src/db/functions/index.ts';
 import { slipwayVersion } from '../../src/version.ts';
 import { CHECKOUT } from '../helpers/packedPackage.ts';
 import { testLog } from '../helpers/testDatabase.ts';
@@ -43,12 +45,65 @@ test('a command on a database without the schema names the fix instead of a miss
   expect(parseJson(json)).toMatchObject({ code: 'schema_missing', message: expect.stringContaining('slipway db migrate') });
 });
 
+test('db status on a database without the schema names every migration and function it lacks', async () => {
+  const run = await runCli(['--json', 'db', 'status'], empty.url);
+  expect(run.code).toBe(1);
+  expect(parseJson(run)).toMatchObject({
+    code: 'not_up_to_date',
+    message: expect.stringContaining('run `slipway db migrate`'),
+    details: { pendingMigrations: Object.keys(migrations), laterMigrations: [], outdatedFunctions: FUNCTION_DEFINITIONS.map(functionName) },
+  });
+});
+
 test('db migrate applies the migrations once', async () => {
   const first = await runCli(['db', 'migrate'], empty.url);
   expect(first.code).toBe(0);
   expect(first.stdout).toMatch(new RegExp(`^PostgreSQL at postgres@[\\d.]+:\\d+/slipway_cli_\\w+: applied ${ALL_MIGRATIONS}\n$`));
   const second = parseJson(await runCli(['--json', 'db', 'migrate'], empty.url));
   expect(second.applied).toEqual([]);
+});
+
+test('db status names a function changed by hand, and what to run; after db migrate it is up to date', async () => {
+  const definition = FUNCTION_DEFINITIONS.find((d) => functionName(d) === 'slipway_expect') ?? '';
+  await database.pool.query(definition.replace('AS $function$', 'AS $function$\n-- changed by hand\n'));
+  const behind = await runCli(['db', 'status'], empty.url);
+  expect(behind.code).toBe(1);
+  expect(behind.stdout).toBe('');
+  expect(behind.stderr).toMatch(
+    /^error: PostgreSQL at postgres@[\d.]+:\d+\/slipway_cli_\w+ is not up to date \(functions slipway_expect differ from this release's\): run `slipway db migrate`\n$/,
+  );
+  const json = await runCli(['--json', 'db', 'status'], empty.url);
+  expect(json.code).toBe(1);
+  expect(parseJson(json)).toMatchObject({ code: 'not_up_to_date', details: { pendingMigrations: [], outdatedFunctions: ['slipway_expect'] } });
+
+  expect((await runCli(['db', 'migrate'], empty.url)).stdout).toMatch(/: applied function slipway_expect\n$/);
+  const current = await runCli(['db', 'status'], empty.url);
+  expect(current.code).toBe(0);
+  expect(current.stdout).toMatch(/^PostgreSQL at postgres@[\d.]+:\d+\/slipway_cli_\w+: up to date\n$/);
+  expect(parseJson(await runCli(['--json', 'db', 'status'], empty.url))).toMatchObject({
+    pendingMigrations: [],
+    laterMigrations: [],
+    outdatedFunctions: [],
+  });
+});
+
+test('db status of a release before reports a later release’s schema, whose functions it does not compare, and exits 0', async () => {
+  const definition = FUNCTION_DEFINITIONS.find((d) => functionName(d) === 'slipway_expect') ?? '';
+  await database.pool.query(definition.replace('AS $function$', 'AS $function$\n-- as a later release wrote it\n'));
+  await database.pool.query(`insert into kysely_migration (name, timestamp) values ('9999_later_release', now()::text)`);
+  try {
+    const run = await runCli(['db', 'status'], empty.url);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/: a later release's schema \(9999_later_release applied, unknown to this one\)\n$/);
+    expect(parseJson(await runCli(['--json', 'db', 'status'], empty.url))).toMatchObject({
+      pendingMigrations: [],
+      laterMigrations: ['9999_later_release'],
+      outdatedFunctions: null,
+    });
+  } finally {
+    await database.pool.query(`delete from kysely_migration where name = '9999_later_release'`);
+    await database.pool.query(definition);
+  }
 });
 
 test('start runs a worker that serves leases until SIGTERM, then stops cleanly', async () => {
