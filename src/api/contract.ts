@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import { CallbackRequestSchema } from '../callbacks/CallbackRequest.ts';
-import { COMMAND_KINDS, type CommandKindSpec } from '../domain/commandKinds.ts';
+import { COMMAND_KINDS, type CommandKindSpec, kindNamesOf } from '../domain/commandKinds.ts';
 import { PrioritySchema } from '../domain/priority.ts';
 import { BlueprintChangesSchema, BlueprintInputSchema } from '../objects/blueprintInput.ts';
 import { leaseBodySchema } from '../objects/leaseInput.ts';
@@ -152,9 +152,9 @@ function requestableKinds(target: ObjectKind): [string, ...string[]] {
 
 /** What the body's `kind` says of the kinds' old names, if the target has any (see renamed in domain/commandKinds.ts). */
 function kindNote(target: ObjectKind): { description?: string } {
-  const old = Object.entries(COMMAND_KINDS[target] as Record<string, CommandKindSpec>).filter(([, spec]) => spec.renamedTo);
+  const old = Object.entries(kindNamesOf(target).old);
   if (old.length === 0) return {};
-  const names = old.map(([kind, spec]) => `${kind} (appended as ${spec.renamedTo})`).join(', ');
+  const names = old.map(([kind, to]) => `${kind} (appended as ${to})`).join(', ');
   return { description: `deprecated names, still taken: ${names}; the answer then carries a Deprecation header` };
 }
 

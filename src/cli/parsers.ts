@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import { z } from 'zod';
-import type { CommandStatus } from '../../migrations/schema.ts';
-import { COMMAND_KINDS } from '../domain/commandKinds.ts';
+import type { CommandStatus, ObjectKind } from '../../migrations/schema.ts';
+import { COMMAND_KINDS, kindNamesOf } from '../domain/commandKinds.ts';
 import { describeZodIssues } from '../domain/errors.ts';
 import { findUnstorable } from '../domain/storableValue.ts';
 import { stateFilterOf } from '../read/stateFilter.ts';
@@ -65,12 +65,15 @@ export const LeaseStateArg = stateFilterOf('lease');
 export const ResourceStateArg = stateFilterOf('resource');
 export const BlueprintStateArg = stateFilterOf('blueprint');
 export const CommandStatusArg = z.enum(['queued', 'running', 'done', 'failed', 'cancelled', 'coalesced'] satisfies CommandStatus[]);
-const kindSpecs = Object.values(COMMAND_KINDS).flatMap((kinds) => Object.entries(kinds) as [string, { readonly renamedTo?: string }][]);
+const kindNames = (Object.keys(COMMAND_KINDS) as ObjectKind[]).map(kindNamesOf);
 /** Every kind's name, an old one too (older commands are stored under it); an error lists the current names only. */
-const currentKinds = [...new Set(kindSpecs.filter(([, spec]) => spec.renamedTo === undefined).map(([kind]) => kind))];
-export const CommandKindArg = z.enum([...new Set(kindSpecs.map(([kind]) => kind))] as [string, ...string[]], {
-  error: () => `expected a command kind: ${currentKinds.join(', ')}`,
-});
+const currentKinds = [...new Set(kindNames.flatMap((names) => names.current))];
+export const CommandKindArg = z.enum(
+  [...new Set([...currentKinds, ...kindNames.flatMap((names) => Object.keys(names.old))])] as [string, ...string[]],
+  {
+    error: () => `expected a command kind: ${currentKinds.join(', ')}`,
+  },
+);
 
 /** A JSON object, e.g. driver settings. */
 export const JsonObject = z

@@ -332,10 +332,25 @@ export function appendedKind(target: ObjectKind, kind: string): string {
   return commandKindSpec(target, kind)?.renamedTo ?? kind;
 }
 
+/** A target's kind names (see renamed): those kinds have now, and each old name with the kind it is appended as. */
+export interface KindNames {
+  readonly current: readonly string[];
+  readonly old: Readonly<Record<string, string>>;
+}
+
+/** The names of `target`'s kinds, current and old: what an old name is, said once for the API, the CLI and the web UI. */
+export function kindNamesOf(target: ObjectKind): KindNames {
+  const kinds = Object.entries(COMMAND_KINDS[target] as Record<string, CommandKindSpec>);
+  return {
+    current: kinds.filter(([, spec]) => spec.renamedTo === undefined).map(([kind]) => kind),
+    old: Object.fromEntries(kinds.flatMap(([kind, spec]) => (spec.renamedTo === undefined ? [] : [[kind, spec.renamedTo]]))),
+  };
+}
+
 /** The old names of `kind` (see renamed): the kinds appended as it. */
 export function oldNamesOf(target: ObjectKind, kind: string): string[] {
-  return Object.entries(COMMAND_KINDS[target] as Record<string, CommandKindSpec>)
-    .filter(([, spec]) => spec.renamedTo === kind)
+  return Object.entries(kindNamesOf(target).old)
+    .filter(([, to]) => to === kind)
     .map(([old]) => old);
 }
 

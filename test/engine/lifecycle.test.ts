@@ -5,6 +5,7 @@ import {
   type CommandKindSpec,
   commandKindSpec,
   goalOf,
+  kindNamesOf,
   oldNamesOf,
   schemaOf,
   underWayWhile,
@@ -86,6 +87,10 @@ describe('the state table', () => {
       expect(oldNamesOf(kind, 'uncordon')).toEqual(['undrain']);
     }
     expect(oldNamesOf('resource', 'release')).toEqual([]);
+    expect(kindNamesOf('resource').old).toEqual({ drain: 'cordon', undrain: 'uncordon' });
+    expect(kindNamesOf('blueprint').current).toEqual(expect.arrayContaining(['cordon', 'uncordon']));
+    expect(kindNamesOf('blueprint').current).not.toContain('drain');
+    expect(kindNamesOf('lease').old).toEqual({});
   });
 
   test('what releasing, reclaiming and setting up lead to, and what keeps a request under way', () => {
