@@ -10,10 +10,13 @@ import {
   PermanentDriverError,
   type ResourceCall,
   type SlotCall,
+  type SlotListCall,
 } from './Driver.ts';
 
 /** A resource's directory name, and the resource id in it. */
 const RESOURCE_DIR = /^resource-([1-9][0-9]*)$/;
+/** A slot's directory name in its resource's, and the slot's number. */
+const SLOT_DIR = /^slot-(0|[1-9][0-9]*)$/;
 
 const Settings = z
   .object({
@@ -29,7 +32,8 @@ type Settings = z.infer<typeof Settings>;
  * lease's files go), destroy removes the resource's directory. Every step is
  * idempotent: mkdir -p and rm -rf are safe to repeat. It lists everything in
  * the blueprint's directory: `resource-<id>` names the resource it was made
- * for, anything else was put there by hand and no resource stands for it.
+ * for, anything else was put there by hand and no resource stands for it;
+ * and a resource's slots, its `slot-<n>` directories.
  */
 export const DirectoryDriver: DriverFactory<Settings> = {
   name: 'directory',
@@ -40,7 +44,7 @@ export const DirectoryDriver: DriverFactory<Settings> = {
   create(settings) {
     const root = path.resolve(settings.root);
     const blueprintDir = (call: DriverCall | ListCall) => path.join(root, call.blueprint.name);
-    const resourceDir = (call: ResourceCall | LeaseCall) => {
+    const resourceDir = (call: ResourceCall | LeaseCall | SlotListCall) => {
       const dir = path.join(blueprintDir(call), `resource-${call.resource.id}`);
       // Names come from validated blueprint names and numeric ids, so this
       // cannot escape the root; the check makes that explicit.
@@ -48,6 +52,15 @@ export const DirectoryDriver: DriverFactory<Settings> = {
       return dir;
     };
     const slotDir = (call: LeaseCall | SlotCall) => path.join(resourceDir(call), `slot-${call.slot}`);
+    /** A directory's entries; none when it does not exist. */
+    const entries = async (dir: string) => {
+      try {
+        return (await readdir(dir)).sort();
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+        throw error;
+      }
+    };
     const emptySlot = async (call: LeaseCall | SlotCall) => {
       await rm(slotDir(call), { recursive: true, force: true });
       return {};
@@ -99,15 +112,8 @@ export const DirectoryDriver: DriverFactory<Settings> = {
       },
       async listResources(call) {
         const dir = blueprintDir(call);
-        let names: string[];
-        try {
-          names = await readdir(dir);
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { resources: [] };
-          throw error;
-        }
         return {
-          resources: names.sort().map((name) => {
+          resources: (await entries(dir)).map((name) => {
             const made = RESOURCE_DIR.exec(name);
             const entry = path.join(dir, name);
             return { id: entry, ...(made ? { resourceId: Number(made[1]) } : {}), attributes: { path: entry } };
@@ -122,6 +128,16 @@ export const DirectoryDriver: DriverFactory<Settings> = {
         }
         await rm(entry, { recursive: true, force: true });
         return {};
+      },
+      // Its other files (.slipway-resource.json) are the resource's, not a slot's.
+      async listSlots(call) {
+        const dir = resourceDir(call);
+        return {
+          slots: (await entries(dir)).flatMap((name) => {
+            const slot = SLOT_DIR.exec(name);
+            return slot ? [{ id: path.join(dir, name), slot: Number(slot[1]) }] : [];
+          }),
+        };
       },
     };
     return driver;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Db } from '../db/Database.ts';
-import { type Labels, LabelsSchema, type Selector } from '../domain/labels.ts';
+import { type Labels, LabelsSchema, parseSelector, type Selector } from '../domain/labels.ts';
 
 /**
  * The contract between Slipway and the infrastructure a blueprint manages.
@@ -53,6 +53,14 @@ export interface Driver {
    * an orphan already gone is success.
    */
   destroyOrphan?(call: OrphanCall): Promise<DriverResult>;
+  /**
+   * Optional: the slots it holds on one live resource, as it sees them (a
+   * slot's directory, a user account): the collector compares them with
+   * the slots Slipway's leases hold, and a slot no lease holds is an
+   * orphan, freed (when the blueprint says `destroy`) by `cleanSlot`.
+   * Read-only, so safe to repeat; a driver without it has no slot listed.
+   */
+  listSlots?(call: SlotListCall): Promise<SlotListResult>;
 }
 
 export interface DriverCall {
@@ -79,6 +87,9 @@ export interface SlotCall extends ResourceCall {
 /** A listing is asked for outside any command: it has no idempotency key, only the blueprint. */
 export type ListCall = Pick<DriverCall, 'blueprint'>;
 
+/** A resource's slots are listed outside any command too: the blueprint and the resource. */
+export type SlotListCall = ListCall & Pick<ResourceCall, 'resource'>;
+
 /** The blueprint as every driver call names it, from its row. */
 export function driverBlueprint(row: {
   readonly id: number;
@@ -87,6 +98,21 @@ export function driverBlueprint(row: {
   readonly labels: unknown;
 }): DriverCall['blueprint'] {
   return { id: row.id, name: row.name, settings: row.settings, labels: row.labels as Labels };
+}
+
+/** The resource as every driver call names it, from its row. */
+export function driverResource(row: {
+  readonly id: number;
+  readonly capacity: number;
+  readonly attributes: unknown;
+  readonly selector: string | null;
+}): ResourceCall['resource'] {
+  return {
+    id: row.id,
+    capacity: row.capacity,
+    attributes: row.attributes as Record<string, unknown>,
+    ...(row.selector === null ? {} : { selector: parseSelector(row.selector) }),
+  };
 }
 
 export interface OrphanCall extends DriverCall {
@@ -159,6 +185,27 @@ export const ListResultSchema = z
 export type ListResult = z.input<typeof ListResultSchema>;
 export type ListAnswer = z.output<typeof ListResultSchema>;
 
+/** One slot a driver holds on a resource: its own `id` for it (a path, an account's name), and the slot's number. */
+export const ListedSlotSchema = z
+  .object({
+    id: z.string().min(1).max(1000),
+    slot: z.number().int().min(0).max(10_000),
+  })
+  .strict();
+export type ListedSlot = z.output<typeof ListedSlotSchema>;
+
+export const SlotListResultSchema = z
+  .object({
+    slots: z
+      .array(ListedSlotSchema)
+      .max(10_000)
+      .refine((listed) => new Set(listed.map((s) => s.id)).size === listed.length, 'each listed slot must have an id of its own')
+      .refine((listed) => new Set(listed.map((s) => s.slot)).size === listed.length, 'each listed slot must have a number of its own'),
+  })
+  .strict();
+export type SlotListResult = z.input<typeof SlotListResultSchema>;
+export type SlotListAnswer = z.output<typeof SlotListResultSchema>;
+
 export type DriverOperation = keyof Driver;
 
 /** Every operation of the Driver interface, in lifecycle order. */
@@ -173,6 +220,7 @@ export const DRIVER_OPERATIONS = [
   'cleanSlot',
   'listResources',
   'destroyOrphan',
+  'listSlots',
 ] as const satisfies readonly DriverOperation[];
 
 export class TransientDriverError extends Error {

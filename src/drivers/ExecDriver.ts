@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { z } from 'zod';
 import {
+  type CheckResult,
   type Driver,
   type DriverCall,
   type DriverFactory,
@@ -9,7 +10,9 @@ import {
   DRIVER_OPERATIONS,
   type DriverResult,
   type ListCall,
+  type ListResult,
   PermanentDriverError,
+  type SlotListResult,
   TransientDriverError,
 } from './Driver.ts';
 import { formatDuration } from '../domain/durations.ts';
@@ -97,13 +100,14 @@ export const ExecDriver: DriverFactory<Settings> = {
   settingsSchema: Settings,
   create(settings) {
     const run =
-      (operation: DriverOperation) =>
-      async (call: DriverCall | ListCall): Promise<DriverResult> => {
-        const argv = settings.commands[operation];
-        if (!argv) return {};
-        const finished = await runProgram(settings, argv, { operation, ...call });
-        return readResult(settings, operation, argv, finished);
-      };
+      // The answer's type is the operation's: validatingDriver checks its shape.
+        <R = DriverResult>(operation: DriverOperation) =>
+        async (call: DriverCall | ListCall): Promise<R> => {
+          const argv = settings.commands[operation];
+          if (!argv) return {} as R;
+          const finished = await runProgram(settings, argv, { operation, ...call });
+          return readResult(settings, operation, argv, finished) as R;
+        };
     return {
       allocateResource: run('allocateResource'),
       activateResource: run('activateResource'),
@@ -116,11 +120,13 @@ export const ExecDriver: DriverFactory<Settings> = {
       // blueprint's resources are trusted as made. Exit 0 with nothing on
       // stdout is healthy; {"health": "gone"} or "unhealthy" says otherwise
       // (an answer of its own shape, which validatingDriver checks).
-      ...(settings.commands.checkResource ? { checkResource: run('checkResource') as Driver['checkResource'] } : {}),
+      ...(settings.commands.checkResource ? { checkResource: run<CheckResult>('checkResource') } : {}),
       // Listed, and orphans destroyed, only where a program is configured:
-      // {"resources": [...]} on stdout (validatingDriver checks its shape).
-      ...(settings.commands.listResources ? { listResources: run('listResources') as Driver['listResources'] } : {}),
+      // {"resources": [...]}, or a resource's {"slots": [...]}, on stdout
+      // (validatingDriver checks their shapes).
+      ...(settings.commands.listResources ? { listResources: run<ListResult>('listResources') } : {}),
       ...(settings.commands.destroyOrphan ? { destroyOrphan: run('destroyOrphan') } : {}),
+      ...(settings.commands.listSlots ? { listSlots: run<SlotListResult>('listSlots') } : {}),
     } satisfies Driver;
   },
 };

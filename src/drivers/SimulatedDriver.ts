@@ -14,6 +14,10 @@ import {
 
 /** The key of an orphan's destroy effect: what it removed, so a listing can leave it out. */
 const orphanKey = (id: string) => `orphan:${id}`;
+/** Its id for a slot it holds: unique in the blueprint, as listed ids are. */
+const slotId = (resourceId: number, slot: number) => `resource-${resourceId}/slot-${slot}`;
+/** The key of a held slot's cleaning: the slot it freed, so a listing of the resource's slots can leave it out. */
+const heldSlotKey = (slot: number) => `held-slot:${slot}`;
 
 const rate = z.number().min(0).max(1);
 const Settings = z
@@ -63,6 +67,16 @@ const Settings = z
      * lost, for tests of the collector's orphans.
      */
     holds: z.array(ListedResourceSchema).max(1000).default([]),
+    /**
+     * The slots it holds on resources beyond those of its leases, as
+     * listSlots reports them, until cleanSlot frees them: a slot a lease
+     * lost with its rows, for tests of the collector's orphaned slots.
+     * (It lists no other slot: its leases' slots are not listed.)
+     */
+    holdsSlots: z
+      .array(z.object({ resourceId: z.number().int().positive(), slot: z.number().int().min(0).max(10_000) }).strict())
+      .max(1000)
+      .default([]),
   })
   .strict();
 type Settings = z.infer<typeof Settings>;
@@ -108,7 +122,15 @@ export const SimulatedDriver: DriverFactory<Settings> = {
       acquireLease: (call) => perform('acquireLease', call.lease.id, call),
       activateLease: (call) => perform('activateLease', call.lease.id, call),
       releaseLease: (call) => perform('releaseLease', call.lease.id, call),
-      cleanSlot: (call) => perform('cleanSlot', call.resource.id, call),
+      // A slot it holds is freed for good, keyed by the slot (not by the command): listSlots leaves it out from then on.
+      cleanSlot: (call) =>
+        perform(
+          'cleanSlot',
+          call.resource.id,
+          settings.holdsSlots.some((held) => held.resourceId === call.resource.id && held.slot === call.slot)
+            ? { ...call, idempotencyKey: heldSlotKey(call.slot) }
+            : call,
+        ),
       async checkResource(call) {
         await perform('checkResource', call.resource.id, call);
         const { gone, unhealthy, goneRate, unhealthyRate } = settings.checks;
@@ -124,6 +146,17 @@ export const SimulatedDriver: DriverFactory<Settings> = {
         ])) as { rows: Array<{ idempotency_key: string }> };
         const destroyed = new Set(rows.map((r) => r.idempotency_key));
         return { resources: settings.holds.filter((held) => !destroyed.has(orphanKey(held.id))) };
+      },
+      async listSlots(call) {
+        const { rows } = (await services.query(`select idempotency_key from simulated_effects where operation = 'cleanSlot' and object_id = $1`, [
+          call.resource.id,
+        ])) as { rows: Array<{ idempotency_key: string }> };
+        const freed = new Set(rows.map((r) => r.idempotency_key));
+        return {
+          slots: settings.holdsSlots
+            .filter((held) => held.resourceId === call.resource.id && !freed.has(heldSlotKey(held.slot)))
+            .map((held) => ({ id: slotId(held.resourceId, held.slot), slot: held.slot })),
+        };
       },
       // Recorded on the blueprint, keyed by what it removed (not by the command): listResources leaves it out from then on.
       destroyOrphan: (call) => perform('destroyOrphan', call.blueprint.id, { ...call, idempotencyKey: orphanKey(call.orphan.id) }),

@@ -10,6 +10,8 @@ import {
   type ListAnswer,
   ListResultSchema,
   PermanentDriverError,
+  type SlotListAnswer,
+  SlotListResultSchema,
 } from './Driver.ts';
 
 /**
@@ -40,7 +42,7 @@ export function validatingDriver(driver: Driver, beforeCall: () => Promise<void>
       );
     };
   const step = <A>(operation: keyof Driver, call: (arg: A) => Promise<DriverResult>) => check<A, DriverResult>(operation, DriverResultSchema, call);
-  const { checkResource, cleanSlot, listResources, destroyOrphan } = driver;
+  const { checkResource, cleanSlot, listResources, destroyOrphan, listSlots } = driver;
   return {
     allocateResource: step('allocateResource', (a) => driver.allocateResource(a)),
     activateResource: step('activateResource', (a) => driver.activateResource(a)),
@@ -55,6 +57,11 @@ export function validatingDriver(driver: Driver, beforeCall: () => Promise<void>
           listResources: check<Parameters<typeof listResources>[0], ListAnswer>('listResources', ListResultSchema, (a) =>
             listResources.call(driver, a),
           ),
+        }
+      : {}),
+    ...(listSlots
+      ? {
+          listSlots: check<Parameters<typeof listSlots>[0], SlotListAnswer>('listSlots', SlotListResultSchema, (a) => listSlots.call(driver, a)),
         }
       : {}),
     ...(checkResource
