@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0032_orphans.
+-- Slipway's schema (`public`) after migration 0034_slot_orphans.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/db/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -269,9 +269,12 @@ create table public.orphans (
   first_seen_at timestamp with time zone not null default now(),
   last_seen_at timestamp with time zone not null default now(),
   passes integer not null default 1,
+  slot integer,
   constraint orphans_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint orphans_passes_check CHECK ((passes > 0)),
-  constraint orphans_pkey PRIMARY KEY (blueprint_id, external_id)
+  constraint orphans_pkey PRIMARY KEY (blueprint_id, external_id),
+  constraint orphans_slot_check CHECK ((slot >= 0)),
+  constraint orphans_slot_on_a_resource CHECK (((slot IS NULL) OR (resource_id IS NOT NULL)))
 );
 
 create table public.quotas (

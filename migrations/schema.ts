@@ -227,6 +227,8 @@ export interface OrphansTable {
   last_seen_at: TimestampDefault;
   /** The collector's passes in a row that found it unmatched. */
   passes: Generated<number>;
+  /** Set: the orphan is this slot of `resource_id`, a live resource, that no lease holds. */
+  slot: number | null;
 }
 
 export type GcPassStatus = 'running' | 'done' | 'failed' | 'skipped';

@@ -60,6 +60,8 @@ const id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 const none = z.object({}).strict();
 const leaseRef = z.object({ leaseId: id }).strict();
 const resourceRef = z.object({ resourceId: id }).strict();
+/** An orphan as the collector records it: by the driver's id for it. */
+const orphanRef = z.object({ orphan: z.string().min(1).max(1000) }).strict();
 const term = z
   .number()
   .int()
@@ -231,6 +233,13 @@ const resourceKinds = {
     goal: 'active',
     summary: 'check a quarantined resource again: healthy, it takes leases again',
   },
+  // Not internal, as the blueprint's: the collector asks for it from
+  // outside; the slot must be one its last pass recorded as orphaned.
+  destroy_orphan: {
+    versions: [orphanRef],
+    internal: false,
+    summary: 'free, through the driver, a slot it listed on the resource that no lease holds (an orphaned slot the collector recorded)',
+  },
   cordon: resourceCordon,
   uncordon: resourceUncordon,
   drain: renamed(resourceCordon, 'cordon', CORDON_RENAMED),
@@ -282,7 +291,7 @@ const blueprintKinds = {
   // Not internal: the collector asks for it from outside, as it asks for
   // every command; the orphan must be one its last pass recorded.
   destroy_orphan: {
-    versions: [z.object({ orphan: z.string().min(1).max(1000) }).strict()],
+    versions: [orphanRef],
     internal: false,
     summary: 'remove, through the driver, something it listed that no resource stands for (an orphan the collector recorded)',
   },

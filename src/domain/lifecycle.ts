@@ -72,7 +72,7 @@ const resource = {
   },
   active: {
     next: ['maintenance', 'quarantined', 'released', 'broken'],
-    accepts: ['acquire', 'release_slot', 'count_slots', 'clean_slot', 'release', 'reclaim', 'retire', 'cordon', 'drain', 'check'],
+    accepts: ['acquire', 'release_slot', 'count_slots', 'clean_slot', 'release', 'reclaim', 'retire', 'cordon', 'drain', 'check', 'destroy_orphan'],
     grantsSlots: true,
     tone: 'good',
   },
@@ -84,7 +84,19 @@ const resource = {
   // before still append; decision 0036.)
   maintenance: {
     next: ['active', 'quarantined', 'released', 'broken'],
-    accepts: ['acquire', 'release_slot', 'count_slots', 'clean_slot', 'release', 'reclaim', 'retire', 'uncordon', 'undrain', 'check'],
+    accepts: [
+      'acquire',
+      'release_slot',
+      'count_slots',
+      'clean_slot',
+      'release',
+      'reclaim',
+      'retire',
+      'uncordon',
+      'undrain',
+      'check',
+      'destroy_orphan',
+    ],
     tone: 'quiet',
   },
   // A check found it unhealthy: like maintenance, no new lease lands on it
@@ -93,7 +105,7 @@ const resource = {
   // alone does not: somebody should look at what went wrong.
   quarantined: {
     next: ['active', 'released', 'broken'],
-    accepts: ['acquire', 'release_slot', 'count_slots', 'clean_slot', 'release', 'reclaim', 'retire', 'repair', 'check'],
+    accepts: ['acquire', 'release_slot', 'count_slots', 'clean_slot', 'release', 'reclaim', 'retire', 'repair', 'check', 'destroy_orphan'],
     tone: 'bad',
   },
   released: { next: ['destroyed', 'broken'], accepts: ['destroy', 'acquire', 'release_slot', 'count_slots'], tone: 'quiet' },

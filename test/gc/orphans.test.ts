@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
@@ -32,11 +32,16 @@ const orphansOf = async (blueprintId: number) =>
   (
     await db()
       .selectFrom('orphans')
-      .select(['external_id', 'resource_id', 'passes'])
+      .select(['external_id', 'resource_id', 'slot', 'passes'])
       .where('blueprint_id', '=', blueprintId)
       .orderBy('external_id')
       .execute()
-  ).map((o) => ({ id: o.external_id, resourceId: o.resource_id === null ? null : Number(o.resource_id), passes: o.passes }));
+  ).map((o) => ({
+    id: o.external_id,
+    resourceId: o.resource_id === null ? null : Number(o.resource_id),
+    ...(o.slot === null ? {} : { slot: o.slot }),
+    passes: o.passes,
+  }));
 const destroyRequests = async (blueprintId: number) => (await commandsOf(db(), 'blueprint', blueprintId)).filter((c) => c.kind === 'destroy_orphan');
 const exists = (dir: string) =>
   stat(dir).then(
@@ -255,5 +260,161 @@ test("the exec driver's example program lists its workspaces and destroys an orp
   expect(await exists(handMade)).toBe(false);
   const resource = await db().selectFrom('leases').select('resource_id').where('id', '=', lease.id).executeTakeFirstOrThrow();
   expect(await exists(path.join(root, 'workspaces', `resource-${resource.resource_id}`))).toBe(true);
+  expect(await orphansOf(bp.id)).toEqual([]);
+});
+
+// Orphaned slots: a slot a driver holds on a live resource that no lease
+// holds (its lease's rows lost), found and freed as orphans are, through the
+// resource's queue.
+const freeRequests = async (resourceId: number) => (await commandsOf(db(), 'resource', resourceId)).filter((c) => c.kind === 'destroy_orphan');
+const resourceOf = async (blueprintId: number) =>
+  db().selectFrom('resources').selectAll().where('blueprint_id', '=', blueprintId).orderBy('id').executeTakeFirstOrThrow();
+
+test('an orphaned slot made by hand on a live resource is reported in the first pass, and freed through its resource only once the blueprint says destroy', async () => {
+  const root = await tempRoot();
+  const bp = await createBlueprint(db(), { name: 'slots', driver: 'directory', maxResources: 1, leasesPerResource: 3, settings: { root } }, operator);
+  const { lease } = await createLease(db(), { blueprint: 'slots', holder: 'h' }, operator);
+  await hand.all();
+  const resource = await resourceOf(bp.id);
+  const held = path.join(root, 'slots', `resource-${resource.id}`, 'slot-0');
+  expect(await exists(held)).toBe(true);
+  // A lease that had slot 2 was lost with its rows (a commit an asynchronous standby never got): its files stay.
+  const lost = path.join(root, 'slots', `resource-${resource.id}`, 'slot-2');
+  await mkdir(lost);
+  await writeFile(path.join(lost, 'left-by-the-lost-lease'), 'x');
+
+  await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([{ id: lost, resourceId: resource.id, slot: 2, passes: 1 }]);
+  // Reported through the same report as the blueprint's other orphans.
+  const { orphans } = await readState(db(), { staleAfterMs: 60_000, heartbeatMs: 5000 });
+  expect(orphans.filter((o) => o.blueprint === 'slots')).toEqual([{ blueprint: 'slots', seen: 'once', count: 1 }]);
+
+  // Seen again while the blueprint only reports: left alone.
+  await hand.pass();
+  await hand.all();
+  expect(await orphansOf(bp.id)).toEqual([{ id: lost, resourceId: resource.id, slot: 2, passes: 2 }]);
+  expect(await freeRequests(resource.id)).toEqual([]);
+  expect(await exists(lost)).toBe(true);
+
+  await updateBlueprint(db(), bp.id, { orphans: 'destroy' }, operator);
+  const asked = (await hand.pass()).steps.findOrphans!.actions.filter((a) => a.kind === 'destroy_orphan');
+  expect(asked).toEqual([expect.objectContaining({ target: `resource:${resource.id}` })]);
+  await hand.all();
+  const [command] = await freeRequests(resource.id);
+  expect(command).toMatchObject({ status: 'done', issued_by: 'system:gc', source: 'gc', payload: { orphan: lost } });
+  expect(command!.reason).toMatch(
+    /^orphaned slot 2 \(".*slot-2"\): listed by the directory driver on resource \d+, no lease holds it \(unmatched in 3 passes since /,
+  );
+  expect(await exists(lost)).toBe(false);
+  // The lease's own slot, and the lease, are untouched.
+  expect(await exists(held)).toBe(true);
+  expect((await db().selectFrom('leases').select('state').where('id', '=', lease.id).executeTakeFirstOrThrow()).state).toBe('active');
+  expect(await orphansOf(bp.id)).toEqual([]);
+  await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([]);
+});
+
+test('a slot being acquired, held, or just released is never taken for an orphan; a slot granted again since it was found is left alone', async () => {
+  const root = await tempRoot();
+  const bp = await createBlueprint(
+    db(),
+    { name: 'slots-in-flight', driver: 'directory', maxResources: 1, leasesPerResource: 2, orphans: 'destroy', settings: { root } },
+    operator,
+  );
+  const { lease } = await createLease(db(), { blueprint: 'slots-in-flight', holder: 'h' }, operator);
+  await hand.one('blueprint', bp.id);
+  const resource = await resourceOf(bp.id);
+  // The resource is made and grants slot 0: its row is committed; the lease's grant (its driver call) is not applied yet.
+  await hand.one('resource', resource.id);
+  await hand.one('resource', resource.id);
+  const granted = await db().selectFrom('resource_slots').selectAll().where('resource_id', '=', resource.id).execute();
+  expect(granted).toEqual([expect.objectContaining({ slot: 0, lease_id: lease.id })]);
+  // The grant's acquire has made the slot's directory; its outcome is not committed (the worker died, or is slow).
+  const driver = DirectoryDriver.create({ root }, { query: async () => ({ rows: [] }) });
+  const blueprint = { id: bp.id, name: bp.name, settings: { root }, labels: {} };
+  await driver.acquireLease({
+    blueprint,
+    idempotencyKey: `lease:${lease.id}:1`,
+    commandId: 1,
+    lease: { id: lease.id, holder: 'h', attributes: {} },
+    resource: { id: resource.id, attributes: {} },
+    slot: 0,
+  });
+  const slot0 = path.join(root, 'slots-in-flight', `resource-${resource.id}`, 'slot-0');
+  for (let pass = 0; pass < 2; pass++) await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([]);
+
+  // Granted and held: still none.
+  await hand.all();
+  expect((await db().selectFrom('leases').select('state').where('id', '=', lease.id).executeTakeFirstOrThrow()).state).toBe('active');
+  for (let pass = 0; pass < 2; pass++) await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([]);
+
+  // Released: its slot's row is gone. A listing taken before the release's driver call still shows the directory
+  // (put back here): the lease, destroyed within the grace, accounts for it.
+  await appendCommand(db(), { target: { kind: 'lease', id: lease.id }, kind: 'release', actor: operator });
+  await hand.all();
+  expect(await exists(slot0)).toBe(false);
+  await mkdir(slot0);
+  for (let pass = 0; pass < 2; pass++) await hand.pass({ orphanGraceMs: 3_600_000 });
+  expect(await orphansOf(bp.id)).toEqual([]);
+
+  // Past the grace, nothing stands for it: an orphan. A new lease is sent to the resource for a slot, and the
+  // next pass, which finds the slot unmatched again, asks for it to be freed: the resource grants the slot first
+  // (its queue's order), and then leaves it alone.
+  await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([{ id: slot0, resourceId: resource.id, slot: 0, passes: 1 }]);
+  const next = await createLease(db(), { blueprint: 'slots-in-flight', holder: 'h2' }, operator);
+  await hand.one('lease', next.lease.id);
+  await hand.one('blueprint', bp.id);
+  await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([{ id: slot0, resourceId: resource.id, slot: 0, passes: 2 }]);
+  const queued = await db()
+    .selectFrom('commands')
+    .select('kind')
+    .where('target_kind', '=', 'resource')
+    .where('target_id', '=', resource.id)
+    .where('status', '=', 'queued')
+    .orderBy('id')
+    .execute();
+  expect(queued.map((c) => c.kind)).toEqual(['acquire', 'destroy_orphan']);
+  await hand.all();
+  const [command] = await freeRequests(resource.id);
+  expect(command).toMatchObject({ status: 'done' });
+  expect(command!.message).toMatch(/nothing removed: slot 0 is taken again \(by lease \d+\)/);
+  expect(await exists(slot0)).toBe(true);
+  expect((await db().selectFrom('leases').select('state').where('id', '=', next.lease.id).executeTakeFirstOrThrow()).state).toBe('active');
+  await hand.pass();
+  expect(await orphansOf(bp.id)).toEqual([]);
+});
+
+test("an operator's destroy of an orphaned slot, asked of its blueprint, is handed on to the slot's resource, which frees it", async () => {
+  const bp = await createBlueprint(db(), { name: 'held-slots', driver: 'simulated', maxResources: 1 }, operator);
+  await createLease(db(), { blueprint: 'held-slots', holder: 'h' }, operator);
+  await hand.all();
+  const resource = await resourceOf(bp.id);
+  // The simulated driver is told it holds slot 1 of the resource: a slot whose lease was lost.
+  const settings = { holdsSlots: [{ resourceId: resource.id, slot: 1 }] };
+  await appendCommand(db(), { target: { kind: 'blueprint', id: bp.id }, kind: 'update_settings', payload: { settings }, actor: operator });
+  await hand.all();
+  await hand.pass();
+  const id = `resource-${resource.id}/slot-1`;
+  expect(await orphansOf(bp.id)).toEqual([{ id, resourceId: resource.id, slot: 1, passes: 1 }]);
+
+  await appendCommand(db(), { target: { kind: 'blueprint', id: bp.id }, kind: 'destroy_orphan', payload: { orphan: id }, actor: operator });
+  await hand.all();
+  const [asked] = await destroyRequests(bp.id);
+  expect(asked).toMatchObject({ status: 'done', message: `orphan "${id}" is slot 1 of resource ${resource.id}: asked the resource to free it` });
+  const [freed] = await freeRequests(resource.id);
+  expect(freed).toMatchObject({ status: 'done', message: `orphaned slot 1 ("${id}") freed`, payload: { orphan: id } });
+  const effects = await db()
+    .selectFrom('simulated_effects')
+    .select(['idempotency_key', 'calls'])
+    .where('operation', '=', 'cleanSlot')
+    .where('object_id', '=', resource.id)
+    .execute();
+  expect(effects).toEqual([{ idempotency_key: 'held-slot:1', calls: 1 }]);
+  expect(await orphansOf(bp.id)).toEqual([]);
+  await hand.pass();
   expect(await orphansOf(bp.id)).toEqual([]);
 });

@@ -1,11 +1,34 @@
+import type { OrphanRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import type { ListedResource } from '../../drivers/Driver.ts';
-import { done, failed, type HandlerContext, type HandlerOf } from '../Handler.ts';
+import { done, failed, type HandlerContext, type HandlerOf, type OutcomeEvent } from '../Handler.ts';
+import { send } from '../messages.ts';
 
 type Ctx = HandlerContext<'blueprint', { readonly orphan: string }>;
 
-/** What the effect came to: the orphan removed, or why nothing was asked of the driver. */
-type Removal = { readonly removed: ListedResource } | { readonly skipped: string; readonly fails?: true };
+/**
+ * What the effect came to: the orphan removed; an orphaned slot, which its
+ * resource frees (handed on to it); or why nothing was asked of the driver.
+ */
+type Removal =
+  | { readonly removed: ListedResource }
+  | { readonly slotOf: { readonly resourceId: number; readonly slot: number } }
+  | { readonly skipped: string; readonly fails?: true };
+
+/** An orphan as the collector's last pass recorded it for the blueprint, if it still does. */
+export function recordedOrphan(db: Db, blueprintId: number, id: string): Promise<OrphanRow | undefined> {
+  return db.selectFrom('orphans').selectAll().where('blueprint_id', '=', blueprintId).where('external_id', '=', id).executeTakeFirst();
+}
+
+/** An orphan removed: gone from the report at once, rather than at the next pass; the event the object's timeline gets. */
+export async function orphanRemoved(trx: Db, blueprintId: number, id: string, message: string, data: unknown): Promise<OutcomeEvent> {
+  await trx.deleteFrom('orphans').where('blueprint_id', '=', blueprintId).where('external_id', '=', id).execute();
+  return { type: 'orphan_destroyed', message, data };
+}
+
+/** Why nothing was asked of the driver, as the command's outcome: done, or failed when it never can be. */
+export const nothingRemoved = <K extends 'blueprint' | 'resource'>(skipped: string, fails?: true) =>
+  (fails ? failed : done)<K>(`nothing removed: ${skipped}`);
 
 /**
  * Removes an orphan through the blueprint's driver (src/gc/findOrphans.ts
@@ -13,16 +36,15 @@ type Removal = { readonly removed: ListedResource } | { readonly skipped: string
  * one the collector's last pass still records: what it listed is what the
  * driver is given, and an orphan a later pass found matched, or no longer
  * listed, is left alone. Repeated after a crash, the call must find the
- * orphan already gone and succeed (drivers are idempotent).
+ * orphan already gone and succeed (drivers are idempotent). An orphaned
+ * slot is its resource's to free (the resource's destroy_orphan, in
+ * resourceHandlers.ts, which alone may tell that no lease took the slot
+ * since): asked here, by an operator, it is handed on.
  */
 async function removeAtDriver(ctx: Ctx): Promise<Removal> {
-  const recorded = await ctx.db
-    .selectFrom('orphans')
-    .select(['external_id', 'resource_id', 'attributes'])
-    .where('blueprint_id', '=', ctx.object.id)
-    .where('external_id', '=', ctx.payload.orphan)
-    .executeTakeFirst();
+  const recorded = await recordedOrphan(ctx.db, ctx.object.id, ctx.payload.orphan);
   if (!recorded) return { skipped: `"${ctx.payload.orphan}" is not an orphan the collector records (no longer listed, or matched by a resource)` };
+  if (recorded.slot !== null) return { slotOf: { resourceId: Number(recorded.resource_id), slot: recorded.slot } };
   const driver = ctx.driver();
   if (!driver.destroyOrphan) return { skipped: `the ${ctx.object.driver} driver of this blueprint cannot destroy orphans`, fails: true };
   const orphan: ListedResource = {
@@ -39,11 +61,15 @@ export const destroyOrphan = {
   readsInTransaction: true,
   effect: removeAtDriver,
   async decide(trx: Db, ctx: Ctx, removal: Removal) {
-    if ('skipped' in removal) return (removal.fails ? failed : done)<'blueprint'>(`nothing removed: ${removal.skipped}`);
-    // Gone from the report at once, rather than at the next pass.
-    await trx.deleteFrom('orphans').where('blueprint_id', '=', ctx.object.id).where('external_id', '=', removal.removed.id).execute();
-    return done<'blueprint'>(`orphan "${removal.removed.id}" destroyed`, {
-      events: [{ type: 'orphan_destroyed', message: `orphan "${removal.removed.id}" destroyed by the driver`, data: removal.removed }],
-    });
+    if ('skipped' in removal) return nothingRemoved<'blueprint'>(removal.skipped, removal.fails);
+    const { orphan } = ctx.payload;
+    if ('slotOf' in removal) {
+      const { resourceId, slot } = removal.slotOf;
+      return done<'blueprint'>(`orphan "${orphan}" is slot ${slot} of resource ${resourceId}: asked the resource to free it`, {
+        followUps: [send.resource.destroy_orphan(resourceId, { orphan }, `blueprint ${ctx.object.name} was asked to destroy orphan "${orphan}"`)],
+      });
+    }
+    const event = await orphanRemoved(trx, ctx.object.id, orphan, `orphan "${orphan}" destroyed by the driver`, removal.removed);
+    return done<'blueprint'>(`orphan "${orphan}" destroyed`, { events: [event] });
   },
 } satisfies HandlerOf<'blueprint', 'destroy_orphan'>;

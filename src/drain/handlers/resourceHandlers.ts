@@ -4,11 +4,12 @@ import type { Db } from '../../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import { mismatch, parseSelector, resourceLabels } from '../../domain/labels.ts';
 import { accepts, grantsSlots, isSettingUp } from '../../domain/lifecycle.ts';
-import { type CheckAnswer, type DriverResult, PermanentDriverError, type ResourceCall } from '../../drivers/Driver.ts';
+import { type CheckAnswer, type DriverResult, driverResource, PermanentDriverError, type ResourceCall } from '../../drivers/Driver.ts';
 import { retryDelayMs } from '../driverFailure.ts';
 import { takeSlot } from '../sql/takeSlot.ts';
 import { type FollowUp, send } from '../messages.ts';
 import { done, failed, type HandlerContext, type HandlerOf, type HandlerTable, mergedAttributes, type OutcomeEvent, yieldFor } from '../Handler.ts';
+import { nothingRemoved, orphanRemoved, recordedOrphan } from './destroyOrphan.ts';
 import { blueprintHasWaiters, giveBackSlot, quotaFreed, slotFreed, slotFreedEvent } from './slotsGivenBack.ts';
 import { formatDuration } from '../../domain/durations.ts';
 
@@ -19,15 +20,7 @@ type CtxOf<C extends CommandKindOf<'resource'>> = HandlerContext<'resource', Pay
 /** How often a queued acquire looks again while its resource is still being made. */
 const ACQUIRE_WHILE_PENDING_MS = 1000;
 
-const resourceCall = (ctx: Ctx): ResourceCall => ({
-  ...ctx.call,
-  resource: {
-    id: ctx.object.id,
-    capacity: ctx.object.capacity,
-    attributes: ctx.object.attributes as Record<string, unknown>,
-    ...(ctx.object.selector === null ? {} : { selector: parseSelector(ctx.object.selector) }),
-  },
-});
+const resourceCall = (ctx: Ctx): ResourceCall => ({ ...ctx.call, resource: driverResource(ctx.object) });
 
 const deny = (resource: ResourceRow, leaseId: number, reason: string): FollowUp =>
   send.lease.deny(leaseId, { resourceId: resource.id, reason }, `resource ${resource.id} refused: ${reason}`);
@@ -581,6 +574,50 @@ const repair = {
   },
 } satisfies HandlerOf<'resource', 'repair'>;
 
+/** What freeing an orphaned slot came to: the slot freed, or why the driver was not asked. */
+type SlotRemoval = { readonly freed: { readonly id: string; readonly slot: number } } | { readonly skipped: string; readonly fails?: true };
+
+/**
+ * Frees an orphaned slot (src/gc/findOrphans.ts records them): one the
+ * collector's last pass still records on this resource, and that no lease
+ * holds now. The resource's drain holds its lock while this runs and is the
+ * only writer of its slots, so a slot with no row here is granted to no
+ * lease until the driver has freed it; a slot granted since the pass is
+ * left alone. The driver frees it as it cleans a slot (`cleanSlot`).
+ */
+async function freeOrphanedSlot(ctx: CtxOf<'destroy_orphan'>): Promise<SlotRemoval> {
+  const { orphan } = ctx.payload;
+  const recorded = await recordedOrphan(ctx.db, ctx.object.blueprint_id, orphan);
+  if (recorded?.slot == null || Number(recorded.resource_id) !== ctx.object.id) {
+    return { skipped: `"${orphan}" is not an orphaned slot of this resource the collector records (no longer listed, or held by a lease)` };
+  }
+  const { slot } = recorded;
+  const held = await ctx.db
+    .selectFrom('resource_slots')
+    .select('lease_id')
+    .where('resource_id', '=', ctx.object.id)
+    .where('slot', '=', slot)
+    .executeTakeFirst();
+  if (held) return { skipped: `slot ${slot} is taken again (${held.lease_id === null ? 'waiting to be cleaned' : `by lease ${held.lease_id}`})` };
+  const driver = ctx.driver();
+  if (!driver.cleanSlot)
+    return { skipped: `the ${ctx.blueprint.driver} driver of this blueprint cannot free a slot (it has no cleanSlot)`, fails: true };
+  await driver.cleanSlot({ ...resourceCall(ctx), slot });
+  return { freed: { id: orphan, slot } };
+}
+
+const destroyOrphanedSlot = {
+  shape: 'effectful',
+  readsInTransaction: true,
+  effect: freeOrphanedSlot,
+  async decide(trx: Db, ctx: CtxOf<'destroy_orphan'>, removal: SlotRemoval) {
+    if ('skipped' in removal) return nothingRemoved<'resource'>(removal.skipped, removal.fails);
+    const { id, slot } = removal.freed;
+    const event = await orphanRemoved(trx, ctx.object.blueprint_id, id, `orphaned slot ${slot} ("${id}") freed by the driver`, removal.freed);
+    return done<'resource'>(`orphaned slot ${slot} ("${id}") freed`, { events: [event] });
+  },
+} satisfies HandlerOf<'resource', 'destroy_orphan'>;
+
 const destroy = {
   shape: 'effectful',
   effect: (ctx: Ctx) => ctx.driver().destroyResource(resourceCall(ctx)),
@@ -614,5 +651,6 @@ export const RESOURCE_HANDLERS = {
   undrain: uncordon,
   check,
   repair,
+  destroy_orphan: destroyOrphanedSlot,
   destroy,
 } satisfies HandlerTable<'resource'>;
