@@ -133,7 +133,9 @@ export const ConfigSchema = z.object({
     .min(0)
     .max(7 * 24 * 3600 * 1000)
     .default(300_000)
-    .describe('how long something a driver lists must have gone unmatched (in two passes at least) before the collector destroys it as an orphan'),
+    .describe(
+      'how long something a driver lists (a thing, or a slot on a live resource) must have gone unmatched (in two passes at least) before the collector destroys it as an orphan; and how long a destroyed resource or lease still accounts for what is listed',
+    ),
   // The HTTP API (see docs/api.md).
   SLIPWAY_API_HOST: z.string().min(1).default('127.0.0.1').describe('the address the HTTP API and the web UI listen on'),
   SLIPWAY_API_PORT: z.coerce.number().int().min(0).max(65_535).default(7480).describe('their port; 0 picks a free one'),

@@ -107,19 +107,28 @@ export function blueprintOf(row: BlueprintRow): Blueprint {
 export const OrphanSchema = z
   .object({
     id: z.string().meta({ description: "the driver's own id for it (a path, an entry's name, a cloud id)" }),
-    resourceId: z.number().int().nullable().meta({ description: 'the resource it was made for, as the driver reported it (none such is live)' }),
+    resourceId: z.number().int().nullable().meta({
+      description: 'the resource it was made for, as the driver reported it (none such is live); for an orphaned slot, the live resource it is on',
+    }),
+    slot: z.number().int().nullable().meta({
+      description: 'set for an orphaned slot: the slot of the resource that the driver holds and no lease does (freed through the resource)',
+    }),
     attributes: JsonObject.meta({ description: 'as the driver listed them' }),
     firstSeenAt: Timestamp.meta({ description: 'the first collector pass of the run of passes that found it unmatched' }),
     lastSeenAt: Timestamp,
     passes: z.number().int().meta({ description: 'collector passes in a row that found it unmatched (a destroy waits for 2)' }),
   })
-  .meta({ id: 'Orphan', description: "something the blueprint's driver lists that no resource stands for" });
+  .meta({
+    id: 'Orphan',
+    description: "something the blueprint's driver lists that no resource stands for, or a slot on a live resource that no lease holds",
+  });
 export type Orphan = z.infer<typeof OrphanSchema>;
 
 export function orphanOf(row: OrphanRow): Orphan {
   return {
     id: row.external_id,
     resourceId: row.resource_id === null ? null : Number(row.resource_id),
+    slot: row.slot,
     attributes: row.attributes as Record<string, unknown>,
     firstSeenAt: iso(row.first_seen_at),
     lastSeenAt: iso(row.last_seen_at),

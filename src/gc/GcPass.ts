@@ -17,7 +17,7 @@ export interface GcSettings {
   readonly batchSize: number;
   /** A pass stops starting new work once this much time has gone. */
   readonly budgetMs: number;
-  /** How long an orphan goes unmatched before it is destroyed; and how long a destroyed resource still accounts for what its driver lists. */
+  /** How long an orphan goes unmatched before it is destroyed; and how long a destroyed resource (or lease) still accounts for what its driver lists (or the slot). */
   readonly orphanGraceMs: number;
 }
 

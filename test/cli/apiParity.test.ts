@@ -30,6 +30,8 @@ const CLI_FOR: Readonly<Record<string, string>> = {
   'queueResourceCommand undrain': 'resource undrain',
   'queueResourceCommand check': 'resource check',
   'queueResourceCommand repair': 'resource repair',
+  // An orphaned slot is freed by its resource; the CLI asks its blueprint, which hands it on.
+  'queueResourceCommand destroy_orphan': 'blueprint destroy-orphan',
   'queueBlueprintCommand update_settings': 'blueprint update',
   'queueBlueprintCommand top_up': 'blueprint top-up',
   'queueBlueprintCommand cordon': 'blueprint cordon',

@@ -52,6 +52,7 @@ export function renderBlueprintDetail({ blueprint, ...history }: { blueprint: Bl
 const ORPHAN_COLUMNS: readonly Column<Orphan>[] = [
   { header: 'ID', value: (o) => o.id },
   { header: 'RESOURCE', value: (o) => (o.resourceId === null ? NONE : String(o.resourceId)) },
+  { header: 'SLOT', value: (o) => (o.slot === null ? NONE : String(o.slot)) },
   { header: 'ATTRIBUTES', value: (o) => formatJson(o.attributes) },
   { header: 'PASSES', value: (o) => String(o.passes) },
   { header: 'FIRST SEEN', value: (o) => formatTime(o.firstSeenAt) },

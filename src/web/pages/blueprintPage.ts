@@ -110,11 +110,12 @@ ${resources.next === null ? '' : html`<p><a href="/resources?blueprint=${bluepri
 <h2>Orphans</h2>
 ${
   orphans.length === 0
-    ? html`<p class="muted">None: its driver lists nothing that no resource stands for (or cannot list).</p>`
+    ? html`<p class="muted">None: its driver lists nothing that no resource, or no lease, stands for (or cannot list).</p>`
     : dataTable(
         [
           { header: 'Orphan', cell: (o) => o.external_id },
           { header: 'Made for', cell: (o) => (o.resource_id === null ? '—' : objectLink('resource', Number(o.resource_id))) },
+          { header: 'Slot', cell: (o) => (o.slot === null ? '—' : String(o.slot)) },
           { header: 'Attributes', cell: (o) => attributeList(o.attributes) },
           { header: 'Unmatched since', cell: (o) => html`${when(o.first_seen_at)} (${o.passes} pass(es))` },
         ],
