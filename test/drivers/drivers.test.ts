@@ -95,6 +95,26 @@ describe('directory driver', () => {
     await rm(resourceDir);
   });
 
+  test("listSlots lists a resource's slot directories, whoever made them, and nothing else; none for a resource with no directory", async () => {
+    const resourceDir = path.join(root, 'workspaces', 'resource-5');
+    const listCall = { blueprint, resource: resourceCall(60).resource };
+    await expect(driver.listSlots!(listCall)).resolves.toEqual({ slots: [] });
+    await driver.allocateResource(resourceCall(60));
+    await driver.activateResource(resourceCall(61));
+    await driver.acquireLease(leaseCall(62, 0));
+    // Made by hand, or by a lease whose rows were lost; and things that are not slots.
+    await mkdir(path.join(resourceDir, 'slot-12'));
+    await mkdir(path.join(resourceDir, 'slot-01'));
+    await writeFile(path.join(resourceDir, 'notes.txt'), 'not a slot');
+    await expect(driver.listSlots!(listCall)).resolves.toEqual({
+      slots: [
+        { id: path.join(resourceDir, 'slot-0'), slot: 0 },
+        { id: path.join(resourceDir, 'slot-12'), slot: 12 },
+      ],
+    });
+    await driver.destroyResource(resourceCall(63));
+  });
+
   test('settings are validated with a message naming the field', () => {
     expect(() => validateDriverSettings('directory', {})).toThrow(/invalid settings for the directory driver: settings.root/);
     expect(() => validateDriverSettings('directory', { root: '/tmp/x', extra: 1 })).toThrow(/Unrecognized key/);

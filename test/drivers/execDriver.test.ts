@@ -272,4 +272,29 @@ describe('exec driver: the optional checkResource and cleanSlot', () => {
     expect(without.listResources).toBeUndefined();
     expect(without.destroyOrphan).toBeUndefined();
   });
+
+  test("listSlots gets the blueprint and the resource and answers a checked listing of the resource's slots; not there without a program", async () => {
+    const program = path.join(scratch, 'slots.mjs');
+    await writeFile(
+      program,
+      `let input = '';
+       for await (const chunk of process.stdin) input += chunk;
+       const call = JSON.parse(input);
+       process.stdout.write(JSON.stringify({ slots: [{ id: 'r' + call.resource.id + '-s1', slot: 1 }, { id: Object.keys(call).sort().join(','), slot: 3 }] }));`,
+    );
+    const listCall = { blueprint: resourceCall.blueprint, resource: resourceCall.resource };
+    await expect(exec({ commands: { listSlots: ['node', program] } }).listSlots!(listCall)).resolves.toEqual({
+      slots: [
+        { id: `r${resourceCall.resource.id}-s1`, slot: 1 },
+        { id: 'blueprint,operation,resource', slot: 3 },
+      ],
+    });
+    const twice = exec({
+      commands: { listSlots: ['/bin/sh', '-c', `cat >/dev/null; echo '{"slots": [{"id": "a", "slot": 1}, {"id": "b", "slot": 1}]}'`] },
+    });
+    await expect(twice.listSlots!(listCall)).rejects.toThrow(
+      /^listSlots returned invalid output: slots: each listed slot must have a number of its own/,
+    );
+    expect(exec({ commands: { allocateResource: ['node', program] } }).listSlots).toBeUndefined();
+  });
 });
