@@ -124,7 +124,7 @@ const resources = gauge('slipway_resources', 'Resources in the database that are
 const waitingLeases = gauge('slipway_waiting_leases', 'Leases waiting for a slot at their blueprint, by blueprint name.', ['blueprint']);
 const orphans = gauge(
   'slipway_orphans',
-  "Things a blueprint's driver lists that no resource stands for, as the collector's last pass recorded them, by blueprint name and seen: once (first found by the last pass) or again (found in two passes or more in a row).",
+  "Things a blueprint's driver lists that no resource stands for, and slots on its live resources that no lease holds, as the collector's last pass recorded them, by blueprint name and seen: once (first found by the last pass) or again (found in two passes or more in a row).",
   ['blueprint', 'seen'],
 );
 const liveWorkers = gauge('slipway_live_workers', 'Workers whose last heartbeat is at most 3 heartbeat intervals (SLIPWAY_HEARTBEAT_MS) old.', []);
