@@ -82,11 +82,10 @@ export async function findOrphans(pass: GcPass): Promise<StepReport> {
     const orphans: Recorded[] = [];
     const { listResources, listSlots } = driver;
     if (listResources) {
-      const what = `what the ${blueprint.driver} driver holds`;
       const resources = await listing(
         `blueprint:${blueprint.id}`,
         'listResources',
-        what,
+        `what the ${blueprint.driver} driver holds`,
         async () => (await listResources({ blueprint: driverBlueprint(blueprint) })).resources,
       );
       if ('failed' in resources) actions.push(resources.failed);
@@ -164,10 +163,9 @@ async function recordOrphans(db: Db, blueprintId: BlueprintRow['id'], listed: Li
 }
 
 /**
- * Lists the slots of each of the blueprint's live resources, then (after
- * every listing) compares them with the rows and rewrites the blueprint's
- * orphaned slots, in one transaction: the unmatched upserted, the rest of
- * its slot rows go but those of a resource whose listing failed.
+ * Lists the slots of each of the blueprint's live resources (those that
+ * would take a destroy_orphan), and only after every listing compares
+ * them with the rows (recordOrphanedSlots).
  */
 async function findOrphanedSlots(
   pass: GcPass,
@@ -204,6 +202,12 @@ async function findOrphanedSlots(
   return { recorded: await recordOrphanedSlots(pass.db, blueprint.id, listed, kept, pass.settings.orphanGraceMs), failed };
 }
 
+/**
+ * Compares the slots listed with the rows that hold them and rewrites the
+ * blueprint's orphaned slots from it, in one transaction: the unmatched are
+ * upserted (seen once more), the rest of its slot rows go, but those of the
+ * resources `kept` (not listed this pass). Answers the unmatched.
+ */
 async function recordOrphanedSlots(
   db: Db,
   blueprintId: BlueprintRow['id'],
