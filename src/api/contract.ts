@@ -13,6 +13,7 @@ import type { Action } from './auth/roles.ts';
 import {
   BlueprintDetailSchema,
   BlueprintSchema,
+  ListedBlueprintSchema,
   CallbackSchema,
   CommandSchema,
   CommandStatusSchema,
@@ -179,7 +180,7 @@ function commandBody(target: ObjectKind) {
 
 const LeasePage = pageSchema(LeaseSchema, 'LeasePage');
 const ResourcePage = pageSchema(ResourceSchema, 'ResourcePage');
-const BlueprintPage = pageSchema(BlueprintSchema, 'BlueprintPage');
+const BlueprintPage = pageSchema(ListedBlueprintSchema, 'BlueprintPage');
 const CommandPage = pageSchema(CommandSchema, 'CommandPage');
 
 const WaitOutcome = z

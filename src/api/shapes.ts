@@ -3,7 +3,7 @@ import type { BlueprintRow, CallbackAttemptRow, CallbackRow, CommandRow, OrphanR
 import { LIFECYCLES } from '../domain/lifecycle.ts';
 import { OrphansSettingSchema } from '../domain/orphans.ts';
 import { resourceLabels } from '../domain/labels.ts';
-import type { BlueprintDetail } from '../read/blueprints.ts';
+import type { BlueprintDetail, ListedBlueprint } from '../read/blueprints.ts';
 import type { CallbackView } from '../read/callbacks.ts';
 import type { CommandTreeNode } from '../read/commandTree.ts';
 import type { LeaseView } from '../read/leases.ts';
@@ -145,20 +145,28 @@ export const OrphansAnswerSchema = z
 
 const CountByState = z.record(z.string(), z.number().int());
 
-export const BlueprintDetailSchema = BlueprintSchema.extend({
-  resourcesByState: CountByState,
-  leasesByState: CountByState,
-  waitingLeases: z.number().int().meta({ description: 'leases queued at the blueprint for capacity' }),
+export const ListedBlueprintSchema = BlueprintSchema.extend({
   slotsPerResource: z.object({ min: z.number().int(), max: z.number().int() }).nullable().meta({
     description:
       "the fewest and most slots of its live resources, as their driver made them (a static pool's entries each have their own); null when none is live",
   }),
+}).meta({ id: 'ListedBlueprint', description: 'a blueprint with the slots its live resources have' });
+export type ListedBlueprintShape = z.infer<typeof ListedBlueprintSchema>;
+
+export function listedBlueprintOf(listed: ListedBlueprint): ListedBlueprintShape {
+  return { ...blueprintOf(listed), slotsPerResource: listed.slotsPerResource };
+}
+
+export const BlueprintDetailSchema = ListedBlueprintSchema.extend({
+  resourcesByState: CountByState,
+  leasesByState: CountByState,
+  waitingLeases: z.number().int().meta({ description: 'leases queued at the blueprint for capacity' }),
 }).meta({ id: 'BlueprintDetail', description: 'a blueprint with how many of its resources and leases are in each state' });
 export type BlueprintDetailShape = z.infer<typeof BlueprintDetailSchema>;
 
 export function blueprintDetailOf(detail: BlueprintDetail): BlueprintDetailShape {
-  const { resourcesByState, leasesByState, waitingLeases, slotsPerResource } = detail;
-  return { ...blueprintOf(detail), resourcesByState, leasesByState, waitingLeases, slotsPerResource };
+  const { resourcesByState, leasesByState, waitingLeases } = detail;
+  return { ...listedBlueprintOf(detail), resourcesByState, leasesByState, waitingLeases };
 }
 
 // --- resources ----------------------------------------------------------------

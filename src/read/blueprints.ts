@@ -11,14 +11,18 @@ import { LIVE, statesMatching } from './stateFilter.ts';
 /** A blueprint named by its id or its name. */
 export type BlueprintRef = number | string;
 
+/** A blueprint as lists give it: with the slots its live resources have. */
+export interface ListedBlueprint extends BlueprintRow {
+  /** The slots of its live resources, as their driver made them (null: none is live). */
+  readonly slotsPerResource: SlotRange | null;
+}
+
 /** A blueprint with how many of its resources and leases are in each state. */
-export interface BlueprintDetail extends BlueprintRow {
+export interface BlueprintDetail extends ListedBlueprint {
   readonly resourcesByState: Record<string, number>;
   readonly leasesByState: Record<string, number>;
   /** Leases queued at the blueprint for capacity. */
   readonly waitingLeases: number;
-  /** The slots of its live resources, as their driver made them (null: none is live). */
-  readonly slotsPerResource: SlotRange | null;
 }
 
 export async function findBlueprint(db: Db, ref: BlueprintRef): Promise<BlueprintRow> {
@@ -62,7 +66,7 @@ export async function readBlueprintDetail(db: Db, ref: BlueprintRef): Promise<Bl
 }
 
 /** The fewest and most slots of each blueprint's live resources, as their driver made them; a blueprint with none live is left out. */
-export async function readSlotsPerResource(db: Db, blueprintIds: readonly number[]): Promise<Map<number, SlotRange>> {
+async function readSlotsPerResource(db: Db, blueprintIds: readonly number[]): Promise<Map<number, SlotRange>> {
   if (blueprintIds.length === 0) return new Map();
   const rows = await db
     .selectFrom('resources')
@@ -96,9 +100,13 @@ export function readWaitingLine(db: Db, blueprintId: number, limit: number) {
     .execute();
 }
 
-/** Blueprints in the states `filter` lets through (default: live, every state but archived). */
-export function listBlueprints(db: Db, page: ListPage & { readonly state?: string }): Promise<Page<BlueprintRow>> {
-  return fetchPage(
+/**
+ * Blueprints in the states `filter` lets through (default: live, every
+ * state but archived), each with the slots its live resources have (one
+ * query for the page).
+ */
+export async function listBlueprints(db: Db, page: ListPage & { readonly state?: string }): Promise<Page<ListedBlueprint>> {
+  const rows = await fetchPage(
     db
       .selectFrom('blueprints')
       .selectAll()
@@ -106,4 +114,9 @@ export function listBlueprints(db: Db, page: ListPage & { readonly state?: strin
     'blueprints.id',
     page,
   );
+  const slots = await readSlotsPerResource(
+    db,
+    rows.items.map((b) => b.id),
+  );
+  return { ...rows, items: rows.items.map((b) => ({ ...b, slotsPerResource: slots.get(b.id) ?? null })) };
 }

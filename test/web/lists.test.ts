@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { apiTestEnv } from '../api/support/apiTestEnv.ts';
 import { activeLease, simulatedBlueprint } from '../api/support/fixtures.ts';
+import { runCli } from '../cli/runCli.ts';
 import { WebClient } from './support/WebClient.ts';
 
 const env = apiTestEnv();
@@ -163,7 +164,7 @@ describe('at scale', () => {
   });
 });
 
-test("a static pool's list row and page give its resources' own slots, not the blueprint's default", async () => {
+test("a static pool's list rows (web, API, CLI) and page give its resources' own slots, not the blueprint's default", async () => {
   const entries = [
     { name: 'big', slots: 4 },
     { name: 'small', slots: 2 },
@@ -175,6 +176,10 @@ test("a static pool's list row and page give its resources' own slots, not the b
   const list = (await client.get('/blueprints')).text;
   const row = list.slice(list.indexOf(`id="blueprint-${made.body.id}"`), list.indexOf('</tr>', list.indexOf(`id="blueprint-${made.body.id}"`)));
   expect(row).toContain('(2–4 per resource)');
+  const listed = await env.as.viewer.get('/v1/blueprints?limit=100');
+  expect(listed.body.items.find((b: { id: number }) => b.id === made.body.id)).toMatchObject({ leasesPerResource: 1, slotsPerResource: { min: 2, max: 4 } });
+  const cli = await runCli(['blueprint', 'list', '--limit', '100'], env.database.url);
+  expect(cli.stdout).toMatch(/\n\d+ +mixed-slots +static-pool +enabled +2\/2 +2–4 /);
   const page = (await client.get(`/blueprints/${made.body.id}`)).text;
   expect(page).toMatch(
     /<dt>Limits<\/dt><dd>0–2 resources, 2–4 \(as its driver made each live resource; 1 where the driver does not say\) lease\(s\) each/,

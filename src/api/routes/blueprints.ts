@@ -11,7 +11,7 @@ import { actorOf } from '../auth/authenticate.ts';
 import { OPERATIONS } from '../contract.ts';
 import { runPost } from '../respond.ts';
 import { withTransaction } from '../../db/withTransaction.ts';
-import { blueprintDetailOf, blueprintOf, historyOf, orphanOf, pageOf } from '../shapes.ts';
+import { blueprintDetailOf, blueprintOf, historyOf, listedBlueprintOf, orphanOf, pageOf } from '../shapes.ts';
 import { routeOf } from '../typedRoutes.ts';
 
 /** The state changes a blueprint takes over the API, as data: operation → state. */
@@ -37,7 +37,7 @@ export async function blueprintRoutes(app: FastifyInstance, context: ApiContext)
 
   typed.route({
     ...routeOf(OPERATIONS.listBlueprints),
-    handler: async (request) => pageOf(await listBlueprints(db, request.query), blueprintOf),
+    handler: async (request) => pageOf(await listBlueprints(db, request.query), listedBlueprintOf),
   });
 
   typed.route({

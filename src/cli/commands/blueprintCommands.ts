@@ -4,7 +4,7 @@ import { InvalidInputError } from '../../domain/errors.ts';
 import { withTransaction } from '../../db/withTransaction.ts';
 import type { BlueprintRef } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
-import { blueprintDetailOf, blueprintOf, historyOf, orphanOf, pageOf } from '../../api/shapes.ts';
+import { blueprintDetailOf, blueprintOf, historyOf, listedBlueprintOf, orphanOf, pageOf } from '../../api/shapes.ts';
 import { ORPHANS_SETTINGS, type OrphansSetting, OrphansSettingSchema } from '../../domain/orphans.ts';
 import { pageTable } from '../format.ts';
 import { later } from '../later.ts';
@@ -275,7 +275,7 @@ export function addBlueprintCommands(program: Command): void {
     ),
   ).action((options: StateListOptions, command: Command) =>
     withSession(command, async ({ db, out }) => {
-      const page = pageOf(await listBlueprints(db, { ...options, state: stateFilter(options) }), blueprintOf);
+      const page = pageOf(await listBlueprints(db, { ...options, state: stateFilter(options) }), listedBlueprintOf);
       out.result(page, (p) => pageTable(p, BLUEPRINT_COLUMNS));
     }),
   );

@@ -1,18 +1,18 @@
 import { describePriorityStep } from '../../domain/priority.ts';
-import type { Blueprint, BlueprintDetailShape, HistoryShapeOf, Orphan } from '../../api/shapes.ts';
+import type { Blueprint, BlueprintDetailShape, HistoryShapeOf, ListedBlueprintShape, Orphan } from '../../api/shapes.ts';
 import { type Column, fields, formatJson, formatTime, NONE, formatLabels, table } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
 import { formatDuration } from '../../domain/durations.ts';
 import { ORPHANS_SETTINGS } from '../../domain/orphans.ts';
 import { describeSlotsPerResource, type SlotRange } from '../../domain/slotsPerResource.ts';
 
-export const BLUEPRINT_COLUMNS: readonly Column<Blueprint>[] = [
+export const BLUEPRINT_COLUMNS: readonly Column<ListedBlueprintShape>[] = [
   { header: 'ID', value: (b) => String(b.id) },
   { header: 'NAME', value: (b) => b.name },
   { header: 'DRIVER', value: (b) => b.driver },
   { header: 'STATE', value: (b) => b.state },
   { header: 'RESOURCES', value: (b) => `${b.liveResources}/${b.maxResources}` },
-  { header: 'LEASES/RESOURCE', value: (b) => String(b.leasesPerResource) },
+  { header: 'LEASES/RESOURCE', value: (b) => describeSlotsPerResource(b.leasesPerResource, b.slotsPerResource, true) },
   { header: 'CREATED', value: (b) => formatTime(b.createdAt) },
 ];
 

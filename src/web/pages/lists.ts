@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { BlueprintRow, CommandRow } from '../../../migrations/schema.ts';
+import type { CommandRow } from '../../../migrations/schema.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { BlueprintRef, TargetRef } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
 import { accepts, LIFECYCLES } from '../../domain/lifecycle.ts';
 import { describeSlotsPerResource } from '../../domain/slotsPerResource.ts';
-import { blueprintIdFilter, listBlueprints, readSlotsPerResource } from '../../read/blueprints.ts';
+import { blueprintIdFilter, type ListedBlueprint, listBlueprints } from '../../read/blueprints.ts';
 import { listCommands } from '../../read/commands.ts';
 import { listLeases, type LeaseView } from '../../read/leases.ts';
 import { listResources, type ResourceView } from '../../read/resources.ts';
@@ -37,11 +37,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
     handler: async (request, reply) => {
       const { query } = request;
       const page = await listBlueprints(db, { ...query, order: 'newest' });
-      const slots = await readSlotsPerResource(
-        db,
-        page.items.map((b) => b.id),
-      );
-      const main = renderList<BlueprintRow>(request, {
+      const main = renderList<ListedBlueprint>(request, {
         title: 'Blueprints',
         path: '/blueprints',
         filters: [],
@@ -60,7 +56,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
           {
             header: 'Leases',
             cell: (b) =>
-              html`<a href="/leases?blueprint=${b.id}">leases</a> <span class="muted">(${describeSlotsPerResource(b.leases_per_resource, slots.get(b.id), true)} per resource)</span>`,
+              html`<a href="/leases?blueprint=${b.id}">leases</a> <span class="muted">(${describeSlotsPerResource(b.leases_per_resource, b.slotsPerResource, true)} per resource)</span>`,
           },
           { header: 'Commands', cell: (b) => html`<a href="/commands?target=blueprint:${b.id}">commands</a>` },
           { header: 'Created', cell: (b) => when(b.created_at) },
