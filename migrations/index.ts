@@ -31,6 +31,7 @@ import * as checkDueTimes from './0029_check_due_times.ts';
 import * as waitingReason from './0030_waiting_reason.ts';
 import * as archivedBlueprints from './0031_archived_blueprints.ts';
 import * as orphans from './0032_orphans.ts';
+import * as possibleLabels from './0033_possible_labels.ts';
 import * as slotOrphans from './0034_slot_orphans.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
@@ -67,5 +68,6 @@ export const migrations: Record<string, Migration> = {
   '0030_waiting_reason': waitingReason,
   '0031_archived_blueprints': archivedBlueprints,
   '0032_orphans': orphans,
+  '0033_possible_labels': possibleLabels,
   '0034_slot_orphans': slotOrphans,
 };

@@ -69,6 +69,7 @@ create table public.blueprints (
   priority_step_ms bigint not null default 60000,
   labels jsonb not null default '{}'::jsonb,
   orphans text not null default 'report'::text,
+  possible_labels jsonb,
   constraint blueprints_check_interval_ms_check CHECK ((check_interval_ms > 0)),
   constraint blueprints_clean_attempts_check CHECK (((clean_attempts >= 1) AND (clean_attempts <= 100))),
   constraint blueprints_idle_timeout_ms_check CHECK ((idle_timeout_ms > 0)),
@@ -333,6 +334,7 @@ create table public.resources (
 );
 CREATE INDEX resources_by_blueprint_id ON public.resources USING btree (blueprint_id, id);
 CREATE INDEX resources_by_blueprint_state ON public.resources USING btree (blueprint_id, state);
+CREATE INDEX resources_by_selector ON public.resources USING btree (blueprint_id, selector) WHERE (selector IS NOT NULL);
 CREATE INDEX resources_by_state_id ON public.resources USING btree (state, id);
 CREATE INDEX resources_check_due ON public.resources USING btree (blueprint_id, COALESCE(checked_at, '-infinity'::timestamp with time zone)) WHERE (state = ANY (ARRAY['active'::text, 'maintenance'::text, 'quarantined'::text]));
 CREATE INDEX resources_destroyed ON public.resources USING btree (updated_at) WHERE (state = 'destroyed'::text);

@@ -41,6 +41,8 @@ export interface BlueprintsTable {
   labels: JsonDefault;
   /** What the collector does with an orphan its driver lists (0032). */
   orphans: Generated<OrphansSetting>;
+  /** Every set of labels its driver may report for a resource under its settings; null where the driver's program decides them (0033). */
+  possible_labels: Json | null;
   version: Generated<number>;
   created_at: TimestampDefault;
   updated_at: TimestampDefault;

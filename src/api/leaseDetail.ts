@@ -1,6 +1,6 @@
 import type { Db } from '../db/Database.ts';
 import { findLease } from '../read/leases.ts';
-import { readLineStanding } from '../objects/lineStanding.ts';
+import { readLineStanding } from '../read/lineStanding.ts';
 import { readHistory } from '../read/objectHistory.ts';
 import type { LeaseDetail } from './contract.ts';
 import { historyOf, leaseOf, lineStandingOf } from './shapes.ts';

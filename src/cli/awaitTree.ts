@@ -14,7 +14,7 @@ import { formatDuration } from '../domain/durations.ts';
 const waitForSettled = later(() => import('../read/waitForSettled.ts'), 'waitForSettled');
 /** The database's reads too: remote mode, which imports this module for assertTreeSucceeded, waits through the API. */
 const countLiveWorkers = later(() => import('../db/liveWorkers.ts'), 'countLiveWorkers');
-const readLineStanding = later(() => import('../objects/lineStanding.ts'), 'readLineStanding');
+const readLineStanding = later(() => import('../read/lineStanding.ts'), 'readLineStanding');
 
 export interface AwaitRequest {
   readonly rootId: number;

@@ -1,5 +1,6 @@
 import type { Page } from '../read/page.ts';
 import { formatTime as timeText } from '../domain/times.ts';
+import { labelsText } from '../domain/labels.ts';
 
 /** Plain-text building blocks shared by every human-readable view. */
 
@@ -63,8 +64,7 @@ export function formatJson(value: unknown): string {
 
 /** Labels as "gpu=a100, os=linux" (by key: stored as jsonb, their order is not the one given), or NONE. */
 export function formatLabels(labels: Readonly<Record<string, string>>): string {
-  const pairs = Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1));
-  return pairs.length === 0 ? NONE : pairs.map(([key, value]) => `${key}=${value}`).join(', ');
+  return labelsText(labels) || NONE;
 }
 
 export function targetLabel(kind: string, id: number): string {

@@ -183,6 +183,12 @@ export function mismatch(selector: Selector, labels: Labels): string | undefined
   return `${formatRequirement(failed)}, but ${value === undefined ? `there is no ${failed.key} label` : `${failed.key} is ${value}`}`;
 }
 
+/** Labels as text, `key=value` by key, comma-separated; empty for none. */
+export function labelsText(labels: Labels): string {
+  const pairs = Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1));
+  return pairs.map(([key, value]) => `${key}=${value}`).join(', ');
+}
+
 /** A resource's labels: those its driver reported, with its blueprint's over them. */
 export function resourceLabels(reported: unknown, blueprintLabels: unknown): Labels {
   return { ...(reported as Labels), ...(blueprintLabels as Labels) };

@@ -37,6 +37,16 @@ export function validateDriverSettings(driver: string, settings: unknown): unkno
 }
 
 /**
+ * A blueprint's `possible_labels` for its driver and settings (checked), as
+ * stored with them: every set of labels the driver may report, or null
+ * where its program decides them (DriverFactory.possibleLabels).
+ */
+export function possibleLabelsColumn(driver: string, settings: unknown): string | null {
+  const possible = driverFactory(driver).possibleLabels?.(settings);
+  return possible === undefined ? null : JSON.stringify(possible);
+}
+
+/**
  * Makes drivers for blueprints, one per blueprint version, so a settings
  * change takes effect on the next command without restarting workers.
  */

@@ -1,18 +1,11 @@
 import { sql } from 'kysely';
-import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { InvalidInputError } from '../domain/errors.ts';
-import { formatSelector, type Labels, matches, resourceLabels, type Selector, whyNeverMatches } from '../domain/labels.ts';
+import { formatSelector, type Labels, matches, resourceLabels, type Selector } from '../domain/labels.ts';
+import { programDecidesLabels, whyBlueprintNeverMatches } from '../domain/programLabels.ts';
 import { statesWith } from '../domain/lifecycle.ts';
 import { slotsTaken } from '../read/slotsTaken.ts';
-import { driverFactory, validateDriverSettings } from '../drivers/registry.ts';
 import { waitingLeases } from '../db/waitingLeases.ts';
-
-/** Why no resource `blueprint` may have can ever match `selector` (see whyNeverMatches), or undefined. */
-export function whyBlueprintNeverMatches(blueprint: Pick<BlueprintRow, 'driver' | 'settings' | 'labels'>, selector: Selector): string | undefined {
-  const possible = driverFactory(blueprint.driver).possibleLabels?.(validateDriverSettings(blueprint.driver, blueprint.settings));
-  return whyNeverMatches(selector, blueprint.labels as Labels, possible);
-}
 
 /**
  * The blueprint a lease that names only a selector goes to
@@ -60,7 +53,7 @@ export async function chooseBlueprint(db: Db, selector: Selector): Promise<{ id:
   const ranked = candidates.map((b) => ({
     b,
     // Known to match a resource it may make (its labels are declared), rather than only not known not to (a program's).
-    certain: driverFactory(b.driver).possibleLabels !== undefined || selector.every((r) => Object.hasOwn(b.labels as Labels, r.key)),
+    certain: !programDecidesLabels(b) || selector.every((r) => Object.hasOwn(b.labels as Labels, r.key)),
     free: free.filter((r) => r.blueprint_id === b.id && matches(selector, resourceLabels(r.labels, b.labels))).reduce((n, r) => n + r.free, 0),
     mayMake: b.live_resources < b.max_resources,
     waiting: waiting.find((w) => w.blueprint_id === b.id)?.n ?? 0,

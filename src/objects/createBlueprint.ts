@@ -3,7 +3,7 @@ import type { Db } from '../db/Database.ts';
 import { withTransaction } from '../db/withTransaction.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError } from '../domain/errors.ts';
-import { validateDriverSettings } from '../drivers/registry.ts';
+import { possibleLabelsColumn, validateDriverSettings } from '../drivers/registry.ts';
 import { BlueprintInputSchema, type BlueprintInput } from './blueprintInput.ts';
 import { recordEvent } from '../db/recordEvent.ts';
 
@@ -37,7 +37,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
   // So a setting a new release adds, with a default, never reaches the
   // workers of the release before it, which would refuse it as unknown in
   // the middle of a rolling upgrade (docs/upgrades.md).
-  validateDriverSettings(driver, parsed.data.settings);
+  const checked = validateDriverSettings(driver, parsed.data.settings);
   const settings = parsed.data.settings;
   const row = await trx
     .insertInto('blueprints')
@@ -54,6 +54,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
       clean_attempts: cleanAttempts,
       priority_step_ms: priorityStepMs,
       labels: JSON.stringify(labels),
+      possible_labels: possibleLabelsColumn(driver, checked),
       orphans,
     })
     .onConflict((oc) => oc.column('name').doNothing())

@@ -1,5 +1,5 @@
 // A waiting lease's place in words, apart from the reads that find it
-// (src/objects/lineStanding.ts): the CLI prints it from the API's answers in remote mode
+// (src/read/lineStanding.ts): the CLI prints it from the API's answers in remote mode
 // without loading the query builder.
 
 /** Where a waiting lease stands in its blueprint's line, and when it may expect to be active. */

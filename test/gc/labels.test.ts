@@ -3,6 +3,7 @@ import { expect, test } from 'vitest';
 import { InvalidInputError } from '../../src/domain/errors.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
+import { readLineStanding } from '../../src/read/lineStanding.ts';
 import { appendCommand, appendInTransaction } from '../../src/queue/appendCommand.ts';
 import { handDrainSuite } from './support/handDrain.ts';
 
@@ -145,4 +146,62 @@ test('a selector alone chooses a blueprint whose resources may match, and says w
   await expect(request('x86', 'arch in (')).rejects.toThrow(/selector: .*at character 10 of "arch in \("/);
   expect(await rowCount()).toBe(before);
   await release(id);
+});
+
+/** Drains until nothing is left queued or running that is due soon: a yielded acquire and a driver call in flight included. */
+const settle = async () => {
+  for (let round = 0; round < 200; round++) {
+    await hand.all();
+    const left = await db()
+      .selectFrom('commands')
+      .select('id')
+      .where('status', 'in', ['queued', 'running'])
+      .where('not_before', '<=', new Date(Date.now() + 5_000))
+      .limit(1)
+      .executeTakeFirst();
+    if (!left) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error('the queues never settled');
+};
+
+test('a blueprint whose program decides labels makes at most one resource a lease may not match, and none while one made for its selector sits unmatched', async () => {
+  // No allocation program: the exec driver makes each resource with no labels.
+  const bp = await createBlueprint(
+    db(),
+    { name: 'programmed', driver: 'exec', settings: { commands: { destroyResource: ['true'] } }, maxResources: 4, leasesPerResource: 1 },
+    admin,
+  );
+  const madeFor = () => db().selectFrom('resources').select(['id', 'state']).where('blueprint_id', '=', bp.id).orderBy('id').execute();
+  const first = await request('programmed', 'arch=riscv');
+  await settle();
+  const [made, ...more] = await madeFor();
+  expect(more).toEqual([]);
+  expect(made).toMatchObject({ state: 'active' });
+  expect((await lease(first)).state).toBe('pending');
+  const unservable = (...ids: number[]) =>
+    `${ids.map((id) => `resource ${id}, with no labels (arch=riscv, but there is no arch label)`).join(', ')}, made for selector arch=riscv, came back not matching it, ` +
+    "and blueprint programmed's exec program decides every resource's labels, so it makes no other for this lease: change the selector, or label the blueprint";
+  expect((await readLineStanding(db(), first))?.unservable).toBe(unservable(made!.id));
+
+  // Another lease with that selector: the resource made for it still sits unmatched, so none is made.
+  const second = await request('programmed', 'arch=riscv');
+  await settle();
+  expect(await madeFor()).toHaveLength(1);
+  expect((await readLineStanding(db(), second))?.unservable).toBe(unservable(made!.id));
+  // A lease any resource serves takes its slot.
+  const plain = await request('programmed');
+  await settle();
+  expect((await lease(plain)).state).toBe('active');
+  await release(plain);
+
+  // Once that resource is gone, the first lease, for which it was made, makes none again; the second, which came after it was made, may make one.
+  await appendCommand(db(), { target: { kind: 'resource', id: made!.id }, kind: 'release', actor: admin });
+  await settle();
+  const after = await madeFor();
+  expect(after.map((r) => r.state)).toEqual(['destroyed', 'active']);
+  expect((await readLineStanding(db(), first))?.unservable).toBe(unservable(made!.id, after[1]!.id));
+  expect((await readLineStanding(db(), second))?.unservable).toBe(unservable(after[1]!.id));
+  await release(first);
+  await release(second);
 });

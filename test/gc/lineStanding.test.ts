@@ -5,7 +5,7 @@ import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { updateBlueprint } from '../../src/objects/updateBlueprint.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
-import { readLineStanding } from '../../src/objects/lineStanding.ts';
+import { readLineStanding } from '../../src/read/lineStanding.ts';
 import { describeEstimate, describeStanding, describeWaiting, ordinal } from '../../src/read/standingText.ts';
 import { handDrainSuite } from './support/handDrain.ts';
 
@@ -157,8 +157,8 @@ test('a lease at a blueprint whose program decides labels says it cannot be serv
   const standing = (await readLineStanding(db(), lease))!;
   expect(standing).toMatchObject({ position: 1, estimateSeconds: null });
   expect(standing.unservable).toBe(
-    `resource(s) ${resource.id}, made for selector arch=riscv, came back with labels that do not match it, ` +
-      "and blueprint programmed's exec program decides every resource's labels: change the selector, or label the blueprint",
+    `resource ${resource.id}, with no labels (arch=riscv, but there is no arch label), made for selector arch=riscv, came back not matching it, ` +
+      "and blueprint programmed's exec program decides every resource's labels, so it makes no other for this lease: change the selector, or label the blueprint",
   );
   await release(lease);
   await hand.all();

@@ -177,7 +177,10 @@ test("a static pool's list rows (web, API, CLI) and page give its resources' own
   const row = list.slice(list.indexOf(`id="blueprint-${made.body.id}"`), list.indexOf('</tr>', list.indexOf(`id="blueprint-${made.body.id}"`)));
   expect(row).toContain('(2–4 per resource)');
   const listed = await env.as.viewer.get('/v1/blueprints?limit=100');
-  expect(listed.body.items.find((b: { id: number }) => b.id === made.body.id)).toMatchObject({ leasesPerResource: 1, slotsPerResource: { min: 2, max: 4 } });
+  expect(listed.body.items.find((b: { id: number }) => b.id === made.body.id)).toMatchObject({
+    leasesPerResource: 1,
+    slotsPerResource: { min: 2, max: 4 },
+  });
   const cli = await runCli(['blueprint', 'list', '--limit', '100'], env.database.url);
   expect(cli.stdout).toMatch(/\n\d+ +mixed-slots +static-pool +enabled +2\/2 +2–4 /);
   const page = (await client.get(`/blueprints/${made.body.id}`)).text;

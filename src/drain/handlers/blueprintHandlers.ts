@@ -4,7 +4,7 @@ import type { Db } from '../../db/Database.ts';
 import type { CommandKindOf, PayloadOf } from '../../domain/commandKinds.ts';
 import { InvalidInputError } from '../../domain/errors.ts';
 import { statesAccepting, statesWith } from '../../domain/lifecycle.ts';
-import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
+import { driverFactory, possibleLabelsColumn, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import { done, failed, type HandlerContext, type QueryingHandler, type HandlerTable, type Outcome } from '../Handler.ts';
 import { send } from '../messages.ts';
@@ -200,7 +200,11 @@ const updateSettings: Decide<'update_settings'> = async (trx, ctx, blueprint) =>
   const limit = maxResources === blueprint.max_resources ? '' : `; limit ${blueprint.max_resources} → ${maxResources}`;
   return done<'blueprint'>(`settings updated${retired.length ? `; retiring resource(s) ${retired.join(', ')}` : ''}${limit}`, {
     // As given, like createBlueprint's: defaults stay the code's.
-    set: { settings: JSON.stringify(ctx.payload.settings), max_resources: maxResources },
+    set: {
+      settings: JSON.stringify(ctx.payload.settings),
+      possible_labels: possibleLabelsColumn(blueprint.driver, settings),
+      max_resources: maxResources,
+    },
     events: [{ type: 'settings_updated', message: `driver settings replaced${limit}`, data: { retired, maxResources } }],
     followUps: plan.retire.map(({ resourceId, reason }) => send.resource.retire(resourceId, reason)),
   });

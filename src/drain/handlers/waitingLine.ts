@@ -2,9 +2,9 @@ import { sql } from 'kysely';
 import type { BlueprintRow, CommandRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import { executePrepared } from '../../db/PreparingClient.ts';
-import { formatSelector, type Labels, matches, parseSelector, resourceLabels, type Selector, whyNeverMatches } from '../../domain/labels.ts';
+import { formatSelector, type Labels, matches, parseSelector, resourceLabels, type Selector } from '../../domain/labels.ts';
+import { programDecidesLabels, unmatchedMadeFor, whyBlueprintNeverMatches } from '../../domain/programLabels.ts';
 import { statesWith } from '../../domain/lifecycle.ts';
-import { driverFactory, validateDriverSettings } from '../../drivers/registry.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import { slotsTaken } from '../../read/slotsTaken.ts';
 import { type FollowUp, send } from '../messages.ts';
@@ -12,6 +12,7 @@ import { type Candidate as FairCandidate, describeChoice, pickNext, type TeamUse
 import { describeQuota, type Quota, quotaReached } from '../../domain/quotas.ts';
 import { perStep } from '../../db/perStep.ts';
 import { waitingLeases } from '../../db/waitingLeases.ts';
+import { readMadeForSelector } from '../../db/madeForSelector.ts';
 import { countedAtBlueprint, countedOverall, countPromised, quotasFor } from '../../db/countedLeases.ts';
 import { forgetRequestingLeases } from '../batchReads/requestingLease.ts';
 
@@ -175,13 +176,13 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   freeLeft = () => slots.reduce((n, s) => n + Math.max(s.free, 0), 0);
   const mayMake = () => blueprint.state === 'enabled' && live < blueprint.max_resources;
   const hasRoom = () => slots.some((s) => s.free > 0) || mayMake();
-  const newMayMatch = newResourceMayMatch(blueprint);
+  const mayMatch = newResourceMayMatch(trx, blueprint);
   /** A free slot `selector` matches (a slot of a resource made in this decision has labels not known yet: only a lease without one takes it). */
   const slotFor = (selector: Selector | undefined) =>
     slots.find((s) => s.free > 0 && (selector === undefined || (s.labels !== undefined && matches(selector, s.labels))));
-  /** Whether there is room for a lease with `selector`: a slot it matches, or a resource the blueprint may make that may match it. */
-  const fits = (selector: Selector | undefined) =>
-    slotFor(selector) !== undefined || (mayMake() && (selector === undefined || newMayMatch(selector)));
+  /** Whether there is room for a lease: a slot its selector matches, or a resource the blueprint may make that may match it. */
+  const fits = async (lease: Needing) =>
+    slotFor(lease.selector) !== undefined || (mayMake() && (lease.selector === undefined || (await mayMatch(lease, lease.selector))));
   /** Serves one lease from the room left, making a resource if it may; `why` it was chosen over others, if it was. */
   const serve = async (lease: Candidate, why?: string) => {
     const leaseId = lease.leaseId;
@@ -234,7 +235,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
       const candidates: Candidate[] = [];
       for (const line of lines.values()) {
         if (competition.blocks({ team: line.team, holder: undefined })) continue;
-        const row = await line.head((r) => {
+        const row = await line.head(async (r) => {
           if (r.lease_id === joining?.leaseId) {
             // A lease asking again (after a refusal) may already have its row.
             joinedHasRow = true;
@@ -244,9 +245,9 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
             departed.push(r.lease_id);
             return 'skip';
           }
-          return competition.blocks(r) || !fits(r.needs) ? 'pass' : 'take';
+          return competition.blocks(r) || !(await fits(candidateOf(r))) ? 'pass' : 'take';
         });
-        if (newcomer?.team === line.team && !competition.blocks(newcomer) && fits(newcomer.selector) && (!row || comesBefore(joining!, row)))
+        if (newcomer?.team === line.team && !competition.blocks(newcomer) && (await fits(newcomer)) && (!row || comesBefore(joining!, row)))
           candidates.push(newcomer);
         else if (row) candidates.push(candidateOf(row));
       }
@@ -264,7 +265,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     }
     if (served.size > 0) forgetRequestingLeases(trx);
     if (newcomer)
-      joinedWhy = competition.describeBlock(newcomer) ?? (newcomer.selector && !fits(newcomer.selector) ? noMatch(newcomer.selector) : undefined);
+      joinedWhy = competition.describeBlock(newcomer) ?? (newcomer.selector && !(await fits(newcomer)) ? noMatch(newcomer.selector) : undefined);
   }
 
   const leaving = [...departed, ...servedRows, ...(joining && served.has(joining.leaseId) && joinedHasRow ? [joining.leaseId] : [])];
@@ -399,7 +400,7 @@ class TeamLine {
     if (this.rows.length < asked) this.endReached = true;
   }
 
-  async head(judge: (row: LineRow) => 'skip' | 'pass' | 'take'): Promise<LineRow | undefined> {
+  async head(judge: (row: LineRow) => Promise<'skip' | 'pass' | 'take'>): Promise<LineRow | undefined> {
     for (;;) {
       if (this.pos === this.rows.length) {
         if (this.endReached || this.passed >= PASS_OVER_LIMIT) return undefined;
@@ -409,7 +410,7 @@ class TeamLine {
         continue;
       }
       const row = this.rows[this.pos]!;
-      const verdict = judge(row);
+      const verdict = await judge(row);
       if (verdict === 'take') return row;
       if (verdict === 'pass') this.passed++;
       this.pos++;
@@ -517,16 +518,35 @@ interface Slot {
 /** Why a lease with a selector waits while the blueprint has room for others. */
 const noMatch = (selector: Selector) => `no free slot, and no resource it may make, matches its selector ${formatSelector(selector)}`;
 
+/** A lease the line may serve, as `fits` judges it. */
+type Needing = Pick<Candidate, 'leaseId' | 'selector' | 'requestedAt'>;
+
 /**
- * Whether a resource the blueprint would make may match a selector: its
- * labels are the blueprint's over what its driver may report
- * (DriverFactory.possibleLabels). Settings are read once per decision.
+ * Whether a resource the blueprint would make for a lease may match its
+ * selector: its labels are the blueprint's over what its driver may report
+ * (`possible_labels`); where its program decides them, not once the
+ * resources it made for the selector came back not matching it
+ * (unmatchedMadeFor, decision 0038), so a lease makes at most one resource
+ * it is not known to match. Those are read once per lease and decision,
+ * and only for a lease the line would make a resource for.
  */
-function newResourceMayMatch(blueprint: BlueprintRow): (selector: Selector) => boolean {
-  let possible: readonly Labels[] | undefined | null = null;
-  return (selector) => {
-    if (possible === null) possible = driverFactory(blueprint.driver).possibleLabels?.(validateDriverSettings(blueprint.driver, blueprint.settings));
-    return whyNeverMatches(selector, blueprint.labels as Labels, possible) === undefined;
+function newResourceMayMatch(trx: Db, blueprint: BlueprintRow): (lease: Needing, selector: Selector) => Promise<boolean> {
+  const judged = new Map<number, boolean>();
+  return async (lease, selector) => {
+    let may = judged.get(lease.leaseId);
+    if (may === undefined) {
+      may =
+        whyBlueprintNeverMatches(blueprint, selector) === undefined &&
+        (!programDecidesLabels(blueprint) ||
+          unmatchedMadeFor(
+            blueprint,
+            selector,
+            lease.requestedAt,
+            await readMadeForSelector(trx, blueprint.id, formatSelector(selector), lease.requestedAt),
+          ).length === 0);
+      judged.set(lease.leaseId, may);
+    }
+    return may;
   };
 }
 

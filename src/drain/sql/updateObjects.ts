@@ -26,6 +26,7 @@ const COLUMN_TYPES = {
     priority_step_ms: 'bigint',
     labels: 'jsonb',
     orphans: 'text',
+    possible_labels: 'jsonb',
     version: 'integer',
     created_at: 'timestamp with time zone',
     updated_at: 'timestamp with time zone',

@@ -5,7 +5,7 @@ import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
 import { readBlueprintDetail, readWaitingLine } from '../../read/blueprints.ts';
 import { describePriorityStep } from '../../domain/priority.ts';
-import { estimateFor, recentGrantRate } from '../../objects/lineStanding.ts';
+import { estimateFor, recentGrantRate } from '../../read/lineStanding.ts';
 import { describeEstimate } from '../../read/standingText.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { listResources } from '../../read/resources.ts';

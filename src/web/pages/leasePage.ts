@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
-import { readLineStanding } from '../../objects/lineStanding.ts';
+import { readLineStanding } from '../../read/lineStanding.ts';
 import { describeEstimate } from '../../read/standingText.ts';
 import { findLease } from '../../read/leases.ts';
 import { readHistory } from '../../read/objectHistory.ts';

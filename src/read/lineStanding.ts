@@ -1,12 +1,12 @@
 import { sql } from 'kysely';
 import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
+import { readMadeForSelector } from '../db/madeForSelector.ts';
 import { waitingLeases } from '../db/waitingLeases.ts';
 import { matches, parseSelector, resourceLabels } from '../domain/labels.ts';
 import { canTransition, isSettingUp, LIFECYCLES, statesWith } from '../domain/lifecycle.ts';
-import { driverFactory } from '../drivers/registry.ts';
-import type { LineStanding } from '../read/standingText.ts';
-import { whyBlueprintNeverMatches } from './chooseBlueprint.ts';
+import { describeUnmatched, programDecidesLabels, unmatchedMadeFor, whyBlueprintNeverMatches } from '../domain/programLabels.ts';
+import type { LineStanding } from './standingText.ts';
 
 /** How far back the grant rate an estimate rests on looks. */
 const RATE_WINDOW_MINUTES = 15;
@@ -82,8 +82,8 @@ export async function readLineStanding(db: Db, leaseId: number): Promise<LineSta
       'me.selector',
       'b.name',
       'b.driver',
-      'b.settings',
       'b.labels',
+      'b.possible_labels',
       'counts.ahead',
       'counts.waiting',
     ])
@@ -91,7 +91,7 @@ export async function readLineStanding(db: Db, leaseId: number): Promise<LineSta
     .executeTakeFirst();
   if (!mine) return undefined;
   const position = mine.ahead + 1;
-  const unservable = mine.selector === null ? null : await whyUnservable(db, mine.blueprint_id, mine.selector, mine);
+  const unservable = mine.selector === null ? null : await whyUnservable(db, mine.blueprint_id, mine.selector, mine.created_at, mine);
   if (unservable !== null) {
     return {
       blueprintName: mine.name,
@@ -124,37 +124,32 @@ const MAY_GRANT = Object.keys(LIFECYCLES.resource).filter((state) =>
 
 /**
  * Why no resource of its blueprint can serve a waiting lease's `selector`,
- * or null when one may. None can when no resource it has that may grant
- * slots matches (one still being made may), and either none the blueprint
- * may make can match it (its labels, or what its driver may report, changed
- * since the lease was made), or its driver leaves labels to its program and
- * the resources made for this selector came back with labels that do not
- * match it, so another made the same way is not expected to either.
+ * requested at `requestedAt`, or null when one may. None can when no
+ * resource it has that may grant slots matches (one still being made may),
+ * and either none the blueprint may make can match it (its labels, or what
+ * its driver may report, changed since the lease was made), or its driver
+ * leaves labels to its program and the resources made for this selector
+ * came back not matching it, so the blueprint makes no other for this
+ * lease (unmatchedMadeFor).
  */
 async function whyUnservable(
   db: Db,
   blueprintId: number,
   selectorText: string,
-  blueprint: Pick<BlueprintRow, 'name' | 'driver' | 'settings' | 'labels'>,
+  requestedAt: Date,
+  blueprint: Pick<BlueprintRow, 'name' | 'driver' | 'labels' | 'possible_labels'>,
 ): Promise<string | null> {
   const selector = parseSelector(selectorText);
-  const resources = await db
+  const mayServe = await db
     .selectFrom('resources')
-    .select(['id', 'state', 'labels', 'selector'])
+    .select(['state', 'labels'])
     .where('blueprint_id', '=', blueprintId)
-    .where((eb) => eb.or([eb('state', 'in', MAY_GRANT), eb('selector', '=', selectorText)]))
-    .orderBy('id')
+    .where('state', 'in', MAY_GRANT)
     .execute();
-  const mayServe = resources.filter((r) => MAY_GRANT.includes(r.state));
   if (mayServe.some((r) => isSettingUp('resource', r.state) || matches(selector, resourceLabels(r.labels, blueprint.labels)))) return null;
   const never = whyBlueprintNeverMatches(blueprint, selector);
   if (never !== undefined) return `no resource of blueprint ${blueprint.name} can ever match selector ${selectorText}: ${never}`;
-  if (driverFactory(blueprint.driver).possibleLabels !== undefined) return null;
-  // Those whose driver answered: one broken while it was made reported no labels.
-  const made = resources.filter((r) => r.selector === selectorText && r.state !== 'broken' && !isSettingUp('resource', r.state));
-  if (made.length === 0) return null;
-  return (
-    `resource(s) ${made.map((r) => r.id).join(', ')}, made for selector ${selectorText}, came back with labels that do not match it, ` +
-    `and blueprint ${blueprint.name}'s ${blueprint.driver} program decides every resource's labels: change the selector, or label the blueprint`
-  );
+  if (!programDecidesLabels(blueprint)) return null;
+  const unmatched = unmatchedMadeFor(blueprint, selector, requestedAt, await readMadeForSelector(db, blueprintId, selectorText, requestedAt));
+  return unmatched.length === 0 ? null : describeUnmatched(blueprint, selectorText, selector, unmatched);
 }
