@@ -33,6 +33,7 @@ import * as archivedBlueprints from './0031_archived_blueprints.ts';
 import * as orphans from './0032_orphans.ts';
 import * as possibleLabels from './0033_possible_labels.ts';
 import * as slotOrphans from './0034_slot_orphans.ts';
+import * as leaseTimeLimits from './0035_lease_time_limits.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -70,4 +71,5 @@ export const migrations: Record<string, Migration> = {
   '0032_orphans': orphans,
   '0033_possible_labels': possibleLabels,
   '0034_slot_orphans': slotOrphans,
+  '0035_lease_time_limits': leaseTimeLimits,
 };

@@ -43,6 +43,8 @@ export interface BlueprintsTable {
   orphans: Generated<OrphansSetting>;
   /** Every set of labels its driver may report for a resource under its settings; null where the driver's program decides them (0033). */
   possible_labels: Json | null;
+  /** The longest a lease may be held, from its grant to its end, renewals included (null: no limit; 0035). */
+  max_hold_ms: number | null;
   version: Generated<number>;
   created_at: TimestampDefault;
   updated_at: TimestampDefault;
@@ -93,6 +95,14 @@ export interface LeasesTable {
   selector: string | null;
   /** The holder's callback: told when Slipway ends the lease itself (its resource found gone). */
   callback_url: Generated<string | null>;
+  /** When the lease got its slot (0035). */
+  granted_at: Timestamp | null;
+  /** The time by which it ends whatever its holder does: its grant plus its blueprint's longest hold (0035). */
+  end_by: Timestamp | null;
+  /** When its holder is to be told its end is near; null once told (0035). */
+  end_notice_at: Timestamp | null;
+  /** What its holder has been told of its end, `{kind, at, reason}` (src/domain/ending.ts; 0035). */
+  ending: Json | null;
   message: string | null;
   version: Generated<number>;
   created_at: TimestampDefault;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { BlueprintRow, CallbackAttemptRow, CallbackRow, CommandRow, OrphanRow } from '../../migrations/schema.ts';
 import { LIFECYCLES } from '../domain/lifecycle.ts';
 import { OrphansSettingSchema } from '../domain/orphans.ts';
+import { ENDING_KINDS, endingOf } from '../domain/ending.ts';
 import { resourceLabels } from '../domain/labels.ts';
 import type { BlueprintDetail, ListedBlueprint } from '../read/blueprints.ts';
 import type { CallbackView } from '../read/callbacks.ts';
@@ -69,6 +70,11 @@ export const BlueprintSchema = z
     cleanBetweenLeases: z.boolean().meta({ description: 'each slot a lease gives back is cleaned by the driver before another lease may have it' }),
     cleanAttempts: z.number().int().meta({ description: 'failed cleanings in a row that quarantine a resource' }),
     priorityStepMs: z.number().int().meta({ description: "how much waiting one level of a lease's priority is worth in the line" }),
+    maxHoldMs: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'the longest a lease may be held, from its grant to its end, renewals included (null: no limit)' }),
     labels: Labels.meta({ description: 'labels every resource of it carries (over those its driver reports), which lease selectors match' }),
     orphans: OrphansSettingSchema.meta({
       description: 'what the collector does with what its driver lists that no resource stands for: report it, or destroy it through the driver',
@@ -96,6 +102,7 @@ export function blueprintOf(row: BlueprintRow): Blueprint {
     cleanBetweenLeases: row.clean_between_leases,
     cleanAttempts: row.clean_attempts,
     priorityStepMs: row.priority_step_ms,
+    maxHoldMs: row.max_hold_ms,
     labels: row.labels as Record<string, string>,
     orphans: row.orphans,
     version: row.version,
@@ -232,6 +239,14 @@ export function resourceDetailOf(detail: ResourceDetail): ResourceDetailShape {
 
 // --- leases -------------------------------------------------------------------
 
+const EndingShape = z
+  .object({
+    kind: z.enum(ENDING_KINDS).meta({ description: "time_limit: its blueprint's longest hold (maxHoldMs)" }),
+    at: Timestamp.meta({ description: 'the time by which the lease ends' }),
+    reason: z.string(),
+  })
+  .meta({ id: 'Ending' });
+
 export const LeaseSchema = z
   .object({
     id: Id,
@@ -253,6 +268,13 @@ export const LeaseSchema = z
       .meta({ description: '0–9: served ahead of lower priorities that have waited less than priority × its blueprint’s priorityStepMs' }),
     team: z.string().meta({ description: "its requester's team (the token's): shares and quotas count it there" }),
     selector: z.string().nullable().meta({ description: "what it needs of its resource's labels (null: any resource)" }),
+    grantedAt: OptionalTimestamp.meta({ description: 'when it got its slot' }),
+    endBy: OptionalTimestamp.meta({
+      description: "the time by which it ends whatever its holder does: its grant plus its blueprint's maxHoldMs; no expiry is set or renewed past it",
+    }),
+    ending: EndingShape.nullable().meta({
+      description: 'set when its holder is told that Slipway will end it: by when, and why (kind time_limit); stop the work and release it by then',
+    }),
     message: z.string().nullable(),
     version: z.number().int(),
     createdAt: Timestamp,
@@ -279,6 +301,9 @@ export function leaseOf(row: LeaseView): Lease {
     priority: row.priority,
     team: row.team,
     selector: row.selector,
+    grantedAt: isoOrNull(row.granted_at),
+    endBy: isoOrNull(row.end_by),
+    ending: endingOf(row.ending),
     message: row.message,
     version: row.version,
     createdAt: iso(row.created_at),

@@ -61,10 +61,12 @@ export class SlipwayClient {
    * Holds a lease for exactly as long as `work` runs: requests it (a
    * heartbeat lease: every 30 s unless the request names its interval),
    * waits until it is active, runs `work`, beats the heartbeat while it
-   * runs, aborts `signal` when the lease ends from outside, and releases it
-   * when `work` settles, however it settles. Rejects with LeaseNotGranted
-   * when the lease is never active, LeaseLost when it ended while `work`
-   * ran, LeaseUnreachable when Slipway could not be reached for as long as
+   * runs, aborts `signal` when the lease ends from outside or Slipway says
+   * it will end it (the lease's `ending`: a time limit near), and releases
+   * it when `work` settles, however it settles. Rejects with
+   * LeaseNotGranted when the lease is never active, LeaseLost when it ended
+   * while `work` ran, LeaseEnding when `work` was stopped for its end,
+   * LeaseUnreachable when Slipway could not be reached for as long as
    * the heartbeat deadline allows; else settles as `work` did.
    *
    * The client's own `signal` stops every call, the release too: stop a

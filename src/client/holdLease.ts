@@ -4,7 +4,7 @@ import type { LeaseDetail } from '../api/contract.ts';
 import type { Lease, LineStandingShape, Resource, TimelineEntryShape } from '../api/shapes.ts';
 import { DEFAULT_HEARTBEAT_MS } from '../domain/holding.ts';
 import { isSettingUp, READY_STATE } from '../domain/lifecycle.ts';
-import { LeaseLost, LeaseNotGranted, LeaseUnreachable, type LeaseEnd } from './leaseErrors.ts';
+import { LeaseEnding, LeaseLost, LeaseNotGranted, LeaseUnreachable, type LeaseEnd } from './leaseErrors.ts';
 
 type TimelineEvent = Extract<TimelineEntryShape, { type: 'event' }>;
 
@@ -15,8 +15,8 @@ const settingUp = (state: string) => isSettingUp('lease', state);
  * which `client.withLease` and `slipway lease run` (local and remote alike)
  * share: request a heartbeat lease, wait until it is active, run the work,
  * beat the heartbeat and watch the lease while it runs, abort the work's
- * signal when the lease ends from outside, and release the lease when the
- * work ends, however it ends.
+ * signal when the lease ends from outside or Slipway says it will end it
+ * (its `ending`), and release the lease when the work ends, however it ends.
  *
  * It talks to Slipway through a LeaseService: the HTTP API (ApiLeaseService)
  * or, for the CLI without SLIPWAY_URL, the database itself.
@@ -167,8 +167,8 @@ class Holder<Request, T> {
     if (!(ended instanceof LeaseLost)) {
       await this.release(lease, this.options.releaseReason?.(outcome) ?? ('error' in outcome ? 'the work failed' : 'the work is done'));
     }
-    // The work ran without its lease from then on: that, rather than what the work made of it, is the answer.
-    if (ended instanceof LeaseLost || ended instanceof LeaseUnreachable) throw ended;
+    // The work ran without its lease from then on, or was stopped for its end: that, rather than what the work made of it, is the answer.
+    if (ended instanceof LeaseLost || ended instanceof LeaseUnreachable || ended instanceof LeaseEnding) throw ended;
     if ('error' in outcome) throw outcome.error;
     return outcome.value;
   }
@@ -176,7 +176,8 @@ class Holder<Request, T> {
   /**
    * Reads the lease every WATCH_MS and renews its heartbeat twice an interval,
    * until stopped. Aborts `holding` with LeaseLost when the lease ends from
-   * outside, and with LeaseUnreachable when Slipway cannot be reached for
+   * outside, with LeaseEnding when Slipway says it will end it (the work
+   * then has until `ending.at` to stop, and the lease is watched on), and with LeaseUnreachable when Slipway cannot be reached for
    * longer than the heartbeat deadline allows (the lease is gone by then):
    * the patience runs from the last answer, not from each look.
    */
@@ -206,6 +207,8 @@ class Holder<Request, T> {
         return;
       }
       lastContact = Date.now();
+      const { ending } = detail.lease;
+      if (ending && !holding.signal.aborted) holding.abort(new LeaseEnding(detail.lease, ending));
       if (detail.lease.state !== READY_STATE.lease) {
         holding.abort(
           new LeaseLost(

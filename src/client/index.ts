@@ -4,7 +4,7 @@
  */
 export { SlipwayClient, type CallAnswer, type CallInput, type ClientOptions, type OperationName } from './SlipwayClient.ts';
 export { ApiRefusal, UnexpectedAnswer, Unreachable } from './errors.ts';
-export { LeaseLost, LeaseNotGranted, LeaseUnreachable, type LeaseEnd, type NotGrantedWhy } from './leaseErrors.ts';
+export { LeaseEnding, LeaseLost, LeaseNotGranted, LeaseUnreachable, type LeaseEnd, type NotGrantedWhy } from './leaseErrors.ts';
 export { DEFAULT_HEARTBEAT_MS } from '../domain/holding.ts';
 export type { HeldLease, HoldEvent, HoldOptions, WorkOutcome } from './holdLease.ts';
 export type { LeaseRequestInput } from './ApiLeaseService.ts';

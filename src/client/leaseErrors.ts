@@ -68,6 +68,21 @@ export class LeaseLost extends Error {
 }
 
 /**
+ * Slipway told the holder it will end the lease (its `ending`: a time limit
+ * reached), so the work was asked to stop; the lease was released when it did.
+ */
+export class LeaseEnding extends Error {
+  override name = 'LeaseEnding';
+
+  constructor(
+    readonly lease: Lease,
+    readonly ending: NonNullable<Lease['ending']>,
+  ) {
+    super(`lease ${lease.id} is ending by ${formatTime(new Date(ending.at))}: ${ending.reason}`);
+  }
+}
+
+/**
  * Slipway could not be reached for longer than the lease's heartbeat
  * deadline allows (while it ran, the lease is lost by then), or refused a
  * call that holding it needs (a revoked token).

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EndingSchema } from './ending.ts';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import type { BlueprintState, LeaseState, ResourceState } from './lifecycle.ts';
 
@@ -136,6 +137,14 @@ const leaseKinds = {
     // an activation that is backing off.
     preempts: true,
     summary: "push the lease's expiry and heartbeat deadline back",
+  },
+  notify_ending: {
+    versions: [EndingSchema],
+    internal: true,
+    dedupKey: 'notify_ending',
+    // Told at once, not behind a renewal or an activation backing off.
+    preempts: true,
+    summary: "tell the lease's holder by when Slipway will end it, and why (its blueprint's longest hold)",
   },
 } as const satisfies Record<string, CommandKindSpec<LeaseState>>;
 

@@ -3,19 +3,21 @@ import type { Db } from '../db/Database.ts';
 import type { DeadlineFields } from '../objects/leaseDeadlines.ts';
 
 /**
- * The time-driven work's SQL: which leases are past a deadline, which
- * resources are due a health check, and when the next of either falls due.
+ * The time-driven work's SQL: which leases are past a deadline or due a
+ * notice of their end, which resources are due a health check, and when
+ * the next of these falls due.
  * Every worker's timekeeper runs `peekDueTimes` about once a second, so each
  * read here is a range of a partial index, whatever the size of the tables.
  *
  * The state lists are written in the SQL, the same as the partial indexes'
  * predicates (leases_expiring, leases_heartbeat_due, leases_wait_due from
- * earlier migrations; resources_check_due, 0029), so that the planner proves
+ * earlier migrations; resources_check_due, 0029; leases_end_due and
+ * leases_end_notice_due, 0035), so that the planner proves
  * each index usable with a generic plan too. test/gc/dueTimes.test.ts checks
  * that they are still the state table's (src/domain/lifecycle.ts).
  */
 export const DUE_STATES = {
-  /** Leases that can still be released for a passed expiry or heartbeat deadline. */
+  /** Leases that can still be released for a passed expiry, heartbeat deadline or end (or told of their end). */
   expirable: ['pending', 'acquired', 'active'],
   /** Leases still setting up, whose wait deadline counts. */
   settingUp: ['pending', 'acquired'],
@@ -46,7 +48,16 @@ const checkUnderWay = sql`exists (
 const pastDeadline = sql`(
   select id from leases where expires_at <= now() and state in ${EXPIRABLE}
   union select id from leases where heartbeat_deadline <= now() and state in ${EXPIRABLE}
+  union select id from leases where end_by <= now() and state in ${EXPIRABLE}
   union select id from leases where wait_deadline <= now() and state in ${SETTING_UP})`;
+
+/** A notice of its end on its way to lease `l`. */
+const noticeUnderWay = sql`exists (
+  select 1 from commands c
+  where c.target_kind = 'lease' and c.target_id = l.id and c.dedup_key = 'notify_ending' and c.status in ('queued', 'running'))`;
+
+/** The ids of the leases whose holders are due a notice of their end now (leases_end_notice_due, 0035). */
+const noticeDue = sql`(select id from leases where end_notice_at <= now() and state in ${EXPIRABLE})`;
 
 /** Resources of blueprint `b` due a check now, longest unchecked first, at most `limit`, with none on its way. */
 const dueChecksOf = (limit: number) => sql`
@@ -81,12 +92,15 @@ export async function peekDueTimes(db: Db): Promise<DuePeek> {
 export const PEEK = sql<{ due_now: boolean; next_due_in_ms: number | null }>`
     select
       exists (select 1 from leases l where l.id in ${pastDeadline} and not ${releaseUnderWay})
+        or exists (select 1 from leases l where l.id in ${noticeDue} and not ${noticeUnderWay})
         or exists (select 1 from blueprints b cross join lateral (${dueChecksOf(1)}) r where b.check_interval_ms is not null)
         as due_now,
       extract(epoch from least(
         (select min(expires_at) from leases where expires_at > now() and state in ${EXPIRABLE}),
         (select min(heartbeat_deadline) from leases where heartbeat_deadline > now() and state in ${EXPIRABLE}),
         (select min(wait_deadline) from leases where wait_deadline > now() and state in ${SETTING_UP}),
+        (select min(end_by) from leases where end_by > now() and state in ${EXPIRABLE}),
+        (select min(end_notice_at) from leases where end_notice_at > now() and state in ${EXPIRABLE}),
         (select min(n.due) from blueprints b cross join lateral (
           select ${lastCheck} + ${interval} as due from resources r
           where r.blueprint_id = b.id and r.state in ${CHECKABLE} and ${lastCheck} > now() - ${interval}
@@ -100,10 +114,30 @@ export type DueLease = DeadlineFields & { id: number; now: Date };
 /** Leases past a deadline with no release on its way, the longest overdue first, at most `limit`. */
 export async function dueLeases(db: Db, limit: number): Promise<DueLease[]> {
   const { rows } = await sql<DueLease>`
-    select l.id, l.state, l.expires_at, l.heartbeat_deadline, l.heartbeat_ms, l.wait_deadline, l.created_at, now() as now
-    from leases l
+    select l.id, l.state, l.expires_at, l.heartbeat_deadline, l.heartbeat_ms, l.wait_deadline, l.created_at,
+           l.granted_at, l.end_by, l.ending, b.name as blueprint_name, now() as now
+    from leases l join blueprints b on b.id = l.blueprint_id
     where l.id in ${pastDeadline} and not ${releaseUnderWay}
-    order by least(l.expires_at, l.heartbeat_deadline, l.wait_deadline), l.id
+    order by least(l.expires_at, l.heartbeat_deadline, l.wait_deadline, l.end_by), l.id
+    limit ${limit}
+  `.execute(db);
+  return rows;
+}
+
+export interface DueNotice {
+  readonly id: number;
+  readonly end_by: Date;
+  readonly granted_at: Date;
+  readonly blueprint_name: string;
+}
+
+/** Leases whose holders are due a notice of their time limit with none on its way, the earliest first, at most `limit`. */
+export async function dueNotices(db: Db, limit: number): Promise<DueNotice[]> {
+  const { rows } = await sql<DueNotice>`
+    select l.id, l.end_by, l.granted_at, b.name as blueprint_name
+    from leases l join blueprints b on b.id = l.blueprint_id
+    where l.id in ${noticeDue} and not ${noticeUnderWay}
+    order by l.end_notice_at, l.id
     limit ${limit}
   `.execute(db);
   return rows;

@@ -8,7 +8,8 @@ import { describeDeadline } from '../objects/leaseDeadlines.ts';
 import { type AppendedRow, type AppendRequest, appendBatchStatement, batchedAppend, signalWorkersOnCommit } from '../queue/appendCommand.ts';
 import { recordAppended } from '../metrics/metrics.ts';
 import { describeObject } from '../db/objectTables.ts';
-import { dueChecks, dueLeases, forgetUnchangedChecks } from './dueTimes.ts';
+import { dueChecks, dueLeases, dueNotices, forgetUnchangedChecks } from './dueTimes.ts';
+import { type Ending, timeLimitReason } from '../domain/ending.ts';
 import { GC_ACTOR, type GcAction, type GcPass, type StepReport } from './GcPass.ts';
 
 /** The two kinds of time-driven work: releases for passed deadlines, and health checks. */
@@ -22,10 +23,11 @@ export type DuePart = 'leases' | 'checks';
 const DUE_WORK_LOCK = sql`x'534c5444'::bigint`;
 
 /**
- * Appends, as `system:gc` (a wait deadline's release as `system:deadline`)
- * and with the reasons the collector has always given, a conditional
- * `release` for each lease past a deadline and a `check` for each resource
- * due one, at most `limit` of each, in ONE transaction that holds the
+ * Appends, as `system:gc` (a wait deadline's release, and a time limit's,
+ * as `system:deadline`) and with the reasons the collector has always
+ * given, a conditional `release` for each lease past a deadline, a
+ * `notify_ending` for each lease whose holder is due a notice of its time
+ * limit, and a `check` for each resource due one, at most `limit` of each, in ONE transaction that holds the
  * time-driven work's advisory lock: so two workers never ask for the same
  * thing twice (the second to take the lock reads, after the first's commit,
  * that a release or check is on its way, and leaves that lease or resource
@@ -66,6 +68,24 @@ export async function appendDueWork(
             kind: 'release',
             payload: { ifExpired: true },
             actor: { ...GC_ACTOR, issuedBy, reason },
+          },
+        });
+      }
+      const notices = await dueNotices(trx, options.limit);
+      found.leases += notices.length;
+      for (const notice of notices) {
+        const ending: Ending = {
+          kind: 'time_limit',
+          at: notice.end_by.toISOString(),
+          reason: timeLimitReason(notice.blueprint_name, notice.granted_at, notice.end_by),
+        };
+        asked.push({
+          part: 'leases',
+          request: {
+            target: { kind: 'lease', id: notice.id },
+            kind: 'notify_ending',
+            payload: ending,
+            actor: { ...GC_ACTOR, issuedBy: systemActorName('deadline'), reason: `ends by ${formatTime(notice.end_by)}: ${ending.reason}` },
           },
         });
       }

@@ -40,6 +40,16 @@ export const BlueprintInputSchema = z
       .min(0)
       .max(24 * 3600 * 1000, 'expected at most a day')
       .default(60_000),
+    /**
+     * The longest a lease may be held, from its grant to its end, renewals
+     * included; absent: no limit (docs/scheduling.md, "Lease time limits").
+     */
+    maxHoldMs: z
+      .number()
+      .int()
+      .min(1000, 'expected at least 1 s')
+      .max(366 * 24 * 3600 * 1000)
+      .optional(),
     /** Labels every resource of it carries (over those its driver reports), which lease selectors match. */
     labels: LabelsSchema.default({}),
     /** What the collector does with what its driver lists that no resource stands for: report it, or destroy it through the driver. */
@@ -66,7 +76,7 @@ export type BlueprintInput = z.input<typeof BlueprintInputSchema>;
  * the blueprint's own queue (`update_settings`), whose drain reconciles the
  * resources with them. The key is named here only to say so.
  */
-const { maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, labels, orphans } =
+const { maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, maxHoldMs, labels, orphans } =
   BlueprintInputSchema.shape;
 export const BlueprintChangesSchema = z
   .object({
@@ -77,6 +87,8 @@ export const BlueprintChangesSchema = z
     cleanBetweenLeases: cleanBetweenLeases.unwrap().optional(),
     cleanAttempts: cleanAttempts.unwrap().optional(),
     priorityStepMs: priorityStepMs.unwrap().optional(),
+    /** Null: no limit. Applies to leases granted from then on (a lease's limit is fixed by its grant). */
+    maxHoldMs: maxHoldMs.unwrap().nullable().optional(),
     /** Replaces the blueprint's labels (every resource's, at once: they are read with the blueprint's). */
     labels: labels.unwrap().optional(),
     orphans: orphans.unwrap().optional(),
@@ -90,6 +102,6 @@ export const BlueprintChangesSchema = z
   .strict()
   .refine(
     (changes) => Object.keys(changes).length > 0,
-    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, labels, orphans',
+    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, maxHoldMs, labels, orphans',
   );
 export type BlueprintChanges = z.input<typeof BlueprintChangesSchema>;

@@ -29,6 +29,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
     cleanBetweenLeases,
     cleanAttempts,
     priorityStepMs,
+    maxHoldMs,
     labels,
     orphans,
   } = parsed.data;
@@ -53,6 +54,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
       clean_between_leases: cleanBetweenLeases,
       clean_attempts: cleanAttempts,
       priority_step_ms: priorityStepMs,
+      max_hold_ms: maxHoldMs ?? null,
       labels: JSON.stringify(labels),
       possible_labels: possibleLabelsColumn(driver, checked),
       orphans,

@@ -5,6 +5,7 @@ import { systemActorName } from '../domain/Actor.ts';
 import { isSettingUp } from '../domain/lifecycle.ts';
 import { formatDuration } from '../domain/durations.ts';
 import { formatTime } from '../domain/times.ts';
+import { endingOf, timeLimitReason } from '../domain/ending.ts';
 
 /**
  * A heartbeat lease is released when this many of its intervals pass without
@@ -44,12 +45,15 @@ export async function deadlinesFromNow(db: Db, lengths: { termMs?: number | null
 /** A lease past one of its deadlines: why, and who the collector releases it as. */
 export interface PastDeadline {
   readonly reason: string;
-  /** `system:gc` for its expiry or heartbeat; `system:deadline` for a lease not active by its wait deadline. */
+  /** `system:gc` for its expiry or heartbeat; `system:deadline` for a lease not active by its wait deadline, or at its end (`end_by`). */
   readonly issuedBy: 'system:gc' | 'system:deadline';
 }
 
-/** What of a lease its deadlines depend on. */
-export type DeadlineFields = Pick<LeaseRow, 'state' | 'expires_at' | 'heartbeat_deadline' | 'heartbeat_ms' | 'wait_deadline' | 'created_at'>;
+/** What of a lease its deadlines depend on (and its blueprint's name, where read with it: the reason of a time limit names it). */
+export type DeadlineFields = Pick<
+  LeaseRow,
+  'state' | 'expires_at' | 'heartbeat_deadline' | 'heartbeat_ms' | 'wait_deadline' | 'created_at' | 'granted_at' | 'end_by' | 'ending'
+> & { readonly blueprint_name?: string };
 
 /** Why a lease is past one of its deadlines (as of the database's now), or undefined if it is not. */
 export async function pastDeadline(db: Db, lease: DeadlineFields): Promise<PastDeadline | undefined> {
@@ -65,6 +69,8 @@ export async function pastDeadline(db: Db, lease: DeadlineFields): Promise<PastD
  */
 export function describeDeadline(lease: DeadlineFields, now: Date): PastDeadline | undefined {
   const passed = (at: Date | null): at is Date => at !== null && at.getTime() <= now.getTime();
+  // Before the expiry: an expiry a time limit capped passes with it, and the limit is the reason.
+  if (passed(lease.end_by)) return { reason: endReason(lease, lease.end_by), issuedBy: systemActorName('deadline') };
   if (passed(lease.expires_at)) return { reason: `expired: its expiry time ${formatTime(lease.expires_at)} passed`, issuedBy: systemActorName('gc') };
   if (passed(lease.heartbeat_deadline)) {
     return {
@@ -80,4 +86,9 @@ export function describeDeadline(lease: DeadlineFields, now: Date): PastDeadline
     };
   }
   return undefined;
+}
+
+/** Why a lease ends at its `end_by`: what its holder was told, or its time limit when the notice has not been given yet. */
+function endReason(lease: DeadlineFields, endBy: Date): string {
+  return endingOf(lease.ending)?.reason ?? timeLimitReason(lease.blueprint_name, lease.granted_at ?? lease.created_at, endBy);
 }

@@ -20,6 +20,7 @@ const COLUMNS = {
   cleanBetweenLeases: 'clean_between_leases',
   cleanAttempts: 'clean_attempts',
   priorityStepMs: 'priority_step_ms',
+  maxHoldMs: 'max_hold_ms',
   labels: 'labels',
   orphans: 'orphans',
 } as const;

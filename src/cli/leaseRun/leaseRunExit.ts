@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { LeaseLost, LeaseNotGranted, LeaseUnreachable, type NotGrantedWhy } from '../../client/leaseErrors.ts';
+import { LeaseEnding, LeaseLost, LeaseNotGranted, LeaseUnreachable, type NotGrantedWhy } from '../../client/leaseErrors.ts';
 import { Unreachable } from '../../client/errors.ts';
 import { isConnectionFailure } from '../../db/connectionFailure.ts';
 import { exitStatusOf } from '../exitStatus.ts';
@@ -17,7 +17,10 @@ export const LEASE_RUN_EXIT = {
   deadline: 122,
   /** Setting the lease up failed (its resource could not be made). */
   failed: 123,
-  /** The lease ended from outside (an operator, its expiry, the collector, its resource gone) while the command ran or before it started. */
+  /**
+   * The lease ended from outside (an operator, its expiry, the collector, its resource gone) while the command ran or before it started,
+   * or Slipway said it would end it (a time limit), so the command was stopped.
+   */
   ended: 124,
   /** Slipway could not be reached for as long as the lease's heartbeat deadline allows. */
   unreachable: 125,
@@ -40,7 +43,7 @@ export function leaseRunFailure(error: unknown): { readonly exitCode: number; re
     if (error.why === 'stopped') return { exitCode: signalStatus(error.cause), message: error.message };
     return { exitCode: BY_WHY[error.why], message: error.message };
   }
-  if (error instanceof LeaseLost) return { exitCode: LEASE_RUN_EXIT.ended, message: error.message };
+  if (error instanceof LeaseLost || error instanceof LeaseEnding) return { exitCode: LEASE_RUN_EXIT.ended, message: error.message };
   if (error instanceof LeaseUnreachable || error instanceof Unreachable || isConnectionFailure(error)) {
     return { exitCode: LEASE_RUN_EXIT.unreachable, message: (error as Error).message };
   }

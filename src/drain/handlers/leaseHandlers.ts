@@ -12,6 +12,7 @@ import { heldSlot } from '../batchReads/heldSlots.ts';
 import { type ResourceIdentity, resourceAttributes } from '../batchReads/resourceAttributes.ts';
 import { giveBackSlot, type SlotReturn, slotFreedEvent, slotReturnsBatch, tellOfSlotGivenBack } from './slotsGivenBack.ts';
 import { formatTime } from '../../domain/times.ts';
+import { describeTimeLimit, endingOf, noticeBeforeMs } from '../../domain/ending.ts';
 
 type Ctx<R = unknown> = HandlerContext<'lease', unknown, R>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
@@ -173,8 +174,9 @@ const grant = {
       });
     }
     // Acquired and activated in this one command (docs/decisions/0025-a-grant-activates-the-lease.md).
-    const acquiredMessage = `acquired slot ${slot} of resource ${resourceId}`;
-    const held = { resource_id: resourceId, slot, attributes: mergedAttributes(lease.attributes, granted.acquired.attributes) };
+    const limit = holdLimit(ctx);
+    const acquiredMessage = `acquired slot ${slot} of resource ${resourceId}${limit.said}`;
+    const held = { resource_id: resourceId, slot, attributes: mergedAttributes(lease.attributes, granted.acquired.attributes), ...limit.set };
     if ('activated' in granted) {
       const { heartbeat_deadline } = await deadlinesFromNow(trx, { heartbeatMs: lease.heartbeat_ms });
       return done<'lease'>(`${acquiredMessage}; active`, {
@@ -204,6 +206,31 @@ const grant = {
     });
   },
 } satisfies HandlerOf<'lease', 'grant'>;
+
+/**
+ * The hold a grant starts: when (the grant's own time, on the database's
+ * clock), and on a blueprint with a longest hold, the time by which the
+ * lease ends (`end_by`), when its holder is told so (`end_notice_at`), and
+ * its expiry brought back to that end if it asked for later. Fixed here: a
+ * later change of the blueprint's limit applies to leases granted after it.
+ */
+function holdLimit(ctx: CtxOf<'grant'>): { set: Partial<Record<'granted_at' | 'end_by' | 'end_notice_at' | 'expires_at', Date>>; said: string } {
+  const grantedAt = ctx.command.created_at;
+  const maxHoldMs = ctx.blueprint.max_hold_ms;
+  if (maxHoldMs === null) return { set: { granted_at: grantedAt }, said: '' };
+  const endBy = new Date(grantedAt.getTime() + maxHoldMs);
+  const expiry = ctx.object.expires_at;
+  const capped = expiry !== null && expiry > endBy;
+  return {
+    set: {
+      granted_at: grantedAt,
+      end_by: endBy,
+      end_notice_at: new Date(endBy.getTime() - noticeBeforeMs(maxHoldMs)),
+      ...(capped ? { expires_at: endBy } : {}),
+    },
+    said: `; ends by ${formatTime(endBy)} at the latest (${describeTimeLimit(ctx.blueprint.name, maxHoldMs)})${capped ? ', so its expiry was brought back to then' : ''}`,
+  };
+}
 
 const deny = {
   shape: 'querying',
@@ -281,17 +308,53 @@ const renew = {
     const termMs = heartbeatOnly ? null : (expiresInMs ?? (lease.expires_at ? lease.term_ms : null));
     const heartbeatMs = newHeartbeatMs ?? lease.heartbeat_ms;
     if (!termMs && !heartbeatMs) return done<'lease'>('nothing to renew: the lease has no expiry and no heartbeat');
-    const deadlines = await deadlinesFromNow(trx, { termMs, heartbeatMs });
+    const asked = await deadlinesFromNow(trx, { termMs, heartbeatMs });
+    // No expiry past the time by which the lease ends: a renewal that asks
+    // for more gets that time, and says so.
+    const capped = asked.expires_at !== undefined && lease.end_by !== null && asked.expires_at > lease.end_by;
+    const deadlines = capped ? { ...asked, expires_at: lease.end_by! } : asked;
+    const ending = endingOf(lease.ending);
     const until = [
-      deadlines.expires_at && `expires ${formatTime(deadlines.expires_at)}`,
+      deadlines.expires_at && `expires ${formatTime(deadlines.expires_at)}${capped ? ' (capped: the lease ends by then)' : ''}`,
       deadlines.heartbeat_deadline && `next heartbeat due by ${formatTime(deadlines.heartbeat_deadline)}`,
+      ending && `ending by ${formatTime(new Date(ending.at))}: ${ending.reason}`,
     ].filter(Boolean);
     return done<'lease'>(`renewed: ${until.join('; ')}`, {
       set: { ...deadlines, ...(termMs ? { term_ms: termMs } : {}), ...(newHeartbeatMs ? { heartbeat_ms: newHeartbeatMs } : {}) },
-      events: [{ type: 'renewed', message: until.join('; '), data: deadlines }],
+      events: [{ type: 'renewed', message: until.join('; '), data: { ...deadlines, ...(ending ? { ending } : {}) } }],
     });
   },
 } satisfies HandlerOf<'lease', 'renew'>;
+
+/**
+ * Tells the holder that Slipway will end the lease by a time, and why (the
+ * timekeepers ask when its time limit nears): the lease's `ending`, which
+ * every interface shows, an `ending` event, and the holder's callback. The
+ * end itself is the lease's `end_by`, brought forward to the notice's time
+ * if that is sooner; a later notice than the one given changes nothing.
+ */
+const notifyEnding = {
+  shape: 'querying',
+  async decide(trx: Db, ctx: CtxOf<'notify_ending'>) {
+    const lease = ctx.object;
+    const notice = ctx.payload;
+    const at = new Date(notice.at);
+    const given = endingOf(lease.ending);
+    if (given && Date.parse(given.at) <= at.getTime()) {
+      return done<'lease'>(`already told: it ends by ${formatTime(new Date(given.at))}`, { set: { end_notice_at: null } });
+    }
+    await tellHolder(trx, lease, ctx.command.id);
+    const message = `ending by ${formatTime(at)}: ${notice.reason}`;
+    return done<'lease'>(message, {
+      set: {
+        ending: JSON.stringify(notice),
+        end_notice_at: null,
+        ...(lease.end_by === null || lease.end_by > at ? { end_by: at } : {}),
+      },
+      events: [{ type: 'ending', message, data: notice }],
+    });
+  },
+} satisfies HandlerOf<'lease', 'notify_ending'>;
 
 const release = {
   shape: 'lockedBatch',
@@ -382,6 +445,7 @@ export const LEASE_HANDLERS = {
   deny,
   activate,
   renew,
+  notify_ending: notifyEnding,
   release,
   resource_gone: resourceGone,
   destroy,

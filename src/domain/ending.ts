@@ -1,0 +1,54 @@
+import { z } from 'zod';
+import { formatDuration } from './durations.ts';
+
+/**
+ * What a lease's holder is told ahead of the end Slipway will give its
+ * lease, whatever the holder does: the lease's `ending`, written by the
+ * lease's own drain (a `notify_ending` command), shown by the API, the CLI,
+ * the web UI and callbacks, and acted on by `withLease` and `lease run`
+ * (they stop the work). `at` is the time by which the lease ends.
+ *
+ * One notice for every such end, so a holder handles them all alike: a
+ * blueprint's longest hold (`time_limit`) now, a preemption's grace period
+ * (`preempted`) to come.
+ */
+export const ENDING_KINDS = ['time_limit'] as const;
+export type EndingKind = (typeof ENDING_KINDS)[number];
+
+export const EndingSchema = z
+  .object({
+    kind: z.enum(ENDING_KINDS),
+    at: z.iso.datetime({ offset: true }),
+    reason: z.string().min(1).max(1000),
+  })
+  .strict();
+export type Ending = z.infer<typeof EndingSchema>;
+
+/** The longest notice a lease gets before its time limit. */
+const NOTICE_AT_MOST_MS = 5 * 60_000;
+/** The share of the longest hold a shorter hold's notice is. */
+const NOTICE_SHARE = 0.1;
+
+/**
+ * How long before its time limit a lease's holder is told: a tenth of the
+ * longest hold, at most five minutes. Long enough for work to wrap up, and
+ * a short limit (seconds, in tests) still leaves most of the hold to work.
+ */
+export function noticeBeforeMs(maxHoldMs: number): number {
+  return Math.min(NOTICE_AT_MOST_MS, Math.round(maxHoldMs * NOTICE_SHARE));
+}
+
+/** A blueprint's time limit, as messages name it: "blueprint ci's longest hold of 2h". */
+export function describeTimeLimit(blueprintName: string | undefined, maxHoldMs: number): string {
+  return `${blueprintName === undefined ? "its blueprint's" : `blueprint ${blueprintName}'s`} longest hold of ${formatDuration(maxHoldMs)}`;
+}
+
+/** Why a lease granted at `grantedAt` ends at `endBy`, its time limit: "reached blueprint ci's longest hold of 2h". */
+export function timeLimitReason(blueprintName: string | undefined, grantedAt: Date, endBy: Date): string {
+  return `reached ${describeTimeLimit(blueprintName, endBy.getTime() - grantedAt.getTime())}`;
+}
+
+/** A lease's `ending` column read back (jsonb), or null. */
+export function endingOf(column: unknown): Ending | null {
+  return column === null || column === undefined ? null : EndingSchema.parse(column);
+}
