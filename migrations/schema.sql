@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0034_slot_orphans.
+-- Slipway's schema (`public`) after migration 0035_lease_time_limits.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/db/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -70,11 +70,13 @@ create table public.blueprints (
   labels jsonb not null default '{}'::jsonb,
   orphans text not null default 'report'::text,
   possible_labels jsonb,
+  max_hold_ms bigint,
   constraint blueprints_check_interval_ms_check CHECK ((check_interval_ms > 0)),
   constraint blueprints_clean_attempts_check CHECK (((clean_attempts >= 1) AND (clean_attempts <= 100))),
   constraint blueprints_idle_timeout_ms_check CHECK ((idle_timeout_ms > 0)),
   constraint blueprints_leases_per_resource_check CHECK ((leases_per_resource > 0)),
   constraint blueprints_live_resources_check CHECK ((live_resources >= 0)),
+  constraint blueprints_max_hold_ms_check CHECK ((max_hold_ms > 0)),
   constraint blueprints_max_resources_check CHECK ((max_resources > 0)),
   constraint blueprints_min_resources_check CHECK ((min_resources >= 0)),
   constraint blueprints_min_within_max CHECK ((min_resources <= max_resources)),
@@ -242,6 +244,10 @@ create table public.leases (
   priority smallint not null default 0,
   team text not null default 'default'::text,
   selector text,
+  granted_at timestamp with time zone,
+  end_by timestamp with time zone,
+  end_notice_at timestamp with time zone,
+  ending jsonb,
   constraint leases_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint leases_heartbeat_ms_check CHECK ((heartbeat_ms > 0)),
   constraint leases_pkey PRIMARY KEY (id),
@@ -258,6 +264,8 @@ CREATE INDEX leases_by_holder_id ON public.leases USING btree (holder, id);
 CREATE INDEX leases_by_resource ON public.leases USING btree (resource_id) WHERE (resource_id IS NOT NULL);
 CREATE INDEX leases_by_state_id ON public.leases USING btree (state, id);
 CREATE INDEX leases_destroyed ON public.leases USING btree (updated_at) WHERE (state = 'destroyed'::text);
+CREATE INDEX leases_end_due ON public.leases USING btree (end_by) WHERE ((end_by IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
+CREATE INDEX leases_end_notice_due ON public.leases USING btree (end_notice_at) WHERE ((end_notice_at IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
 CREATE INDEX leases_expiring ON public.leases USING btree (expires_at) WHERE ((expires_at IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
 CREATE INDEX leases_heartbeat_due ON public.leases USING btree (heartbeat_deadline) WHERE ((heartbeat_deadline IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
 CREATE INDEX leases_wait_due ON public.leases USING btree (wait_deadline) WHERE ((wait_deadline IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text])));

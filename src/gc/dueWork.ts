@@ -10,6 +10,7 @@ import { recordAppended } from '../metrics/metrics.ts';
 import { describeObject } from '../db/objectTables.ts';
 import { dueChecks, dueLeases, dueNotices, forgetUnchangedChecks } from './dueTimes.ts';
 import { type Ending, timeLimitReason } from '../domain/ending.ts';
+import { commandKindSpec } from '../domain/commandKinds.ts';
 import { GC_ACTOR, type GcAction, type GcPass, type StepReport } from './GcPass.ts';
 
 /** The two kinds of time-driven work: releases for passed deadlines, and health checks. */
@@ -138,10 +139,16 @@ export async function duePassStep(pass: GcPass, part: DuePart): Promise<StepRepo
   return { found, actions, truncated };
 }
 
-/** Every request as one statement (appendBatchStatement), each answered as the collector records it. */
+/**
+ * Every request as one statement (appendBatchStatement), each answered as
+ * the collector records it. A release or check is asked as anyone may ask
+ * it; a command only Slipway issues (a notice of a lease's end) as its own.
+ */
 async function appendAll(trx: Db, requests: readonly AppendRequest[]): Promise<GcAction[]> {
   if (requests.length === 0) return [];
-  const statement = appendBatchStatement(requests.map((request) => batchedAppend(request, { fromOutside: true })));
+  const statement = appendBatchStatement(
+    requests.map((request) => batchedAppend(request, { fromOutside: !commandKindSpec(request.target.kind, request.kind)!.internal })),
+  );
   const { rows } = await trx.executeQuery(statement);
   const byAppend = new Map<number, Array<AppendedRow & { n: number }>>();
   for (const row of rows) byAppend.set(row.n, [...(byAppend.get(row.n) ?? []), row]);
