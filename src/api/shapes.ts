@@ -270,7 +270,8 @@ export const LeaseSchema = z
     selector: z.string().nullable().meta({ description: "what it needs of its resource's labels (null: any resource)" }),
     grantedAt: OptionalTimestamp.meta({ description: 'when it got its slot' }),
     endBy: OptionalTimestamp.meta({
-      description: "the time by which it ends whatever its holder does: its grant plus its blueprint's maxHoldMs; no expiry is set or renewed past it",
+      description:
+        "the time by which it ends whatever its holder does: its grant plus its blueprint's maxHoldMs; no expiry is set or renewed past it",
     }),
     ending: EndingShape.nullable().meta({
       description: 'set when its holder is told that Slipway will end it: by when, and why (kind time_limit); stop the work and release it by then',

@@ -52,3 +52,10 @@ export function timeLimitReason(blueprintName: string | undefined, grantedAt: Da
 export function endingOf(column: unknown): Ending | null {
   return column === null || column === undefined ? null : EndingSchema.parse(column);
 }
+
+/** A blueprint's maxHoldMs as the CLI and the web UI show it. */
+export function describeLongestHold(maxHoldMs: number | null): string {
+  return maxHoldMs === null
+    ? 'no limit'
+    : `${formatDuration(maxHoldMs)} from its grant, renewals included; its holder is told ${formatDuration(noticeBeforeMs(maxHoldMs))} ahead`;
+}

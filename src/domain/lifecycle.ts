@@ -57,7 +57,12 @@ const lease = {
     holdsSlot: true,
     tone: 'busy',
   },
-  active: { next: ['released', 'broken'], accepts: ['grant', 'deny', 'release', 'renew', 'notify_ending', 'resource_gone'], holdsSlot: true, tone: 'good' },
+  active: {
+    next: ['released', 'broken'],
+    accepts: ['grant', 'deny', 'release', 'renew', 'notify_ending', 'resource_gone'],
+    holdsSlot: true,
+    tone: 'good',
+  },
   released: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny'], tone: 'quiet' },
   broken: { next: ['destroyed'], accepts: ['destroy', 'grant', 'deny', 'release'], tone: 'bad' },
   destroyed: { next: [], accepts: ['grant', 'deny'], tone: 'gone' },

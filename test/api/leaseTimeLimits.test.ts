@@ -54,7 +54,9 @@ test('a lease is told ahead (ending, in its detail and in a renewal answer), and
   expect(lease.expiresAt).toBe(lease.endBy);
   expect(lease.ending).toBeNull();
   const grant = (await commandsOf(lease.id)).find((c) => c.kind === 'grant');
-  expect(grant?.message).toMatch(new RegExp(`ends by .* at the latest \\(blueprint ${name}'s longest hold of 8s\\), so its expiry was brought back to then`));
+  expect(grant?.message).toMatch(
+    new RegExp(`ends by .* at the latest \\(blueprint ${name}'s longest hold of 8s\\), so its expiry was brought back to then`),
+  );
 
   // A renewal asking for an hour gets the limit, and says so.
   const renewed = await env.as.user.post(`/v1/leases/${lease.id}/commands?wait=30`, { kind: 'renew', payload: { expiresInMs: 3_600_000 } });
@@ -71,7 +73,14 @@ test('a lease is told ahead (ending, in its detail and in a renewal answer), and
   expect(beat.status, JSON.stringify(beat.body)).toBe(200);
   expect(beat.body.command.message).toContain(`ending by ${lease.endBy.replace('T', ' ')}: ${reason}`);
   const notices = (await commandsOf(lease.id)).filter((c) => c.kind === 'notify_ending');
-  expect(notices).toEqual([{ kind: 'notify_ending', issued_by: 'system:deadline', reason: `ends by ${lease.endBy.replace('T', ' ')}: ${reason}`, message: `ending by ${lease.endBy.replace('T', ' ')}: ${reason}` }]);
+  expect(notices).toEqual([
+    {
+      kind: 'notify_ending',
+      issued_by: 'system:deadline',
+      reason: `ends by ${lease.endBy.replace('T', ' ')}: ${reason}`,
+      message: `ending by ${lease.endBy.replace('T', ' ')}: ${reason}`,
+    },
+  ]);
 
   await waitFor('the lease to end', async () => (await env.as.user.get(`/v1/leases/${lease.id}`)).body.lease.state === 'destroyed');
   const release = (await commandsOf(lease.id)).find((c) => c.kind === 'release');

@@ -31,6 +31,8 @@ interface CreateOptions {
   readonly cleanAttempts?: number;
   /** Milliseconds, or `off`. */
   readonly priorityStep?: number | 'off';
+  /** Milliseconds. */
+  readonly maxHold?: number;
   readonly settings?: Record<string, unknown>;
   /** From repeated --setting key=value. */
   readonly setting?: Record<string, unknown>;
@@ -48,6 +50,8 @@ interface LimitsOptions {
   readonly cleanAttempts?: number;
   /** Milliseconds, or `off`. */
   readonly priorityStep?: number | 'off';
+  /** Milliseconds, or `off`. */
+  readonly maxHold?: number | 'off';
   readonly label?: Record<string, string>;
   readonly orphans?: OrphansSetting;
 }
@@ -126,6 +130,11 @@ export function addBlueprintCommands(program: Command): void {
     .option('--clean-between-leases', 'have the driver clean each slot a lease gives back before another lease may have it')
     .option('--clean-attempts <n>', 'failed cleanings in a row that quarantine a resource', parseWith(countBetween(1, 100)), 3)
     .option(...PRIORITY_STEP_OPTION)
+    .option(
+      '--max-hold <duration>',
+      'the longest a lease may be held, from its grant to its end, renewals included, e.g. 2h (default: no limit)',
+      parseWith(Duration),
+    )
     .option(...LABEL_OPTION)
     .option(...ORPHANS_OPTION)
     .option('--settings <json>', 'driver settings as a JSON object', parseWith(JsonObject))
@@ -133,7 +142,7 @@ export function addBlueprintCommands(program: Command): void {
     .action((options: CreateOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         // The options named as the blueprint's fields pass as they are; durations become milliseconds.
-        const { idleTimeout, checkInterval, priorityStep, settings, setting, label, ...named } = options;
+        const { idleTimeout, checkInterval, priorityStep, maxHold, settings, setting, label, ...named } = options;
         const input = {
           ...named,
           labels: label,
@@ -141,6 +150,7 @@ export function addBlueprintCommands(program: Command): void {
           idleTimeoutMs: idleTimeout,
           checkIntervalMs: checkInterval,
           priorityStepMs: stepMs(priorityStep),
+          maxHoldMs: maxHold,
         };
         const created = blueprintOf(await createBlueprint(db, input, cliActor()));
         out.result(created, (b) => `created ${renderBlueprint(b)}`);
@@ -190,21 +200,23 @@ export function addBlueprintCommands(program: Command): void {
     .option('--clean-between-leases <on|off>', 'clean each slot a lease gives back from now on, or stop', parseWith(OnOff))
     .option('--clean-attempts <n>', 'failed cleanings in a row that quarantine a resource', parseWith(countBetween(1, 100)))
     .option(...PRIORITY_STEP_OPTION)
+    .option('--max-hold <duration|off>', 'the longest a lease granted from now on may be held (e.g. 2h), or off', parseWith(DurationOrOff))
     .option(...LABEL_OPTION)
     .option(...ORPHANS_OPTION)
     .action((ref: BlueprintRef, options: LimitsOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const { updateBlueprint } = await blueprintChanges();
-        const { checkInterval, priorityStep, label, ...limits } = options;
+        const { checkInterval, priorityStep, maxHold, label, ...limits } = options;
         const changes = {
           ...limits,
           ...(checkInterval === undefined ? {} : { checkIntervalMs: checkInterval === 'off' ? null : checkInterval }),
           ...(priorityStep === undefined ? {} : { priorityStepMs: stepMs(priorityStep) }),
+          ...(maxHold === undefined ? {} : { maxHoldMs: maxHold === 'off' ? null : maxHold }),
           ...(label === undefined ? {} : { labels: label }),
         };
         if (Object.keys(changes).length === 0) {
           throw new InvalidInputError(
-            'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --label <key=value>, --orphans <report|destroy>',
+            'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --max-hold <duration|off>, --label <key=value>, --orphans <report|destroy>',
           );
         }
         const changed = blueprintOf(await withTransaction(db, (trx) => updateBlueprint(trx, ref, changes, cliActor())));

@@ -1,4 +1,5 @@
 import { describePriorityStep } from '../../domain/priority.ts';
+import { describeLongestHold } from '../../domain/ending.ts';
 import type { Blueprint, BlueprintDetailShape, HistoryShapeOf, ListedBlueprintShape, Orphan } from '../../api/shapes.ts';
 import { type Column, fields, formatJson, formatTime, NONE, formatLabels, table } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
@@ -13,6 +14,7 @@ export const BLUEPRINT_COLUMNS: readonly Column<ListedBlueprintShape>[] = [
   { header: 'STATE', value: (b) => b.state },
   { header: 'RESOURCES', value: (b) => `${b.liveResources}/${b.maxResources}` },
   { header: 'LEASES/RESOURCE', value: (b) => describeSlotsPerResource(b.leasesPerResource, b.slotsPerResource, true) },
+  { header: 'LONGEST HOLD', value: (b) => (b.maxHoldMs === null ? NONE : formatDuration(b.maxHoldMs)) },
   { header: 'CREATED', value: (b) => formatTime(b.createdAt) },
 ];
 
@@ -33,6 +35,7 @@ export function renderBlueprint(blueprint: Blueprint & { readonly slotsPerResour
     ['checks', blueprint.checkIntervalMs === null ? 'none (resources are trusted as made)' : `every ${formatDuration(blueprint.checkIntervalMs)}`],
     ['cleaning', blueprint.cleanBetweenLeases ? `between leases; quarantined after ${blueprint.cleanAttempts} failure(s) in a row` : 'none'],
     ['priorities', describePriorityStep(blueprint.priorityStepMs)],
+    ['longest hold', describeLongestHold(blueprint.maxHoldMs)],
     ['labels', formatLabels(blueprint.labels)],
     ['orphans', `${blueprint.orphans}: ${ORPHANS_SETTINGS[blueprint.orphans]}`],
     ['leases/resource', describeSlotsPerResource(blueprint.leasesPerResource, blueprint.slotsPerResource)],

@@ -24,7 +24,10 @@ export function renderLease(lease: Lease): string {
     ['team', lease.team],
     ['selector', lease.selector ?? NONE],
     ['wait deadline', formatTime(lease.waitDeadline)],
+    ['granted', formatTime(lease.grantedAt)],
     ['expires', formatTime(lease.expiresAt)],
+    ['ends by', lease.endBy === null ? NONE : `${formatTime(lease.endBy)} at the latest (its blueprint's longest hold)`],
+    ['ending', lease.ending === null ? NONE : `by ${formatTime(lease.ending.at)}: ${lease.ending.reason} (${lease.ending.kind})`],
     [
       'heartbeat',
       lease.heartbeatMs === null ? NONE : `every ${formatDuration(lease.heartbeatMs)}; next renewal due by ${formatTime(lease.heartbeatDeadline)}`,

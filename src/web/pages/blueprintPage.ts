@@ -5,6 +5,7 @@ import { IdParams } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
 import { readBlueprintDetail, readWaitingLine } from '../../read/blueprints.ts';
 import { describePriorityStep } from '../../domain/priority.ts';
+import { describeLongestHold } from '../../domain/ending.ts';
 import { estimateFor, recentGrantRate } from '../../read/lineStanding.ts';
 import { describeEstimate } from '../../read/standingText.ts';
 import { readHistory } from '../../read/objectHistory.ts';
@@ -59,6 +60,7 @@ ${await renderNotice(db, query)}
   <dt>Limits</dt><dd>${blueprint.min_resources}–${blueprint.max_resources} resources, ${describeSlotsPerResource(blueprint.leases_per_resource, blueprint.slotsPerResource)} lease(s) each; ${idle}</dd>
   <dt>Checks</dt><dd>${blueprint.check_interval_ms === null ? 'none: resources are trusted as made' : `each resource every ${formatDuration(blueprint.check_interval_ms)}`}</dd>
   <dt>Priorities</dt><dd>${describePriorityStep(blueprint.priority_step_ms)}</dd>
+  <dt>Longest hold</dt><dd>${describeLongestHold(blueprint.max_hold_ms)}</dd>
   <dt>Labels</dt><dd>${labelList(blueprint.labels)}</dd>
   <dt>Orphans</dt><dd>${blueprint.orphans}: ${ORPHANS_SETTINGS[blueprint.orphans]}</dd>
   <dt>Cleaning</dt><dd>${blueprint.clean_between_leases ? `each slot between leases; a resource is quarantined after ${blueprint.clean_attempts} failed cleaning(s) in a row` : 'none'}</dd>

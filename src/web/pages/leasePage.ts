@@ -13,7 +13,8 @@ import { attributeList, namedLink, objectLink, orDash, stateFields, stateHeading
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { NoticeQuery, renderNotice } from '../notice.ts';
-import { accepts, isSettingUp } from '../../domain/lifecycle.ts';
+import { accepts, holdsSlot, isSettingUp } from '../../domain/lifecycle.ts';
+import { endingOf } from '../../domain/ending.ts';
 import { renderQueue, renderTimeline } from '../timeline.ts';
 
 /** `/leases/:id`: a lease's fields, its release button, its queue and its timeline. */
@@ -30,6 +31,7 @@ export async function leasePage(app: FastifyInstance, db: Db): Promise<void> {
       const { queue, timeline } = await readHistory(db, { kind: 'lease', id: lease.id });
       const goal = targetState('lease', lease.state, queue);
       const line = await readLineStanding(db, lease.id);
+      const ending = endingOf(lease.ending);
       const main = html`${stateHeading(`Lease ${lease.id}`, 'lease', lease.state, goal)}
 ${await renderNotice(db, query)}
 <section class="card">
@@ -46,6 +48,12 @@ ${await renderNotice(db, query)}
       ? html`<dt>Wait deadline</dt><dd>${when(lease.wait_deadline)} <span class="muted">not active by then, it is released</span></dd>`
       : ''
   }
+  ${
+    // Told to its holder: Slipway ends the lease by then, whatever the holder does.
+    ending && holdsSlot('lease', lease.state)
+      ? html`<dt>Ending</dt><dd><strong>by ${when(new Date(ending.at))}</strong>: ${ending.reason} <span class="muted">(${ending.kind}; stop the work and release it)</span></dd>`
+      : ''
+  }
   <dt>Priority</dt><dd>${lease.priority}</dd>
   <dt>Selector</dt><dd>${lease.selector === null ? orDash(null) : html`<code>${lease.selector}</code>`}</dd>
   <dt>Team</dt><dd><a href="/teams#team-${lease.team}">${lease.team}</a></dd>
@@ -56,7 +64,8 @@ ${await renderNotice(db, query)}
     // Deadlines matter only while a renewal could move them: a released or destroyed lease has none left.
     accepts('lease', lease.state, 'renew')
       ? html`<dt>Expires</dt><dd>${when(lease.expires_at)}</dd>
-  <dt>Heartbeat due</dt><dd>${when(lease.heartbeat_deadline)}</dd>`
+  <dt>Heartbeat due</dt><dd>${when(lease.heartbeat_deadline)}</dd>
+  ${lease.end_by ? html`<dt>Ends by</dt><dd>${when(lease.end_by)} <span class="muted">at the latest: its blueprint's longest hold, from its grant ${when(lease.granted_at)}</span></dd>` : ''}`
       : ''
   }
   <dt>Attributes</dt><dd>${attributeList(lease.attributes)}</dd>

@@ -6,6 +6,7 @@ import { BlueprintRef, TargetRef } from '../../api/schemas.ts';
 import type { Db } from '../../db/Database.ts';
 import { accepts, LIFECYCLES } from '../../domain/lifecycle.ts';
 import { describeSlotsPerResource } from '../../domain/slotsPerResource.ts';
+import { formatDuration } from '../../domain/durations.ts';
 import { blueprintIdFilter, type ListedBlueprint, listBlueprints } from '../../read/blueprints.ts';
 import { listCommands } from '../../read/commands.ts';
 import { listLeases, type LeaseView } from '../../read/leases.ts';
@@ -58,6 +59,7 @@ export async function listPages(app: FastifyInstance, db: Db): Promise<void> {
             cell: (b) =>
               html`<a href="/leases?blueprint=${b.id}">leases</a> <span class="muted">(${describeSlotsPerResource(b.leases_per_resource, b.slotsPerResource, true)} per resource)</span>`,
           },
+          { header: 'Longest hold', cell: (b) => (b.max_hold_ms === null ? orDash(null) : formatDuration(b.max_hold_ms)) },
           { header: 'Commands', cell: (b) => html`<a href="/commands?target=blueprint:${b.id}">commands</a>` },
           { header: 'Created', cell: (b) => when(b.created_at) },
         ],
