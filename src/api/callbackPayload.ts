@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { CommandSchema, CommandTreeNodeSchema, commandOf, treeNodeOf } from './shapes.ts';
+import { CommandSchema, CommandTreeNodeSchema, commandOf, EndingShape, treeNodeOf } from './shapes.ts';
+import { EndingSchema } from '../domain/ending.ts';
 import type { Db } from '../db/Database.ts';
 import { readCommandTree } from '../read/commandTree.ts';
 import { failedCommands } from '../read/settled.ts';
@@ -50,6 +51,8 @@ export const CallbackPayloadSchema = z.object({
   /** The command and what it caused, depth-first (as `slipway command show` lists it), at most TREE_LIMIT of them. */
   tree: z.array(CallbackTreeNode),
   treeTruncated: z.boolean(),
+  /** A lease's notice of its end (a `notify_ending` command): by when Slipway ends the lease, and why. */
+  ending: EndingShape.optional(),
 });
 export type CallbackPayload = z.infer<typeof CallbackPayloadSchema>;
 
@@ -67,5 +70,6 @@ export async function buildCallbackPayload(db: Db, delivery: number, commandId: 
     command: CallbackCommand.parse(commandOf(root)),
     tree: tree.slice(0, TREE_LIMIT).map((node) => CallbackTreeNode.parse(treeNodeOf(node))),
     treeTruncated: tree.length > TREE_LIMIT,
+    ...(root.kind === 'notify_ending' ? { ending: EndingSchema.parse(root.payload) } : {}),
   };
 }

@@ -239,7 +239,7 @@ export function resourceDetailOf(detail: ResourceDetail): ResourceDetailShape {
 
 // --- leases -------------------------------------------------------------------
 
-const EndingShape = z
+export const EndingShape = z
   .object({
     kind: z.enum(ENDING_KINDS).meta({ description: "time_limit: its blueprint's longest hold (maxHoldMs)" }),
     at: Timestamp.meta({ description: 'the time by which the lease ends' }),

@@ -263,3 +263,30 @@ test("a lease's holder callback is told when the collector releases it for its w
   expect(expired.command.reason).toMatch(/^expired: its expiry time/);
   expect((await env.as.user.post(`/v1/leases/${holder.body.lease.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
 });
+
+test("a lease's holder callback is told ahead of its blueprint's longest hold (with the ending), and again when the lease ends at it", async () => {
+  const name = `held-${Date.now()}`;
+  const made = await env.as.admin.post('/v1/blueprints', { name, driver: 'simulated', maxResources: 1, leasesPerResource: 1, maxHoldMs: 3000 });
+  expect(made.status, JSON.stringify(made.body)).toBe(201);
+  const created = await env.as.user.post('/v1/leases?wait=60', { blueprint: name, callback: { url: receiver.url('/limited') } });
+  expect(created.status, JSON.stringify(created.body)).toBe(200);
+  const { id, endBy } = created.body.lease;
+  const reason = `reached blueprint ${name}'s longest hold of 3s`;
+
+  const [notice, end] = await waitFor('both holder callbacks', async () =>
+    receiver.received('/limited').length >= 2 ? receiver.received('/limited').map((r) => JSON.parse(r.body)) : undefined,
+  );
+  expect(notice).toMatchObject({
+    outcome: 'succeeded',
+    command: {
+      kind: 'notify_ending',
+      targetKind: 'lease',
+      targetId: id,
+      issuedBy: 'system:deadline',
+      message: `ending by ${endBy.replace('T', ' ')}: ${reason}`,
+    },
+    ending: { kind: 'time_limit', at: endBy, reason },
+  });
+  expect(end).toMatchObject({ command: { kind: 'release', targetId: id, issuedBy: 'system:deadline', reason, message: 'released and destroyed' } });
+  expect(end.ending).toBeUndefined();
+});

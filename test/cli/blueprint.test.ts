@@ -100,10 +100,16 @@ test('blueprint limits, disable and enable change the blueprint as the API does,
   expect(unchecked.priorityStepMs).toBe(60_000);
   expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--priority-step', '30s'))).toMatchObject({ priorityStepMs: 30_000 });
   expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--priority-step', 'off'))).toMatchObject({ priorityStepMs: 0 });
+  expect(unchecked.maxHoldMs).toBeNull();
+  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--max-hold', '2h'))).toMatchObject({ maxHoldMs: 7_200_000 });
+  const shown = await env.cli('blueprint', 'show', 'dirs');
+  expect(shown.stdout).toMatch(/longest hold +2h from its grant, renewals included; its holder is told 5m ahead/);
+  expect((await env.cli('blueprint', 'list')).stdout).toMatch(/LONGEST HOLD[\s\S]*dirs.* 2h /);
+  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--max-hold', 'off'))).toMatchObject({ maxHoldMs: null });
   const none = await env.cli('blueprint', 'limits', 'dirs');
   expect(none.code).toBe(2);
   expect(none.stderr).toBe(
-    'error: give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --label <key=value>, --orphans <report|destroy>\n',
+    'error: give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --max-hold <duration|off>, --label <key=value>, --orphans <report|destroy>\n',
   );
 
   const disabled = await env.cli('blueprint', 'disable', 'dirs');

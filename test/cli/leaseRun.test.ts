@@ -125,6 +125,32 @@ test('an operator releases the lease: the command gets SIGTERM at once, SIGKILL 
   expect(run.stdout).toBe('');
 });
 
+test("its blueprint's longest hold nears: the command gets SIGTERM at the notice, exits inside it, and its lease is released by its holder; lease run exits 124", async () => {
+  // A 20 s longest hold: the notice comes 2 s ahead, and the lease is read once a second.
+  const name = `held-20s-${Date.now()}`;
+  const created = await env.as.admin.post('/v1/blueprints', { name, driver: 'simulated', maxResources: 1, leasesPerResource: 1, maxHoldMs: 20_000 });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  const { dir, marks } = await scratch();
+  const script = `trap '${mark(dir, 'term')}; exit 0' TERM; ${mark(dir, 'started')}; while true; do sleep 0.1; done`;
+  const child = leaseRun(['--blueprint', name, '--grace', '10s', '--', 'sh', '-c', script]);
+  const { text, done } = stderrOf(child);
+  await waitFor('the command to start', async () => (await marks()).some((m) => m.startsWith('started')));
+  const id = leaseIdIn(text());
+  const run = await done;
+  expect(run.code).toBe(LEASE_RUN_EXIT.ended);
+  expect(run.stderr).toMatch(
+    new RegExp(`lease ${id} is ending by .*: reached blueprint ${name}'s longest hold of 20s; stopping the command: SIGTERM`),
+  );
+  const term = (await marks()).find((m) => m.startsWith('term'));
+  expect(term).toBeDefined();
+  const lease = await leaseRow(id);
+  // SIGTERM came with the notice, before the end.
+  expect(Number(term!.split(' ')[1])).toBeLessThan(lease.end_by!.getTime());
+  await waitFor('the lease to be released', async () => gone((await leaseRow(id)).state));
+  // Its holder gave it back (the command's status is the reason), not the time limit.
+  expect(await lastCommand(id)).toMatchObject({ kind: 'release', issued_by: 'token:user', reason: 'the command exited with status 0' });
+});
+
 test('lease run SIGKILLed: its lease is released once the heartbeat deadline passes', async () => {
   const { name } = await simulatedBlueprint(env.as.admin);
   const { dir, marks } = await scratch();
