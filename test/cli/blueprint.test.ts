@@ -90,6 +90,20 @@ test('exit codes say what went wrong: usage 2, not found 3, conflict 4', async (
   expect((await env.cli('blueprint', 'create', '--name', 'sim', '--driver', 'simulated', '--max-resources', '1')).code).toBe(4);
 });
 
+test('blueprint create and limits take --max-hold; show and list say it', async () => {
+  const created = parseJson(
+    await env.cli('--json', 'blueprint', 'create', '--name', 'held', '--driver', 'simulated', '--max-resources', '1', '--max-hold', '90m'),
+  );
+  expect(created.maxHoldMs).toBe(5_400_000);
+  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'held', '--max-hold', '2h'))).toMatchObject({ maxHoldMs: 7_200_000 });
+  expect((await env.cli('blueprint', 'show', 'held')).stdout).toMatch(
+    /longest hold +2h from its grant, renewals included; its holder is told 5m ahead/,
+  );
+  expect((await env.cli('blueprint', 'list')).stdout).toMatch(/LONGEST HOLD[\s\S]*held.* 2h /);
+  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'held', '--max-hold', 'off'))).toMatchObject({ maxHoldMs: null });
+  expect((await env.cli('blueprint', 'show', 'held')).stdout).toMatch(/longest hold +no limit/);
+});
+
 test('blueprint limits, disable and enable change the blueprint as the API does, recording who asked', async () => {
   const limits = parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--max-resources', '5', '--leases-per-resource', '2'));
   expect(limits).toMatchObject({ name: 'dirs', maxResources: 5, leasesPerResource: 2 });
@@ -100,12 +114,6 @@ test('blueprint limits, disable and enable change the blueprint as the API does,
   expect(unchecked.priorityStepMs).toBe(60_000);
   expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--priority-step', '30s'))).toMatchObject({ priorityStepMs: 30_000 });
   expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--priority-step', 'off'))).toMatchObject({ priorityStepMs: 0 });
-  expect(unchecked.maxHoldMs).toBeNull();
-  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--max-hold', '2h'))).toMatchObject({ maxHoldMs: 7_200_000 });
-  const shown = await env.cli('blueprint', 'show', 'dirs');
-  expect(shown.stdout).toMatch(/longest hold +2h from its grant, renewals included; its holder is told 5m ahead/);
-  expect((await env.cli('blueprint', 'list')).stdout).toMatch(/LONGEST HOLD[\s\S]*dirs.* 2h /);
-  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--max-hold', 'off'))).toMatchObject({ maxHoldMs: null });
   const none = await env.cli('blueprint', 'limits', 'dirs');
   expect(none.code).toBe(2);
   expect(none.stderr).toBe(
