@@ -521,6 +521,15 @@ const BAD_REQUESTS: readonly BadRequest[] = [
     says: /body\.priorityStepMs: expected at most a day/,
   },
   {
+    what: 'a longest hold shorter than a second',
+    method: 'PATCH',
+    path: (f) => `/v1/blueprints/${f.blueprint}`,
+    options: () => json({ maxHoldMs: 999 }),
+    status: 400,
+    code: 'invalid_input',
+    says: /body\.maxHoldMs: expected at least 1 s/,
+  },
+  {
     what: 'a route that does not exist',
     method: 'GET',
     path: () => '/v1/leasez',
