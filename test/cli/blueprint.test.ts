@@ -92,16 +92,16 @@ test('exit codes say what went wrong: usage 2, not found 3, conflict 4', async (
 
 test('blueprint create and limits take --max-hold; show and list say it', async () => {
   const created = parseJson(
-    await env.cli('--json', 'blueprint', 'create', '--name', 'held', '--driver', 'simulated', '--max-resources', '1', '--max-hold', '90m'),
+    await env.cli('--json', 'blueprint', 'create', '--name', 'timed', '--driver', 'simulated', '--max-resources', '1', '--max-hold', '90m'),
   );
   expect(created.maxHoldMs).toBe(5_400_000);
-  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'held', '--max-hold', '2h'))).toMatchObject({ maxHoldMs: 7_200_000 });
-  expect((await env.cli('blueprint', 'show', 'held')).stdout).toMatch(
+  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'timed', '--max-hold', '2h'))).toMatchObject({ maxHoldMs: 7_200_000 });
+  expect((await env.cli('blueprint', 'show', 'timed')).stdout).toMatch(
     /longest hold +2h from its grant, renewals included; its holder is told 5m ahead/,
   );
-  expect((await env.cli('blueprint', 'list')).stdout).toMatch(/LONGEST HOLD[\s\S]*held.* 2h /);
-  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'held', '--max-hold', 'off'))).toMatchObject({ maxHoldMs: null });
-  expect((await env.cli('blueprint', 'show', 'held')).stdout).toMatch(/longest hold +no limit/);
+  expect((await env.cli('blueprint', 'list')).stdout).toMatch(/LONGEST HOLD[\s\S]*timed.* 2h /);
+  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'timed', '--max-hold', 'off'))).toMatchObject({ maxHoldMs: null });
+  expect((await env.cli('blueprint', 'show', 'timed')).stdout).toMatch(/longest hold +no limit/);
 });
 
 test('blueprint limits, disable and enable change the blueprint as the API does, recording who asked', async () => {
