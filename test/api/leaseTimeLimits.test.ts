@@ -3,6 +3,8 @@ import { LeaseEnding, SlipwayClient } from '../../src/client/index.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
 import { NO_SCHEDULED_COLLECTOR } from '../cli/rowCounts.ts';
+import { WebClient } from '../web/support/WebClient.ts';
+import { renderLease } from '../../src/cli/views/leaseViews.ts';
 
 /**
  * A blueprint's longest hold (maxHoldMs) through the API, with a real
@@ -64,10 +66,22 @@ test('a lease is told ahead (ending, in its detail and in a renewal answer), and
   expect(renewed.body.command.message).toMatch(/^renewed: expires .* \(capped: the lease ends by then\)$/);
   expect((await env.as.user.get(`/v1/leases/${lease.id}`)).body.lease.expiresAt).toBe(lease.endBy);
 
+  const web = new WebClient(env.server.url);
+  expect((await web.signIn(env.as.viewer.token!)).status).toBe(303);
+  expect((await web.get(`/blueprints/${(await env.as.viewer.get(`/v1/blueprints/${name}`)).body.blueprint.id}`)).text).toContain(
+    '<dt>Longest hold</dt><dd>8s from its grant, renewals included; its holder is told 800ms ahead</dd>',
+  );
+
   // Told 800 ms ahead (a tenth of the hold).
   const reason = `reached blueprint ${name}'s longest hold of 8s`;
   const ending = await waitFor('the ending notice', async () => (await env.as.user.get(`/v1/leases/${lease.id}`)).body.lease.ending ?? undefined);
   expect(ending).toEqual({ kind: 'time_limit', at: lease.endBy, reason });
+  // The web UI's lease page and `slipway lease show` say it.
+  const page = await web.get(`/leases/${lease.id}`);
+  expect(page.text).toContain(`<dt>Ending</dt><dd><strong>by`);
+  expect(page.text).toContain(`${reason.replace("'", '&#39;')} <span class="muted">(time_limit; stop the work and release it)</span>`);
+  const shown = renderLease((await env.as.user.get(`/v1/leases/${lease.id}`)).body.lease);
+  expect(shown).toMatch(new RegExp(`ending +by ${lease.endBy.replace('T', ' ')}: ${reason} \\(time_limit\\)`));
   // A renewal now (the notice came 800 ms ahead) answers with it.
   const beat = await env.as.user.post(`/v1/leases/${lease.id}/commands?wait=30`, { kind: 'renew', payload: { expiresInMs: 60_000 } });
   expect(beat.status, JSON.stringify(beat.body)).toBe(200);
