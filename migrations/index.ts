@@ -34,6 +34,7 @@ import * as orphans from './0032_orphans.ts';
 import * as possibleLabels from './0033_possible_labels.ts';
 import * as slotOrphans from './0034_slot_orphans.ts';
 import * as leaseTimeLimits from './0035_lease_time_limits.ts';
+import * as sharesOverTime from './0036_shares_over_time.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -72,4 +73,5 @@ export const migrations: Record<string, Migration> = {
   '0033_possible_labels': possibleLabels,
   '0034_slot_orphans': slotOrphans,
   '0035_lease_time_limits': leaseTimeLimits,
+  '0036_shares_over_time': sharesOverTime,
 };

@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0035_lease_time_limits.
+-- Slipway's schema (`public`) after migration 0036_shares_over_time.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/db/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -71,8 +71,10 @@ create table public.blueprints (
   orphans text not null default 'report'::text,
   possible_labels jsonb,
   max_hold_ms bigint,
+  fair_share_half_life_ms bigint not null default 3600000,
   constraint blueprints_check_interval_ms_check CHECK ((check_interval_ms > 0)),
   constraint blueprints_clean_attempts_check CHECK (((clean_attempts >= 1) AND (clean_attempts <= 100))),
+  constraint blueprints_fair_share_half_life_ms_check CHECK (((fair_share_half_life_ms > 0) AND (fair_share_half_life_ms <= '31536000000'::bigint))),
   constraint blueprints_idle_timeout_ms_check CHECK ((idle_timeout_ms > 0)),
   constraint blueprints_leases_per_resource_check CHECK ((leases_per_resource > 0)),
   constraint blueprints_live_resources_check CHECK ((live_resources >= 0)),
@@ -383,6 +385,21 @@ create table public.team_events (
   constraint team_events_team_fkey FOREIGN KEY (team) REFERENCES public.teams(name)
 );
 CREATE INDEX team_events_by_team ON public.team_events USING btree (team, id);
+
+create table public.team_usage (
+  blueprint_id bigint not null,
+  team text not null,
+  slot_seconds double precision not null,
+  grants double precision not null,
+  held integer,
+  at timestamp with time zone not null,
+  constraint team_usage_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id) ON DELETE CASCADE,
+  constraint team_usage_grants_check CHECK ((grants >= (0)::double precision)),
+  constraint team_usage_held_check CHECK ((held >= 0)),
+  constraint team_usage_pkey PRIMARY KEY (blueprint_id, team),
+  constraint team_usage_slot_seconds_check CHECK ((slot_seconds >= (0)::double precision)),
+  constraint team_usage_team_fkey FOREIGN KEY (team) REFERENCES public.teams(name)
+);
 
 create table public.teams (
   name text not null,

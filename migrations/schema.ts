@@ -45,6 +45,8 @@ export interface BlueprintsTable {
   possible_labels: Json | null;
   /** The longest a lease may be held, from its grant to its end, renewals included (null: no limit; 0035). */
   max_hold_ms: number | null;
+  /** How fast what a team used at the blueprint is forgotten, for fair share (0036). */
+  fair_share_half_life_ms: Generated<number>;
   version: Generated<number>;
   created_at: TimestampDefault;
   updated_at: TimestampDefault;
@@ -307,6 +309,22 @@ export interface TeamsTable {
   updated_at: TimestampDefault;
 }
 
+/**
+ * What a team used at a blueprint, decayed with the blueprint's half-life, as
+ * of `at`: written only by the blueprint's drain (0036, decision 0040).
+ */
+export interface TeamUsageTable {
+  blueprint_id: number;
+  team: string;
+  /** Slot-seconds used, each second weighed by 2^(-its age ÷ half-life). */
+  slot_seconds: number;
+  /** Leases granted, each weighed as its grant's second is. */
+  grants: number;
+  /** Slots held as the blueprint's last decision left them; null when its line was left empty (releases are not told to it then). */
+  held: number | null;
+  at: Timestamp;
+}
+
 /** At most max_leases leases of a team (or of one holder in it) counted at once, at one blueprint or (blueprint_id null) overall. */
 export interface QuotasTable {
   id: GeneratedAlways<number>;
@@ -377,6 +395,7 @@ export interface DB {
   blueprint_usage_samples: BlueprintUsageSamplesTable;
   api_tokens: ApiTokensTable;
   teams: TeamsTable;
+  team_usage: TeamUsageTable;
   quotas: QuotasTable;
   team_events: TeamEventsTable;
   idempotency_keys: IdempotencyKeysTable;

@@ -75,6 +75,9 @@ export const BlueprintSchema = z
       .int()
       .nullable()
       .meta({ description: 'the longest a lease may be held, from its grant to its end, renewals included (null: no limit)' }),
+    fairShareHalfLifeMs: z.number().int().meta({
+      description: 'how fast what a team used at the blueprint is forgotten, for fair share: a slot-second weighs half as much this much later',
+    }),
     labels: Labels.meta({ description: 'labels every resource of it carries (over those its driver reports), which lease selectors match' }),
     orphans: OrphansSettingSchema.meta({
       description: 'what the collector does with what its driver lists that no resource stands for: report it, or destroy it through the driver',
@@ -103,6 +106,7 @@ export function blueprintOf(row: BlueprintRow): Blueprint {
     cleanAttempts: row.clean_attempts,
     priorityStepMs: row.priority_step_ms,
     maxHoldMs: row.max_hold_ms,
+    fairShareHalfLifeMs: row.fair_share_half_life_ms,
     labels: row.labels as Record<string, string>,
     orphans: row.orphans,
     version: row.version,

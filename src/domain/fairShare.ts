@@ -10,8 +10,12 @@ import { formatDuration } from './durations.ts';
  *    priority step it has waited (aging; with the step off, every lease is
  *    level 0 and priorities do not count, as the line is then served in
  *    request order);
- * 2. among equal levels, the team whose use of the blueprint, measured
- *    against its weight, is lowest;
+ * 2. among equal levels, the team whose load against its weight is lowest:
+ *    its load is what it held at the blueprint lately (its slot-time,
+ *    decayed with the blueprint's half-life, in slots held on average), with
+ *    what it holds now counting a little (NOW_WEIGHT), so a team that got
+ *    less than its share lately is served until it has caught up (decision
+ *    0040);
  * 3. then the earlier place, then the lower lease id.
  *
  * A team's first waiter has the highest level in its team (level rises
@@ -30,10 +34,52 @@ export interface Candidate {
   readonly priority: number;
 }
 
-/** A team's weight and how many leases it has at the blueprint (holding slots, or sent to take one). */
+/** A team's weight, and its use of the blueprint: now, and lately. */
 export interface TeamUse {
   readonly weight: number;
+  /** Its leases at the blueprint now: holding slots, or sent to take one. */
   readonly use: number;
+  /** The slots it held there on average lately: its decayed slot-time over the decay's mean life (recentSlots). */
+  readonly recent: number;
+}
+
+/**
+ * How much what a team holds now counts, against what it held lately (in
+ * slots either way). Little, so that the shares come from the time slots
+ * were held, which is what they promise (decision 0040), and not from one
+ * instant, which on a pool too small for the weights cannot express them;
+ * but something, so that teams with no history at the blueprint (all at 0)
+ * and slots freed at once (served in one decision, before any time is
+ * counted) are shared by weight at once, not given to one team.
+ */
+const NOW_WEIGHT = 1 / 1000;
+
+/**
+ * What a team used at a blueprint, decayed: its slot-seconds and its
+ * grants, each second (and grant) weighed by 2^(-its age ÷ half-life), as
+ * the blueprint's drain keeps them (src/db/teamUsage.ts).
+ */
+export interface DecayedUse {
+  readonly slotSeconds: number;
+  readonly grants: number;
+}
+
+/** The mean life of the decay, in seconds: a slot held for good comes to this many slot-seconds. */
+const meanLifeSeconds = (halfLifeMs: number) => halfLifeMs / 1000 / Math.LN2;
+
+/**
+ * `use` brought forward by `ageMs`, `held` slots held all along: the old
+ * weighed down by the decay, and the held slots' seconds since, each
+ * weighed by its own age (the integral of the decay over them).
+ */
+export function decayUse(use: DecayedUse, ageMs: number, halfLifeMs: number, held: number): DecayedUse {
+  const kept = 2 ** (-Math.max(0, ageMs) / halfLifeMs);
+  return { slotSeconds: use.slotSeconds * kept + held * meanLifeSeconds(halfLifeMs) * (1 - kept), grants: use.grants * kept };
+}
+
+/** The slots held on average that decayed slot-time comes to (a slot held for good comes to 1). */
+export function recentSlots(use: DecayedUse, halfLifeMs: number): number {
+  return use.slotSeconds / meanLifeSeconds(halfLifeMs);
 }
 
 /** The level a waiting lease competes at: its priority plus the steps it has waited (0 with the step off). */
@@ -41,10 +87,10 @@ export function levelOf(lease: Pick<Candidate, 'since'>, now: number, stepMs: nu
   return stepMs === 0 ? 0 : Math.floor((now - lease.since.getTime()) / stepMs);
 }
 
-/** A team's use against its weight: lower is served first among equal levels. */
+/** A team's load against its weight: lower is served first among equal levels. */
 const load = (teams: ReadonlyMap<string, TeamUse>, team: string) => {
-  const t = teams.get(team) ?? { weight: 1, use: 0 };
-  return t.use / t.weight;
+  const t = teams.get(team) ?? { weight: 1, use: 0, recent: 0 };
+  return (t.recent + t.use * NOW_WEIGHT) / t.weight;
 };
 
 /** The candidate served next (see above), or undefined when there is none. */
@@ -70,7 +116,9 @@ function before(a: Candidate, b: Candidate, teams: ReadonlyMap<string, TeamUse>,
 
 /**
  * A team's share of `capacity` slots: its weight's part of the weights of
- * the teams competing for them (holding some, or waiting).
+ * the teams competing for them (holding some, or waiting). Held over time,
+ * not at each instant: a pool too small for the weights (4 slots, weights
+ * 3:2:1) cannot hold 2, 1.3 and 0.7 at once.
  */
 export function shareOf(teams: ReadonlyMap<string, TeamUse>, team: string, capacity: number): number {
   let total = 0;
@@ -78,9 +126,15 @@ export function shareOf(teams: ReadonlyMap<string, TeamUse>, team: string, capac
   return total === 0 ? capacity : (capacity * (teams.get(team)?.weight ?? 0)) / total;
 }
 
-/** Why a lease was chosen, as its grant records it: "priority 5; team ci holds 2 of its share of 6; waited 41 s". */
-export function describeChoice(c: Candidate, teams: ReadonlyMap<string, TeamUse>, capacity: number, now: number): string {
+/**
+ * Why a lease was chosen, as its grant records it: "priority 5; team ci's
+ * share 2.4, held 1.8 lately (half-life 1h), holds 2 now; waited 41s".
+ */
+export function describeChoice(c: Candidate, teams: ReadonlyMap<string, TeamUse>, capacity: number, now: number, halfLifeMs: number): string {
   const share = shareOf(teams, c.team, capacity);
+  const team = teams.get(c.team);
   const waited = Math.max(0, Math.round((now - c.requestedAt.getTime()) / 1000));
-  return `priority ${c.priority}; team ${c.team} holds ${teams.get(c.team)?.use ?? 0} of its share of ${Number(share.toFixed(1))}; waited ${formatDuration(waited * 1000)}`;
+  return `priority ${c.priority}; team ${c.team}'s share ${oneDecimal(share)}, held ${oneDecimal(team?.recent ?? 0)} lately (half-life ${formatDuration(halfLifeMs)}), holds ${team?.use ?? 0} now; waited ${formatDuration(waited * 1000)}`;
 }
+
+const oneDecimal = (n: number) => Number(n.toFixed(1));

@@ -50,6 +50,13 @@ export const BlueprintInputSchema = z
       .min(1000, 'expected at least 1 s')
       .max(366 * 24 * 3600 * 1000)
       .optional(),
+    /** How fast what a team used at the blueprint is forgotten, for fair share: each second of a slot held weighs half as much this much later. */
+    fairShareHalfLifeMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(365 * 24 * 3600 * 1000, 'expected at most a year')
+      .default(3_600_000),
     /** Labels every resource of it carries (over those its driver reports), which lease selectors match. */
     labels: LabelsSchema.default({}),
     /** What the collector does with what its driver lists that no resource stands for: report it, or destroy it through the driver. */
@@ -76,7 +83,7 @@ export type BlueprintInput = z.input<typeof BlueprintInputSchema>;
  * the blueprint's own queue (`update_settings`), whose drain reconciles the
  * resources with them. The key is named here only to say so.
  */
-const { maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, maxHoldMs, labels, orphans } =
+const { maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, maxHoldMs, fairShareHalfLifeMs, labels, orphans } =
   BlueprintInputSchema.shape;
 export const BlueprintChangesSchema = z
   .object({
@@ -89,6 +96,7 @@ export const BlueprintChangesSchema = z
     priorityStepMs: priorityStepMs.unwrap().optional(),
     /** Null: no limit. Applies to leases granted from then on (a lease's limit is fixed by its grant). */
     maxHoldMs: maxHoldMs.unwrap().nullable().optional(),
+    fairShareHalfLifeMs: fairShareHalfLifeMs.unwrap().optional(),
     /** Replaces the blueprint's labels (every resource's, at once: they are read with the blueprint's). */
     labels: labels.unwrap().optional(),
     orphans: orphans.unwrap().optional(),
@@ -102,6 +110,6 @@ export const BlueprintChangesSchema = z
   .strict()
   .refine(
     (changes) => Object.keys(changes).length > 0,
-    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, maxHoldMs, labels, orphans',
+    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, maxHoldMs, fairShareHalfLifeMs, labels, orphans',
   );
 export type BlueprintChanges = z.input<typeof BlueprintChangesSchema>;

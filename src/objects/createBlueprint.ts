@@ -30,6 +30,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
     cleanAttempts,
     priorityStepMs,
     maxHoldMs,
+    fairShareHalfLifeMs,
     labels,
     orphans,
   } = parsed.data;
@@ -55,6 +56,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
       clean_attempts: cleanAttempts,
       priority_step_ms: priorityStepMs,
       max_hold_ms: maxHoldMs ?? null,
+      fair_share_half_life_ms: fairShareHalfLifeMs,
       labels: JSON.stringify(labels),
       possible_labels: possibleLabelsColumn(driver, checked),
       orphans,

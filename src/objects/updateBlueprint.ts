@@ -21,6 +21,7 @@ const COLUMNS = {
   cleanAttempts: 'clean_attempts',
   priorityStepMs: 'priority_step_ms',
   maxHoldMs: 'max_hold_ms',
+  fairShareHalfLifeMs: 'fair_share_half_life_ms',
   labels: 'labels',
   orphans: 'orphans',
 } as const;

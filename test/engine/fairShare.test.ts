@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { type Candidate, describeChoice, levelOf, pickNext, shareOf, type TeamUse } from '../../src/domain/fairShare.ts';
+import { type Candidate, decayUse, describeChoice, levelOf, pickNext, recentSlots, shareOf, type TeamUse } from '../../src/domain/fairShare.ts';
 import { type Counted, countFor, describeQuota, type Quota, quotaReached } from '../../src/domain/quotas.ts';
 
 // The choice among the teams' first waiters, and the quotas' arithmetic,
@@ -15,8 +15,9 @@ const waiter = (leaseId: number, team: string, secondsAgo: number, priority = 0)
   since: new Date(at(secondsAgo).getTime() - priority * STEP),
   priority,
 });
-const uses = (entries: Record<string, [weight: number, use: number]>): Map<string, TeamUse> =>
-  new Map(Object.entries(entries).map(([team, [weight, use]]) => [team, { weight, use }]));
+const uses = (entries: Record<string, [weight: number, use: number, recent?: number]>): Map<string, TeamUse> =>
+  new Map(Object.entries(entries).map(([team, [weight, use, recent = 0]]) => [team, { weight, use, recent }]));
+const HOUR = 3_600_000;
 
 test("a lease's level is its priority plus the steps it has waited; with the step off every lease is level 0", () => {
   expect(levelOf(waiter(1, 'a', 0, 5), NOW, STEP)).toBe(5);
@@ -42,13 +43,39 @@ test('among equal levels the team of least use against its weight wins, then the
   expect(pickNext([], even, NOW, STEP)).toBeUndefined();
 });
 
+test('among equal levels what a team held lately decides, and what it holds now only between teams that held about the same', () => {
+  // web held 1 slot lately for its weight 1, ci 2.4 for its weight 3 (0.8 each): ci is further below its share, though it holds more now.
+  const teams = uses({ ci: [3, 3, 2.4], web: [1, 0, 1] });
+  expect(pickNext([waiter(1, 'web', 50), waiter(2, 'ci', 10)], teams, NOW, STEP)?.leaseId).toBe(2);
+  // With no history, what they hold now decides, by weight (a pool just opened, or slots freed at once).
+  const fresh = uses({ ci: [3, 2], web: [1, 1] });
+  expect(pickNext([waiter(1, 'web', 50), waiter(2, 'ci', 10)], fresh, NOW, STEP)?.leaseId).toBe(2);
+});
+
+test("a team's use decays with the half-life: a slot held for good comes to one slot held lately", () => {
+  const none = { slotSeconds: 0, grants: 0 };
+  // One slot held for one half-life: half of what holding it for good comes to.
+  expect(recentSlots(decayUse(none, HOUR, HOUR, 1), HOUR)).toBeCloseTo(0.5, 9);
+  expect(recentSlots(decayUse(none, 50 * HOUR, HOUR, 3), HOUR)).toBeCloseTo(3, 9);
+  // Kept, and nothing held since: halved each half-life; grants too.
+  expect(decayUse({ slotSeconds: 100, grants: 8 }, 2 * HOUR, HOUR, 0)).toEqual({ slotSeconds: 25, grants: 2 });
+  // Counted in two stretches or one, the same.
+  const once = decayUse(none, 90_000, HOUR, 2);
+  const twice = decayUse(decayUse(none, 30_000, HOUR, 2), 60_000, HOUR, 2);
+  expect(twice.slotSeconds).toBeCloseTo(once.slotSeconds, 9);
+  // A clock read behind the last write counts no time.
+  expect(decayUse({ slotSeconds: 10, grants: 1 }, -5, HOUR, 4)).toEqual({ slotSeconds: 10, grants: 1 });
+});
+
 test("a team's share is its weight's part of the competing teams' weights; the choice says why", () => {
-  const teams = uses({ ci: [2, 2], web: [1, 5], qa: [1, 0] });
+  const teams = uses({ ci: [2, 2, 1.84], web: [1, 5], qa: [1, 0] });
   expect(shareOf(teams, 'ci', 12)).toBe(6);
   expect(shareOf(teams, 'web', 12)).toBe(3);
-  expect(describeChoice(waiter(7, 'ci', 41, 5), teams, 12, NOW)).toBe('priority 5; team ci holds 2 of its share of 6; waited 41s');
-  expect(describeChoice(waiter(7, 'qa', 0), uses({ qa: [1, 0], web: [2, 1] }), 10, NOW)).toBe(
-    'priority 0; team qa holds 0 of its share of 3.3; waited 0ms',
+  expect(describeChoice(waiter(7, 'ci', 41, 5), teams, 12, NOW, HOUR)).toBe(
+    "priority 5; team ci's share 6, held 1.8 lately (half-life 1h), holds 2 now; waited 41s",
+  );
+  expect(describeChoice(waiter(7, 'qa', 0), uses({ qa: [1, 0], web: [2, 1] }), 10, NOW, 90_000)).toBe(
+    "priority 0; team qa's share 3.3, held 0 lately (half-life 1m30s), holds 0 now; waited 0ms",
   );
 });
 

@@ -60,11 +60,17 @@ test('a higher priority is served first; equal priorities in request order; each
     .where('kind', '=', 'acquire')
     .where(sql<boolean>`(payload->>'leaseId')::bigint = ${c!}`)
     .executeTakeFirstOrThrow();
-  expect(acquire.reason).toMatch(new RegExp(`^lease ${c} chosen for a slot: priority 5; team default holds 0 of its share of 1; waited [\\dmsh.]+$`));
+  expect(acquire.reason).toMatch(
+    new RegExp(
+      `^lease ${c} chosen for a slot: priority 5; team default's share 1, held [\\d.]+ lately \\(half-life 1h\\), holds 0 now; waited [\\dmsh.]+$`,
+    ),
+  );
   // The lease's own grant carries it: its timeline and GET /v1/leases/{id} say why it was chosen.
   const grant = await db().selectFrom('commands').select('reason').where('target_id', '=', c!).where('kind', '=', 'grant').executeTakeFirstOrThrow();
   expect(grant.reason).toMatch(
-    new RegExp(`^resource \\d+ has a slot — lease ${c} chosen for a slot: priority 5; team default holds 0 of its share of 1; waited [\\dmsh.]+$`),
+    new RegExp(
+      `^resource \\d+ has a slot — lease ${c} chosen for a slot: priority 5; team default's share 1, held [\\d.]+ lately \\(half-life 1h\\), holds 0 now; waited [\\dmsh.]+$`,
+    ),
   );
   await release(holding);
 });

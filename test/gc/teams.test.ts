@@ -69,9 +69,11 @@ test('freed slots go to the team furthest below its weighted share, then by plac
   // web, then ci three times: ci's use per weight (1/3, 2/3) stays below web's (1).
   expect(order).toEqual([web[0], ci[0], ci[1], ci[2]]);
   expect(await chosenBecause(ci[1]!)).toMatch(
-    new RegExp(`^lease ${ci[1]} chosen for a slot: priority 0; team ci holds 1 of its share of [\\d.]+; waited [\\dmsh.]+$`),
+    new RegExp(
+      `^lease ${ci[1]} chosen for a slot: priority 0; team ci's share [\\d.]+, held [\\d.]+ lately \\(half-life 1h\\), holds 1 now; waited [\\dmsh.]+$`,
+    ),
   );
-  expect(await chosenBecause(web[0]!)).toMatch(/team web holds 0 of its share of/);
+  expect(await chosenBecause(web[0]!)).toMatch(/team web's share 0.8, held 0 lately \(half-life 1h\), holds 0 now/);
   // The lease's timeline carries it on its grant.
   const grant = await db()
     .selectFrom('commands')
@@ -79,7 +81,7 @@ test('freed slots go to the team furthest below its weighted share, then by plac
     .where('target_id', '=', ci[1]!)
     .where('kind', '=', 'grant')
     .executeTakeFirstOrThrow();
-  expect(grant.reason).toContain(`lease ${ci[1]} chosen for a slot: priority 0; team ci holds 1`);
+  expect(grant.reason).toContain(`lease ${ci[1]} chosen for a slot: priority 0; team ci's share`);
   for (const id of [...order, ...web.slice(1)]) await release(id);
 });
 

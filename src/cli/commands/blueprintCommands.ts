@@ -33,6 +33,7 @@ interface CreateOptions {
   readonly priorityStep?: number | 'off';
   /** Milliseconds. */
   readonly maxHold?: number;
+  readonly fairShareHalfLife?: number;
   readonly settings?: Record<string, unknown>;
   /** From repeated --setting key=value. */
   readonly setting?: Record<string, unknown>;
@@ -52,6 +53,8 @@ interface LimitsOptions {
   readonly priorityStep?: number | 'off';
   /** Milliseconds, or `off`. */
   readonly maxHold?: number | 'off';
+  /** Milliseconds. */
+  readonly fairShareHalfLife?: number;
   readonly label?: Record<string, string>;
   readonly orphans?: OrphansSetting;
 }
@@ -135,6 +138,7 @@ export function addBlueprintCommands(program: Command): void {
       'the longest a lease may be held, from its grant to its end, renewals included, e.g. 2h (default: no limit)',
       parseWith(Duration),
     )
+    .option(...HALF_LIFE_OPTION)
     .option(...LABEL_OPTION)
     .option(...ORPHANS_OPTION)
     .option('--settings <json>', 'driver settings as a JSON object', parseWith(JsonObject))
@@ -142,7 +146,7 @@ export function addBlueprintCommands(program: Command): void {
     .action((options: CreateOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         // The options named as the blueprint's fields pass as they are; durations become milliseconds.
-        const { idleTimeout, checkInterval, priorityStep, maxHold, settings, setting, label, ...named } = options;
+        const { idleTimeout, checkInterval, priorityStep, maxHold, fairShareHalfLife, settings, setting, label, ...named } = options;
         const input = {
           ...named,
           labels: label,
@@ -151,6 +155,7 @@ export function addBlueprintCommands(program: Command): void {
           checkIntervalMs: checkInterval,
           priorityStepMs: stepMs(priorityStep),
           maxHoldMs: maxHold,
+          fairShareHalfLifeMs: fairShareHalfLife,
         };
         const created = blueprintOf(await createBlueprint(db, input, cliActor()));
         out.result(created, (b) => `created ${renderBlueprint(b)}`);
@@ -201,22 +206,24 @@ export function addBlueprintCommands(program: Command): void {
     .option('--clean-attempts <n>', 'failed cleanings in a row that quarantine a resource', parseWith(countBetween(1, 100)))
     .option(...PRIORITY_STEP_OPTION)
     .option('--max-hold <duration|off>', 'the longest a lease granted from now on may be held (e.g. 2h), or off', parseWith(DurationOrOff))
+    .option(...HALF_LIFE_OPTION)
     .option(...LABEL_OPTION)
     .option(...ORPHANS_OPTION)
     .action((ref: BlueprintRef, options: LimitsOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const { updateBlueprint } = await blueprintChanges();
-        const { checkInterval, priorityStep, maxHold, label, ...limits } = options;
+        const { checkInterval, priorityStep, maxHold, fairShareHalfLife, label, ...limits } = options;
         const changes = {
           ...limits,
           ...(checkInterval === undefined ? {} : { checkIntervalMs: checkInterval === 'off' ? null : checkInterval }),
           ...(priorityStep === undefined ? {} : { priorityStepMs: stepMs(priorityStep) }),
           ...(maxHold === undefined ? {} : { maxHoldMs: maxHold === 'off' ? null : maxHold }),
+          ...(fairShareHalfLife === undefined ? {} : { fairShareHalfLifeMs: fairShareHalfLife }),
           ...(label === undefined ? {} : { labels: label }),
         };
         if (Object.keys(changes).length === 0) {
           throw new InvalidInputError(
-            'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --max-hold <duration|off>, --label <key=value>, --orphans <report|destroy>',
+            'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --max-hold <duration|off>, --fair-share-half-life <duration>, --label <key=value>, --orphans <report|destroy>',
           );
         }
         const changed = blueprintOf(await withTransaction(db, (trx) => updateBlueprint(trx, ref, changes, cliActor())));
@@ -298,6 +305,13 @@ const PRIORITY_STEP_OPTION = [
   '--priority-step <duration|off>',
   "how much waiting one level of a lease's priority is worth in the line (default 1m), or off",
   parseWith(DurationOrOff),
+] as const;
+
+/** `blueprint create` and `blueprint limits` take the same --fair-share-half-life. */
+const HALF_LIFE_OPTION = [
+  '--fair-share-half-life <duration>',
+  'how fast what a team used at the blueprint is forgotten, for fair share (default 1h)',
+  parseWith(Duration),
 ] as const;
 
 /** A --priority-step as stored: `off` is 0 (priorities do not count); absent leaves the default. */

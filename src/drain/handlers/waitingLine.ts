@@ -8,13 +8,14 @@ import { statesWith } from '../../domain/lifecycle.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import { slotsTaken } from '../../read/slotsTaken.ts';
 import { type FollowUp, send } from '../messages.ts';
-import { type Candidate as FairCandidate, describeChoice, pickNext, type TeamUse } from '../../domain/fairShare.ts';
+import { type Candidate as FairCandidate, describeChoice, pickNext, recentSlots, type TeamUse } from '../../domain/fairShare.ts';
 import { describeQuota, type Quota, quotaReached } from '../../domain/quotas.ts';
 import { perStep } from '../../db/perStep.ts';
 import { waitingLeases } from '../../db/waitingLeases.ts';
 import { readMadeForSelector } from '../../db/madeForSelector.ts';
 import { countedAtBlueprint, countedOverall, countPromised, quotasFor } from '../../db/countedLeases.ts';
 import { forgetRequestingLeases } from '../batchReads/requestingLease.ts';
+import { readTeamUsage, writeTeamUsage } from '../../db/teamUsage.ts';
 
 /**
  * A blueprint's waiting line: the leases that found no free slot. Each
@@ -225,16 +226,18 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   let joinedWhy: string | undefined;
   /** Read with the competition: no row in the line (every waiter's team has a row in `teams`, which its lease's key holds). */
   let lineWasEmpty = false;
+  let competition: Competition | undefined;
   if (hasRoom()) {
     const now = Date.now();
-    const competition = await readCompetition(trx, blueprint, joining);
-    lineWasEmpty = competition.lineWasEmpty;
-    const lines = competition.lines;
+    const weighed = await readCompetition(trx, blueprint, joining);
+    competition = weighed;
+    lineWasEmpty = weighed.lineWasEmpty;
+    const lines = weighed.lines;
     let newcomer: Candidate | undefined = joining;
     while (hasRoom()) {
       const candidates: Candidate[] = [];
       for (const line of lines.values()) {
-        if (competition.blocks({ team: line.team, holder: undefined })) continue;
+        if (weighed.blocks({ team: line.team, holder: undefined })) continue;
         const row = await line.head(async (r) => {
           if (r.lease_id === joining?.leaseId) {
             // A lease asking again (after a refusal) may already have its row.
@@ -245,18 +248,18 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
             departed.push(r.lease_id);
             return 'skip';
           }
-          return competition.blocks(r) || !(await fits(candidateOf(r))) ? 'pass' : 'take';
+          return weighed.blocks(r) || !(await fits(candidateOf(r))) ? 'pass' : 'take';
         });
-        if (newcomer?.team === line.team && !competition.blocks(newcomer) && (await fits(newcomer)) && (!row || comesBefore(joining!, row)))
+        if (newcomer?.team === line.team && !weighed.blocks(newcomer) && (await fits(newcomer)) && (!row || comesBefore(joining!, row)))
           candidates.push(newcomer);
         else if (row) candidates.push(candidateOf(row));
       }
-      const chosen = pickNext(candidates, competition.uses, now, blueprint.priority_step_ms);
+      const chosen = pickNext(candidates, weighed.uses, now, blueprint.priority_step_ms);
       if (!chosen) break;
       // A lease that asked with nobody else in line was served, not chosen.
-      const alone = chosen === newcomer && candidates.length === 1 && competition.lineWasEmpty;
-      await serve(chosen, alone ? undefined : describeChoice(chosen, competition.uses, competition.capacity, now));
-      competition.count(chosen);
+      const alone = chosen === newcomer && candidates.length === 1 && weighed.lineWasEmpty;
+      await serve(chosen, alone ? undefined : describeChoice(chosen, weighed.uses, weighed.capacity, now, blueprint.fair_share_half_life_ms));
+      weighed.count(chosen);
       if (chosen === newcomer) newcomer = undefined;
       else {
         servedRows.push(chosen.leaseId);
@@ -265,7 +268,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     }
     if (served.size > 0) forgetRequestingLeases(trx);
     if (newcomer)
-      joinedWhy = competition.describeBlock(newcomer) ?? (newcomer.selector && !(await fits(newcomer)) ? noMatch(newcomer.selector) : undefined);
+      joinedWhy = weighed.describeBlock(newcomer) ?? (newcomer.selector && !(await fits(newcomer)) ? noMatch(newcomer.selector) : undefined);
   }
 
   const leaving = [...departed, ...servedRows, ...(joining && served.has(joining.leaseId) && joinedHasRow ? [joining.leaseId] : [])];
@@ -281,6 +284,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   // A line that was empty holds at most the joining lease now: nothing to count (the common request, served at once, keeps to its reads).
   const joinedAhead = joinedWaits ? (lineWasEmpty ? { n: 0, orMore: false } : await countAhead(trx, blueprint.id, joining)) : undefined;
   const waiting = lineWasEmpty ? { n: joinedWaits ? 1 : 0, orMore: false } : await countWaiting(trx, blueprint.id);
+  await competition?.record(waiting.n === 0);
   return { liveResources: live, served, waiting, joinedAhead, why: why(), ...(joinedWhy ? { joinedWhy } : {}), events, followUps };
 }
 
@@ -304,6 +308,8 @@ interface Competition {
   describeBlock(lease: { team: string; holder: string }): string | undefined;
   /** Counts a lease just served. */
   count(lease: { team: string; holder: string }): void;
+  /** Writes what the teams used up to the decision, and the grants it made (src/db/teamUsage.ts); `lineLeftEmpty`: nobody waits after it. */
+  record(lineLeftEmpty: boolean): Promise<void>;
 }
 
 async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joining | undefined): Promise<Competition> {
@@ -326,16 +332,19 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
   const overallTeams = [...new Set(quotas.filter((q) => q.blueprintId === null && lines.has(q.team)).map((q) => q.team))];
   const overall = overallTeams.length > 0 ? await countedOverall(trx, overallTeams) : [];
   const competing = new Set([...lines.keys(), ...atBlueprint.map((c) => c.team)]);
-  // Weights weigh candidates against each other; alone, there are none to weigh.
-  const weights = lineWasEmpty
-    ? [...competing].map((name) => ({ name, weight: 1 }))
-    : await trx
-        .selectFrom('teams')
-        .select(['name', 'weight'])
-        .where('name', '=', (eb) => eb.fn.any(eb.val([...competing])))
-        .execute();
-  const uses = new Map<string, { weight: number; use: number }>(weights.map((t) => [t.name, { weight: t.weight, use: 0 }]));
-  for (const c of atBlueprint) uses.get(c.team)!.use += c.n;
+  const held = new Map<string, number>();
+  for (const c of atBlueprint) held.set(c.team, (held.get(c.team) ?? 0) + c.n);
+  // Weights and use weigh candidates against each other; alone, there are none to weigh, nor any grant to count in.
+  const usage = lineWasEmpty
+    ? { at: new Date(), teams: [...competing].map((team) => ({ team, weight: 1, slotSeconds: 0, grants: 0 })) }
+    : await readTeamUsage(trx, blueprint, [...competing], (team) => held.get(team) ?? 0);
+  // A team read only to count its time (it held slots at the last decision, none now, and does not wait) does not compete.
+  const uses = new Map(
+    usage.teams
+      .filter((t) => competing.has(t.team))
+      .map((t) => [t.team, { weight: t.weight, use: held.get(t.team) ?? 0, recent: recentSlots(t, blueprint.fair_share_half_life_ms) }]),
+  );
+  const granted = new Map<string, number>();
   const countedFor = (q: Quota) => (q.blueprintId === null ? overall : atBlueprint);
   const reached = (lease: { team: string; holder: string | undefined }) =>
     quotaReached(lease.holder === undefined ? quotas.filter((q) => q.holder === null) : quotas, countedFor, {
@@ -358,6 +367,21 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
       atBlueprint.push(one);
       if (overallTeams.includes(lease.team)) overall.push(one);
       uses.get(lease.team)!.use++;
+      granted.set(lease.team, (granted.get(lease.team) ?? 0) + 1);
+    },
+    async record(lineLeftEmpty) {
+      if (lineWasEmpty) return;
+      await writeTeamUsage(
+        trx,
+        blueprint.id,
+        usage.at,
+        usage.teams.map((t) => ({
+          team: t.team,
+          slotSeconds: t.slotSeconds,
+          grants: t.grants + (granted.get(t.team) ?? 0),
+          held: lineLeftEmpty ? null : (uses.get(t.team)?.use ?? 0),
+        })),
+      );
     },
   };
 }

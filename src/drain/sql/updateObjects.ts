@@ -24,6 +24,7 @@ const COLUMN_TYPES = {
     clean_between_leases: 'boolean',
     clean_attempts: 'integer',
     priority_step_ms: 'bigint',
+    fair_share_half_life_ms: 'bigint',
     labels: 'jsonb',
     orphans: 'text',
     possible_labels: 'jsonb',
