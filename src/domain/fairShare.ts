@@ -10,12 +10,12 @@ import { formatDuration } from './durations.ts';
  *    priority step it has waited (aging; with the step off, every lease is
  *    level 0 and priorities do not count, as the line is then served in
  *    request order);
- * 2. among equal levels, the team whose load against its weight is lowest:
- *    its load is what it held at the blueprint lately (its slot-time,
- *    decayed with the blueprint's half-life, in slots held on average), with
- *    what it holds now counting a little (NOW_WEIGHT), so a team that got
- *    less than its share lately is served until it has caught up (decision
- *    0040);
+ * 2. among equal levels, the team whose load against its weight would be
+ *    lowest once served: its load is what it held at the blueprint lately
+ *    (its slot-time, decayed with the blueprint's half-life, in slots held
+ *    on average), and what its slots held now, and the one it would get,
+ *    will likely add (perHeld); so a team that got less than its share
+ *    lately is served until it has caught up (decision 0040);
  * 3. then the earlier place, then the lower lease id.
  *
  * A team's first waiter has the highest level in its team (level rises
@@ -23,7 +23,7 @@ import { formatDuration } from './durations.ts';
  * lease starves: its level rises by one every step it waits, while a new
  * request starts at its priority (at most 9), so after 9 steps at most the
  * leases requested after it stop going ahead of it; the teams that got
- * slots meanwhile have the higher use.
+ * slots meanwhile have the higher load.
  */
 export interface Candidate {
   readonly leaseId: number;
@@ -37,6 +37,8 @@ export interface Candidate {
 /** A team's weight, and its use of the blueprint: now, and lately. */
 export interface TeamUse {
   readonly weight: number;
+  /** What each slot it holds now adds to `recent` (perHeld). */
+  readonly perHeld: number;
   /** Its leases at the blueprint now: holding slots, or sent to take one. */
   readonly use: number;
   /** The slots it held there on average lately: its decayed slot-time over the decay's mean life (recentSlots). */
@@ -44,15 +46,33 @@ export interface TeamUse {
 }
 
 /**
- * How much what a team holds now counts, against what it held lately (in
- * slots either way). Little, so that the shares come from the time slots
- * were held, which is what they promise (decision 0040), and not from one
- * instant, which on a pool too small for the weights cannot express them;
- * but something, so that teams with no history at the blueprint (all at 0)
- * and slots freed at once (served in one decision, before any time is
- * counted) are shared by weight at once, not given to one team.
+ * The least a slot held now adds to its team's load (in slots held lately):
+ * little, so that the shares come from the time slots were held, which is
+ * what they promise (decision 0040), and not from one instant, which on a
+ * pool too small for the weights cannot express them; but something, so
+ * that teams with no history at the blueprint (all at 0) share it by
+ * weight at once, not all to one team.
  */
-const NOW_WEIGHT = 1 / 1000;
+const LEAST_PER_HELD = 1 / 1000;
+
+/**
+ * What a slot held now adds to its team's load (in slots held lately): the
+ * time it will likely still be held, a mean hold at the blueprint (its
+ * decayed slot-time per grant, over every team in `uses`), weighed as time
+ * held lately is. Time is counted as it passes: without this, a lease just
+ * granted would cost its team nothing yet, and a team of small weight
+ * would be granted a second slot, and a third, on the strength of time not
+ * yet counted, and hold more than its share.
+ */
+export function perHeld(uses: readonly DecayedUse[], halfLifeMs: number): number {
+  let slotSeconds = 0;
+  let grants = 0;
+  for (const u of uses) {
+    slotSeconds += u.slotSeconds;
+    grants += u.grants;
+  }
+  return Math.max(LEAST_PER_HELD, grants === 0 ? 0 : slotSeconds / grants / meanLifeSeconds(halfLifeMs));
+}
 
 /**
  * What a team used at a blueprint, decayed: its slot-seconds and its
@@ -87,10 +107,16 @@ export function levelOf(lease: Pick<Candidate, 'since'>, now: number, stepMs: nu
   return stepMs === 0 ? 0 : Math.floor((now - lease.since.getTime()) / stepMs);
 }
 
-/** A team's load against its weight: lower is served first among equal levels. */
+/**
+ * A team's load against its weight once served: lower is served first
+ * among equal levels. Counted with the slot it would get, as a finishing
+ * time is: counted without, a team of small weight, whose load one slot
+ * moves most, would be chosen at the low of each of its swings, and hold
+ * more than its share.
+ */
 const load = (teams: ReadonlyMap<string, TeamUse>, team: string) => {
-  const t = teams.get(team) ?? { weight: 1, use: 0, recent: 0 };
-  return (t.recent + t.use * NOW_WEIGHT) / t.weight;
+  const t = teams.get(team) ?? { weight: 1, use: 0, recent: 0, perHeld: 0 };
+  return (t.recent + (t.use + 1) * t.perHeld) / t.weight;
 };
 
 /** The candidate served next (see above), or undefined when there is none. */

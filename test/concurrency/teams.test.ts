@@ -84,6 +84,26 @@ function sampler(db: Db) {
 
 const sum = (rows: ReadonlyArray<{ n: number }>) => rows.reduce((n, r) => n + r.n, 0);
 
+/**
+ * Keeps 8 leases of `team` in `blueprint`'s line until `done`, adding the
+ * ones it requests to `leases`. A team whose line runs dry for a moment
+ * loses the slot freed then to the others, which hold it for a whole hold:
+ * so the line is counted by its rows, not by pending leases (some of those
+ * are still on their way to it, or already sent to a resource), and a
+ * shortfall is made up at once, by requests sent together. At most 24
+ * pending, so a slow way to the line cannot grow the flood without end.
+ */
+async function keepInLine(db: Db, blueprint: string, team: string, leases: LeaseRow[], done: () => boolean): Promise<void> {
+  while (!done()) {
+    const { inLine, pending } = (await waitingByTeam(db)).get(team) ?? { inLine: 0, pending: 0 };
+    const more = Math.min(8 - inLine, 24 - pending);
+    if (more > 0)
+      for (const { lease } of await Promise.all(Array.from({ length: more }, () => createLease(db, { blueprint, holder: team, team }, tester))))
+        leases.push(lease);
+    else await sleep(20);
+  }
+}
+
 test('quotas per team, per holder and overall are never exceeded under concurrent requests and releases, and a raised one lets waiters in', async () => {
   const db = cluster.database.db;
   for (const name of ['alpha', 'beta', 'gamma']) await setTeam(db, { name }, tester);
@@ -196,30 +216,13 @@ test("a contended pool is shared by the teams' weights: a team of weight 3 holds
       // The two teams' slots only: an earlier lease destroyed may still hold its slot until the resource has it back.
       .map((s) => s.rows.filter((r) => r.blueprint === 'shared' && (r.team === 'heavy' || r.team === 'light')))
       .filter((rows) => sum(rows) === 4);
-  // Both teams keep at least 8 leases in the line at all times, for 8 s of
-  // measure and until 60 samples of it were taken (a slow machine takes
-  // fewer in a second). A team whose line runs dry for a moment loses the
-  // slot freed then to the other, which holds it for a whole hold: so the
-  // line is counted by its rows, not by pending leases (some of those are
-  // still on their way to it, or already sent to a resource), and a
-  // shortfall is made up at once, by requests sent together. At most 24
-  // pending per team, so a slow way to the line cannot grow the flood
-  // without end; and 90 s at most in all.
+  // Both teams keep 8 leases in the line (keepInLine), for 8 s of measure
+  // and until 60 samples of it were taken (a slow machine takes fewer in a
+  // second); and 90 s at most in all.
   const started = Date.now();
   const flooded = () => Date.now() - started > 90_000 || (Date.now() - measureFrom > 8_000 && measured(watch.samples).length >= 60);
   let flooding = true;
-  const flood = async (team: string) => {
-    while (!flooded()) {
-      const { inLine, pending } = (await waitingByTeam(db)).get(team) ?? { inLine: 0, pending: 0 };
-      const more = Math.min(8 - inLine, 24 - pending);
-      if (more > 0)
-        for (const { lease } of await Promise.all(
-          Array.from({ length: more }, () => createLease(db, { blueprint: 'shared', holder: team, team }, tester)),
-        ))
-          leases.push(lease);
-      else await sleep(20);
-    }
-  };
+  const flood = (team: string) => keepInLine(db, 'shared', team, leases, flooded);
   const watch = sampler(db);
   let floodEnded = Number.POSITIVE_INFINITY;
   const flooders = Promise.all([flood('heavy'), flood('light')]).then(() => {
@@ -265,6 +268,76 @@ test("a contended pool is shared by the teams' weights: a team of weight 3 holds
   expect(heavy).toBeGreaterThan(2.75);
   expect(heavy).toBeLessThan(3.25);
 }, 240_000);
+
+test('on a pool too small for the weights at any instant, shares of slot-time hold over time: 4 slots, weights 3:2:1, all flooding', async () => {
+  const db = cluster.database.db;
+  const weights = { gold: 3, silver: 2, bronze: 1 } as const;
+  const teams = Object.keys(weights) as Array<keyof typeof weights>;
+  for (const name of teams) await setTeam(db, { name, weight: weights[name] }, tester);
+  // 4 slots cannot hold 2, 1.33 and 0.67 at once: by what each holds now, every team waiting holds one at least (50/25/25 %).
+  // A half-life of 4 s, against holds of a twentieth of that: the scheduling's hour and minutes, scaled down.
+  const blueprint = await createBlueprint(
+    db,
+    {
+      name: 'small',
+      driver: 'simulated',
+      settings: { latencyMs: { min: 0, max: 5 } },
+      maxResources: 4,
+      leasesPerResource: 1,
+      priorityStepMs: 0,
+      fairShareHalfLifeMs: 4000,
+    },
+    tester,
+  );
+  // Full before the flood, and every line filled before it frees (as above): every slot the teams hold was handed out between them.
+  const earlier = await createLeases(db, blueprint, 4);
+  await waitForLeases(
+    db,
+    earlier.map((l) => l.id),
+    ['active'],
+  );
+  const leases: LeaseRow[] = [];
+  let measureFrom = Number.POSITIVE_INFINITY;
+  let measureUntil = Number.POSITIVE_INFINITY;
+  const flooding = () => Date.now() < measureUntil;
+  const watch = sampler(db);
+  const flooders = Promise.all(teams.map((team) => keepInLine(db, 'small', team, leases, () => !flooding())));
+  await waitFor('every team to have 8 leases in the line', async () => {
+    const waiting = await waitingByTeam(db);
+    return teams.every((team) => (waiting.get(team)?.inLine ?? 0) >= 8);
+  });
+  for (const lease of earlier) await releaseLease(db, lease.id);
+  // Measured for 20 s from a second after the earlier leases are gone.
+  const measuring = waitForLeases(
+    db,
+    earlier.map((l) => l.id),
+    ['destroyed'],
+  ).then(() => {
+    measureFrom = Date.now() + 1000;
+    measureUntil = measureFrom + 20_000;
+  });
+  await holdAndRelease(
+    db,
+    () => leases.map((l) => l.id),
+    () => 50 + Math.random() * 250,
+    () => !flooding(),
+  );
+  await flooders;
+  await measuring;
+  await waitForQuietQueues(db);
+  await watch.stop();
+
+  // Slot-time, from the samples of the measure taken while every team had leases in the line.
+  const measured = watch.samples.filter(
+    (s) => s.at > measureFrom && s.until < measureUntil && teams.every((team) => (s.waiting.get(team)?.inLine ?? 0) > 0),
+  );
+  expect(measured.length).toBeGreaterThanOrEqual(200);
+  const slotTime = (team: string) => measured.reduce((n, s) => n + sum(s.rows.filter((r) => r.blueprint === 'small' && r.team === team)), 0);
+  const total = teams.reduce((n, team) => n + slotTime(team), 0);
+  const shares = Object.fromEntries(teams.map((team) => [team, slotTime(team) / total]));
+  // Each within a tenth (relative) of its weight's part: 50, 33 and 17 %.
+  for (const team of teams) expect(Math.abs(shares[team]! / (weights[team] / 6) - 1), JSON.stringify(shares)).toBeLessThan(0.1);
+}, 120_000);
 
 test('nothing starves across teams: a light team’s priority-0 lease is served while a heavy team floods at priority 9', async () => {
   const db = cluster.database.db;

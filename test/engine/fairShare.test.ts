@@ -1,5 +1,15 @@
 import { expect, test } from 'vitest';
-import { type Candidate, decayUse, describeChoice, levelOf, pickNext, recentSlots, shareOf, type TeamUse } from '../../src/domain/fairShare.ts';
+import {
+  type Candidate,
+  decayUse,
+  describeChoice,
+  levelOf,
+  perHeld,
+  pickNext,
+  recentSlots,
+  shareOf,
+  type TeamUse,
+} from '../../src/domain/fairShare.ts';
 import { type Counted, countFor, describeQuota, type Quota, quotaReached } from '../../src/domain/quotas.ts';
 
 // The choice among the teams' first waiters, and the quotas' arithmetic,
@@ -15,8 +25,9 @@ const waiter = (leaseId: number, team: string, secondsAgo: number, priority = 0)
   since: new Date(at(secondsAgo).getTime() - priority * STEP),
   priority,
 });
-const uses = (entries: Record<string, [weight: number, use: number, recent?: number]>): Map<string, TeamUse> =>
-  new Map(Object.entries(entries).map(([team, [weight, use, recent = 0]]) => [team, { weight, use, recent }]));
+/** Teams by [weight, use now, slots held lately]; a slot held now adds `held` (as perHeld says). */
+const uses = (entries: Record<string, [weight: number, use: number, recent?: number]>, held = 0.001): Map<string, TeamUse> =>
+  new Map(Object.entries(entries).map(([team, [weight, use, recent = 0]]) => [team, { weight, use, recent, perHeld: held }]));
 const HOUR = 3_600_000;
 
 test("a lease's level is its priority plus the steps it has waited; with the step off every lease is level 0", () => {
@@ -32,24 +43,40 @@ test('the highest level wins whatever the teams hold', () => {
   expect(pickNext([waiter(1, 'idle', 0, 2), waiter(2, 'busy', 180, 1)], teams, NOW, STEP)?.leaseId).toBe(2);
 });
 
-test('among equal levels the team of least use against its weight wins, then the earlier place', () => {
-  // ci holds 4 with weight 2 (2 per weight), web holds 3 with weight 1 (3 per weight): ci is further below its share.
+test('among equal levels the team of least load against its weight once served wins, then the earlier place', () => {
+  // With no history: ci holds 4 with weight 2 (5 per 2 once served), web 3 with weight 1 (4 once served): ci is further below its share.
   const teams = uses({ ci: [2, 4], web: [1, 3] });
   expect(pickNext([waiter(1, 'web', 50), waiter(2, 'ci', 10)], teams, NOW, STEP)?.leaseId).toBe(2);
-  // Equal loads: the place decides, then the id.
-  const even = uses({ ci: [2, 4], web: [1, 2] });
+  // Equal loads once served (5 per 2, 2.5 per 1): the place decides, then the id.
+  const even = uses({ ci: [2, 4], web: [1, 1.5] });
   expect(pickNext([waiter(1, 'web', 10), waiter(2, 'ci', 50)], even, NOW, STEP)?.leaseId).toBe(2);
   expect(pickNext([waiter(3, 'web', 10), waiter(2, 'ci', 10)], even, NOW, STEP)?.leaseId).toBe(2);
   expect(pickNext([], even, NOW, STEP)).toBeUndefined();
 });
 
-test('among equal levels what a team held lately decides, and what it holds now only between teams that held about the same', () => {
+test('among equal levels what a team held lately decides, with what its slots held now will likely add', () => {
   // web held 1 slot lately for its weight 1, ci 2.4 for its weight 3 (0.8 each): ci is further below its share, though it holds more now.
   const teams = uses({ ci: [3, 3, 2.4], web: [1, 0, 1] });
   expect(pickNext([waiter(1, 'web', 50), waiter(2, 'ci', 10)], teams, NOW, STEP)?.leaseId).toBe(2);
-  // With no history, what they hold now decides, by weight (a pool just opened, or slots freed at once).
-  const fresh = uses({ ci: [3, 2], web: [1, 1] });
-  expect(pickNext([waiter(1, 'web', 50), waiter(2, 'ci', 10)], fresh, NOW, STEP)?.leaseId).toBe(2);
+  // A mean hold that is a tenth of the mean life: ci's 3 slots now and the one it would get add 0.4 (2.8 for 3), web's one 0.1 (1.1 for 1).
+  expect(pickNext([waiter(1, 'web', 50), waiter(2, 'ci', 10)], uses({ ci: [3, 3, 2.4], web: [1, 0, 1] }, 0.1), NOW, STEP)?.leaseId).toBe(2);
+  // With a mean hold as long as the mean life, ci's slots held now weigh more: 6.4 for 3 against 2 for 1.
+  expect(pickNext([waiter(1, 'web', 50), waiter(2, 'ci', 10)], uses({ ci: [3, 3, 2.4], web: [1, 0, 1] }, 1), NOW, STEP)?.leaseId).toBe(1);
+});
+
+test("what a slot held now adds is the blueprint's mean hold over the decay's mean life; a little with no grant yet", () => {
+  // 2 grants of 3600 slot-seconds each, with a half-life of an hour (mean life 5194 s).
+  expect(
+    perHeld(
+      [
+        { slotSeconds: 5000, grants: 1.5 },
+        { slotSeconds: 2200, grants: 0.5 },
+      ],
+      HOUR,
+    ),
+  ).toBeCloseTo(3600 / (3600 / Math.LN2), 9);
+  expect(perHeld([{ slotSeconds: 0, grants: 0 }], HOUR)).toBe(0.001);
+  expect(perHeld([], HOUR)).toBe(0.001);
 });
 
 test("a team's use decays with the half-life: a slot held for good comes to one slot held lately", () => {

@@ -57,7 +57,7 @@ test('freed slots go to the team furthest below its weighted share, then by plac
   await setTeam(db(), { name: 'ci', weight: 3 }, admin);
   await setTeam(db(), { name: 'web', weight: 1 }, admin);
   const held = await fullPool('shared', 4, 0);
-  // web asks first: with no share used, the earlier place wins the first slot.
+  // web asks first: its earlier place wins where the loads are equal.
   const web = [await request('shared', 'web'), await request('shared', 'web'), await request('shared', 'web')];
   const ci = [await request('shared', 'ci'), await request('shared', 'ci'), await request('shared', 'ci')];
   await hand.all();
@@ -66,8 +66,8 @@ test('freed slots go to the team furthest below its weighted share, then by plac
     await release(id);
     for (const waiter of [...web, ...ci]) if (!order.includes(waiter) && (await stateOf(waiter)) === 'active') order.push(waiter);
   }
-  // web, then ci three times: ci's use per weight (1/3, 2/3) stays below web's (1).
-  expect(order).toEqual([web[0], ci[0], ci[1], ci[2]]);
+  // Counted once served: ci (1/3, then 2/3 per weight) before web (1), then equal (1 and 1) and web's earlier place, then ci (1 against 2).
+  expect(order).toEqual([ci[0], ci[1], web[0], ci[2]]);
   expect(await chosenBecause(ci[1]!)).toMatch(
     new RegExp(
       `^lease ${ci[1]} chosen for a slot: priority 0; team ci's share [\\d.]+, held [\\d.]+ lately \\(half-life 1h\\), holds 1 now; waited [\\dmsh.]+$`,

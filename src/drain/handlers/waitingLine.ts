@@ -8,7 +8,7 @@ import { statesWith } from '../../domain/lifecycle.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import { slotsTaken } from '../../read/slotsTaken.ts';
 import { type FollowUp, send } from '../messages.ts';
-import { type Candidate as FairCandidate, describeChoice, pickNext, recentSlots, type TeamUse } from '../../domain/fairShare.ts';
+import { type Candidate as FairCandidate, describeChoice, perHeld, pickNext, recentSlots, type TeamUse } from '../../domain/fairShare.ts';
 import { describeQuota, type Quota, quotaReached } from '../../domain/quotas.ts';
 import { perStep } from '../../db/perStep.ts';
 import { waitingLeases } from '../../db/waitingLeases.ts';
@@ -339,10 +339,12 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
     ? { at: new Date(), teams: [...competing].map((team) => ({ team, weight: 1, slotSeconds: 0, grants: 0 })) }
     : await readTeamUsage(trx, blueprint, [...competing], (team) => held.get(team) ?? 0);
   // A team read only to count its time (it held slots at the last decision, none now, and does not wait) does not compete.
+  const halfLife = blueprint.fair_share_half_life_ms;
+  const eachHeld = perHeld(usage.teams, halfLife);
   const uses = new Map(
     usage.teams
       .filter((t) => competing.has(t.team))
-      .map((t) => [t.team, { weight: t.weight, use: held.get(t.team) ?? 0, recent: recentSlots(t, blueprint.fair_share_half_life_ms) }]),
+      .map((t) => [t.team, { weight: t.weight, use: held.get(t.team) ?? 0, recent: recentSlots(t, halfLife), perHeld: eachHeld }]),
   );
   const granted = new Map<string, number>();
   const countedFor = (q: Quota) => (q.blueprintId === null ? overall : atBlueprint);
