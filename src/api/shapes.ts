@@ -322,11 +322,10 @@ export const LineStandingSchema = z
     position: z.number().int().min(1).meta({ description: '1: the next lease its blueprint serves' }),
     waiting: z.number().int().min(1).meta({ description: 'how many leases wait at the blueprint, this one included' }),
     since: Timestamp,
-    estimateSeconds: z
-      .number()
-      .int()
-      .nullable()
-      .meta({ description: "about how long until the lease is active, from the blueprint's recent grant rate; null when there is none to go by" }),
+    estimateSeconds: z.number().min(0).nullable().meta({
+      description:
+        "about how long until the lease is active, in seconds to the millisecond: its team's leases ahead of it, over its team's part of the slots it may have as they come free; null when there is nothing to go by yet",
+    }),
     basis: z.string().meta({ description: 'how the estimate was made, or why there is none' }),
     reason: z
       .string()

@@ -97,6 +97,11 @@ export function decayUse(use: DecayedUse, ageMs: number, halfLifeMs: number, hel
   return { slotSeconds: use.slotSeconds * kept + held * meanLifeSeconds(halfLifeMs) * (1 - kept), grants: use.grants * kept };
 }
 
+/** A blueprint's half-life, in words, as its views give it. */
+export function describeHalfLife(halfLifeMs: number): string {
+  return `shares of slot-time, with a half-life of ${formatDuration(halfLifeMs)}`;
+}
+
 /** The slots held on average that decayed slot-time comes to (a slot held for good comes to 1). */
 export function recentSlots(use: DecayedUse, halfLifeMs: number): number {
   return use.slotSeconds / meanLifeSeconds(halfLifeMs);

@@ -91,7 +91,10 @@ export function readWaitingLine(db: Db, blueprintId: number, limit: number) {
       'l.created_at as since',
       'l.priority',
       'l.holder',
+      'w.team',
+      'l.selector',
       sql<number>`(row_number() over (order by w.since, w.lease_id) - 1)::int`.as('ahead'),
+      sql<number>`(row_number() over (partition by w.team order by w.since, w.lease_id) - 1)::int`.as('team_ahead'),
     ])
     .where('w.blueprint_id', '=', blueprintId)
     .orderBy('w.since')

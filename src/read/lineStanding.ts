@@ -3,51 +3,101 @@ import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { readMadeForSelector } from '../db/madeForSelector.ts';
 import { waitingLeases } from '../db/waitingLeases.ts';
-import { matches, parseSelector, resourceLabels } from '../domain/labels.ts';
+import { type Labels, matches, parseSelector, resourceLabels, type Selector } from '../domain/labels.ts';
+import { formatDuration } from '../domain/durations.ts';
+import { decayUse } from '../domain/fairShare.ts';
 import { canTransition, isSettingUp, LIFECYCLES, statesWith } from '../domain/lifecycle.ts';
 import { describeUnmatched, programDecidesLabels, unmatchedMadeFor, whyBlueprintNeverMatches } from '../domain/programLabels.ts';
 import type { LineStanding } from './standingText.ts';
 
-/** How far back the grant rate an estimate rests on looks. */
-const RATE_WINDOW_MINUTES = 15;
+/**
+ * What a waiting lease's estimate rests on at its blueprint
+ * (docs/scheduling.md, "Place in line and an estimate"): how long a slot is
+ * held there lately, the slots the lease may have, and the weights of the
+ * teams waiting, whose first waiters share the slots as they come free.
+ */
+export interface Turnover {
+  readonly blueprintName: string;
+  /**
+   * Seconds a slot is held per grant, lately: the teams' decayed slot-time
+   * over their decayed grants (src/db/teamUsage.ts), the time from the
+   * decision that grants it to the one that hands it on. Undefined when
+   * no lease was granted there while others waited.
+   */
+  readonly meanHoldSeconds: number | undefined;
+  /** The weights of the teams with leases in the line. */
+  readonly waitingWeights: ReadonlyMap<string, number>;
+  /** The slots of its resources that grant them (their own labels over the blueprint's). */
+  readonly slots: ReadonlyArray<{ readonly capacity: number; readonly labels: Labels }>;
+}
 
 /**
- * How fast a blueprint has been making leases active lately: from the
- * collector's usage samples (src/gc/sampleUsage.ts) of the last
- * RATE_WINDOW_MINUTES, each of which counts the blueprint's leases made
- * active since the sample before. Two samples at least, so the rate has a
- * span to be a rate over.
+ * The turnover at a blueprint: three reads by its keys (team_usage's rows,
+ * the line's teams by an index skip over blueprint_waiters_by_team, its
+ * resources that grant slots), however long the line.
  */
-export interface GrantRate {
-  /** Leases made active per second; 0 when none were, or there were not two samples to measure with. */
-  readonly perSecond: number;
-  /** How the rate was measured, in words: the basis of every estimate made from it. */
-  readonly basis: string;
-}
-
-export async function recentGrantRate(db: Db, blueprintId: number, blueprintName: string): Promise<GrantRate> {
-  const { rows } = await sql<{ samples: number; span_s: number | null; activated: number }>`
-    with recent as (
-      select pass_id, sampled_at from usage_samples
-      where sampled_at > now() - make_interval(mins => ${RATE_WINDOW_MINUTES})
+export async function readTurnover(db: Db, blueprint: Pick<BlueprintRow, 'id' | 'name' | 'labels' | 'fair_share_half_life_ms'>): Promise<Turnover> {
+  const usage = await db
+    .selectFrom('team_usage')
+    .select(['slot_seconds', 'grants', 'held', sql<number>`(extract(epoch from statement_timestamp() - at) * 1000)::float8`.as('age_ms')])
+    .where('blueprint_id', '=', blueprint.id)
+    .execute();
+  let slotSeconds = 0;
+  let grants = 0;
+  for (const u of usage) {
+    // Brought to now as the next decision would: the slots held as the last one left them, all along.
+    const now = decayUse({ slotSeconds: u.slot_seconds, grants: u.grants }, u.age_ms, blueprint.fair_share_half_life_ms, u.held ?? 0);
+    slotSeconds += now.slotSeconds;
+    grants += now.grants;
+  }
+  const { rows: waiting } = await sql<{ team: string; weight: number }>`
+    with recursive line as (
+      (select team from blueprint_waiters where blueprint_id = ${blueprint.id} order by team limit 1)
+      union all
+      select (select w.team from blueprint_waiters w where w.blueprint_id = ${blueprint.id} and w.team > line.team order by w.team limit 1)
+      from line where line.team is not null
     )
-    select count(*)::int as samples,
-           extract(epoch from max(sampled_at) - min(sampled_at))::float8 as span_s,
-           -- The first sample's count is of the time before the window's span.
-           coalesce((select sum(b.leases_activated) from blueprint_usage_samples b
-                     where b.blueprint_id = ${blueprintId}
-                       and b.pass_id in (select pass_id from recent) and b.pass_id > (select min(pass_id) from recent)), 0)::int as activated
-    from recent
+    select t.name as team, t.weight from line join teams t on t.name = line.team
   `.execute(db);
-  const { samples, span_s: spanS, activated } = rows[0]!;
-  if (samples < 2 || !spanS) return { perSecond: 0, basis: `the collector has not sampled the last ${RATE_WINDOW_MINUTES} min twice` };
-  const minutes = Math.max(1, Math.round(spanS / 60));
-  return { perSecond: activated / spanS, basis: `${activated} lease(s) made active at ${blueprintName} in the last ${minutes} min` };
+  const resources = await db
+    .selectFrom('resources')
+    .select(['capacity', 'labels'])
+    .where('blueprint_id', '=', blueprint.id)
+    .where('state', 'in', statesWith('resource', 'grantsSlots'))
+    .execute();
+  return {
+    blueprintName: blueprint.name,
+    meanHoldSeconds: grants > 0 ? slotSeconds / grants : undefined,
+    waitingWeights: new Map(waiting.map((w) => [w.team, w.weight])),
+    slots: resources.map((r) => ({ capacity: r.capacity, labels: resourceLabels(r.labels, blueprint.labels) ?? {} })),
+  };
 }
 
-/** Seconds until a waiter at `position` may expect to be active at `rate`; null when nothing was made active to go by. */
-export function estimateFor(position: number, rate: GrantRate): number | null {
-  return rate.perSecond > 0 ? Math.ceil(position / rate.perSecond) : null;
+/**
+ * When a waiting lease of `team`, with `teamAhead` of its team's leases
+ * ahead of it in line, may expect to be active, in seconds from now, and
+ * what that rests on: each slot it may have (its selector matches) comes
+ * free once a mean hold, and its team's first waiter gets its team's part
+ * of them, by the weights of the teams waiting. Null, saying why, when
+ * there is nothing to go by yet: a time from no data would be a guess.
+ */
+export function estimateFor(
+  turnover: Turnover,
+  lease: { readonly team: string; readonly teamAhead: number; readonly selector: Selector | undefined },
+): { readonly seconds: number | null; readonly basis: string } {
+  const { blueprintName: name, meanHoldSeconds: hold } = turnover;
+  if (hold === undefined) return { seconds: null, basis: `no basis yet: no lease was granted at ${name} while others waited` };
+  const slots = turnover.slots.reduce((n, s) => n + (lease.selector === undefined || matches(lease.selector, s.labels) ? s.capacity : 0), 0);
+  if (slots === 0) return { seconds: null, basis: `no basis yet: no resource of ${name} that grants slots matches it now` };
+  const weights = new Map(turnover.waitingWeights);
+  if (!weights.has(lease.team)) weights.set(lease.team, 1);
+  const total = [...weights.values()].reduce((n, w) => n + w, 0);
+  const part = weights.get(lease.team)! / total;
+  const teams = weights.size === 1 ? '' : `, of which team ${lease.team}'s part is ${weights.get(lease.team)} of ${total} by weight`;
+  return {
+    seconds: Math.round(((lease.teamAhead + 1) * hold * 1000) / (slots * part)) / 1000,
+    basis: `${lease.teamAhead} of team ${lease.team}'s leases ahead of it; ${slots} slot(s) it may have at ${name}, each held ${formatDuration(hold * 1000)} per lease lately${teams}`,
+  };
 }
 
 /**
@@ -59,7 +109,7 @@ export function estimateFor(position: number, rate: GrantRate): number | null {
  * ask every second.
  */
 export async function readLineStanding(db: Db, leaseId: number): Promise<LineStanding | undefined> {
-  const line = waitingLeases(db).select(['w.blueprint_id', 'w.lease_id', 'w.since', 'w.why', 'l.created_at', 'l.selector']);
+  const line = waitingLeases(db).select(['w.blueprint_id', 'w.lease_id', 'w.since', 'w.team', 'w.why', 'l.created_at', 'l.selector']);
   const mine = await db
     .selectFrom(line.as('me'))
     .innerJoin('blueprints as b', 'b.id', 'me.blueprint_id')
@@ -70,6 +120,7 @@ export async function readLineStanding(db: Db, leaseId: number): Promise<LineSta
           .whereRef('o.blueprint_id', '=', 'me.blueprint_id')
           .select([
             sql<number>`(count(*) filter (where (o.since, o.lease_id) < (me.since, me.lease_id)))::int`.as('ahead'),
+            sql<number>`(count(*) filter (where o.team = me.team and (o.since, o.lease_id) < (me.since, me.lease_id)))::int`.as('team_ahead'),
             sql<number>`count(*)::int`.as('waiting'),
           ])
           .as('counts'),
@@ -80,11 +131,14 @@ export async function readLineStanding(db: Db, leaseId: number): Promise<LineSta
       'me.created_at',
       'me.why',
       'me.selector',
+      'me.team',
       'b.name',
+      'b.fair_share_half_life_ms',
       'b.driver',
       'b.labels',
       'b.possible_labels',
       'counts.ahead',
+      'counts.team_ahead',
       'counts.waiting',
     ])
     .where('me.lease_id', '=', leaseId)
@@ -104,14 +158,19 @@ export async function readLineStanding(db: Db, leaseId: number): Promise<LineSta
       unservable,
     };
   }
-  const rate = await recentGrantRate(db, mine.blueprint_id, mine.name);
+  const turnover = await readTurnover(db, { ...mine, id: mine.blueprint_id });
+  const estimate = estimateFor(turnover, {
+    team: mine.team,
+    teamAhead: mine.team_ahead,
+    selector: mine.selector === null ? undefined : parseSelector(mine.selector),
+  });
   return {
     blueprintName: mine.name,
     position,
     waiting: mine.waiting,
     since: mine.created_at,
-    estimateSeconds: estimateFor(position, rate),
-    basis: rate.basis,
+    estimateSeconds: estimate.seconds,
+    basis: estimate.basis,
     reason: mine.why,
     unservable: null,
   };

@@ -10,9 +10,9 @@ export interface LineStanding {
   /** How many wait at the blueprint, this lease included. */
   readonly waiting: number;
   readonly since: Date;
-  /** Seconds from now, from the blueprint's recent grant rate; null when there is no rate to go by. */
+  /** Seconds from now, to the millisecond (lineStanding.ts, estimateFor); null when there is nothing to go by yet. */
   readonly estimateSeconds: number | null;
-  /** What the estimate rests on (the recent grant rate), or why there is none. */
+  /** What the estimate rests on, or why there is none. */
   readonly basis: string;
   /** Why it waits, as its blueprint said when it joined the line (null: a worker from before migration 0030 queued it). */
   readonly reason: string | null;

@@ -10,12 +10,14 @@ import { waitFor } from '../helpers/waitFor.ts';
 import {
   createLeases,
   holdAndRelease,
+  keepInLine,
   releaseLease,
   serveOrder,
   simulatedBlueprint,
   tester,
   waitForLeases,
   waitForQuietQueues,
+  waitingByTeam,
 } from './support/fixtures.ts';
 import { clusterForThisFile } from './support/testCluster.ts';
 
@@ -32,22 +34,6 @@ async function holdings(db: Db): Promise<Array<{ team: string; holder: string; b
     group by 1, 2, 3
   `.execute(db);
   return rows;
-}
-
-/**
- * Pending leases now, by team, at any blueprint: `inLine`, those with a row
- * in a blueprint's waiting line (what a decision weighs), and `pending`, all
- * of them (also those on their way to the line, and those sent to a
- * resource).
- */
-async function waitingByTeam(db: Db): Promise<Map<string, { inLine: number; pending: number }>> {
-  const { rows } = await sql<{ team: string; in_line: number; pending: number }>`
-    select l.team, count(w.lease_id)::int as in_line, count(*)::int as pending
-    from leases l left join blueprint_waiters w on w.lease_id = l.id
-    where l.state = 'pending'
-    group by l.team
-  `.execute(db);
-  return new Map(rows.map((r) => [r.team, { inLine: r.in_line, pending: r.pending }]));
 }
 
 /**
@@ -83,26 +69,6 @@ function sampler(db: Db) {
 }
 
 const sum = (rows: ReadonlyArray<{ n: number }>) => rows.reduce((n, r) => n + r.n, 0);
-
-/**
- * Keeps 8 leases of `team` in `blueprint`'s line until `done`, adding the
- * ones it requests to `leases`. A team whose line runs dry for a moment
- * loses the slot freed then to the others, which hold it for a whole hold:
- * so the line is counted by its rows, not by pending leases (some of those
- * are still on their way to it, or already sent to a resource), and a
- * shortfall is made up at once, by requests sent together. At most 24
- * pending, so a slow way to the line cannot grow the flood without end.
- */
-async function keepInLine(db: Db, blueprint: string, team: string, leases: LeaseRow[], done: () => boolean): Promise<void> {
-  while (!done()) {
-    const { inLine, pending } = (await waitingByTeam(db)).get(team) ?? { inLine: 0, pending: 0 };
-    const more = Math.min(8 - inLine, 24 - pending);
-    if (more > 0)
-      for (const { lease } of await Promise.all(Array.from({ length: more }, () => createLease(db, { blueprint, holder: team, team }, tester))))
-        leases.push(lease);
-    else await sleep(20);
-  }
-}
 
 test('quotas per team, per holder and overall are never exceeded under concurrent requests and releases, and a raised one lets waiters in', async () => {
   const db = cluster.database.db;

@@ -4,67 +4,64 @@ import { withTransaction } from '../../src/db/withTransaction.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { updateBlueprint } from '../../src/objects/updateBlueprint.ts';
+import { setTeam } from '../../src/objects/teams.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { readLineStanding } from '../../src/read/lineStanding.ts';
 import { describeEstimate, describeStanding, describeWaiting, ordinal } from '../../src/read/standingText.ts';
 import { handDrainSuite } from './support/handDrain.ts';
 
-// A waiting lease's place in line and its estimate, from the collector's
-// usage samples, with the drain and the collector run by hand.
+// A waiting lease's place in line and its estimate, from what the teams
+// used at its blueprint (team_usage), with the drain run by hand.
 const alice = { issuedBy: 'alice@host', source: 'cli' } as const;
 const { db, hand } = handDrainSuite();
 
 const release = (id: number) => appendCommand(db(), { target: { kind: 'lease', id }, kind: 'release', actor: alice });
-const newLease = async (holder: string, blueprint = 'line') => (await createLease(db(), { blueprint, holder }, alice)).lease.id;
+const newLease = async (holder: string, blueprint = 'line', team = 'default') =>
+  (await createLease(db(), { blueprint, holder, team }, alice)).lease.id;
 
-test('a waiting lease knows its place; its estimate comes from the leases the blueprint made active between two samples', async () => {
-  await createBlueprint(db(), { name: 'line', driver: 'simulated', maxResources: 1, leasesPerResource: 1 }, alice);
-  // A second pool whose line does not move between the samples.
-  await createBlueprint(db(), { name: 'still', driver: 'simulated', maxResources: 1, leasesPerResource: 1 }, alice);
-  const holder = await newLease('holder');
-  const stillHolder = await newLease('holder', 'still');
+test("a waiting lease knows its place; its estimate comes from how long slots are held, the slots it may have and its team's part of them", async () => {
+  await setTeam(db(), { name: 'ops', weight: 3 }, alice);
+  await createBlueprint(db(), { name: 'line', driver: 'simulated', maxResources: 2, leasesPerResource: 1 }, alice);
+  const holders = [await newLease('holder'), await newLease('holder')];
   await hand.all();
-  const stuck = await newLease('stuck', 'still');
-  const [a, b, c, d] = [await newLease('a'), await newLease('b'), await newLease('c'), await newLease('d')];
+  const [a, b, c, d] = [await newLease('a'), await newLease('b'), await newLease('c'), await newLease('d', 'line', 'ops')];
   await hand.all();
-  expect(await readLineStanding(db(), holder)).toBeUndefined();
-  // Before two samples there is nothing to estimate from.
+  expect(await readLineStanding(db(), holders[0]!)).toBeUndefined();
+  // No lease granted while others waited: nothing to go by.
   expect(await readLineStanding(db(), c!)).toMatchObject({
     blueprintName: 'line',
     position: 3,
     waiting: 4,
     estimateSeconds: null,
-    basis: 'the collector has not sampled the last 15 min twice',
+    basis: 'no basis yet: no lease was granted at line while others waited',
     // Why, as the blueprint said when the lease joined the line.
-    reason: 'at its limit; 1 of 1 live, no free slot',
+    reason: 'at its limit; 2 of 2 live, no free slot',
   });
 
-  await hand.pass();
-  // Two leases made active (and done with) between this pass's sample and the next.
-  for (const id of [holder, a!]) {
-    await release(id);
-    await hand.all();
-  }
-  await hand.pass();
-  // The samples' span is however long the drain took here; pin it to 32 s
-  // (a power of two, so the rate's arithmetic is exact) to know the estimate.
-  await sql`update usage_samples set sampled_at = (select min(sampled_at) from usage_samples) + interval '32 seconds'
-            where pass_id = (select max(pass_id) from usage_samples)`.execute(db());
-  const standing = (await readLineStanding(db(), d!))!;
-  expect(standing).toMatchObject({ position: 2, waiting: 2 });
-  expect(standing.basis).toBe('2 lease(s) made active at line in the last 1 min');
-  // Two leases in 32 s: the second in line is one span away.
-  expect(standing.estimateSeconds).toBe(32);
-  expect(describeStanding(standing)).toBe('2nd in line at line (of 2), under a minute');
-  expect(describeWaiting(standing)).toBe('2nd in line at line (of 2), under a minute: at its limit; 1 of 1 live, no free slot');
-
-  // Nothing made active at the other pool between the samples: no estimate, and it says why.
-  const still = (await readLineStanding(db(), stuck))!;
-  expect(still).toMatchObject({ position: 1, waiting: 1, estimateSeconds: null, basis: '0 lease(s) made active at still in the last 1 min' });
-  expect(describeStanding(still)).toBe('1st in line at still (of 1), no estimate');
-  await release(stillHolder);
-  await release(stuck);
-  for (const id of [b!, c!, d!]) await release(id);
+  // The holder's slot goes to d: ops, of weight 3, holds none (a decision that weighs teams, and counts what they used).
+  await release(holders[0]!);
+  await hand.all();
+  expect(await readLineStanding(db(), d!)).toBeUndefined();
+  // Pin what the teams used to know the estimate: 2 grants, 96 slot-seconds, as of now: a slot is held 48 s per lease.
+  await sql`update team_usage set slot_seconds = case team when 'default' then 64 else 32 end, grants = 1, held = 0, at = now()`.execute(db());
+  // Only default waits now, for the 2 slots: one every 24 s, so its 3rd waiter, c, in 72 s.
+  const last = (await readLineStanding(db(), c!))!;
+  expect(last).toMatchObject({ position: 3, waiting: 3 });
+  expect(last.basis).toBe("2 of team default's leases ahead of it; 2 slot(s) it may have at line, each held 48s per lease lately");
+  expect(last.estimateSeconds).toBeCloseTo(72, 0);
+  // With ops waiting too, default's part is a quarter of them: one every 96 s.
+  const e = await newLease('e', 'line', 'ops');
+  await hand.all();
+  const shared = (await readLineStanding(db(), c!))!;
+  expect(shared.basis).toBe(
+    "2 of team default's leases ahead of it; 2 slot(s) it may have at line, each held 48s per lease lately, of which team default's part is 1 of 4 by weight",
+  );
+  expect(shared.estimateSeconds).toBeCloseTo(288, 0);
+  expect(describeStanding({ ...last, position: 2, waiting: 2, estimateSeconds: 30 })).toBe('2nd in line at line (of 2), under a minute');
+  expect(describeWaiting({ ...last, position: 2, waiting: 2, estimateSeconds: 30 })).toBe(
+    '2nd in line at line (of 2), under a minute: at its limit; 2 of 2 live, no free slot',
+  );
+  for (const id of [holders[1]!, a!, b!, c!, d!, e]) await release(id);
   await hand.all();
   expect(await readLineStanding(db(), d!)).toBeUndefined();
 });

@@ -1,5 +1,6 @@
 import { describePriorityStep } from '../../domain/priority.ts';
 import { describeLongestHold } from '../../domain/ending.ts';
+import { describeHalfLife } from '../../domain/fairShare.ts';
 import type { Blueprint, BlueprintDetailShape, HistoryShapeOf, ListedBlueprintShape, Orphan } from '../../api/shapes.ts';
 import { type Column, fields, formatJson, formatTime, NONE, formatLabels, table } from '../format.ts';
 import { renderHistory } from './historyViews.ts';
@@ -36,6 +37,7 @@ export function renderBlueprint(blueprint: Blueprint & { readonly slotsPerResour
     ['cleaning', blueprint.cleanBetweenLeases ? `between leases; quarantined after ${blueprint.cleanAttempts} failure(s) in a row` : 'none'],
     ['priorities', describePriorityStep(blueprint.priorityStepMs)],
     ['longest hold', describeLongestHold(blueprint.maxHoldMs)],
+    ['fair share', describeHalfLife(blueprint.fairShareHalfLifeMs)],
     ['labels', formatLabels(blueprint.labels)],
     ['orphans', `${blueprint.orphans}: ${ORPHANS_SETTINGS[blueprint.orphans]}`],
     ['leases/resource', describeSlotsPerResource(blueprint.leasesPerResource, blueprint.slotsPerResource)],

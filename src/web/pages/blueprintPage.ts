@@ -6,7 +6,9 @@ import type { Db } from '../../db/Database.ts';
 import { readBlueprintDetail, readWaitingLine } from '../../read/blueprints.ts';
 import { describePriorityStep } from '../../domain/priority.ts';
 import { describeLongestHold } from '../../domain/ending.ts';
-import { estimateFor, recentGrantRate } from '../../read/lineStanding.ts';
+import { describeHalfLife } from '../../domain/fairShare.ts';
+import { parseSelector } from '../../domain/labels.ts';
+import { estimateFor, readTurnover } from '../../read/lineStanding.ts';
 import { describeEstimate } from '../../read/standingText.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { listResources } from '../../read/resources.ts';
@@ -41,8 +43,9 @@ export async function blueprintPage(app: FastifyInstance, db: Db): Promise<void>
       const blueprint = await readBlueprintDetail(db, params.id);
       const { queue, timeline } = await readHistory(db, { kind: 'blueprint', id: blueprint.id });
       const line = await readWaitingLine(db, blueprint.id, SHOWN);
-      const rate = await recentGrantRate(db, blueprint.id, blueprint.name);
-      const estimate = (position: number) => describeEstimate(estimateFor(position, rate));
+      const turnover = await readTurnover(db, blueprint);
+      const estimate = (w: (typeof line)[number]) =>
+        estimateFor(turnover, { team: w.team, teamAhead: w.team_ahead, selector: w.selector === null ? undefined : parseSelector(w.selector) });
       const usage = await readUsage(db, blueprint.id);
       const resources = await listResources(db, { state: LIVE, blueprintId: blueprint.id }, { limit: SHOWN, order: 'newest' });
       const orphans = await readOrphans(db, blueprint.id);
@@ -61,6 +64,7 @@ ${await renderNotice(db, query)}
   <dt>Checks</dt><dd>${blueprint.check_interval_ms === null ? 'none: resources are trusted as made' : `each resource every ${formatDuration(blueprint.check_interval_ms)}`}</dd>
   <dt>Priorities</dt><dd>${describePriorityStep(blueprint.priority_step_ms)}</dd>
   <dt>Longest hold</dt><dd>${describeLongestHold(blueprint.max_hold_ms)}</dd>
+  <dt>Fair share</dt><dd>${describeHalfLife(blueprint.fair_share_half_life_ms)}</dd>
   <dt>Labels</dt><dd>${labelList(blueprint.labels)}</dd>
   <dt>Orphans</dt><dd>${blueprint.orphans}: ${ORPHANS_SETTINGS[blueprint.orphans]}</dd>
   <dt>Cleaning</dt><dd>${blueprint.clean_between_leases ? `each slot between leases; a resource is quarantined after ${blueprint.clean_attempts} failed cleaning(s) in a row` : 'none'}</dd>
@@ -86,12 +90,13 @@ ${
           { header: 'Holder', cell: (w) => w.holder },
           { header: 'Priority', cell: (w) => w.priority },
           { header: 'Waiting since', cell: (w) => when(w.since) },
-          { header: 'Active in', cell: (w) => estimate(w.ahead + 1) },
+          { header: 'Team', cell: (w) => w.team },
+          { header: 'Active in', cell: (w) => describeEstimate(estimate(w).seconds) },
         ],
         line,
       )}
 ${blueprint.waitingLeases > line.length ? html`<p class="muted">and ${blueprint.waitingLeases - line.length} more.</p>` : ''}
-<p class="muted">Estimates from the recent grant rate: ${rate.basis}.</p>`
+<p class="muted">Estimates by the slots each may have as they come free, its team's part of them, and its team's leases ahead of it; for the 1st: ${estimate(line[0]!).basis}.</p>`
 }
 <h2>Live resources</h2>
 ${

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
 import type { BlueprintRow, LeaseRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../../src/db/Database.ts';
 import type { Actor } from '../../../src/domain/Actor.ts';
@@ -132,4 +134,53 @@ export async function holdAndRelease(
     },
     timeoutMs,
   );
+}
+
+/**
+ * Pending leases now, by team, at any blueprint: `inLine`, those with a row
+ * in a blueprint's waiting line (what a decision weighs), and `pending`, all
+ * of them (also those on their way to the line, and those sent to a
+ * resource).
+ */
+export async function waitingByTeam(db: Db): Promise<Map<string, { inLine: number; pending: number }>> {
+  const { rows } = await sql<{ team: string; in_line: number; pending: number }>`
+    select l.team, count(w.lease_id)::int as in_line, count(*)::int as pending
+    from leases l left join blueprint_waiters w on w.lease_id = l.id
+    where l.state = 'pending'
+    group by l.team
+  `.execute(db);
+  return new Map(rows.map((r) => [r.team, { inLine: r.in_line, pending: r.pending }]));
+}
+
+/**
+ * Keeps 8 leases of `team` in `blueprint`'s line until `done`, adding the
+ * ones it requests to `leases` (and telling `created` of each, as soon as
+ * its request is made). A team whose line runs dry for a moment
+ * loses the slot freed then to the others, which hold it for a whole hold:
+ * so the line is counted by its rows, not by pending leases (some of those
+ * are still on their way to it, or already sent to a resource), and a
+ * shortfall is made up at once, by requests sent together. At most 24
+ * pending, so a slow way to the line cannot grow the flood without end.
+ */
+export async function keepInLine(
+  db: Db,
+  blueprint: string,
+  team: string,
+  leases: LeaseRow[],
+  done: () => boolean,
+  created: (lease: LeaseRow) => unknown = () => undefined,
+): Promise<void> {
+  while (!done()) {
+    const { inLine, pending } = (await waitingByTeam(db)).get(team) ?? { inLine: 0, pending: 0 };
+    const more = Math.min(8 - inLine, 24 - pending);
+    if (more > 0)
+      await Promise.all(
+        Array.from({ length: more }, async () => {
+          const { lease } = await createLease(db, { blueprint, holder: team, team }, tester);
+          leases.push(lease);
+          await created(lease);
+        }),
+      );
+    else await sleep(20);
+  }
 }
