@@ -113,11 +113,15 @@ test('blueprint limits, disable and enable change the blueprint as the API does,
   expect(unchecked).toMatchObject({ checkIntervalMs: null, cleanBetweenLeases: false });
   expect(unchecked.priorityStepMs).toBe(60_000);
   expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--priority-step', '30s'))).toMatchObject({ priorityStepMs: 30_000 });
-  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--priority-step', 'off'))).toMatchObject({ priorityStepMs: 0 });
+  expect(unchecked.fairShareHalfLifeMs).toBe(3_600_000);
+  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--priority-step', 'off', '--fair-share-half-life', '30m'))).toMatchObject({
+    priorityStepMs: 0,
+    fairShareHalfLifeMs: 1_800_000,
+  });
   const none = await env.cli('blueprint', 'limits', 'dirs');
   expect(none.code).toBe(2);
   expect(none.stderr).toBe(
-    'error: give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --max-hold <duration|off>, --label <key=value>, --orphans <report|destroy>\n',
+    'error: give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --max-hold <duration|off>, --fair-share-half-life <duration>, --label <key=value>, --orphans <report|destroy>\n',
   );
 
   const disabled = await env.cli('blueprint', 'disable', 'dirs');

@@ -49,11 +49,11 @@ test('lease create keeps waiting while the lease waits for capacity, though its 
   expect(unsettled).toBeUndefined();
   expect(second.exitCode).toBeNull();
 
-  // While it waits, where it stands (no collector samples here, so no estimate), in progress and in `lease show`.
+  // While it waits, where it stands (no lease granted here while others waited, so no estimate), in progress and in `lease show`.
   await waitFor('its place in line shown', async () => (await env.cli('lease', 'show', String(waiter.lease_id))).stdout.includes('line'));
   const shown = await env.cli('lease', 'show', String(waiter.lease_id));
   expect(shown.stdout).toMatch(
-    /\n\nwaiting\n {2}line {11}1st in line at single \(of 1\), no estimate\n {2}why {12}at its limit; 1 of 1 live, no free slot\n {2}since .*\n {2}estimate from {2}the collector has not sampled the last 15 min twice$/m,
+    /\n\nwaiting\n {2}line {11}1st in line at single \(of 1\), no estimate\n {2}why {12}at its limit; 1 of 1 live, no free slot\n {2}since .*\n {2}estimate from {2}no basis yet: no lease was granted at single while others waited$/m,
   );
   expect(JSON.parse((await env.cli('--json', 'lease', 'show', String(waiter.lease_id))).stdout).line).toMatchObject({
     blueprintName: 'single',

@@ -370,7 +370,8 @@ test('a lease waiting for capacity says so on its page, with how many wait ahead
     [2, second],
   ]);
   expect(page.text).toContain('>Active in</th>');
-  expect(page.text).toMatch(/<p class="muted">Estimates from the recent grant rate: [^<]+\.<\/p>/);
+  expect(page.text).toContain('>Team</th>');
+  expect(page.text).toContain(`for the 1st: no basis yet: no lease was granted at ${name} while others waited.</p>`);
   expect(page.text).toContain(`<a href="/resources/${holder.body.lease.resourceId}">resource ${holder.body.lease.resourceId}</a>`);
   expect(page.text).toContain('<h2>Timeline</h2>');
   expect((await client.get('/blueprints/999999')).status).toBe(404);
