@@ -530,6 +530,15 @@ const BAD_REQUESTS: readonly BadRequest[] = [
     says: /body\.maxHoldMs: expected at least 1 s/,
   },
   {
+    what: "a fair share's half-life of no time",
+    method: 'PATCH',
+    path: (f) => `/v1/blueprints/${f.blueprint}`,
+    options: () => json({ fairShareHalfLifeMs: 0 }),
+    status: 400,
+    code: 'invalid_input',
+    says: /body\.fairShareHalfLifeMs: /,
+  },
+  {
     what: 'a route that does not exist',
     method: 'GET',
     path: () => '/v1/leasez',
