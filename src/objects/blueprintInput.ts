@@ -83,8 +83,18 @@ export type BlueprintInput = z.input<typeof BlueprintInputSchema>;
  * the blueprint's own queue (`update_settings`), whose drain reconciles the
  * resources with them. The key is named here only to say so.
  */
-const { maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, maxHoldMs, fairShareHalfLifeMs, labels, orphans } =
-  BlueprintInputSchema.shape;
+const {
+  maxResources,
+  leasesPerResource,
+  checkIntervalMs,
+  cleanBetweenLeases,
+  cleanAttempts,
+  priorityStepMs,
+  maxHoldMs,
+  fairShareHalfLifeMs,
+  labels,
+  orphans,
+} = BlueprintInputSchema.shape;
 export const BlueprintChangesSchema = z
   .object({
     // Without the defaults creation fills in: a field left out stays as it is.
