@@ -226,18 +226,19 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   let joinedWhy: string | undefined;
   /** Read with the competition: no row in the line (every waiter's team has a row in `teams`, which its lease's key holds). */
   let lineWasEmpty = false;
-  let competition: Competition | undefined;
+  /** Writes what the teams used, once the decision is made (Competition.record). */
+  let record: Competition['record'] | undefined;
   if (hasRoom()) {
     const now = Date.now();
-    const weighed = await readCompetition(trx, blueprint, joining);
-    competition = weighed;
-    lineWasEmpty = weighed.lineWasEmpty;
-    const lines = weighed.lines;
+    const competition = await readCompetition(trx, blueprint, joining);
+    record = competition.record;
+    lineWasEmpty = competition.lineWasEmpty;
+    const lines = competition.lines;
     let newcomer: Candidate | undefined = joining;
     while (hasRoom()) {
       const candidates: Candidate[] = [];
       for (const line of lines.values()) {
-        if (weighed.blocks({ team: line.team, holder: undefined })) continue;
+        if (competition.blocks({ team: line.team, holder: undefined })) continue;
         const row = await line.head(async (r) => {
           if (r.lease_id === joining?.leaseId) {
             // A lease asking again (after a refusal) may already have its row.
@@ -248,18 +249,18 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
             departed.push(r.lease_id);
             return 'skip';
           }
-          return weighed.blocks(r) || !(await fits(candidateOf(r))) ? 'pass' : 'take';
+          return competition.blocks(r) || !(await fits(candidateOf(r))) ? 'pass' : 'take';
         });
-        if (newcomer?.team === line.team && !weighed.blocks(newcomer) && (await fits(newcomer)) && (!row || comesBefore(joining!, row)))
+        if (newcomer?.team === line.team && !competition.blocks(newcomer) && (await fits(newcomer)) && (!row || comesBefore(joining!, row)))
           candidates.push(newcomer);
         else if (row) candidates.push(candidateOf(row));
       }
-      const chosen = pickNext(candidates, weighed.uses, now, blueprint.priority_step_ms);
+      const chosen = pickNext(candidates, competition.uses, now, blueprint.priority_step_ms);
       if (!chosen) break;
       // A lease that asked with nobody else in line was served, not chosen.
-      const alone = chosen === newcomer && candidates.length === 1 && weighed.lineWasEmpty;
-      await serve(chosen, alone ? undefined : describeChoice(chosen, weighed.uses, weighed.capacity, now, blueprint.fair_share_half_life_ms));
-      weighed.count(chosen);
+      const alone = chosen === newcomer && candidates.length === 1 && competition.lineWasEmpty;
+      await serve(chosen, alone ? undefined : describeChoice(chosen, competition.uses, competition.capacity, now, blueprint.fair_share_half_life_ms));
+      competition.count(chosen);
       if (chosen === newcomer) newcomer = undefined;
       else {
         servedRows.push(chosen.leaseId);
@@ -268,7 +269,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     }
     if (served.size > 0) forgetRequestingLeases(trx);
     if (newcomer)
-      joinedWhy = weighed.describeBlock(newcomer) ?? (newcomer.selector && !(await fits(newcomer)) ? noMatch(newcomer.selector) : undefined);
+      joinedWhy = competition.describeBlock(newcomer) ?? (newcomer.selector && !(await fits(newcomer)) ? noMatch(newcomer.selector) : undefined);
   }
 
   const leaving = [...departed, ...servedRows, ...(joining && served.has(joining.leaseId) && joinedHasRow ? [joining.leaseId] : [])];
@@ -284,7 +285,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   // A line that was empty holds at most the joining lease now: nothing to count (the common request, served at once, keeps to its reads).
   const joinedAhead = joinedWaits ? (lineWasEmpty ? { n: 0, orMore: false } : await countAhead(trx, blueprint.id, joining)) : undefined;
   const waiting = lineWasEmpty ? { n: joinedWaits ? 1 : 0, orMore: false } : await countWaiting(trx, blueprint.id);
-  await competition?.record(waiting.n === 0);
+  await record?.(waiting.n === 0);
   return { liveResources: live, served, waiting, joinedAhead, why: why(), ...(joinedWhy ? { joinedWhy } : {}), events, followUps };
 }
 
@@ -338,9 +339,9 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
   const usage = lineWasEmpty
     ? { at: new Date(), teams: [...competing].map((team) => ({ team, weight: 1, slotSeconds: 0, grants: 0 })) }
     : await readTeamUsage(trx, blueprint, [...competing], (team) => held.get(team) ?? 0);
-  // A team read only to count its time (it held slots at the last decision, none now, and does not wait) does not compete.
   const halfLife = blueprint.fair_share_half_life_ms;
   const eachHeld = perHeld(usage.teams, halfLife);
+  // A team read only to count its time (it held slots at the last decision, none now, and does not wait) does not compete.
   const uses = new Map(
     usage.teams
       .filter((t) => competing.has(t.team))
