@@ -158,6 +158,11 @@ export const CheckResultSchema = z
 export type CheckResult = z.input<typeof CheckResultSchema>;
 export type CheckAnswer = z.output<typeof CheckResultSchema>;
 
+/** A refinement of a list: no two of its items have the same `key`. */
+export function distinctBy<K extends PropertyKey>(key: K): (items: ReadonlyArray<Readonly<Record<K, unknown>>>) => boolean {
+  return (items) => new Set(items.map((item) => item[key])).size === items.length;
+}
+
 /**
  * One thing a driver holds: its own `id` for it (a path, an entry's name, a
  * cloud id), and what ties it to a resource row: the `resourceId` it was
@@ -176,10 +181,7 @@ export type ListedResource = z.output<typeof ListedResourceSchema>;
 
 export const ListResultSchema = z
   .object({
-    resources: z
-      .array(ListedResourceSchema)
-      .max(100_000)
-      .refine((listed) => new Set(listed.map((r) => r.id)).size === listed.length, 'each listed resource must have an id of its own'),
+    resources: z.array(ListedResourceSchema).max(100_000).refine(distinctBy('id'), 'each listed resource must have an id of its own'),
   })
   .strict();
 export type ListResult = z.input<typeof ListResultSchema>;
@@ -199,8 +201,8 @@ export const SlotListResultSchema = z
     slots: z
       .array(ListedSlotSchema)
       .max(10_000)
-      .refine((listed) => new Set(listed.map((s) => s.id)).size === listed.length, 'each listed slot must have an id of its own')
-      .refine((listed) => new Set(listed.map((s) => s.slot)).size === listed.length, 'each listed slot must have a number of its own'),
+      .refine(distinctBy('id'), 'each listed slot must have an id of its own')
+      .refine(distinctBy('slot'), 'each listed slot must have a number of its own'),
   })
   .strict();
 export type SlotListResult = z.input<typeof SlotListResultSchema>;

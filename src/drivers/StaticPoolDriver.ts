@@ -8,6 +8,7 @@ import {
   type DriverFactory,
   type DriverResult,
   type DriverServices,
+  distinctBy,
   PermanentDriverError,
   type Reconciliation,
   type ResourceCall,
@@ -55,7 +56,7 @@ const Settings = z
       .array(Entry)
       .min(1, 'list at least one entry (disable the blueprint to take the whole pool out of use)')
       .max(10_000)
-      .refine((entries) => new Set(entries.map((e) => e.name)).size === entries.length, 'entry names must be unique'),
+      .refine(distinctBy('name'), 'entry names must be unique'),
   })
   .strict();
 type Settings = z.infer<typeof Settings>;
