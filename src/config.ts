@@ -136,6 +136,16 @@ export const ConfigSchema = z.object({
     .describe(
       'how long something a driver lists (a thing, or a slot on a live resource) must have gone unmatched (in two passes at least) before the collector destroys it as an orphan; and how long a destroyed resource or lease still accounts for what is listed',
     ),
+  // On by default: where autovacuum will not look after a table of
+  // Slipway's (off for the server or for that table), nothing else would,
+  // and a queue's dead rows and stale statistics slow every hop.
+  SLIPWAY_GC_MAINTAIN_TABLES: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('true')
+    .transform((value) => value === 'true')
+    .describe(
+      "vacuum and analyze Slipway's tables that autovacuum does not look after (it is off for the server, or for the table), at PostgreSQL's own thresholds, in each collector pass, and analyze them after migrations; `false`: leave them to the operator",
+    ),
   // The HTTP API (see docs/api.md).
   SLIPWAY_API_HOST: z.string().min(1).default('127.0.0.1').describe('the address the HTTP API and the web UI listen on'),
   SLIPWAY_API_PORT: z.coerce.number().int().min(0).max(65_535).default(7480).describe('their port; 0 picks a free one'),

@@ -1,8 +1,10 @@
 import type { Db } from '../db/Database.ts';
+import type { MaintenanceDue } from '../db/maintenanceDue.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, NotFoundError } from '../domain/errors.ts';
 import { appendCommand } from '../queue/appendCommand.ts';
 import { describeObject, type ObjectRef } from '../db/objectTables.ts';
+import type { Logger } from '../log.ts';
 
 /** Every command the collector issues is recorded as this actor. */
 export const GC_ACTOR = { issuedBy: 'system:gc', source: 'gc' } as const satisfies Actor;
@@ -19,6 +21,8 @@ export interface GcSettings {
   readonly budgetMs: number;
   /** How long an orphan goes unmatched before it is destroyed; and how long a destroyed resource (or lease) still accounts for what its driver lists (or the slot). */
   readonly orphanGraceMs: number;
+  /** Whether a pass vacuums and analyzes the tables autovacuum does not look after. */
+  readonly maintainTables: boolean;
 }
 
 /** One command the collector asked for, and what became of the request. */
@@ -39,11 +43,13 @@ export interface StepReport {
   readonly actions: GcAction[];
   /** Counts of rows removed, for pruning. */
   readonly pruned?: Record<string, number>;
+  /** Tables vacuumed or analyzed, for table maintenance. */
+  readonly maintained?: readonly MaintenanceDue[];
   /** True when the step stopped at its batch size or the pass's time budget. */
   readonly truncated: boolean;
 }
 
-/** A pass's shared state: its database, settings and deadline. */
+/** A pass's shared state: its database, settings, deadline and log. */
 export class GcPass {
   private readonly deadline: number;
 
@@ -52,6 +58,7 @@ export class GcPass {
     readonly settings: GcSettings,
     /** Its gc_passes row, which what it records belongs to. */
     readonly passId: number,
+    readonly log: Logger,
   ) {
     this.deadline = Date.now() + settings.budgetMs;
   }

@@ -8,6 +8,7 @@ import { recordCollectorPass } from '../metrics/metrics.ts';
 import { checkResources } from './checkResources.ts';
 import { expireLeases } from './expireLeases.ts';
 import { findOrphans } from './findOrphans.ts';
+import { maintainTables } from './maintainTables.ts';
 import { GcPass, type GcSettings, type StepReport } from './GcPass.ts';
 import { PRUNED, pruneHistory } from './pruneHistory.ts';
 import { reclaimIdleResources } from './reclaimIdleResources.ts';
@@ -18,10 +19,20 @@ import { topUpWarmMinimum } from './topUpWarmMinimum.ts';
  * The steps of a pass, in order: leases that ran out first (their releases
  * free capacity), then reclaims for leases still waiting, then the warm
  * minimum, then the resources' checks, then what drivers hold that no
- * resource stands for, then history, and last a sample of use for the web
- * UI's charts.
+ * resource stands for, then history, then a sample of use for the web
+ * UI's charts, and last the tables autovacuum does not look after (the
+ * pruning's dead rows among them).
  */
-const STEPS = { expireLeases, reclaimIdleResources, topUpWarmMinimum, checkResources, findOrphans, pruneHistory, sampleUsage } as const;
+const STEPS = {
+  expireLeases,
+  reclaimIdleResources,
+  topUpWarmMinimum,
+  checkResources,
+  findOrphans,
+  pruneHistory,
+  sampleUsage,
+  maintainTables,
+} as const;
 export type StepName = keyof typeof STEPS;
 
 export type GcTrigger = GcPassRow['trigger'];
@@ -55,6 +66,7 @@ export function gcSettings(config: Config): GcSettings {
     batchSize: config.SLIPWAY_GC_BATCH_SIZE,
     budgetMs: config.SLIPWAY_GC_PASS_BUDGET_MS,
     orphanGraceMs: config.SLIPWAY_GC_ORPHAN_GRACE_MS,
+    maintainTables: config.SLIPWAY_GC_MAINTAIN_TABLES,
   };
 }
 
@@ -83,7 +95,7 @@ export async function runCollectorPass(
       message = 'another collector pass was running';
     } else {
       try {
-        const pass = new GcPass(db, settings, record.id);
+        const pass = new GcPass(db, settings, record.id, log);
         for (const [name, step] of Object.entries(STEPS) as Array<[StepName, (p: GcPass) => Promise<StepReport>]>) {
           steps[name] = await step(pass);
         }

@@ -103,6 +103,12 @@ const collectorActions = counter('slipway_collector_actions_total', 'What collec
   'step',
 ]);
 
+const tablesMaintained = counter(
+  'slipway_tables_maintained_total',
+  'Vacuums and analyzes collector passes ran on the tables autovacuum does not look after, by table and maintenance (vacuum, analyze).',
+  ['table', 'maintenance'],
+);
+
 const poolConnections = gauge(
   'slipway_pg_pool_connections',
   "The process's PostgreSQL pool: connections open in all (total), idle, and requests waiting for one (waiting).",
@@ -265,6 +271,10 @@ export function recordCallbackDelivery(outcome: 'delivered' | 'retry' | 'failed'
 export function recordCollectorPass(status: string, actionsByStep: Record<string, number>): void {
   collectorPasses.inc({ status });
   for (const [step, actions] of Object.entries(actionsByStep)) if (actions > 0) collectorActions.inc({ step }, actions);
+}
+
+export function recordTableMaintained(table: string, maintenance: string): void {
+  tablesMaintained.inc({ table, maintenance });
 }
 
 const seconds = (ms: number) => Math.max(0, ms) / 1000;

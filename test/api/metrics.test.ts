@@ -46,6 +46,7 @@ const FAMILIES = [
   'slipway_callback_deliveries_total',
   'slipway_collector_passes_total',
   'slipway_collector_actions_total',
+  'slipway_tables_maintained_total',
   'slipway_pg_pool_connections',
   'slipway_commands_backlog',
   'slipway_commands_overdue',

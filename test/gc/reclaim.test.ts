@@ -4,6 +4,7 @@ import { GcPass } from '../../src/gc/GcPass.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
+import { testLog } from '../helpers/testDatabase.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { commandsOf } from '../helpers/objectHistory.ts';
 import { handDrainSuite, TEST_GC } from './support/handDrain.ts';
@@ -116,7 +117,7 @@ describe('reclaim races', () => {
     const [second] = await leases('taken', 1);
     await hand.all();
     expect((await lease(second!)).resource_id).toBe(resource!.id);
-    const action = await new GcPass(db(), TEST_GC, NO_PASS_ROW).request(
+    const action = await new GcPass(db(), TEST_GC, NO_PASS_ROW, testLog).request(
       { kind: 'resource', id: resource!.id },
       'reclaim',
       'idle (as the collector saw it)',
@@ -139,7 +140,7 @@ describe('reclaim races', () => {
     const [next] = await leases('behind', 1);
     await hand.one('lease', next!);
     // ...and the collector's reclaim is queued behind it (preempting it).
-    await new GcPass(db(), TEST_GC, NO_PASS_ROW).request({ kind: 'resource', id: resource!.id }, 'reclaim', 'idle');
+    await new GcPass(db(), TEST_GC, NO_PASS_ROW, testLog).request({ kind: 'resource', id: resource!.id }, 'reclaim', 'idle');
     // Refused, the lease asks again a moment later (a yielded retry).
     await waitFor('the lease to be served elsewhere', async () => {
       await hand.all();

@@ -38,7 +38,7 @@ export function addServiceCommands(program: Command): void {
       withSession(
         command,
         async (session) => {
-          const migrated = await migrate(session.database, session.log);
+          const migrated = await migrate(session.database, session.log, { maintainTables: session.config.SLIPWAY_GC_MAINTAIN_TABLES });
           await runService(session, { worker: true, api: true, migrated });
         },
         SERVICE_SESSION,
@@ -80,7 +80,10 @@ export function addServiceCommands(program: Command): void {
       withSession(
         command,
         async ({ database, config, log, out }) => {
-          const status = { database: describeDatabase(config), applied: await migrate(database, log) };
+          const status = {
+            database: describeDatabase(config),
+            applied: await migrate(database, log, { maintainTables: config.SLIPWAY_GC_MAINTAIN_TABLES }),
+          };
           out.result(status, (s) => `${s.database}: ${describeMigrations(s.applied)}`);
         },
         DATABASE_SESSION,

@@ -1,7 +1,7 @@
 import type { GcPassReport } from '../../gc/runCollector.ts';
 import { formatTime, NONE, section, table } from '../format.ts';
 
-/** One pass: a heading line, then each step's findings and the commands it asked for. */
+/** One pass: a heading line, then each step's findings, the commands it asked for and the tables it maintained. */
 export function renderPass(pass: GcPassReport): string {
   const heading = `gc pass ${pass.id} (${pass.trigger}): ${pass.status}${pass.message ? ` — ${pass.message}` : ''}, ${formatTime(pass.startedAt)} → ${formatTime(pass.finishedAt)}`;
   const steps = Object.entries(pass.steps).map(([name, step]) => {
@@ -11,13 +11,13 @@ export function renderPass(pass: GcPassReport): string {
           .join(', ')
       : undefined;
     const summary = `${name}: found ${step.found}${pruned ? `; pruned ${pruned}` : ''}${step.truncated ? ' (stopped at its bound; the next pass goes on)' : ''}`;
-    return section(
-      summary,
-      step.actions.map(
+    return section(summary, [
+      ...step.actions.map(
         (a) =>
           `${a.kind} ${a.target}: ${a.refused ? `refused: ${a.refused}` : `${a.coalesced ? 'joined' : 'queued as'} command ${a.commandId}`} — ${a.reason}`,
       ),
-    );
+      ...(step.maintained ?? []).map((m) => `${m.maintenance} ${m.table} — ${m.reason}`),
+    ]);
   });
   return [heading, ...steps.map((s) => s.replace(/^/gm, '  '))].join('\n');
 }

@@ -9,7 +9,14 @@ import type { TestDatabase } from '../../concurrency/support/testCluster.ts';
 import { createTestDatabase, testLog } from '../../helpers/testDatabase.ts';
 
 /** Collector settings for tests: no grace, a long retention, small batches. */
-export const TEST_GC: GcSettings = { idleGraceMs: 0, retentionMs: 30 * 24 * 3600 * 1000, batchSize: 50, budgetMs: 60_000, orphanGraceMs: 0 };
+export const TEST_GC: GcSettings = {
+  idleGraceMs: 0,
+  retentionMs: 30 * 24 * 3600 * 1000,
+  batchSize: 50,
+  budgetMs: 60_000,
+  orphanGraceMs: 0,
+  maintainTables: true,
+};
 
 /**
  * The drain and the collector run by hand, with no graphile-worker, so a
