@@ -33,7 +33,7 @@ export async function runService(session: Session, parts: ServiceParts): Promise
   const { database, config, log, out } = session;
   // One account of the process's parts, so that `slipway start`'s /readyz also says when its worker's runner is down.
   const health = new ProcessHealth(log);
-  await warnAboutServerSettings(database, log, config.SLIPWAY_GC_MAINTAIN_TABLES);
+  await warnAboutServerSettings(database.db, log, config.SLIPWAY_GC_MAINTAIN_TABLES);
   const api = parts.api ? await startApi(session, health) : undefined;
   // With an API, /metrics is on its port; a worker alone serves it on a port of its own, when given one.
   const metricsPort = api ? undefined : config.SLIPWAY_METRICS_PORT;

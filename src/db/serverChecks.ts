@@ -1,5 +1,5 @@
 import type { Logger } from '../log.ts';
-import type { Database } from './Database.ts';
+import type { Db } from './Database.ts';
 import { unattendedTables } from './maintenanceDue.ts';
 import { readAutovacuumSettings, readTableStatistics } from './tableStatistics.ts';
 
@@ -15,9 +15,9 @@ import { readAutovacuumSettings, readTableStatistics } from './tableStatistics.t
  * (SLIPWAY_GC_MAINTAIN_TABLES) is false
  * (docs/decisions/0041-slipway-maintains-tables-autovacuum-does-not.md).
  */
-export async function warnAboutServerSettings(database: Database, log: Logger, maintainTables: boolean): Promise<void> {
-  const settings = await readAutovacuumSettings(database.db);
-  const unattended = unattendedTables(settings, await readTableStatistics(database.db)).map((t) => t.table);
+export async function warnAboutServerSettings(db: Db, log: Logger, maintainTables: boolean): Promise<void> {
+  const settings = await readAutovacuumSettings(db);
+  const unattended = unattendedTables(settings, await readTableStatistics(db)).map((t) => t.table);
   if (unattended.length === 0) return;
   const where = settings.autovacuum ? `autovacuum is off for ${unattended.join(', ')}` : 'autovacuum is off on this PostgreSQL server';
   if (maintainTables)

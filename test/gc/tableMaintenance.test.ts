@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
+import { pino } from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { analyzeUnattendedTables } from '../../src/db/maintainTable.ts';
+import { warnAboutServerSettings } from '../../src/db/serverChecks.ts';
 import { readAutovacuumSettings } from '../../src/db/tableStatistics.ts';
 import { testLog } from '../helpers/testDatabase.ts';
 import { handDrainSuite } from './support/handDrain.ts';
@@ -115,4 +117,25 @@ test('after migrating, the tables autovacuum does not look after are analyzed, a
   await analyzeUnattendedTables(db(), testLog);
   expect((await runs(SUBJECT)).analyzes).toBe(subject.analyzes + 1);
   expect((await runs(CONTROL)).analyzes).toBe(control.analyzes + (serverAutovacuum ? 0 : 1));
+});
+
+test('at start, a process warns once that autovacuum is off, and where, and whether Slipway maintains those tables', async () => {
+  const warnings = async (maintainTables: boolean) => {
+    const lines: string[] = [];
+    await warnAboutServerSettings(db(), pino({ level: 'warn' }, { write: (line: string) => lines.push(line) }), maintainTables);
+    return lines.map((line) => JSON.parse(line) as { msg: string; tables: string[] });
+  };
+  const [on] = await warnings(true);
+  expect(on?.tables).toContain(SUBJECT);
+  expect(on?.msg).toMatch(serverAutovacuum ? /^autovacuum is off for .*simulated_effects/ : /^autovacuum is off on this PostgreSQL server/);
+  expect(on?.msg).toMatch(/Slipway's collector vacuums and analyzes its tables there itself/);
+  expect((await warnings(false))[0]?.msg).toMatch(/SLIPWAY_GC_MAINTAIN_TABLES is false: Slipway's queue tables will grow and slow down/);
+  if (serverAutovacuum) {
+    await sql`alter table ${sql.table(SUBJECT)} reset (autovacuum_enabled)`.execute(db());
+    try {
+      expect(await warnings(true)).toEqual([]);
+    } finally {
+      await sql`alter table ${sql.table(SUBJECT)} set (autovacuum_enabled = false)`.execute(db());
+    }
+  }
 });
