@@ -35,6 +35,7 @@ import * as possibleLabels from './0033_possible_labels.ts';
 import * as slotOrphans from './0034_slot_orphans.ts';
 import * as leaseTimeLimits from './0035_lease_time_limits.ts';
 import * as sharesOverTime from './0036_shares_over_time.ts';
+import * as preemption from './0037_preemption.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -74,4 +75,5 @@ export const migrations: Record<string, Migration> = {
   '0034_slot_orphans': slotOrphans,
   '0035_lease_time_limits': leaseTimeLimits,
   '0036_shares_over_time': sharesOverTime,
+  '0037_preemption': preemption,
 };

@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0036_shares_over_time.
+-- Slipway's schema (`public`) after migration 0037_preemption.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/db/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -72,6 +72,7 @@ create table public.blueprints (
   possible_labels jsonb,
   max_hold_ms bigint,
   fair_share_half_life_ms bigint not null default 3600000,
+  preemption jsonb,
   constraint blueprints_check_interval_ms_check CHECK ((check_interval_ms > 0)),
   constraint blueprints_clean_attempts_check CHECK (((clean_attempts >= 1) AND (clean_attempts <= 100))),
   constraint blueprints_fair_share_half_life_ms_check CHECK (((fair_share_half_life_ms > 0) AND (fair_share_half_life_ms <= '31536000000'::bigint))),
@@ -250,6 +251,7 @@ create table public.leases (
   end_by timestamp with time zone,
   end_notice_at timestamp with time zone,
   ending jsonb,
+  preemptible boolean not null default true,
   constraint leases_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint leases_heartbeat_ms_check CHECK ((heartbeat_ms > 0)),
   constraint leases_pkey PRIMARY KEY (id),
@@ -287,6 +289,23 @@ create table public.orphans (
   constraint orphans_slot_check CHECK ((slot >= 0)),
   constraint orphans_slot_on_a_resource CHECK (((slot IS NULL) OR (resource_id IS NOT NULL)))
 );
+
+create table public.preemptions (
+  victim_lease_id bigint not null,
+  blueprint_id bigint not null,
+  for_lease_id bigint not null,
+  resource_id bigint not null,
+  created_at timestamp with time zone not null default now(),
+  ends_by timestamp with time zone not null,
+  reason text not null,
+  constraint preemptions_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id) ON DELETE CASCADE,
+  constraint preemptions_for_lease_id_fkey FOREIGN KEY (for_lease_id) REFERENCES public.leases(id) ON DELETE CASCADE,
+  constraint preemptions_pkey PRIMARY KEY (victim_lease_id),
+  constraint preemptions_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES public.resources(id) ON DELETE CASCADE,
+  constraint preemptions_victim_lease_id_fkey FOREIGN KEY (victim_lease_id) REFERENCES public.leases(id) ON DELETE CASCADE
+);
+CREATE INDEX preemptions_by_blueprint ON public.preemptions USING btree (blueprint_id);
+CREATE INDEX preemptions_by_for_lease ON public.preemptions USING btree (for_lease_id);
 
 create table public.quotas (
   id bigint not null generated always as identity,

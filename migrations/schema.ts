@@ -47,6 +47,8 @@ export interface BlueprintsTable {
   max_hold_ms: number | null;
   /** How fast what a team used at the blueprint is forgotten, for fair share (0036). */
   fair_share_half_life_ms: Generated<number>;
+  /** Its preemption settings, domain/preemption.ts (null: it preempts nothing; 0037). */
+  preemption: Json | null;
   version: Generated<number>;
   created_at: TimestampDefault;
   updated_at: TimestampDefault;
@@ -105,6 +107,8 @@ export interface LeasesTable {
   end_notice_at: Timestamp | null;
   /** What its holder has been told of its end, `{kind, at, reason}` (src/domain/ending.ts; 0035). */
   ending: Json | null;
+  /** False for a lease created not to be preempted (0037). */
+  preemptible: Generated<boolean>;
   message: string | null;
   version: Generated<number>;
   created_at: TimestampDefault;
@@ -313,6 +317,17 @@ export interface TeamsTable {
  * What a team used at a blueprint, decayed with the blueprint's half-life, as
  * of `at`: written only by the blueprint's drain (0036, decision 0040).
  */
+/** A preemption under way at a blueprint: written only by its drain (0037, decision 0043). */
+export interface PreemptionsTable {
+  victim_lease_id: number;
+  blueprint_id: number;
+  for_lease_id: number;
+  resource_id: number;
+  created_at: TimestampDefault;
+  ends_by: Timestamp;
+  reason: string;
+}
+
 export interface TeamUsageTable {
   blueprint_id: number;
   team: string;
@@ -396,6 +411,7 @@ export interface DB {
   api_tokens: ApiTokensTable;
   teams: TeamsTable;
   team_usage: TeamUsageTable;
+  preemptions: PreemptionsTable;
   quotas: QuotasTable;
   team_events: TeamEventsTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -415,4 +431,5 @@ export type CallbackAttemptRow = Selectable<CallbackAttemptsTable>;
 export type ApiTokenRow = Selectable<ApiTokensTable>;
 export type TeamRow = Selectable<TeamsTable>;
 export type QuotaRow = Selectable<QuotasTable>;
+export type PreemptionRow = Selectable<PreemptionsTable>;
 export type TeamEventRow = Selectable<TeamEventsTable>;

@@ -94,9 +94,13 @@ export const CreateLeaseBody = leaseBodySchema({
     description:
       "false: refused at once (429, naming the quota) if a quota of the token's team or of the holder is reached, rather than waiting in line; true (the default): such a request waits, and says why",
   }),
+  preemptible: z.boolean().optional().meta({
+    description:
+      "false: not to be preempted by a blueprint that preempts (429, naming the allowance, if the token's team already has its blueprint's preemption.protectedPerTeam of them); true (the default): it may be",
+  }),
   callback: CallbackRequestSchema.optional().meta({
     description:
-      "the holder's callback: told, as a command's callback is, when Slipway ends the lease itself (a check found its resource gone, or the collector released it for its expiry, heartbeat or wait deadline)",
+      "the holder's callback: told, as a command's callback is, when Slipway ends the lease itself (a check found its resource gone, the collector released it for its expiry, heartbeat or wait deadline, or it was preempted), and when an end it was told of is withdrawn",
   }),
 });
 

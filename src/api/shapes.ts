@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { BlueprintRow, CallbackAttemptRow, CallbackRow, CommandRow, OrphanRow } from '../../migrations/schema.ts';
 import { LIFECYCLES } from '../domain/lifecycle.ts';
 import { OrphansSettingSchema } from '../domain/orphans.ts';
-import { ENDING_KINDS, endingOf } from '../domain/ending.ts';
+import { PreemptionSettingsSchema, preemptionOf } from '../domain/preemption.ts';
+import { ENDING_KINDS, ENDINGS, endingOf } from '../domain/ending.ts';
 import { resourceLabels } from '../domain/labels.ts';
 import type { BlueprintDetail, ListedBlueprint } from '../read/blueprints.ts';
 import type { CallbackView } from '../read/callbacks.ts';
@@ -78,6 +79,9 @@ export const BlueprintSchema = z
     fairShareHalfLifeMs: z.number().int().meta({
       description: 'how fast what a team used at the blueprint is forgotten, for fair share: a slot-second weighs half as much this much later',
     }),
+    preemption: PreemptionSettingsSchema.nullable().meta({
+      description: 'how it takes slots back from active leases for waiting leases of higher priority (null: it never does)',
+    }),
     labels: Labels.meta({ description: 'labels every resource of it carries (over those its driver reports), which lease selectors match' }),
     orphans: OrphansSettingSchema.meta({
       description: 'what the collector does with what its driver lists that no resource stands for: report it, or destroy it through the driver',
@@ -107,6 +111,7 @@ export function blueprintOf(row: BlueprintRow): Blueprint {
     priorityStepMs: row.priority_step_ms,
     maxHoldMs: row.max_hold_ms,
     fairShareHalfLifeMs: row.fair_share_half_life_ms,
+    preemption: preemptionOf(row.preemption),
     labels: row.labels as Record<string, string>,
     orphans: row.orphans,
     version: row.version,
@@ -245,7 +250,9 @@ export function resourceDetailOf(detail: ResourceDetail): ResourceDetailShape {
 
 export const EndingShape = z
   .object({
-    kind: z.enum(ENDING_KINDS).meta({ description: "time_limit: its blueprint's longest hold (maxHoldMs)" }),
+    kind: z.enum(ENDING_KINDS).meta({
+      description: ENDING_KINDS.map((kind) => `${kind}: ${ENDINGS[kind].means}`).join('; '),
+    }),
     at: Timestamp.meta({ description: 'the time by which the lease ends' }),
     reason: z.string(),
   })
@@ -275,11 +282,13 @@ export const LeaseSchema = z
     grantedAt: OptionalTimestamp.meta({ description: 'when it got its slot' }),
     endBy: OptionalTimestamp.meta({
       description:
-        "the time by which it ends whatever its holder does: its grant plus its blueprint's maxHoldMs; no expiry is set or renewed past it",
+        "the time by which it ends whatever its holder does: its grant plus its blueprint's maxHoldMs, or sooner when it is preempted (its grace period's end); no expiry is set or renewed past it",
     }),
     ending: EndingShape.nullable().meta({
-      description: 'set when its holder is told that Slipway will end it: by when, and why (kind time_limit); stop the work and release it by then',
+      description:
+        'set when its holder is told that Slipway will end it: by when, and why (kind time_limit or preempted); stop the work and release it by then',
     }),
+    preemptible: z.boolean().meta({ description: 'false: created not to be preempted (a blueprint that preempts passes it over)' }),
     message: z.string().nullable(),
     version: z.number().int(),
     createdAt: Timestamp,
@@ -309,6 +318,7 @@ export function leaseOf(row: LeaseView): Lease {
     grantedAt: isoOrNull(row.granted_at),
     endBy: isoOrNull(row.end_by),
     ending: endingOf(row.ending),
+    preemptible: row.preemptible,
     message: row.message,
     version: row.version,
     createdAt: iso(row.created_at),

@@ -54,6 +54,7 @@ const LEASE_COLUMNS = Object.keys({
   end_by: true,
   end_notice_at: true,
   ending: true,
+  preemptible: true,
   message: true,
   version: true,
   created_at: true,

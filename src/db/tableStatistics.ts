@@ -30,6 +30,7 @@ const SLIPWAY_TABLES = Object.keys({
   api_tokens: true,
   teams: true,
   team_usage: true,
+  preemptions: true,
   quotas: true,
   team_events: true,
   idempotency_keys: true,

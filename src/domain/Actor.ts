@@ -29,12 +29,12 @@ export function cliActor(reason?: string): Actor {
 
 /**
  * The parts of Slipway that issue commands on their own, each recorded as
- * `system:<part>`: the collector (`gc`), the wait deadline (`deadline`), the
- * health checks (`health`), and an object's drain (`lease`, `resource`,
+ * `system:<part>`: the collector (`gc`), the wait deadline and the time limit
+ * (`deadline`), a preemption's grace period (`preemption`), the health checks (`health`), and an object's drain (`lease`, `resource`,
  * `blueprint`) for the messages it sends and the resources it makes. See
  * docs/decisions/0001-follow-ups-are-slipways.md.
  */
-export type SystemPart = 'gc' | 'deadline' | 'health' | ObjectKind;
+export type SystemPart = 'gc' | 'deadline' | 'preemption' | 'health' | ObjectKind;
 
 /** The actor name of a part of Slipway: `system:health`. */
 export function systemActorName<P extends SystemPart>(part: P): `system:${P}` {

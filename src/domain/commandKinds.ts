@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { EndingSchema } from './ending.ts';
+import { EndingSchema, EndingWithdrawalSchema } from './ending.ts';
 import type { ObjectKind } from '../../migrations/schema.ts';
 import type { BlueprintState, LeaseState, ResourceState } from './lifecycle.ts';
 
@@ -144,7 +144,13 @@ const leaseKinds = {
     dedupKey: 'notify_ending',
     // Told at once, not behind a renewal or an activation backing off.
     preempts: true,
-    summary: "tell the lease's holder by when Slipway will end it, and why (its blueprint's longest hold)",
+    summary: "tell the lease's holder by when Slipway will end it, and why (its blueprint's longest hold, or a preemption)",
+  },
+  withdraw_ending: {
+    versions: [EndingWithdrawalSchema],
+    internal: true,
+    preempts: true,
+    summary: "tell the lease's holder that an end it was told of is withdrawn (the lease it was preempted for went away)",
   },
 } as const satisfies Record<string, CommandKindSpec<LeaseState>>;
 

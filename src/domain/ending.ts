@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { SystemPart } from './Actor.ts';
 import { formatDuration } from './durations.ts';
 
 /**
@@ -8,12 +9,16 @@ import { formatDuration } from './durations.ts';
  * the web UI and callbacks, and acted on by `withLease` and `lease run`
  * (they stop the work). `at` is the time by which the lease ends.
  *
- * One notice for every such end, so a holder handles them all alike: a
- * blueprint's longest hold (`time_limit`) now, a preemption's grace period
- * (`preempted`) to come.
+ * One notice for every such end, so a holder handles them all alike; per
+ * kind, who ends the lease at `at` if its holder has not, and what the kind
+ * means (the API's description).
  */
-export const ENDING_KINDS = ['time_limit'] as const;
-export type EndingKind = (typeof ENDING_KINDS)[number];
+export const ENDINGS = {
+  time_limit: { endedBy: 'deadline', means: "its blueprint's longest hold (maxHoldMs)" },
+  preempted: { endedBy: 'preemption', means: 'preempted for a waiting lease of higher priority: its grace period (preemption.graceMs)' },
+} as const satisfies Record<string, { endedBy: SystemPart; means: string }>;
+export type EndingKind = keyof typeof ENDINGS;
+export const ENDING_KINDS = Object.keys(ENDINGS) as [EndingKind, ...EndingKind[]];
 
 export const EndingSchema = z
   .object({
@@ -23,6 +28,14 @@ export const EndingSchema = z
   })
   .strict();
 export type Ending = z.infer<typeof EndingSchema>;
+
+/** An end the holder was told of, withdrawn: only one of `kind` (a later notice of another kind stands). */
+export const EndingWithdrawalSchema = z
+  .object({
+    kind: z.enum(ENDING_KINDS),
+    reason: z.string().min(1).max(1000),
+  })
+  .strict();
 
 /** The longest notice a lease gets before its time limit. */
 const NOTICE_AT_MOST_MS = 5 * 60_000;
@@ -36,6 +49,12 @@ const NOTICE_SHARE = 0.1;
  */
 export function noticeBeforeMs(maxHoldMs: number): number {
   return Math.min(NOTICE_AT_MOST_MS, Math.round(maxHoldMs * NOTICE_SHARE));
+}
+
+/** The end a lease granted at `grantedAt` has under a longest hold of `maxHoldMs`, and when its holder is told. */
+export function timeLimitFrom(grantedAt: Date, maxHoldMs: number): { endBy: Date; noticeAt: Date } {
+  const endBy = new Date(grantedAt.getTime() + maxHoldMs);
+  return { endBy, noticeAt: new Date(endBy.getTime() - noticeBeforeMs(maxHoldMs)) };
 }
 
 /** A blueprint's time limit, as messages name it: "blueprint ci's longest hold of 2h". */

@@ -52,14 +52,14 @@ const lease = {
   },
   acquired: {
     next: ['active', 'released', 'broken'],
-    accepts: ['activate', 'grant', 'deny', 'release', 'renew', 'notify_ending', 'resource_gone'],
+    accepts: ['activate', 'grant', 'deny', 'release', 'renew', 'notify_ending', 'withdraw_ending', 'resource_gone'],
     isSettingUp: true,
     holdsSlot: true,
     tone: 'busy',
   },
   active: {
     next: ['released', 'broken'],
-    accepts: ['grant', 'deny', 'release', 'renew', 'notify_ending', 'resource_gone'],
+    accepts: ['grant', 'deny', 'release', 'renew', 'notify_ending', 'withdraw_ending', 'resource_gone'],
     holdsSlot: true,
     tone: 'good',
   },

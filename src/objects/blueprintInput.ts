@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { LabelsSchema } from '../domain/labels.ts';
 import { OrphansSettingSchema } from '../domain/orphans.ts';
+import { PreemptionSettingsSchema } from '../domain/preemption.ts';
 
 // A blueprint's input schemas, apart from the code that writes blueprints: the
 // API's contract, and so the client library and the CLI's remote mode, use
@@ -57,6 +58,8 @@ export const BlueprintInputSchema = z
       .min(1)
       .max(365 * 24 * 3600 * 1000, 'expected at most a year')
       .default(3_600_000),
+    /** Whether, and how, it takes slots back from active leases for waiting leases of higher priority; absent: never (docs/scheduling.md, "Preemption"). */
+    preemption: PreemptionSettingsSchema.optional(),
     /** Labels every resource of it carries (over those its driver reports), which lease selectors match. */
     labels: LabelsSchema.default({}),
     /** What the collector does with what its driver lists that no resource stands for: report it, or destroy it through the driver. */
@@ -92,6 +95,7 @@ const {
   priorityStepMs,
   maxHoldMs,
   fairShareHalfLifeMs,
+  preemption,
   labels,
   orphans,
 } = BlueprintInputSchema.shape;
@@ -107,6 +111,8 @@ export const BlueprintChangesSchema = z
     /** Null: no limit. Applies to leases granted from then on (a lease's limit is fixed by its grant). */
     maxHoldMs: maxHoldMs.unwrap().nullable().optional(),
     fairShareHalfLifeMs: fairShareHalfLifeMs.unwrap().optional(),
+    /** Null: preempt nothing from now on (preemptions under way are withdrawn). */
+    preemption: preemption.unwrap().nullable().optional(),
     /** Replaces the blueprint's labels (every resource's, at once: they are read with the blueprint's). */
     labels: labels.unwrap().optional(),
     orphans: orphans.unwrap().optional(),
@@ -120,6 +126,6 @@ export const BlueprintChangesSchema = z
   .strict()
   .refine(
     (changes) => Object.keys(changes).length > 0,
-    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, maxHoldMs, fairShareHalfLifeMs, labels, orphans',
+    'name at least one of maxResources, leasesPerResource, checkIntervalMs, cleanBetweenLeases, cleanAttempts, priorityStepMs, maxHoldMs, fairShareHalfLifeMs, preemption, labels, orphans',
   );
 export type BlueprintChanges = z.input<typeof BlueprintChangesSchema>;

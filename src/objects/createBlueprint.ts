@@ -31,6 +31,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
     priorityStepMs,
     maxHoldMs,
     fairShareHalfLifeMs,
+    preemption,
     labels,
     orphans,
   } = parsed.data;
@@ -57,6 +58,7 @@ export async function createBlueprintInTransaction(trx: Db, input: BlueprintInpu
       priority_step_ms: priorityStepMs,
       max_hold_ms: maxHoldMs ?? null,
       fair_share_half_life_ms: fairShareHalfLifeMs,
+      preemption: preemption === undefined ? null : JSON.stringify(preemption),
       labels: JSON.stringify(labels),
       possible_labels: possibleLabelsColumn(driver, checked),
       orphans,

@@ -8,6 +8,8 @@ import { formatSelector, type Selector } from '../domain/labels.ts';
 import { chooseBlueprint } from './chooseBlueprint.ts';
 import { whyBlueprintNeverMatches } from '../domain/programLabels.ts';
 import { quotaReachedNow } from '../db/countedLeases.ts';
+import { countProtected } from '../db/preemptions.ts';
+import { preemptionOf } from '../domain/preemption.ts';
 import { findBlueprint } from '../read/blueprints.ts';
 import { DEFAULT_TEAM } from '../domain/team.ts';
 import { assertTeamExists } from './teams.ts';
@@ -35,11 +37,12 @@ import { LeaseInputSchema, type LeaseInput } from './leaseInput.ts';
 export async function createLease(db: Db, input: LeaseInput, actor: Actor): Promise<{ lease: LeaseView; command: CommandRow }> {
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
-  const { holder, expiresAt, expiresInMs, heartbeatMs, waitTimeoutMs, attributes, callbackUrl, priority, queue, selector } = parsed.data;
+  const { holder, expiresAt, expiresInMs, heartbeatMs, waitTimeoutMs, attributes, callbackUrl, priority, queue, selector, preemptible } = parsed.data;
   const { ref, routed } = await aimedAt(db, parsed.data.blueprint, selector);
   const team = parsed.data.team ?? DEFAULT_TEAM;
   if (team !== DEFAULT_TEAM) await assertTeamExists(db, team);
   if (queue === false) await refuseOverQuota(db, ref, team, holder);
+  if (preemptible === false) await refuseOverProtected(db, ref, team);
   // An absolute expiry's term (for renewals) is what was left of it when asked.
   const termMs = expiresInMs ?? (expiresAt ? expiresAt.getTime() - Date.now() : undefined);
   // A relative expiry counts on the database's clock, as every deadline does
@@ -62,11 +65,11 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
       select id, name, state from blueprints where ${sql.ref(typeof ref === 'number' ? 'id' : 'name')} = ${ref}
     ),
     lease as (
-      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, wait_deadline, attributes, callback_url, priority, team, selector)
+      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, wait_deadline, attributes, callback_url, priority, team, selector, preemptible)
       select b.id, ${holder}, ${expiry}, ${termMs === undefined ? null : Math.max(1000, Math.round(termMs))}::bigint,
              ${heartbeatMs ?? null}::int, ${waitTimeoutMs === undefined ? sql`null::timestamptz` : fromNow(waitTimeoutMs)},
              ${JSON.stringify(attributes ?? {})}::jsonb, ${callbackUrl ?? null}::text, ${priority ?? 0}::smallint, ${team}::text,
-             ${selector === undefined ? null : formatSelector(selector)}::text
+             ${selector === undefined ? null : formatSelector(selector)}::text, ${preemptible ?? true}::boolean
       from b where b.state = any(${statesWith('blueprint', 'takesLeases')}::text[])
       returning *
     ),
@@ -131,6 +134,23 @@ async function refuseOverQuota(db: Db, ref: string | number, team: string, holde
     maxLeases: hit.quota.maxLeases,
     counted: hit.count,
   });
+}
+
+/**
+ * Refuses a lease asked not to be preempted when its team already has its
+ * blueprint's allowance of them (preemption.protectedPerTeam) live there.
+ * A look, as refuseOverQuota's: two requests at once may both pass it, and
+ * the blueprint then protects only the team's first ones (readVictimCandidates).
+ */
+async function refuseOverProtected(db: Db, ref: string | number, team: string): Promise<void> {
+  const blueprint = await findBlueprint(db, ref);
+  const allowed = preemptionOf(blueprint.preemption)?.protectedPerTeam ?? 0;
+  const live = await countProtected(db, blueprint.id, team);
+  if (live < allowed) return;
+  throw new OverQuotaError(
+    `team ${team} may have ${allowed} lease(s) at ${blueprint.name} that cannot be preempted (its preemption.protectedPerTeam), and has ${live}: ask for a preemptible lease, or ask an operator to raise it`,
+    { team, blueprint: blueprint.name, protectedPerTeam: allowed, counted: live },
+  );
 }
 
 /** What createLease's statement answers: the lease's row and its blueprint's name, or only the blueprint's name and state if it takes no leases. */

@@ -5,7 +5,7 @@ import { systemActorName } from '../domain/Actor.ts';
 import { isSettingUp } from '../domain/lifecycle.ts';
 import { formatDuration } from '../domain/durations.ts';
 import { formatTime } from '../domain/times.ts';
-import { endingOf, timeLimitReason } from '../domain/ending.ts';
+import { type EndingKind, ENDINGS, endingOf, timeLimitReason } from '../domain/ending.ts';
 
 /**
  * A heartbeat lease is released when this many of its intervals pass without
@@ -45,8 +45,13 @@ export async function deadlinesFromNow(db: Db, lengths: { termMs?: number | null
 /** A lease past one of its deadlines: why, and who the collector releases it as. */
 export interface PastDeadline {
   readonly reason: string;
-  /** `system:gc` for its expiry or heartbeat; `system:deadline` for a lease not active by its wait deadline, or at its end (`end_by`). */
-  readonly issuedBy: 'system:gc' | 'system:deadline';
+  /**
+   * `system:gc` for its expiry or heartbeat; `system:deadline` for a lease
+   * not active by its wait deadline, or at its time limit; at its end
+   * (`end_by`), whoever its notice's kind says (`system:preemption` at the
+   * end of a preemption's grace period).
+   */
+  readonly issuedBy: `system:${'gc' | (typeof ENDINGS)[EndingKind]['endedBy']}`;
 }
 
 /** What of a lease its deadlines depend on (and its blueprint's name, where read with it: the reason of a time limit names it). */
@@ -70,7 +75,9 @@ export async function pastDeadline(db: Db, lease: DeadlineFields): Promise<PastD
 export function describeDeadline(lease: DeadlineFields, now: Date): PastDeadline | undefined {
   const passed = (at: Date | null): at is Date => at !== null && at.getTime() <= now.getTime();
   // Before the expiry: an expiry a time limit capped passes with it, and the limit is the reason.
-  if (passed(lease.end_by)) return { reason: endReason(lease, lease.end_by), issuedBy: systemActorName('deadline') };
+  if (passed(lease.end_by)) {
+    return { reason: endReason(lease, lease.end_by), issuedBy: systemActorName(ENDINGS[endingOf(lease.ending)?.kind ?? 'time_limit'].endedBy) };
+  }
   if (passed(lease.expires_at)) return { reason: `expired: its expiry time ${formatTime(lease.expires_at)} passed`, issuedBy: systemActorName('gc') };
   if (passed(lease.heartbeat_deadline)) {
     return {

@@ -74,5 +74,7 @@ export const LeaseInputSchema = leaseBodySchema({
   team: TeamNameSchema.optional(),
   /** false: refused at once (OverQuotaError) when a quota of the team or holder is reached, rather than waiting in line. */
   queue: z.boolean().optional(),
+  /** false: not to be preempted, up to its blueprint's preemption.protectedPerTeam for its team (refused at once beyond it). */
+  preemptible: z.boolean().optional(),
 });
 export type LeaseInput = z.input<typeof LeaseInputSchema>;

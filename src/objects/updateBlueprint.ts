@@ -22,6 +22,7 @@ const COLUMNS = {
   priorityStepMs: 'priority_step_ms',
   maxHoldMs: 'max_hold_ms',
   fairShareHalfLifeMs: 'fair_share_half_life_ms',
+  preemption: 'preemption',
   labels: 'labels',
   orphans: 'orphans',
 } as const;
@@ -41,12 +42,13 @@ export async function updateBlueprint(trx: Db, ref: BlueprintRef, changes: Bluep
     });
   }
   const fields = Object.entries(parsed.data).filter(([, value]) => value !== undefined) as Array<
-    [keyof typeof COLUMNS, number | boolean | string | null | Record<string, string>]
+    [keyof typeof COLUMNS, number | boolean | string | null | object]
   >;
-  // Labels are a map: written and told as JSON.
-  const text = (value: unknown) => (typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value));
+  // Labels and the preemption settings are objects: written and told as JSON.
+  const isObject = (value: unknown) => typeof value === 'object' && value !== null;
+  const text = (value: unknown) => (isObject(value) ? JSON.stringify(value) : String(value));
   const change = `changed ${fields.map(([field, value]) => `${field} ${text(blueprint[COLUMNS[field]])} → ${text(value)}`).join(', ')}`;
-  const columns = Object.fromEntries(fields.map(([field, value]) => [COLUMNS[field], field === 'labels' ? JSON.stringify(value) : value]));
+  const columns = Object.fromEntries(fields.map(([field, value]) => [COLUMNS[field], isObject(value) ? JSON.stringify(value) : value]));
   const row = await writeBlueprint(trx, blueprint, columns, actor, change);
   await recordEvent(trx, {
     target: { kind: 'blueprint', id: row.id },

@@ -12,7 +12,8 @@ import { heldSlot } from '../batchReads/heldSlots.ts';
 import { type ResourceIdentity, resourceAttributes } from '../batchReads/resourceAttributes.ts';
 import { giveBackSlot, type SlotReturn, slotFreedEvent, slotReturnsBatch, tellOfSlotGivenBack } from './slotsGivenBack.ts';
 import { formatTime } from '../../domain/times.ts';
-import { describeTimeLimit, endingOf, noticeBeforeMs } from '../../domain/ending.ts';
+import { describeTimeLimit, endingOf, timeLimitFrom } from '../../domain/ending.ts';
+import { isPreempting } from '../../db/preemptions.ts';
 
 type Ctx<R = unknown> = HandlerContext<'lease', unknown, R>;
 /** The context of a handler of `C`, its payload typed by that kind's schema. */
@@ -218,14 +219,14 @@ function holdLimit(ctx: CtxOf<'grant'>): { set: Partial<Record<'granted_at' | 'e
   const grantedAt = ctx.command.created_at;
   const maxHoldMs = ctx.blueprint.max_hold_ms;
   if (maxHoldMs === null) return { set: { granted_at: grantedAt }, said: '' };
-  const endBy = new Date(grantedAt.getTime() + maxHoldMs);
+  const { endBy, noticeAt } = timeLimitFrom(grantedAt, maxHoldMs);
   const expiry = ctx.object.expires_at;
   const capped = expiry !== null && expiry > endBy;
   return {
     set: {
       granted_at: grantedAt,
       end_by: endBy,
-      end_notice_at: new Date(endBy.getTime() - noticeBeforeMs(maxHoldMs)),
+      end_notice_at: noticeAt,
       ...(capped ? { expires_at: endBy } : {}),
     },
     said: `; ends by ${formatTime(endBy)} at the latest (${describeTimeLimit(ctx.blueprint.name, maxHoldMs)})${capped ? ', so its expiry was brought back to then' : ''}`,
@@ -356,6 +357,36 @@ const notifyEnding = {
   },
 } satisfies HandlerOf<'lease', 'notify_ending'>;
 
+/**
+ * Tells the holder that an end it was told of no longer stands (a
+ * preemption withdrawn: the lease it was for went away): the lease's
+ * `ending` is cleared, and its end is its time limit again, if its
+ * blueprint has one (from its grant, under the blueprint's longest hold
+ * now), with the notice of it to come.
+ */
+const withdrawEnding = {
+  shape: 'querying',
+  async decide(trx: Db, ctx: CtxOf<'withdraw_ending'>) {
+    const lease = ctx.object;
+    const given = endingOf(lease.ending);
+    if (given?.kind !== ctx.payload.kind) return done<'lease'>(`nothing to withdraw: the lease was not told of a ${ctx.payload.kind} end`);
+    const maxHoldMs = ctx.blueprint.max_hold_ms;
+    const limit = maxHoldMs === null || lease.granted_at === null ? undefined : timeLimitFrom(lease.granted_at, maxHoldMs);
+    await tellHolder(trx, lease, ctx.command.id);
+    const message = `no longer ending by ${formatTime(new Date(given.at))}: ${ctx.payload.reason}`;
+    return done<'lease'>(message, {
+      set: { ending: null, end_by: limit?.endBy ?? null, end_notice_at: limit?.noticeAt ?? null },
+      events: [{ type: 'ending_withdrawn', message, data: { ...ctx.payload, at: given.at } }],
+    });
+  },
+} satisfies HandlerOf<'lease', 'withdraw_ending'>;
+
+/** Why the collector's conditional release of a lease found it no longer due, by who asked. */
+const NOT_RELEASED: Readonly<Record<string, string>> = {
+  'system:deadline': 'not released: the lease became active before its wait-deadline release was applied',
+  'system:preemption': 'not released: its preemption was withdrawn before its end was applied',
+};
+
 const release = {
   shape: 'lockedBatch',
   read: heldResource,
@@ -363,8 +394,9 @@ const release = {
   // A skipped expiry release looks again under the lease's row lock: a
   // plain release may have joined it since the effect looked. Only an
   // expiry release can be skipped; a plain one decides from its effect.
-  // A slot given back asks what it left under the same locks.
-  readsInTransaction: (ctx) => ctx.payload.ifExpired === true || ownReturn(ctx, slotResource(ctx)) !== undefined,
+  // A slot given back asks what it left under the same locks; a lease
+  // that leaves the line without one asks whether a preemption was for it.
+  readsInTransaction: (ctx) => ctx.payload.ifExpired === true || slotResource(ctx) === undefined || ownReturn(ctx, slotResource(ctx)) !== undefined,
   async effect(ctx: CtxOf<'release', ResourceIdentity>) {
     if (!(await releaseWanted(ctx.db, ctx))) return { skipped: true };
     if (holdsSlot('lease', ctx.object.state)) await ctx.driver().releaseLease(heldCall(ctx));
@@ -376,11 +408,7 @@ const release = {
     if (effect.skipped) {
       // Someone's release may have joined this one since the effect looked.
       if (await releaseWanted(trx, ctx)) return yieldFor<'lease'>(0, 'a release from someone else joined this one; releasing');
-      return done<'lease'>(
-        ctx.command.issued_by === 'system:deadline'
-          ? 'not released: the lease became active before its wait-deadline release was applied'
-          : 'not released: the lease was renewed before its expiry release was applied',
-      );
+      return done<'lease'>(NOT_RELEASED[ctx.command.issued_by] ?? 'not released: the lease was renewed before its expiry release was applied');
     }
     // Released and destroyed in this one command, its slot given back in
     // it too: a released lease has nothing else left to do, so a `destroy`
@@ -395,10 +423,21 @@ const release = {
     return done<'lease'>(held ? 'released and destroyed' : 'released before it got a slot, and destroyed', {
       to: 'destroyed',
       through: { state: 'released', message: held ? 'released' : 'released before it got a slot' },
-      ...(held ? await endHold(trx, ctx, resourceId, 'released') : {}),
+      ...(held ? await endHold(trx, ctx, resourceId, 'released') : await leaveLine(trx, lease)),
     });
   },
 } satisfies HandlerOf<'lease', 'release'>;
+
+/**
+ * A lease that leaves the line before it got a slot: if a preemption is
+ * under way for it, its blueprint is told, to withdraw it (or give the
+ * victim to another waiter); otherwise its row is removed as the line is
+ * next read.
+ */
+async function leaveLine(trx: Db, lease: LeaseRow): Promise<{ followUps?: FollowUp[] }> {
+  if (!(await isPreempting(trx, lease.id))) return {};
+  return { followUps: [send.blueprint.serve_waiters(lease.blueprint_id, `lease ${lease.id}, which a preemption is for, left the line`)] };
+}
 
 // The resource's check found it gone: the lease cannot be used any more,
 // whatever its holder does. It is broken with the check's reason (its
@@ -446,6 +485,7 @@ export const LEASE_HANDLERS = {
   activate,
   renew,
   notify_ending: notifyEnding,
+  withdraw_ending: withdrawEnding,
   release,
   resource_gone: resourceGone,
   destroy,

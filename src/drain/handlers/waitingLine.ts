@@ -8,7 +8,7 @@ import { statesWith } from '../../domain/lifecycle.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import { slotsTaken } from '../../read/slotsTaken.ts';
 import { type FollowUp, send } from '../messages.ts';
-import { type Candidate as FairCandidate, describeChoice, perHeld, pickNext, recentSlots, type TeamUse } from '../../domain/fairShare.ts';
+import { describeChoice, perHeld, pickNext, recentSlots, type TeamUse } from '../../domain/fairShare.ts';
 import { describeQuota, type Quota, quotaReached } from '../../domain/quotas.ts';
 import { perStep } from '../../db/perStep.ts';
 import { waitingLeases } from '../../db/waitingLeases.ts';
@@ -16,6 +16,9 @@ import { readMadeForSelector } from '../../db/madeForSelector.ts';
 import { countedAtBlueprint, countedOverall, countPromised, quotasFor } from '../../db/countedLeases.ts';
 import { forgetRequestingLeases } from '../batchReads/requestingLease.ts';
 import { readTeamUsage, writeTeamUsage } from '../../db/teamUsage.ts';
+import { readPreemptions } from '../../db/preemptions.ts';
+import { preemptionOf } from '../../domain/preemption.ts';
+import { type LineCandidate, PreemptingLine } from './preemptingLine.ts';
 
 /**
  * A blueprint's waiting line: the leases that found no free slot. Each
@@ -105,7 +108,7 @@ interface LineRow {
 const withNeeds = (row: Omit<LineRow, 'needs'>): LineRow => ({ ...row, needs: row.selector === null ? undefined : parseSelector(row.selector) });
 
 /** A lease that may be served next: the joining lease, or a row of the line. */
-type Candidate = FairCandidate & { readonly holder: string; readonly selector?: Selector };
+type Candidate = LineCandidate;
 
 const candidateOf = (row: LineRow): Candidate => ({
   leaseId: row.lease_id,
@@ -142,6 +145,10 @@ const comesBefore = (joining: Joining, row: LineRow) =>
  */
 export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: CommandRow, joining?: Joining): Promise<Serving> {
   let live = blueprint.live_resources;
+  const preemption = preemptionOf(blueprint.preemption);
+  // Preemptions are read where the blueprint preempts, and where its settings changed (serve_waiters): turned off, those under way are withdrawn.
+  const settling = preemption !== null || cause.kind === 'serve_waiters';
+  const underWay = settling ? await readPreemptions(trx, blueprint.id) : [];
   /** The free slots left once the line was served (none read when nobody waits). */
   let freeLeft = () => 0;
   const why = () => {
@@ -157,8 +164,8 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
       free === 0 ? 'no free slot' : `${free} free slot(s), which no waiting lease may take: its selector does not match, or a quota holds it back`;
     return `${making}; ${live} of ${blueprint.max_resources} live, ${room}`;
   };
-  // With nobody joining, an empty line needs no room counted.
-  if (!joining && !(await hasLineRows(trx, blueprint.id)))
+  // With nobody joining and no preemption to settle, an empty line needs no room counted.
+  if (!joining && underWay.length === 0 && !(await hasLineRows(trx, blueprint.id)))
     return {
       liveResources: live,
       served: new Map(),
@@ -184,10 +191,10 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   /** Whether there is room for a lease: a slot its selector matches, or a resource the blueprint may make that may match it. */
   const fits = async (lease: Needing) =>
     slotFor(lease.selector) !== undefined || (mayMake() && (lease.selector === undefined || (await mayMatch(lease, lease.selector))));
-  /** Serves one lease from the room left, making a resource if it may; `why` it was chosen over others, if it was. */
-  const serve = async (lease: Candidate, why?: string) => {
+  /** Serves one lease from the room left (`at`: that slot), making a resource if it may; `why` it was chosen over others, if it was. */
+  const serve = async (lease: Candidate, why?: string, at?: Slot) => {
     const leaseId = lease.leaseId;
-    let slot = slotFor(lease.selector);
+    let slot = at ?? slotFor(lease.selector);
     if (!slot && mayMake()) {
       const selector = lease.selector && formatSelector(lease.selector);
       slot = {
@@ -224,17 +231,33 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const servedRows: number[] = [];
   let joinedHasRow = false;
   let joinedWhy: string | undefined;
-  /** Read with the competition: no row in the line (every waiter's team has a row in `teams`, which its lease's key holds). */
-  let lineWasEmpty = false;
-  /** Writes what the teams used, once the decision is made (Competition.record). */
-  let record: Competition['record'] | undefined;
+  let competition: Competition | undefined;
+  /** What the decision weighs, read once, when it is first needed (a decision with no room to give reads none). */
+  const weigh = async () => (competition ??= await readCompetition(trx, blueprint, joining, preemption !== null));
+
+  // A preempted lease's slot goes to the lease it was taken for, ahead of the line, if its quotas still allow it.
+  const preempting = preemption !== null || underWay.length > 0 ? new PreemptingLine(trx, blueprint, preemption, underWay) : undefined;
+  for (const p of preempting?.freed ?? []) {
+    const slot = slots.find((s) => s.id === p.resourceId && s.free > 0);
+    if (!slot) {
+      preempting!.stillFreeing(p);
+      continue;
+    }
+    const lease = PreemptingLine.candidateOf(p);
+    const weighing = await weigh();
+    if (!weighing.blocks(lease)) {
+      await serve(lease, `the slot of lease ${p.victimLeaseId}, ${p.reason}`, slot);
+      weighing.count(lease);
+      servedRows.push(lease.leaseId);
+    }
+    preempting!.settled(p);
+  }
+
+  let newcomer: Candidate | undefined = joining;
   if (hasRoom()) {
     const now = Date.now();
-    const competition = await readCompetition(trx, blueprint, joining);
-    record = competition.record;
-    lineWasEmpty = competition.lineWasEmpty;
+    const competition = await weigh();
     const lines = competition.lines;
-    let newcomer: Candidate | undefined = joining;
     while (hasRoom()) {
       const candidates: Candidate[] = [];
       for (const line of lines.values()) {
@@ -249,6 +272,8 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
             departed.push(r.lease_id);
             return 'skip';
           }
+          // Served in this decision already: a preempted lease's slot.
+          if (served.has(r.lease_id)) return 'skip';
           return competition.blocks(r) || !(await fits(candidateOf(r))) ? 'pass' : 'take';
         });
         if (newcomer?.team === line.team && !competition.blocks(newcomer) && (await fits(newcomer)) && (!row || comesBefore(joining!, row)))
@@ -272,6 +297,18 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
       joinedWhy = competition.describeBlock(newcomer) ?? (newcomer.selector && !(await fits(newcomer)) ? noMatch(newcomer.selector) : undefined);
   }
 
+  if (preempting) {
+    const weighing = await weigh();
+    const waiting = [
+      ...(newcomer ? [newcomer] : []),
+      ...(await teamHeads(trx, blueprint.id)).filter((r) => r.state === 'pending' && !served.has(r.lease_id)).map(candidateOf),
+    ];
+    await preempting.decide(waiting, new Set(served.keys()), weighing, new Date());
+    events.push(...preempting.events);
+    followUps.push(...preempting.followUps);
+    if (joining) joinedWhy = preempting.whyWaiting.get(joining.leaseId) ?? joinedWhy;
+  }
+
   const leaving = [...departed, ...servedRows, ...(joining && served.has(joining.leaseId) && joinedHasRow ? [joining.leaseId] : [])];
   if (leaving.length > 0) await trx.deleteFrom('blueprint_waiters').where('lease_id', 'in', leaving).execute();
   const joinedWaits = joining !== undefined && !served.has(joining.leaseId);
@@ -283,9 +320,11 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
       .execute();
   }
   // A line that was empty holds at most the joining lease now: nothing to count (the common request, served at once, keeps to its reads).
+  /** Read with the competition: no row in the line (every waiter's team has a row in `teams`, which its lease's key holds). */
+  const lineWasEmpty = competition?.lineWasEmpty ?? false;
   const joinedAhead = joinedWaits ? (lineWasEmpty ? { n: 0, orMore: false } : await countAhead(trx, blueprint.id, joining)) : undefined;
   const waiting = lineWasEmpty ? { n: joinedWaits ? 1 : 0, orMore: false } : await countWaiting(trx, blueprint.id);
-  await record?.(waiting.n === 0);
+  await competition?.record(waiting.n === 0);
   return { liveResources: live, served, waiting, joinedAhead, why: why(), ...(joinedWhy ? { joinedWhy } : {}), events, followUps };
 }
 
@@ -313,7 +352,8 @@ interface Competition {
   record(lineLeftEmpty: boolean): Promise<void>;
 }
 
-async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joining | undefined): Promise<Competition> {
+/** `full`: weigh the teams even for a lease alone at an empty line (preemption weighs the teams that hold slots). */
+async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joining | undefined, full: boolean): Promise<Competition> {
   // One after the other: a step's reads share its transaction's connection.
   const quotas = await quotasFor(trx, blueprint.id);
   const heads = await teamHeads(trx, blueprint.id);
@@ -321,7 +361,8 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
   // no quota to mind either, it is served without counting anything, and the
   // most common decision keeps to two reads.
   const lineWasEmpty = heads.length === 0;
-  const atBlueprint = lineWasEmpty && quotas.length === 0 ? [] : await countedAtBlueprint(trx, blueprint.id);
+  const alone = lineWasEmpty && !full;
+  const atBlueprint = alone && quotas.length === 0 ? [] : await countedAtBlueprint(trx, blueprint.id);
   const lines = new Map<string, TeamLine>();
   for (const row of heads) {
     const line = lines.get(row.team) ?? new TeamLine(row.team, (after) => teamPage(trx, blueprint.id, row.team, after));
@@ -336,7 +377,7 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
   const held = new Map<string, number>();
   for (const c of atBlueprint) held.set(c.team, (held.get(c.team) ?? 0) + c.n);
   // Weights and use weigh candidates against each other; alone, there are none to weigh, nor any grant to count in.
-  const usage = lineWasEmpty
+  const usage = alone
     ? { at: new Date(), teams: [...competing].map((team) => ({ team, weight: 1, slotSeconds: 0, grants: 0 })) }
     : await readTeamUsage(trx, blueprint, [...competing], (team) => held.get(team) ?? 0);
   const halfLife = blueprint.fair_share_half_life_ms;
@@ -373,7 +414,7 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
       granted.set(lease.team, (granted.get(lease.team) ?? 0) + 1);
     },
     async record(lineLeftEmpty) {
-      if (lineWasEmpty) return;
+      if (alone) return;
       await writeTeamUsage(
         trx,
         blueprint.id,

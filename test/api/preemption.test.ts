@@ -1,0 +1,154 @@
+import { expect, test } from 'vitest';
+import { waitFor } from '../helpers/waitFor.ts';
+import { apiTestEnv } from './support/apiTestEnv.ts';
+import { NO_SCHEDULED_COLLECTOR } from '../cli/rowCounts.ts';
+
+/**
+ * Preemption through the API, with a real worker (decision 0043): a
+ * waiting lease of high enough priority takes a slot back from an active
+ * one, whose holder is told at once and ends at its grace period's end (or
+ * earlier, by its own release); the slot goes to the lease it was taken
+ * for. No collector runs: the workers' timekeeper ends the victim.
+ */
+const env = apiTestEnv({ worker: true, env: NO_SCHEDULED_COLLECTOR });
+
+let pools = 0;
+/** A simulated blueprint of one slot that preempts with `preemption`. */
+async function onePreemptingSlot(preemption: Record<string, number>, labels: Record<string, string> = {}): Promise<string> {
+  const name = `preempting-${++pools}`;
+  const answer = await env.as.admin.post('/v1/blueprints', { name, driver: 'simulated', maxResources: 1, preemption, labels });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+  return name;
+}
+
+const leaseOf = async (id: number) => (await env.as.admin.get(`/v1/leases/${id}`)).body.lease;
+
+const commandsOf = (id: number) =>
+  env.database.db
+    .selectFrom('commands')
+    .select(['kind', 'issued_by', 'reason', 'message', 'status'])
+    .where('target_kind', '=', 'lease')
+    .where('target_id', '=', id)
+    .orderBy('id')
+    .execute();
+
+/** An active lease of priority `priority` at `blueprint`, asked by `who`. */
+async function activeLease(who: 'user' | 'admin', blueprint: string, body: Record<string, unknown> = {}) {
+  const created = await env.as[who].post('/v1/leases?wait=30', { blueprint, ...body });
+  expect(created.status, JSON.stringify(created.body)).toBe(200);
+  expect(created.body.lease.state).toBe('active');
+  return created.body.lease;
+}
+
+/** A lease that waits (no `?wait`). */
+async function waitingLease(who: 'user' | 'admin', blueprint: string, body: Record<string, unknown> = {}) {
+  const created = await env.as[who].post('/v1/leases', { blueprint, ...body });
+  expect(created.status, JSON.stringify(created.body)).toBe(202);
+  return created.body.lease;
+}
+
+test('the preemption settings are validated, shown and changed (null: off)', async () => {
+  const name = await onePreemptingSlot({ priorityMargin: 2 });
+  const shown = (await env.as.viewer.get(`/v1/blueprints/${name}`)).body.blueprint;
+  expect(shown.preemption).toEqual({ priorityMargin: 2, minRuntimeMs: 0, graceMs: 300_000, protectedPerTeam: 0 });
+  const bad = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { preemption: { priorityMargin: 0 } } });
+  expect(bad.status).toBe(400);
+  expect(bad.body.message).toMatch(/priorityMargin: expected a margin of 1 to 9/);
+  const off = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { preemption: null } });
+  expect(off.status, JSON.stringify(off.body)).toBe(200);
+  expect((await env.as.viewer.get(`/v1/blueprints/${name}`)).body.blueprint.preemption).toBeNull();
+});
+
+test('an urgent lease preempts the lowest-priority lease: the victim is told at once, ends as system:preemption at its grace, and its slot goes to the urgent lease', async () => {
+  const name = await onePreemptingSlot({ priorityMargin: 3, graceMs: 2000 });
+  const victim = await activeLease('user', name, { priority: 1 });
+  const urgent = await waitingLease('admin', name, { priority: 5 });
+
+  const ending = await waitFor('the victim to be told', async () => (await leaseOf(victim.id)).ending ?? undefined);
+  expect(ending.kind).toBe('preempted');
+  expect(ending.reason).toMatch(new RegExp(`^preempted for lease ${urgent.id}: priority 5 against 1; team default at 1 of its share of 1; ran \\d+`));
+  const told = await leaseOf(victim.id);
+  expect(told.endBy).toBe(ending.at);
+  // A renewal answers with the same end.
+  const renewed = await env.as.user.post(`/v1/leases/${victim.id}/commands?wait=30`, { kind: 'renew', payload: { expiresInMs: 60_000 } });
+  expect(renewed.body.command.message).toContain(`ending by ${ending.at.replace('T', ' ')}: ${ending.reason}`);
+  // The urgent lease waits, saying for what.
+  expect((await env.as.admin.get(`/v1/leases/${urgent.id}`)).body.lease.state).toBe('pending');
+
+  await waitFor('the urgent lease to be active', async () => (await leaseOf(urgent.id)).state === 'active');
+  const release = (await commandsOf(victim.id)).find((c) => c.kind === 'release');
+  expect(release).toMatchObject({ issued_by: 'system:preemption', reason: ending.reason, message: 'released and destroyed' });
+  expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(ending.at));
+  expect((await leaseOf(urgent.id)).resourceId).toBe(victim.resourceId);
+});
+
+test('a victim whose holder releases it within the grace period ends as released by its holder, and the urgent lease gets its slot', async () => {
+  const name = await onePreemptingSlot({ priorityMargin: 1, graceMs: 600_000 });
+  const victim = await activeLease('user', name);
+  const urgent = await waitingLease('user', name, { priority: 4 });
+  await waitFor('the victim to be told', async () => (await leaseOf(victim.id)).ending?.kind === 'preempted');
+  const released = await env.as.user.post(`/v1/leases/${victim.id}/commands?wait=30`, { kind: 'release' });
+  expect(released.status, JSON.stringify(released.body)).toBe(200);
+  await waitFor('the urgent lease to be active', async () => (await leaseOf(urgent.id)).state === 'active');
+  const release = (await commandsOf(victim.id)).find((c) => c.kind === 'release');
+  expect(release?.issued_by).not.toMatch(/^system:/);
+});
+
+test('the preemption is withdrawn when the lease it was for goes away: the victim is told, and keeps its slot', async () => {
+  const name = await onePreemptingSlot({ priorityMargin: 1, graceMs: 600_000 });
+  const victim = await activeLease('user', name);
+  const urgent = await waitingLease('user', name, { priority: 4 });
+  await waitFor('the victim to be told', async () => (await leaseOf(victim.id)).ending?.kind === 'preempted');
+  expect((await env.as.user.post(`/v1/leases/${urgent.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
+  await waitFor('the victim to be told it stays', async () => (await leaseOf(victim.id)).ending === null);
+  const after = await leaseOf(victim.id);
+  expect(after).toMatchObject({ state: 'active', endBy: null });
+  const withdrawn = (await commandsOf(victim.id)).find((c) => c.kind === 'withdraw_ending');
+  expect(withdrawn?.message).toMatch(/^no longer ending by .*: the preemption is withdrawn: lease \d+, which it was for, no longer waits$/);
+  const rows = await env.database.db.selectFrom('preemptions').select('victim_lease_id').where('victim_lease_id', '=', victim.id).execute();
+  expect(rows).toEqual([]);
+});
+
+test('no preemption without the margin, nor of a lease created not preemptible (within its allowance)', async () => {
+  const name = await onePreemptingSlot({ priorityMargin: 3, graceMs: 600_000, protectedPerTeam: 1 });
+  const held = await activeLease('user', name, { priority: 2 });
+  // 4 against 2: below the margin of 3.
+  const close = await waitingLease('user', name, { priority: 4 });
+  // The line has been decided on: the victim was told nothing.
+  await waitFor('it to wait', async () => {
+    const rows = await env.database.db.selectFrom('blueprint_waiters').select('lease_id').where('lease_id', '=', close.id).execute();
+    return rows.length === 1;
+  });
+  expect((await leaseOf(held.id)).ending).toBeNull();
+  expect((await env.as.user.post(`/v1/leases/${close.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
+  expect((await env.as.user.post(`/v1/leases/${held.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
+
+  // Not preemptible: within the team's allowance of 1, never chosen; beyond it, refused at once.
+  const kept = await activeLease('user', name, { preemptible: false });
+  expect(kept.preemptible).toBe(false);
+  const second = await env.as.user.post('/v1/leases', { blueprint: name, preemptible: false });
+  expect(second.status).toBe(429);
+  expect(second.body.message).toMatch(/^team default may have 1 lease\(s\) at preempting-\d+ that cannot be preempted .*and has 1/);
+  const urgent = await waitingLease('admin', name, { priority: 9 });
+  await waitFor('the urgent lease to wait', async () => {
+    const rows = await env.database.db.selectFrom('blueprint_waiters').select('lease_id').where('lease_id', '=', urgent.id).execute();
+    return rows.length === 1;
+  });
+  expect((await leaseOf(kept.id)).ending).toBeNull();
+  expect((await env.as.admin.post(`/v1/leases/${urgent.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
+  expect((await env.as.user.post(`/v1/leases/${kept.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
+});
+
+test('turning preemption off withdraws the preemptions under way', async () => {
+  const name = await onePreemptingSlot({ priorityMargin: 1, graceMs: 600_000 });
+  const victim = await activeLease('user', name);
+  const urgent = await waitingLease('user', name, { priority: 4 });
+  await waitFor('the victim to be told', async () => (await leaseOf(victim.id)).ending?.kind === 'preempted');
+  expect((await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { preemption: null } })).status).toBe(200);
+  await waitFor('the victim to be told it stays', async () => (await leaseOf(victim.id)).ending === null);
+  const withdrawn = (await commandsOf(victim.id)).find((c) => c.kind === 'withdraw_ending');
+  expect(withdrawn?.message).toContain(`blueprint ${name} preempts no more`);
+  expect((await leaseOf(urgent.id)).state).toBe('pending');
+  expect((await env.as.user.post(`/v1/leases/${urgent.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
+  expect((await env.as.user.post(`/v1/leases/${victim.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
+});
