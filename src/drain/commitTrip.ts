@@ -44,7 +44,8 @@ export function commitTrip(input: CommitTripInput): RoundTrip<CommitReads> {
   const { step, statements, room, wanted } = input;
   const trip = new RoundTrip<CommitReads>();
   if (input.commits) {
-    const opening = step.inTransaction ? [settings(GENERIC_PLANS)] : ['begin', settings(NO_SEQ_SCANS, GENERIC_PLANS), step.lockVersions];
+    // A step that decided in its transaction opened it with the settings (decideStep).
+    const opening = step.inTransaction ? [] : ['begin', settings(NO_SEQ_SCANS, GENERIC_PLANS), step.lockVersions];
     trip
       .add(...opening)
       .read(

@@ -13,6 +13,7 @@ import { commandContext, type PlanningParts } from './planCommands.ts';
 import { RoundTrip, type RoundTripResults } from './roundTrip.ts';
 import type { RunningMarks } from './runningMarks.ts';
 import { lockVersionsStatement } from './sql/lockVersions.ts';
+import { GENERIC_PLANS } from '../db/genericPlans.ts';
 import { NO_SEQ_SCANS, settings } from './sql/laneTransactions.ts';
 
 /**
@@ -71,7 +72,8 @@ export async function decideStep(lane: DecidingLane, planned: readonly Planned[]
     );
   const trx = kyselyOnClient(lane.client);
   // The transaction's opening goes out with the first batches, those of the first kind decided.
-  let unopened: (string | CompiledQuery)[] = inTransaction ? ['begin', settings(NO_SEQ_SCANS), lockVersions] : [];
+  // Generic plans from the start: lockVersions is the drain's own statement, prepared per connection as the commit's are.
+  let unopened: (string | CompiledQuery)[] = inTransaction ? ['begin', settings(NO_SEQ_SCANS, GENERIC_PLANS), lockVersions] : [];
   const sendBatches = async (kind: ObjectKind) => {
     const due = batches.get(kind) ?? [];
     batches.delete(kind);
