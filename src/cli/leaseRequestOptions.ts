@@ -21,6 +21,8 @@ export interface LeaseRequestOptions {
   readonly team?: string;
   /** false with --no-queue: refused at once when a quota is reached. */
   readonly queue: boolean;
+  /** With --not-preemptible. */
+  readonly notPreemptible?: boolean;
   readonly reason?: string;
 }
 
@@ -50,12 +52,16 @@ export function addLeaseRequestOptions(command: Command, heartbeatDefault: strin
       parseWith(Duration),
     )
     .option('--team <name>', "the team the lease counts for (default: default; remote mode: the token's team)", parseWith(TeamNameSchema))
-    .option('--no-queue', 'refuse at once, rather than wait in line, if a quota of the team or holder is reached');
+    .option('--no-queue', 'refuse at once, rather than wait in line, if a quota of the team or holder is reached')
+    .option(
+      '--not-preemptible',
+      "not to be preempted by a blueprint that preempts (refused at once beyond the team's allowance, its preemption's protected setting)",
+    );
 }
 
 /** The request the options describe. */
 export function leaseRequestOf(options: LeaseRequestOptions): LeaseRequest {
-  const { blueprint, selector, holder, expiresIn, heartbeat, waitTimeout, priority, team, queue, reason } = options;
+  const { blueprint, selector, holder, expiresIn, heartbeat, waitTimeout, priority, team, queue, notPreemptible, reason } = options;
   return {
     blueprint,
     selector,
@@ -66,6 +72,7 @@ export function leaseRequestOf(options: LeaseRequestOptions): LeaseRequest {
     priority,
     team,
     ...(queue ? {} : { queue: false }),
+    ...(notPreemptible ? { preemptible: false } : {}),
     reason,
   };
 }

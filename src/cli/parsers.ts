@@ -7,6 +7,7 @@ import { findUnstorable } from '../domain/storableValue.ts';
 import { stateFilterOf } from '../read/stateFilter.ts';
 import { DRIVERS } from '../drivers/registry.ts';
 import { DURATION_UNITS_MS } from '../domain/durations.ts';
+import { PreemptionSettingsSchema } from '../domain/preemption.ts';
 
 /**
  * Every command-line value, validated by a zod schema. `parseWith` makes one
@@ -56,6 +57,49 @@ export const OnOff = z.enum(['on', 'off'], { error: 'expected on or off' }).tran
 
 /** A duration, or `off` (kept as the word: commander turns an option's null into an empty string). */
 export const DurationOrOff = z.union([z.literal('off'), Duration]);
+
+/** The CLI's names of a blueprint's preemption settings (domain/preemption.ts), each read from its text. */
+const PREEMPTION_KEYS = {
+  margin: ['priorityMargin', z.coerce.number()],
+  'min-runtime': ['minRuntimeMs', Duration],
+  grace: ['graceMs', Duration],
+  protected: ['protectedPerTeam', z.coerce.number()],
+} as const;
+
+/**
+ * `--preemption margin=3,min-runtime=10m,grace=2m,protected=1` (each
+ * optional; the others take their defaults), `on` for all the defaults, or
+ * `off`: the API's preemption object, or null.
+ */
+export const PreemptionArg = z.union([
+  z.literal('off').transform(() => null),
+  z.literal('on').transform(() => PreemptionSettingsSchema.parse({})),
+  z
+    .string()
+    .regex(
+      /^[a-z-]+=[^,=]+(,[a-z-]+=[^,=]+)*$/,
+      `expected on, off, or key=value pairs of ${Object.keys(PREEMPTION_KEYS).join(', ')} (e.g. margin=3,grace=2m)`,
+    )
+    .transform((text, ctx) => {
+      const settings: Record<string, unknown> = {};
+      for (const pair of text.split(',')) {
+        const [key, value] = pair.split('=') as [string, string];
+        const known = PREEMPTION_KEYS[key as keyof typeof PREEMPTION_KEYS];
+        if (!known) {
+          ctx.addIssue({ code: 'custom', message: `unknown preemption setting ${key}: expected ${Object.keys(PREEMPTION_KEYS).join(', ')}` });
+          return z.NEVER;
+        }
+        const parsed = known[1].safeParse(value);
+        if (!parsed.success) {
+          ctx.addIssue({ code: 'custom', message: `${key}: ${describeZodIssues(parsed.error.issues)}` });
+          return z.NEVER;
+        }
+        settings[known[0]] = parsed.data;
+      }
+      return settings;
+    })
+    .pipe(PreemptionSettingsSchema),
+]);
 
 export const textUpTo = (max: number) => z.string().trim().min(1, 'expected some text').max(max, `expected at most ${max} characters`);
 

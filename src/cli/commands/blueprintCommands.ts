@@ -6,11 +6,24 @@ import type { BlueprintRef } from '../../read/blueprints.ts';
 import { readHistory } from '../../read/objectHistory.ts';
 import { blueprintDetailOf, blueprintOf, historyOf, listedBlueprintOf, orphanOf, pageOf } from '../../api/shapes.ts';
 import { ORPHANS_SETTINGS, type OrphansSetting, OrphansSettingSchema } from '../../domain/orphans.ts';
+import type { PreemptionSettings } from '../../domain/preemption.ts';
 import { pageTable } from '../format.ts';
 import { later } from '../later.ts';
 import { addPageOptions, addStateOptions, addWaitOptions, stateFilter, type StateListOptions, type WaitOptions } from '../options.ts';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
-import { BlueprintStateArg, countBetween, DriverName, Duration, DurationOrOff, JsonObject, LabelArg, OnOff, parseWith, Setting } from '../parsers.ts';
+import {
+  BlueprintStateArg,
+  countBetween,
+  DriverName,
+  Duration,
+  DurationOrOff,
+  JsonObject,
+  LabelArg,
+  OnOff,
+  parseWith,
+  PreemptionArg,
+  Setting,
+} from '../parsers.ts';
 import { withOldNames } from '../oldNames.ts';
 import { requestCommand } from '../requestCommand.ts';
 import { withSession } from '../session.ts';
@@ -34,6 +47,7 @@ interface CreateOptions {
   /** Milliseconds. */
   readonly maxHold?: number;
   readonly fairShareHalfLife?: number;
+  readonly preemption?: PreemptionSettings | null;
   readonly settings?: Record<string, unknown>;
   /** From repeated --setting key=value. */
   readonly setting?: Record<string, unknown>;
@@ -55,6 +69,8 @@ interface LimitsOptions {
   readonly maxHold?: number | 'off';
   /** Milliseconds. */
   readonly fairShareHalfLife?: number;
+  /** Null with `off`. */
+  readonly preemption?: PreemptionSettings | null;
   readonly label?: Record<string, string>;
   readonly orphans?: OrphansSetting;
 }
@@ -139,6 +155,7 @@ export function addBlueprintCommands(program: Command): void {
       parseWith(Duration),
     )
     .option(...HALF_LIFE_OPTION)
+    .option(...PREEMPTION_OPTION)
     .option(...LABEL_OPTION)
     .option(...ORPHANS_OPTION)
     .option('--settings <json>', 'driver settings as a JSON object', parseWith(JsonObject))
@@ -146,7 +163,7 @@ export function addBlueprintCommands(program: Command): void {
     .action((options: CreateOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         // The options named as the blueprint's fields pass as they are; durations become milliseconds.
-        const { idleTimeout, checkInterval, priorityStep, maxHold, fairShareHalfLife, settings, setting, label, ...named } = options;
+        const { idleTimeout, checkInterval, priorityStep, maxHold, fairShareHalfLife, preemption, settings, setting, label, ...named } = options;
         const input = {
           ...named,
           labels: label,
@@ -156,6 +173,7 @@ export function addBlueprintCommands(program: Command): void {
           priorityStepMs: stepMs(priorityStep),
           maxHoldMs: maxHold,
           fairShareHalfLifeMs: fairShareHalfLife,
+          ...(preemption ? { preemption } : {}),
         };
         const created = blueprintOf(await createBlueprint(db, input, cliActor()));
         out.result(created, (b) => `created ${renderBlueprint(b)}`);
@@ -207,23 +225,25 @@ export function addBlueprintCommands(program: Command): void {
     .option(...PRIORITY_STEP_OPTION)
     .option('--max-hold <duration|off>', 'the longest a lease granted from now on may be held (e.g. 2h), or off', parseWith(DurationOrOff))
     .option(...HALF_LIFE_OPTION)
+    .option(...PREEMPTION_OPTION)
     .option(...LABEL_OPTION)
     .option(...ORPHANS_OPTION)
     .action((ref: BlueprintRef, options: LimitsOptions, command: Command) =>
       withSession(command, async ({ db, out }) => {
         const { updateBlueprint } = await blueprintChanges();
-        const { checkInterval, priorityStep, maxHold, fairShareHalfLife, label, ...limits } = options;
+        const { checkInterval, priorityStep, maxHold, fairShareHalfLife, preemption, label, ...limits } = options;
         const changes = {
           ...limits,
           ...(checkInterval === undefined ? {} : { checkIntervalMs: checkInterval === 'off' ? null : checkInterval }),
           ...(priorityStep === undefined ? {} : { priorityStepMs: stepMs(priorityStep) }),
           ...(maxHold === undefined ? {} : { maxHoldMs: maxHold === 'off' ? null : maxHold }),
+          ...(preemption === undefined ? {} : { preemption }),
           ...(fairShareHalfLife === undefined ? {} : { fairShareHalfLifeMs: fairShareHalfLife }),
           ...(label === undefined ? {} : { labels: label }),
         };
         if (Object.keys(changes).length === 0) {
           throw new InvalidInputError(
-            'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --max-hold <duration|off>, --fair-share-half-life <duration>, --label <key=value>, --orphans <report|destroy>',
+            'give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --max-hold <duration|off>, --fair-share-half-life <duration>, --preemption <on|off|settings>, --label <key=value>, --orphans <report|destroy>',
           );
         }
         const changed = blueprintOf(await withTransaction(db, (trx) => updateBlueprint(trx, ref, changes, cliActor())));
@@ -308,6 +328,12 @@ const PRIORITY_STEP_OPTION = [
 ] as const;
 
 /** `blueprint create` and `blueprint limits` take the same --fair-share-half-life. */
+const PREEMPTION_OPTION = [
+  '--preemption <on|off|settings>',
+  'take slots back from active leases for waiting leases of higher priority: on (the defaults), off, or margin=<levels>,min-runtime=<duration>,grace=<duration>,protected=<leases per team>, e.g. margin=3,grace=2m',
+  parseWith(PreemptionArg),
+] as const;
+
 const HALF_LIFE_OPTION = [
   '--fair-share-half-life <duration>',
   'how fast what a team used at the blueprint is forgotten, for fair share (default 1h)',

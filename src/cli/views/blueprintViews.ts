@@ -1,3 +1,4 @@
+import { describePreemption } from '../../domain/preemption.ts';
 import { describePriorityStep } from '../../domain/priority.ts';
 import { describeLongestHold } from '../../domain/ending.ts';
 import { describeHalfLife } from '../../domain/fairShare.ts';
@@ -38,6 +39,7 @@ export function renderBlueprint(blueprint: Blueprint & { readonly slotsPerResour
     ['priorities', describePriorityStep(blueprint.priorityStepMs)],
     ['longest hold', describeLongestHold(blueprint.maxHoldMs)],
     ['fair share', describeHalfLife(blueprint.fairShareHalfLifeMs)],
+    ['preemption', describePreemption(blueprint.preemption)],
     ['labels', formatLabels(blueprint.labels)],
     ['orphans', `${blueprint.orphans}: ${ORPHANS_SETTINGS[blueprint.orphans]}`],
     ['leases/resource', describeSlotsPerResource(blueprint.leasesPerResource, blueprint.slotsPerResource)],

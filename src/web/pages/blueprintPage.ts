@@ -1,3 +1,4 @@
+import { describePreemption, preemptionOf } from '../../domain/preemption.ts';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -64,6 +65,7 @@ ${await renderNotice(db, query)}
   <dt>Checks</dt><dd>${blueprint.check_interval_ms === null ? 'none: resources are trusted as made' : `each resource every ${formatDuration(blueprint.check_interval_ms)}`}</dd>
   <dt>Priorities</dt><dd>${describePriorityStep(blueprint.priority_step_ms)}</dd>
   <dt>Longest hold</dt><dd>${describeLongestHold(blueprint.max_hold_ms)}</dd>
+  <dt>Preemption</dt><dd>${describePreemption(preemptionOf(blueprint.preemption))}</dd>
   <dt>Fair share</dt><dd>${describeHalfLife(blueprint.fair_share_half_life_ms)}</dd>
   <dt>Labels</dt><dd>${labelList(blueprint.labels)}</dd>
   <dt>Orphans</dt><dd>${blueprint.orphans}: ${ORPHANS_SETTINGS[blueprint.orphans]}</dd>
