@@ -7,7 +7,7 @@ import { findUnstorable } from '../domain/storableValue.ts';
 import { stateFilterOf } from '../read/stateFilter.ts';
 import { DRIVERS } from '../drivers/registry.ts';
 import { DURATION_UNITS_MS } from '../domain/durations.ts';
-import { PreemptionSettingsSchema } from '../domain/preemption.ts';
+import { type PreemptionSettings, PreemptionSettingsSchema } from '../domain/preemption.ts';
 
 /**
  * Every command-line value, validated by a zod schema. `parseWith` makes one
@@ -69,37 +69,35 @@ const PREEMPTION_KEYS = {
 /**
  * `--preemption margin=3,min-runtime=10m,grace=2m,protected=1` (each
  * optional; the others take their defaults), `on` for all the defaults, or
- * `off`: the API's preemption object, or null.
+ * `off` (the API's null).
  */
-export const PreemptionArg = z.union([
-  z.literal('off').transform(() => null),
-  z.literal('on').transform(() => PreemptionSettingsSchema.parse({})),
-  z
-    .string()
-    .regex(
-      /^[a-z-]+=[^,=]+(,[a-z-]+=[^,=]+)*$/,
-      `expected on, off, or key=value pairs of ${Object.keys(PREEMPTION_KEYS).join(', ')} (e.g. margin=3,grace=2m)`,
-    )
-    .transform((text, ctx) => {
-      const settings: Record<string, unknown> = {};
-      for (const pair of text.split(',')) {
-        const [key, value] = pair.split('=') as [string, string];
-        const known = PREEMPTION_KEYS[key as keyof typeof PREEMPTION_KEYS];
-        if (!known) {
-          ctx.addIssue({ code: 'custom', message: `unknown preemption setting ${key}: expected ${Object.keys(PREEMPTION_KEYS).join(', ')}` });
-          return z.NEVER;
-        }
-        const parsed = known[1].safeParse(value);
-        if (!parsed.success) {
-          ctx.addIssue({ code: 'custom', message: `${key}: ${describeZodIssues(parsed.error.issues)}` });
-          return z.NEVER;
-        }
-        settings[known[0]] = parsed.data;
+export const PreemptionArg = z.string().transform((text, ctx): PreemptionSettings | 'off' => {
+  if (text === 'off') return 'off';
+  const settings: Record<string, unknown> = {};
+  if (text !== 'on') {
+    for (const pair of text.split(',')) {
+      const [key = '', value, ...more] = pair.split('=');
+      const known = PREEMPTION_KEYS[key as keyof typeof PREEMPTION_KEYS];
+      if (!known || value === undefined || more.length > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${known ? `expected ${key}=<value>` : `unknown preemption setting ${key}`}: expected on, off, or key=value pairs of ${Object.keys(PREEMPTION_KEYS).join(', ')} (e.g. margin=3,grace=2m)`,
+        });
+        return z.NEVER;
       }
-      return settings;
-    })
-    .pipe(PreemptionSettingsSchema),
-]);
+      const parsed = known[1].safeParse(value);
+      if (!parsed.success) {
+        ctx.addIssue({ code: 'custom', message: `${key}: ${describeZodIssues(parsed.error.issues)}` });
+        return z.NEVER;
+      }
+      settings[known[0]] = parsed.data;
+    }
+  }
+  const checked = PreemptionSettingsSchema.safeParse(settings);
+  if (checked.success) return checked.data;
+  ctx.addIssue({ code: 'custom', message: describeZodIssues(checked.error.issues) });
+  return z.NEVER;
+});
 
 export const textUpTo = (max: number) => z.string().trim().min(1, 'expected some text').max(max, `expected at most ${max} characters`);
 

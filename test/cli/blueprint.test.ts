@@ -121,8 +121,20 @@ test('blueprint limits, disable and enable change the blueprint as the API does,
   const none = await env.cli('blueprint', 'limits', 'dirs');
   expect(none.code).toBe(2);
   expect(none.stderr).toBe(
-    'error: give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --max-hold <duration|off>, --fair-share-half-life <duration>, --label <key=value>, --orphans <report|destroy>\n',
+    'error: give at least one of --max-resources <n>, --leases-per-resource <n>, --check-interval <duration|off>, --clean-between-leases <on|off>, --clean-attempts <n>, --priority-step <duration|off>, --max-hold <duration|off>, --fair-share-half-life <duration>, --preemption <on|off|settings>, --label <key=value>, --orphans <report|destroy>\n',
   );
+  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--preemption', 'margin=3,grace=2m'))).toMatchObject({
+    preemption: { priorityMargin: 3, minRuntimeMs: 0, graceMs: 120_000, protectedPerTeam: 0 },
+  });
+  const unknown = await env.cli('blueprint', 'limits', 'dirs', '--preemption', 'margin=3,patience=1m');
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toContain(
+    'unknown preemption setting patience: expected on, off, or key=value pairs of margin, min-runtime, grace, protected',
+  );
+  const zero = await env.cli('blueprint', 'limits', 'dirs', '--preemption', 'margin=0');
+  expect(zero.code).toBe(2);
+  expect(zero.stderr).toContain('expected a margin of 1 to 9');
+  expect(parseJson(await env.cli('--json', 'blueprint', 'limits', 'dirs', '--preemption', 'off'))).toMatchObject({ preemption: null });
 
   const disabled = await env.cli('blueprint', 'disable', 'dirs');
   expect(disabled.code).toBe(0);
@@ -147,6 +159,9 @@ test('blueprint limits, disable and enable change the blueprint as the API does,
     { type: 'updated', to_state: null },
     { type: 'updated', to_state: null },
     { type: 'updated', to_state: null },
+    { type: 'updated', to_state: null },
+    { type: 'updated', to_state: null },
+    // --preemption set, then off.
     { type: 'updated', to_state: null },
     { type: 'updated', to_state: null },
     { type: 'state', to_state: 'disabled' },

@@ -47,7 +47,7 @@ interface CreateOptions {
   /** Milliseconds. */
   readonly maxHold?: number;
   readonly fairShareHalfLife?: number;
-  readonly preemption?: PreemptionSettings | null;
+  readonly preemption?: PreemptionSettings | 'off';
   readonly settings?: Record<string, unknown>;
   /** From repeated --setting key=value. */
   readonly setting?: Record<string, unknown>;
@@ -69,8 +69,7 @@ interface LimitsOptions {
   readonly maxHold?: number | 'off';
   /** Milliseconds. */
   readonly fairShareHalfLife?: number;
-  /** Null with `off`. */
-  readonly preemption?: PreemptionSettings | null;
+  readonly preemption?: PreemptionSettings | 'off';
   readonly label?: Record<string, string>;
   readonly orphans?: OrphansSetting;
 }
@@ -173,7 +172,7 @@ export function addBlueprintCommands(program: Command): void {
           priorityStepMs: stepMs(priorityStep),
           maxHoldMs: maxHold,
           fairShareHalfLifeMs: fairShareHalfLife,
-          ...(preemption ? { preemption } : {}),
+          ...(preemption === undefined || preemption === 'off' ? {} : { preemption }),
         };
         const created = blueprintOf(await createBlueprint(db, input, cliActor()));
         out.result(created, (b) => `created ${renderBlueprint(b)}`);
@@ -237,7 +236,7 @@ export function addBlueprintCommands(program: Command): void {
           ...(checkInterval === undefined ? {} : { checkIntervalMs: checkInterval === 'off' ? null : checkInterval }),
           ...(priorityStep === undefined ? {} : { priorityStepMs: stepMs(priorityStep) }),
           ...(maxHold === undefined ? {} : { maxHoldMs: maxHold === 'off' ? null : maxHold }),
-          ...(preemption === undefined ? {} : { preemption }),
+          ...(preemption === undefined ? {} : { preemption: preemption === 'off' ? null : preemption }),
           ...(fairShareHalfLife === undefined ? {} : { fairShareHalfLifeMs: fairShareHalfLife }),
           ...(label === undefined ? {} : { labels: label }),
         };
