@@ -20,6 +20,8 @@ export interface PreemptionUnderWay {
   readonly victimHolds: boolean;
   /** The lease it is for still waits in the blueprint's line, with no slot. */
   readonly forWaits: boolean;
+  /** The resource still grants slots (not gone, cordoned or quarantined): the victim's slot will be free there. */
+  readonly resourceGrants: boolean;
   /** The lease it is for, as the line serves it. */
   readonly forLease: {
     readonly team: string;
@@ -35,16 +37,19 @@ export interface PreemptionUnderWay {
 /** The blueprint's preemptions under way, oldest first. */
 export async function readPreemptions(trx: Db, blueprintId: number): Promise<PreemptionUnderWay[]> {
   const holding = statesWith('lease', 'holdsSlot').map((state) => sql.lit(state));
+  const granting = statesWith('resource', 'grantsSlots').map((state) => sql.lit(state));
   const { rows } = await sql<PreemptionUnderWay>`
     select p.victim_lease_id as "victimLeaseId", p.for_lease_id as "forLeaseId", p.resource_id as "resourceId",
            p.ends_by as "endsBy", p.reason,
            (v.state in (${sql.join(holding)}) and v.resource_id = p.resource_id) as "victimHolds",
            (f.state = 'pending' and f.resource_id is null and w.lease_id is not null) as "forWaits",
+           (r.state in (${sql.join(granting)})) as "resourceGrants",
            json_build_object('team', f.team, 'holder', f.holder, 'priority', f.priority, 'selector', f.selector,
              'requestedAt', f.created_at, 'since', w.since) as "forLease"
     from preemptions p
     join leases v on v.id = p.victim_lease_id
     join leases f on f.id = p.for_lease_id
+    join resources r on r.id = p.resource_id
     left join blueprint_waiters w on w.lease_id = p.for_lease_id and w.blueprint_id = p.blueprint_id
     where p.blueprint_id = ${blueprintId}
     order by p.created_at, p.victim_lease_id

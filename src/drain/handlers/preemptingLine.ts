@@ -46,12 +46,15 @@ export class PreemptingLine {
     private readonly settings: PreemptionSettings | null,
     underWay: readonly PreemptionUnderWay[],
   ) {
+    const freed: PreemptionUnderWay[] = [];
     for (const p of underWay) {
       if (p.forWaits && p.victimHolds && settings !== null) this.kept.push(p);
       else if (p.victimHolds) this.orphaned.set(p.victimLeaseId, p);
-      else if (!p.forWaits) this.over.push(p.victimLeaseId);
+      // The victim's slot is the waiting lease's, once its resource grants it (a resource gone or taken out of service has none to give).
+      else if (p.forWaits && p.resourceGrants) freed.push(p);
+      else this.over.push(p.victimLeaseId);
     }
-    this.freed = underWay.filter((p) => p.forWaits && !p.victimHolds);
+    this.freed = freed;
   }
 
   /** Preemptions whose victim has given its slot back, for the lease that waits for it: served first. */
@@ -76,7 +79,7 @@ export class PreemptingLine {
     this.over.push(p.victimLeaseId);
   }
 
-  /** A freed preemption whose slot is not free yet (being cleaned): it stands until it is. */
+  /** A freed preemption whose slot is not free yet (being cleaned, or promised to an acquire on its way): it stands until it is. */
   stillFreeing(p: PreemptionUnderWay): void {
     this.kept.push(p);
   }
@@ -96,10 +99,11 @@ export class PreemptingLine {
   async decide(waiting: readonly LineCandidate[], served: ReadonlySet<number>, weighing: Weighing, now: Date): Promise<void> {
     for (let i = this.kept.length - 1; i >= 0; i--) {
       const p = this.kept[i]!;
-      if (served.has(p.forLeaseId)) {
-        this.orphaned.set(p.victimLeaseId, p);
-        this.kept.splice(i, 1);
-      }
+      if (!served.has(p.forLeaseId)) continue;
+      this.kept.splice(i, 1);
+      // Served elsewhere: a victim that still holds its slot keeps it, and is told so.
+      if (p.victimHolds) this.orphaned.set(p.victimLeaseId, p);
+      else this.over.push(p.victimLeaseId);
     }
     await deletePreemptions(this.trx, [...this.over, ...this.orphaned.keys()]);
     if (this.settings !== null) await this.preempt(this.settings, waiting, weighing, now);
