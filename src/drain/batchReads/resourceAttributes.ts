@@ -1,3 +1,4 @@
+import { compiledOnce } from '../../db/compiledOnce.ts';
 import type { Db } from '../../db/Database.ts';
 import type { BatchRead } from '../Handler.ts';
 
@@ -14,11 +15,17 @@ export function resourceAttributes<C>(keyOf: (ctx: C) => number | undefined): Ba
   return { key: keyOf, load: loadResourceAttributes };
 }
 
+/** Read at every grant and release: compiled once. */
+const readAttributes = compiledOnce(
+  (db, ids: readonly number[]) =>
+    db
+      .selectFrom('resources')
+      .select(['id', 'attributes'])
+      .where('id', '=', (eb) => eb.fn.any(eb.val(ids))),
+  [],
+);
+
 async function loadResourceAttributes(db: Db, ids: readonly number[]): Promise<ReadonlyMap<number, ResourceIdentity>> {
-  const rows = await db
-    .selectFrom('resources')
-    .select(['id', 'attributes'])
-    .where('id', '=', (eb) => eb.fn.any(eb.val([...ids])))
-    .execute();
+  const { rows } = await db.executeQuery(readAttributes(ids));
   return new Map(rows.map((r) => [r.id, { id: r.id, attributes: r.attributes as Record<string, unknown> }]));
 }
