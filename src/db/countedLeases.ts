@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { compiledOnce } from './compiledOnce.ts';
 import type { Db } from './Database.ts';
 import { type Counted, covers, type Quota, quotaReached } from '../domain/quotas.ts';
 import { perStep } from './perStep.ts';
@@ -86,14 +87,20 @@ export async function quotasFor(trx: Db, blueprintId: number): Promise<Quota[]> 
 
 const overallLocked = perStep(() => ({ locked: false }));
 
+/** Read at every request for a slot: compiled once. */
+const readQuotasQuery = compiledOnce(
+  (db, blueprintId: number) =>
+    db
+      .selectFrom('quotas')
+      .select(['id', 'team', 'holder', 'blueprint_id', 'max_leases'])
+      .where((eb) => eb.or([eb('blueprint_id', '=', blueprintId), eb('blueprint_id', 'is', null)]))
+      .orderBy('id'),
+  0,
+);
+
 /** The quotas that may cover leases at `blueprintId`, unlocked (for a request's look ahead, see quotaReachedNow). */
 async function readQuotas(trx: Db, blueprintId: number): Promise<Quota[]> {
-  const rows = await trx
-    .selectFrom('quotas')
-    .select(['id', 'team', 'holder', 'blueprint_id', 'max_leases'])
-    .where((eb) => eb.or([eb('blueprint_id', '=', blueprintId), eb('blueprint_id', 'is', null)]))
-    .orderBy('id')
-    .execute();
+  const { rows } = await trx.executeQuery(readQuotasQuery(blueprintId));
   return rows.map((q) => ({ team: q.team, holder: q.holder, blueprintId: q.blueprint_id, maxLeases: q.max_leases }));
 }
 

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { CommandRow, CommandStatus } from '../../../migrations/schema.ts';
+import { compiledOnce } from '../../db/compiledOnce.ts';
 import type { Db } from '../../db/Database.ts';
 import { executePrepared } from '../../db/PreparingClient.ts';
 import { COMMAND_KINDS } from '../../domain/commandKinds.ts';
@@ -75,32 +76,41 @@ export function forgetRequestingLeases(trx: Db): void {
   readInStep(trx).clear();
 }
 
-/** Prepared (executePrepared): its constants are literals, so the partial indexes it relies on serve whatever plan PostgreSQL keeps. */
+/**
+ * Prepared (executePrepared): its constants are literals, so the partial
+ * indexes it relies on serve whatever plan PostgreSQL keeps. Compiled once:
+ * every request for a slot reads it.
+ */
+const readLeasesQuery = compiledOnce(
+  (db, ids: readonly number[]) =>
+    db
+      .selectFrom('leases as l')
+      .select(['l.id', 'l.state', 'l.resource_id', 'l.created_at', 'l.priority', 'l.team', 'l.holder', 'l.selector'])
+      .select((eb) =>
+        eb
+          .selectFrom('resources as r')
+          .select('r.id')
+          .whereRef('r.allocated_for_lease_id', '=', 'l.id')
+          .where('r.state', 'in', [sql.lit('pending'), sql.lit('active')])
+          .limit(sql.lit(1))
+          .as('making'),
+      )
+      .select((eb) =>
+        eb
+          .selectFrom('commands as c')
+          .select('c.target_id')
+          .where('c.target_kind', '=', sql.lit('resource'))
+          .where('c.kind', '=', sql.lit('acquire'))
+          .where('c.status', 'in', [sql.lit<CommandStatus>('queued'), sql.lit<CommandStatus>('running')])
+          .where(sql<boolean>`(c.payload->>'leaseId')::bigint = l.id`)
+          .limit(sql.lit(1))
+          .as('sentTo'),
+      )
+      .select((eb) => eb.selectFrom('resource_slots as s').select('s.resource_id').whereRef('s.lease_id', '=', 'l.id').as('holding'))
+      .where('l.id', '=', (eb) => eb.fn.any(eb.val(ids))),
+  [],
+);
+
 function readLeases(trx: Db, ids: readonly number[]) {
-  const query = trx
-    .selectFrom('leases as l')
-    .select(['l.id', 'l.state', 'l.resource_id', 'l.created_at', 'l.priority', 'l.team', 'l.holder', 'l.selector'])
-    .select((eb) =>
-      eb
-        .selectFrom('resources as r')
-        .select('r.id')
-        .whereRef('r.allocated_for_lease_id', '=', 'l.id')
-        .where('r.state', 'in', [sql.lit('pending'), sql.lit('active')])
-        .limit(1)
-        .as('making'),
-    )
-    .select((eb) =>
-      eb
-        .selectFrom('commands as c')
-        .select('c.target_id')
-        .where('c.target_kind', '=', sql.lit('resource'))
-        .where('c.kind', '=', sql.lit('acquire'))
-        .where('c.status', 'in', [sql.lit<CommandStatus>('queued'), sql.lit<CommandStatus>('running')])
-        .where(sql<boolean>`(c.payload->>'leaseId')::bigint = l.id`)
-        .limit(1)
-        .as('sentTo'),
-    )
-    .select((eb) => eb.selectFrom('resource_slots as s').select('s.resource_id').whereRef('s.lease_id', '=', 'l.id').as('holding'))
-    .where('l.id', '=', (eb) => eb.fn.any(eb.val([...new Set(ids)])));
-  return executePrepared(trx, query);
+  return executePrepared(trx, readLeasesQuery([...new Set(ids)]));
 }
