@@ -51,6 +51,21 @@ export class PreparingClient extends pg.Client {
  */
 export async function executePrepared<R>(db: Db, query: Compilable<R>): Promise<R[]> {
   const { sql, parameters } = query.compile();
-  const { rows } = await db.executeQuery<R>(CompiledQuery.raw(`${PREPARED_MARK} ${sql}`, [...parameters]));
+  const { rows } = await db.executeQuery<R>(CompiledQuery.raw(markedText(sql), [...parameters]));
   return rows;
+}
+
+/**
+ * The text with its mark, the same string for the same text: a statement
+ * compiled once (compiledOnce.ts) is then named (statementName) from a
+ * string whose hash is already known, rather than a new one each call.
+ */
+const marked = new Map<string, string>();
+function markedText(sql: string): string {
+  let text = marked.get(sql);
+  if (text === undefined) {
+    text = `${PREPARED_MARK} ${sql}`;
+    marked.set(sql, text);
+  }
+  return text;
 }
