@@ -1,6 +1,6 @@
 import { type CompiledQuery, sql } from 'kysely';
 import type { CommandRow } from '../../migrations/schema.ts';
-import { compileOnly } from '../db/compileOnly.ts';
+import { compiledOnce } from '../db/compiledOnce.ts';
 import type { Db } from '../db/Database.ts';
 import { OBJECT_TABLE, type ObjectRef } from '../db/objectTables.ts';
 
@@ -62,10 +62,20 @@ export async function readCommandTrees(db: Db, queries: readonly TreeQuery[]): P
 
 /** The statement readCommandTrees sends, for a caller that sends it another way (CommandTreeReads). */
 export function commandTreesStatement(queries: readonly TreeQuery[]): CompiledQuery {
-  return sql`
+  return treesStatement(
+    queries.map((q) => q.rootId),
+    queries.map((q) => q.object?.kind ?? null),
+    queries.map((q) => q.object?.id ?? null),
+  ).compile();
+}
+
+/** Every `?wait` answer reads it: compiled once. */
+const treesStatement = compiledOnce(
+  (db, roots: readonly number[], kinds: readonly (string | null)[], ids: readonly (number | null)[]) => ({
+    compile: () =>
+      sql`
     with recursive asked as (
-      select * from unnest(${queries.map((q) => q.rootId)}::bigint[], ${queries.map((q) => q.object?.kind ?? null)}::text[],
-                           ${queries.map((q) => q.object?.id ?? null)}::bigint[]) with ordinality as a(root_id, object_kind, object_id, n)
+      select * from unnest(${roots}::bigint[], ${kinds}::text[], ${ids}::bigint[]) with ordinality as a(root_id, object_kind, object_id, n)
     ),
     tree as (
       select c.*, 0 as depth, a.n as tree_query, array[c.id] as tree_path
@@ -77,8 +87,12 @@ export function commandTreesStatement(queries: readonly TreeQuery[]): CompiledQu
     select tree.*, case when tree.depth = 0 then (${objectStateSql}) end as object_state
       from tree join asked a on a.n = tree.tree_query
      order by tree.tree_query, tree.tree_path
-  `.compile(COMPILER);
-}
+  `.compile(db),
+  }),
+  [],
+  [],
+  [],
+);
 
 /** The `count` trees asked for, from the statement's rows (commandTreesStatement). */
 export function treesRead(count: number, rows: readonly unknown[]): TreeRead[] {
@@ -91,5 +105,3 @@ export function treesRead(count: number, rows: readonly unknown[]): TreeRead[] {
   }
   return reads;
 }
-
-const COMPILER = compileOnly('command trees are compiled here and sent by their reader');
