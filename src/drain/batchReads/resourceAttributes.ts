@@ -1,5 +1,6 @@
 import { compiledOnce } from '../../db/compiledOnce.ts';
 import type { Db } from '../../db/Database.ts';
+import { executePrepared } from '../../db/PreparingClient.ts';
 import type { BatchRead } from '../Handler.ts';
 
 export interface ResourceIdentity {
@@ -15,7 +16,7 @@ export function resourceAttributes<C>(keyOf: (ctx: C) => number | undefined): Ba
   return { key: keyOf, load: loadResourceAttributes };
 }
 
-/** Read at every grant and release: compiled once. */
+/** Read at every grant and release: compiled once, and prepared on each connection (executePrepared), as its parsing and planning cost the server more than running it. */
 const readAttributes = compiledOnce(
   (db, ids: readonly number[]) =>
     db
@@ -26,6 +27,6 @@ const readAttributes = compiledOnce(
 );
 
 async function loadResourceAttributes(db: Db, ids: readonly number[]): Promise<ReadonlyMap<number, ResourceIdentity>> {
-  const { rows } = await db.executeQuery(readAttributes(ids));
+  const rows = await executePrepared(db, readAttributes(ids));
   return new Map(rows.map((r) => [r.id, { id: r.id, attributes: r.attributes as Record<string, unknown> }]));
 }
