@@ -7,7 +7,7 @@ const COMPILER = compileOnly('statements compiled once are built with this; it r
 /**
  * A query built and compiled with Kysely once, when its module loads, and
  * run with new parameter values: `build` gets a Kysely that compiles only,
- * and `example` values for its parameters, each to be used once, in the
+ * and `example` values for its parameters (distinct ones), each to be used once, in the
  * order the text numbers them (`$1`, `$2`, ...), which is checked here. A hot statement whose shape never changes (only its
  * values) then costs no query building at each call: building and compiling
  * a read with Kysely took longer in the process than the read took on the
