@@ -297,7 +297,9 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
       joinedWhy = competition.describeBlock(newcomer) ?? (newcomer.selector && !(await fits(newcomer)) ? noMatch(newcomer.selector) : undefined);
   }
 
-  if (preempting) {
+  // Nothing to preempt for, nor to settle, when the lease that asked at an empty line was served (the common request).
+  const nobodyWaits = competition?.lineWasEmpty === true && newcomer === undefined && underWay.length === 0;
+  if (preempting && !nobodyWaits) {
     const weighing = await weigh();
     const waiting = [
       ...(newcomer ? [newcomer] : []),
