@@ -320,7 +320,7 @@ export class DrainLane {
       settled: held.filter((ref) => !this.inFlight.has(keyOf(ref))),
     });
     const results = await this.send(client, trip);
-    recordBatchCommitted(step.decided, pickedUpAt);
+    recordBatchCommitted(step.decided, pickedUpAt, (ref) => this.held.get(keyOf(ref))?.blueprint);
     this.applied += step.decided.length;
     this.carryUpdatedRows(statements, results.get('updates'));
     this.takeNextCommands(results.one('next').rows as CommandRow[]);

@@ -9,6 +9,7 @@ import { validatedAppend } from '../queue/appendCommand.ts';
 import { describeObject, type ObjectRef } from '../db/objectTables.ts';
 import { type WakeTarget, wakeObjectsQuery } from '../queue/wakeObjects.ts';
 import type { Outcome } from './Handler.ts';
+import type { ObjectRow } from './laneTypes.ts';
 import { appendFollowUpsStatement, type FollowUpAppend } from './sql/appendFollowUps.ts';
 import { type Settlement, settleCommands } from './sql/settleCommand.ts';
 import { type ObjectUpdate, updateObjectsStatement } from './sql/updateObjects.ts';
@@ -30,7 +31,8 @@ const FOLLOW_UP_TARGET_MISSING_SQLSTATE = 'SW002';
 /** One object's command applied in a step: the row as the drain carries it, the command and what was decided. */
 export interface Decided {
   readonly target: ObjectRef;
-  readonly object: { state: string; version: number };
+  /** The row as this command's decision read it (in a run, as the command before left it). */
+  readonly object: ObjectRow;
   readonly command: CommandRow;
   readonly outcome: Outcome;
 }

@@ -8,7 +8,7 @@ import { dispositionOf, handlerOf } from './commandDisposition.ts';
 import { rowAfter, runGoesOnAfter } from './commandRun.ts';
 import type { Decided } from './commitOutcome.ts';
 import { type CommandHandler, type HandlerContext, joinsRuns, type LockedBatch, lockedBatchOf, type Outcome, readsInTransaction } from './Handler.ts';
-import type { ObjectRow, Planned } from './laneTypes.ts';
+import type { Planned } from './laneTypes.ts';
 import { commandContext, type PlanningParts } from './planCommands.ts';
 import { RoundTrip, type RoundTripResults } from './roundTrip.ts';
 import type { RunningMarks } from './runningMarks.ts';
@@ -115,7 +115,7 @@ async function decideRun(lane: DecidingLane, trx: Db, p: Planned, head: Decided)
   const marks = lane.newMarks();
   for (const command of p.held.following) {
     if (!runGoesOnAfter(ref.kind, last.command.kind, handler, last.outcome)) break;
-    const object = rowAfter(last.object as ObjectRow, last.outcome);
+    const object = rowAfter(last.object, last.outcome);
     const disposition = dispositionOf(ref, object.state, command);
     if (disposition.as === 'unknown' || (disposition.as === 'handle' && !joinsRuns(disposition.handler))) break;
     handler = disposition.as === 'handle' ? disposition.handler : undefined;

@@ -1,6 +1,7 @@
 import client from 'prom-client';
 import type { BlueprintRow, CommandRow, CommandSource, CommandStatus, LeaseRow, ObjectKind, ResourceRow } from '../../migrations/schema.ts';
-import { READY_STATE } from '../domain/lifecycle.ts';
+import { ENDINGS, EndingSchema } from '../domain/ending.ts';
+import { holdsSlot, READY_STATE } from '../domain/lifecycle.ts';
 
 /**
  * Every Prometheus metric family of a Slipway process, in one registry (see
@@ -64,6 +65,16 @@ const leaseWait = histogram(
   "Time from a lease's creation until it became active (its wait for a slot and its driver's activation), by blueprint name.",
   ['blueprint'],
   LEASE_WAIT_SECONDS,
+);
+const preemptions = counter(
+  'slipway_preemptions_total',
+  "Preemptions a blueprint's decisions committed, by blueprint name and event: made (a victim chosen and told), withdrawn (the lease it was for left the line or got a slot elsewhere, or the blueprint preempts no more: the victim told), taken_over (a victim whose preemption was withdrawn, chosen in the same decision for another waiting lease: it keeps the end it was told of).",
+  ['blueprint', 'event'],
+);
+const endings = counter(
+  'slipway_lease_endings_total',
+  "Leases that ended while told of their end ahead (their `ending`), by blueprint name, the ending's kind (preempted, time_limit) and who ended them: the system part the kind names (system:preemption at the grace period's end, system:deadline at the longest hold), holder (released by its holder first), other (anyone else: an operator, an expiry, its resource gone).",
+  ['blueprint', 'kind', 'ended_by'],
 );
 const drainBatchSize = histogram(
   'slipway_drain_batch_commands',
@@ -179,7 +190,17 @@ export function recordAppended(command: Pick<CommandRow, 'target_kind' | 'kind'>
 /** What the metrics read of a drain's outcome (`Outcome` in src/drain/Handler.ts, a layer above). */
 interface CommittedOutcome {
   readonly status: CommandStatus | 'yield';
+  readonly to?: string;
+  readonly events?: ReadonlyArray<{ readonly type: string; readonly on?: unknown }>;
   readonly followUps?: ReadonlyArray<{ readonly target: { readonly kind: ObjectKind }; readonly kind: string }>;
+}
+
+/** What the metrics read of one command a drain decided (`Decided` in src/drain/commitOutcome.ts): its object's row as the decision read it. */
+interface CommittedDecision {
+  readonly target: { readonly kind: ObjectKind; readonly id: number };
+  readonly object: LeaseRow | ResourceRow | BlueprintRow;
+  readonly command: CommandRow;
+  readonly outcome: CommittedOutcome;
 }
 
 /**
@@ -226,10 +247,55 @@ export function recordRowCommitted(
   leaseWait.observe({ blueprint: blueprint.name }, seconds(new Date(lease.updated_at).getTime() - new Date(lease.created_at).getTime()));
 }
 
-/** One step of a batched drain committed these outcomes together, having taken their commands up at `pickedUpAt`. */
-export function recordBatchCommitted(committed: ReadonlyArray<{ command: CommandRow; outcome: CommittedOutcome }>, pickedUpAt: number): void {
-  for (const { command, outcome } of committed) recordCommitted(command, outcome, pickedUpAt);
+/**
+ * One step of a batched drain committed these outcomes together, having
+ * taken their commands up at `pickedUpAt`; `blueprintOf` answers the
+ * blueprint the drain read with an object's lock.
+ */
+export function recordBatchCommitted(
+  committed: ReadonlyArray<CommittedDecision>,
+  pickedUpAt: number,
+  blueprintOf: (target: CommittedDecision['target']) => Pick<BlueprintRow, 'name'> | undefined,
+): void {
+  for (const decision of committed) {
+    recordCommitted(decision.command, decision.outcome, pickedUpAt);
+    const blueprint = blueprintOf(decision.target);
+    // As in recordRowCommitted: a blueprint the drain did not read is a point not recorded, never a failed drain.
+    if (blueprint) recordEnds(decision, blueprint.name);
+  }
   if (committed.length > 0) drainBatchSize.observe(committed.length);
+}
+
+/** The blueprint's events (on its own timeline) that a preemption's decision records, and what each counts as. */
+const PREEMPTION_EVENTS: Readonly<Record<string, string>> = {
+  preempting: 'made',
+  preemption_withdrawn: 'withdrawn',
+  preemption_taken_over: 'taken_over',
+};
+
+/**
+ * Preemptions, and the ends of leases that were told of theirs ahead, as
+ * the drain committed them: the blueprint's preemption events, and a lease
+ * that stopped holding its slot while its row carried an `ending`, counted
+ * by who ended it (the command's issuer).
+ */
+function recordEnds({ target, object, command, outcome }: CommittedDecision, blueprint: string): void {
+  if (outcome.status !== 'done') return;
+  if (target.kind === 'blueprint') {
+    for (const event of outcome.events ?? []) {
+      const counted = event.on === undefined ? PREEMPTION_EVENTS[event.type] : undefined;
+      if (counted) preemptions.inc({ blueprint, event: counted });
+    }
+    return;
+  }
+  if (target.kind !== 'lease' || outcome.to === undefined || !holdsSlot('lease', object.state) || holdsSlot('lease', outcome.to)) return;
+  const lease = object as LeaseRow;
+  // Read without throwing: the outcome is committed whatever its metrics make of it.
+  const ending = EndingSchema.safeParse(lease.ending).data;
+  if (!ending) return;
+  const system = `system:${ENDINGS[ending.kind].endedBy}`;
+  const endedBy = command.issued_by === system ? system : command.issued_by === lease.holder ? 'holder' : 'other';
+  endings.inc({ blueprint, kind: ending.kind, ended_by: endedBy });
 }
 
 export type DriverCallOutcome = 'ok' | 'transient' | 'permanent';

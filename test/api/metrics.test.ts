@@ -38,6 +38,8 @@ const FAMILIES = [
   'slipway_command_settle_seconds',
   'slipway_drain_batch_commands',
   'slipway_lease_wait_seconds',
+  'slipway_preemptions_total',
+  'slipway_lease_endings_total',
   'slipway_driver_calls_total',
   'slipway_driver_call_seconds',
   'slipway_http_requests_total',
