@@ -53,6 +53,12 @@ export const CallbackPayloadSchema = z.object({
   treeTruncated: z.boolean(),
   /** A lease's notice of its end (a `notify_ending` command): by when Slipway ends the lease, and why. */
   ending: EndingShape.optional(),
+  /**
+   * The notice a `withdraw_ending` command withdrew: the end the holder had
+   * been told of (its kind and time) and why it no longer stands. Absent
+   * when there was nothing to withdraw.
+   */
+  withdrawn: EndingShape.optional(),
 });
 export type CallbackPayload = z.infer<typeof CallbackPayloadSchema>;
 
@@ -71,5 +77,21 @@ export async function buildCallbackPayload(db: Db, delivery: number, commandId: 
     tree: tree.slice(0, TREE_LIMIT).map((node) => CallbackTreeNode.parse(treeNodeOf(node))),
     treeTruncated: tree.length > TREE_LIMIT,
     ...(root.kind === 'notify_ending' ? { ending: EndingSchema.parse(root.payload) } : {}),
+    ...(root.kind === 'withdraw_ending' ? await withdrawnBy(db, root.id) : {}),
   };
+}
+
+/**
+ * What a `withdraw_ending` command withdrew, from the event its drain
+ * recorded (its payload names the kind and the reason; the event adds the
+ * time the holder had been told), or nothing when it withdrew nothing.
+ */
+async function withdrawnBy(db: Db, commandId: number): Promise<{ withdrawn?: z.infer<typeof EndingSchema> }> {
+  const event = await db
+    .selectFrom('events')
+    .select('data')
+    .where('command_id', '=', commandId)
+    .where('type', '=', 'ending_withdrawn')
+    .executeTakeFirst();
+  return event ? { withdrawn: EndingSchema.parse(event.data) } : {};
 }
