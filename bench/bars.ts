@@ -1,5 +1,6 @@
 import type { Figures } from './figures.ts';
 import { integer, mib, ms, pair } from './format.ts';
+import { PREEMPTION_BEYOND_GRACE_MS, type PreemptionFigures } from './preemption.ts';
 
 /** One bar of the issue: what it asks, what the run measured, and whether that meets it (undefined: not measured). */
 export interface Bar {
@@ -19,7 +20,7 @@ const notAtBarRate = (rate: number) => (rate === BAR_RATE ? '' : ` (measured at 
 
 /** The issue's bars, as ratios and latencies within one run. */
 export function bars(figures: Figures): Bar[] {
-  const { baseline, append, cheapPath, slipway, api, service, peer } = figures;
+  const { baseline, append, cheapPath, slipway, api, service, peer, preemption } = figures;
   const atBarRate = slipway.releaseLatency.find((l) => l.targetRate === BAR_RATE);
   const peerRate = peer.tuned.activeReleases.perSecond;
   return [
@@ -98,5 +99,17 @@ export function bars(figures: Figures): Bar[] {
       measured: ratio(service.closedLoop.perSecond, baseline.perSecond),
       met: service.closedLoop.perSecond >= 0.05 * baseline.perSecond,
     },
+    preemptionBar(preemption),
   ];
+}
+
+/** (k)'s bar, of the main run's figures or of (k) run alone (bench/runPreemption.ts); undefined: a run before (k). */
+export function preemptionBar(preemption: PreemptionFigures | undefined): Bar {
+  return {
+    asks: `(k) urgent lease granted by preemption, 1,000 active and 1,000 waiting: within the grace period + ${PREEMPTION_BEYOND_GRACE_MS} ms (p99)`,
+    measured: preemption
+      ? `+${ms(preemption.beyondGrace.p99Ms)} (p50 +${ms(preemption.beyondGrace.p50Ms)}, ${preemption.count} leases)${preemption.untraced > 0 ? `; ${preemption.untraced} not traced` : ''}`
+      : 'not measured (a run before (k))',
+    met: preemption && preemption.untraced === 0 && preemption.beyondGrace.p99Ms <= PREEMPTION_BEYOND_GRACE_MS,
+  };
 }

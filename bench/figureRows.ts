@@ -31,7 +31,7 @@ const minP50Max = (s: Spread) => `${s.minMs.toFixed(1)} / ${s.p50Ms.toFixed(1)} 
  * (scripts/docs/benchmarkFigures.ts) are made from.
  */
 export function figureRows(figures: Figures): FigureRow[] {
-  const { settings, baseline, append, cheapPath, slipway, api, service, peer } = figures;
+  const { settings, baseline, append, cheapPath, slipway, api, service, peer, preemption } = figures;
   const { tuned, defaults } = peer;
   const rate = (t: Throughput): Cell => ({ value: perSecond(t), ofBaseline: times(t.perSecond, baseline.perSecond) });
   const latency = (l: MilestoneLatency): Cell => ({
@@ -140,5 +140,17 @@ export function figureRows(figures: Figures): FigureRow[] {
       slipway: rate(service.closedLoop),
       note: `${batch(service.closedLoop)}; ${integer(service.closedLoop.timedOut)} answered 202 (not settled within 30 s)`,
     },
+    ...(preemption
+      ? [
+          {
+            label: '(k) preemption: urgent lease granted beyond its grace period, p50 / p99',
+            slipway: { value: pair(preemption.beyondGrace) },
+            note:
+              `${preemption.count} urgent leases at ${integer(settings.BENCH_PREEMPTION_RATE)}/s on ${integer(settings.BENCH_PREEMPTION_ACTIVE)} active + ` +
+              `${integer(settings.BENCH_PREEMPTION_WAITING)} waiting, grace ${integer(preemption.graceMs)} ms; request → victim chosen ${pair(preemption.chosen)}; ` +
+              `victim released after its end ${pair(preemption.victimEndLate)}; victim's release → grant ${pair(preemption.afterVictimEnd)}`,
+          },
+        ]
+      : []),
   ];
 }

@@ -7,6 +7,7 @@ import { DrainSchema } from './drain.ts';
 import { MachineSchema } from './machine.ts';
 import { ThroughputSchema } from './measure.ts';
 import { PeerRunSchema } from './peer/measurePeer.ts';
+import { PreemptionFiguresSchema } from './preemption.ts';
 import { ServerSchema } from './server.ts';
 import { ServiceFiguresSchema } from './serviceBench.ts';
 import { SettingsSchema } from './settings.ts';
@@ -32,6 +33,8 @@ export const FiguresSchema = z.object({
   api: z.object({ releases: ThroughputSchema, wait: ApiWaitSchema }),
   /** (j) The service as `slipway start` runs it. */
   service: ServiceFiguresSchema,
+  /** (k) Urgent leases granted by preemption; absent from runs before it was measured. */
+  preemption: PreemptionFiguresSchema.optional(),
   peer: z.object({
     tuned: PeerRunSchema.extend(SystemFiguresSchema.shape),
     /** Absent when BENCH_PEER_DEFAULTS_LEASES is 0. */

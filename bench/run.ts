@@ -13,6 +13,7 @@ import { type Figures, writeFigures } from './figures.ts';
 import { createSimulatedBlueprint } from './fixtures.ts';
 import { createLeases } from './leases.ts';
 import { describeMachine } from './machine.ts';
+import { measurePreemption } from './preemption.ts';
 import { runPeer } from './peer/measurePeer.ts';
 import { installPeer } from './peer/peerSchema.ts';
 import { formatReport, reproduceCommand } from './report.ts';
@@ -33,8 +34,8 @@ import { WorkerFleet } from './WorkerFleet.ts';
  * the rest of Slipway's figures; (g) as many releases of other pending
  * leases through it, after BENCH_API_WARMUP untimed; Slipway's workers start and drain
  * that backlog (c, the cheap path); then, workers running, (c) the
- * lifecycles and the releases of active leases, (i), (e) at each rate and
- * (h); the workers and the API server stop (f: the workers' peak RSS);
+ * lifecycles and the releases of active leases, (i), (e) at each rate,
+ * (h) and (k), preemption; the workers and the API server stop (f: the workers' peak RSS);
  * `slipway start` runs alone for (j); the peer runs the same (c), (i) and
  * (e) tuned, then its releases on graphile-worker's defaults (d).
  * The figures go to .slipway/bench/figures-<start>.json and the report,
@@ -95,6 +96,7 @@ try {
     { rate: settings.BENCH_API_WAIT_RATE, seconds: settings.BENCH_LATENCY_SECONDS },
     settings.BENCH_CLIENTS,
   );
+  const preemption = await measurePreemption(database.db, fleet, settings, progress);
   await api.stop();
   api = undefined;
   const failedCommands = (await commandsByStatus(database.db)).failed - failedBefore;
@@ -129,6 +131,7 @@ try {
     slipway: { ...slipwayFigures, failedCommands, peakRssBytes },
     api: { releases: apiReleases, wait: apiWait },
     service,
+    preemption,
     peer: { tuned, defaults },
     loadAverageAtEnd: os.loadavg()[0]!,
     runSeconds: (performance.now() - runStarted) / 1000,

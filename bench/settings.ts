@@ -37,6 +37,13 @@ export const SettingsSchema = z.object({
   BENCH_API_WARMUP: count(5_000, 0).describe(
     "releases through the API before (g)'s timed ones, untimed, so (g) times a server past its first requests' compiling",
   ),
+  BENCH_PREEMPTION_ACTIVE: count(1_000).describe('active leases filling the preempting blueprint of (k), priorities 0–4'),
+  BENCH_PREEMPTION_WAITING: count(1_000, 0).describe('leases waiting in its line in (k), priorities 0–4, too low to preempt'),
+  BENCH_PREEMPTION_URGENT: count(50).describe('urgent leases of (k), priority 9, each granted by preempting an active lease'),
+  BENCH_PREEMPTION_RATE: count(5).describe('urgent leases created per second in (k)'),
+  BENCH_PREEMPTION_GRACE_MS: count(1_000, 0).describe(
+    "the preempting blueprint's grace period in (k), in ms: each victim's holder keeps its lease that long",
+  ),
   BENCH_PEER_DEFAULTS_LEASES: count(300, 0).describe(
     'active leases released at once by the peer on graphile-worker defaults, in (d); 0 leaves that run out',
   ),
