@@ -42,6 +42,8 @@ test('every metric the dashboard queries is in a scrape of a running Slipway', a
     'slipway_http_request_seconds_bucket',
     'slipway_live_workers',
     'slipway_waiting_leases',
+    'slipway_preemptions_total',
+    'slipway_lease_endings_total',
   ]) {
     expect(queried).toContain(family);
   }
