@@ -267,11 +267,11 @@ export function recordBatchCommitted(
 }
 
 /** The blueprint's events (on its own timeline) that a preemption's decision records, and what each counts as. */
-const PREEMPTION_EVENTS: Readonly<Record<string, string>> = {
-  preempting: 'made',
-  preemption_withdrawn: 'withdrawn',
-  preemption_taken_over: 'taken_over',
-};
+const PREEMPTION_EVENTS: ReadonlyMap<string, string> = new Map([
+  ['preempting', 'made'],
+  ['preemption_withdrawn', 'withdrawn'],
+  ['preemption_taken_over', 'taken_over'],
+]);
 
 /**
  * Preemptions, and the ends of leases that were told of theirs ahead, as
@@ -283,7 +283,7 @@ function recordEnds({ target, object, command, outcome }: CommittedDecision, blu
   if (outcome.status !== 'done') return;
   if (target.kind === 'blueprint') {
     for (const event of outcome.events ?? []) {
-      const counted = event.on === undefined ? PREEMPTION_EVENTS[event.type] : undefined;
+      const counted = event.on === undefined ? PREEMPTION_EVENTS.get(event.type) : undefined;
       if (counted) preemptions.inc({ blueprint, event: counted });
     }
     return;
