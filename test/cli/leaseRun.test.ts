@@ -151,6 +151,46 @@ test("its blueprint's longest hold nears: the command gets SIGTERM at the notice
   expect(await lastCommand(id)).toMatchObject({ kind: 'release', issued_by: 'token:user', reason: 'the command exited with status 0' });
 });
 
+test('preempted: the command gets SIGTERM, exits inside the grace period, and its lease is released by its holder; the slot goes to the urgent lease; lease run exits 124', async () => {
+  const name = `preempting-${Date.now()}`;
+  const preemption = { priorityMargin: 1, graceMs: 60_000 };
+  const created = await env.as.admin.post('/v1/blueprints', { name, driver: 'simulated', maxResources: 1, leasesPerResource: 1, preemption });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  const { dir, marks } = await scratch();
+  const script = `trap '${mark(dir, 'term')}; exit 0' TERM; ${mark(dir, 'started')}; while true; do sleep 0.1; done`;
+  const child = leaseRun(['--blueprint', name, '--priority', '1', '--grace', '10s', '--', 'sh', '-c', script]);
+  const { text, done } = stderrOf(child);
+  await waitFor('the command to start', async () => (await marks()).some((m) => m.startsWith('started')));
+  const id = leaseIdIn(text());
+  const urgent = await env.as.admin.post('/v1/leases', { blueprint: name, priority: 5 });
+  expect(urgent.status, JSON.stringify(urgent.body)).toBe(202);
+  const urgentId: number = urgent.body.lease.id;
+
+  const run = await done;
+  expect(run.code).toBe(LEASE_RUN_EXIT.ended);
+  expect(run.stderr).toMatch(new RegExp(`lease ${id} is ending by .*: preempted for lease ${urgentId}: priority 5 against 1; .*stopping the command: SIGTERM`));
+  const term = (await marks()).find((m) => m.startsWith('term'));
+  expect(term).toBeDefined();
+  await waitFor('the lease to be released', async () => gone((await leaseRow(id)).state));
+  const victim = await leaseRow(id);
+  // SIGTERM came with the notice, inside the grace period.
+  expect(Number(term!.split(' ')[1])).toBeLessThan(victim.end_by!.getTime());
+  // Its holder gave it back (the command's status is the reason), not the preemption.
+  expect(await lastCommand(id)).toMatchObject({ kind: 'release', issued_by: 'token:user', reason: 'the command exited with status 0' });
+  const ends = await env.database.db
+    .selectFrom('commands')
+    .select(['issued_by', 'status'])
+    .where('target_kind', '=', 'lease')
+    .where('target_id', '=', id)
+    .where('kind', '=', 'release')
+    .execute();
+  expect(ends.map((c) => c.issued_by)).toEqual(['token:user']);
+  // The slot went to the lease it was taken for.
+  await waitFor('the urgent lease to be active', async () => (await leaseRow(urgentId)).state === 'active');
+  expect((await leaseRow(urgentId)).resource_id).toBe(victim.resource_id);
+  expect((await env.as.admin.post(`/v1/leases/${urgentId}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
+});
+
 test('lease run SIGKILLed: its lease is released once the heartbeat deadline passes', async () => {
   const { name } = await simulatedBlueprint(env.as.admin);
   const { dir, marks } = await scratch();
