@@ -36,6 +36,13 @@ export class PreemptingLine {
   /** Preemptions whose lease left: their victims are withdrawn at the end of the decision unless taken over. */
   private readonly orphaned = new Map<number, PreemptionUnderWay>();
   private readonly over: number[] = [];
+  /**
+   * Preemptions whose victim gave its slot back, that end without their
+   * grant: the lease they were for left the line or got a slot elsewhere,
+   * a quota holds it back now, or the resource takes no leases now. The slot goes to the line; each is recorded as withdrawn, so the
+   * history says how every preemption ended.
+   */
+  private readonly unserved: Array<{ p: PreemptionUnderWay; why: string }> = [];
   readonly events: Event[] = [];
   readonly followUps: FollowUp[] = [];
 
@@ -52,7 +59,11 @@ export class PreemptingLine {
       else if (p.victimHolds) this.orphaned.set(p.victimLeaseId, p);
       // The victim's slot is the waiting lease's, once its resource grants it (a resource gone or taken out of service has none to give).
       else if (p.forWaits && p.resourceGrants) freed.push(p);
-      else this.over.push(p.victimLeaseId);
+      else
+        this.unserved.push({
+          p,
+          why: p.forWaits ? `resource ${p.resourceId} takes no leases now` : `lease ${p.forLeaseId}, which it was for, no longer waits`,
+        });
     }
     this.freed = freed;
   }
@@ -74,9 +85,14 @@ export class PreemptingLine {
     };
   }
 
-  /** A freed preemption is over: its lease got the slot, or may not have it (a quota), and the slot goes to the line. */
-  settled(p: PreemptionUnderWay): void {
+  /** A freed preemption is over: its lease got the slot. */
+  served(p: PreemptionUnderWay): void {
     this.over.push(p.victimLeaseId);
+  }
+
+  /** A freed preemption whose lease may not have the slot now (`why`: the quota): it is over, and the slot goes to the line. */
+  heldBack(p: PreemptionUnderWay, why: string): void {
+    this.unserved.push({ p, why });
   }
 
   /** A freed preemption whose slot is not free yet (being cleaned, or promised to an acquire on its way): it stands until it is. */
@@ -103,9 +119,16 @@ export class PreemptingLine {
       this.kept.splice(i, 1);
       // Served elsewhere: a victim that still holds its slot keeps it, and is told so.
       if (p.victimHolds) this.orphaned.set(p.victimLeaseId, p);
-      else this.over.push(p.victimLeaseId);
+      else this.unserved.push({ p, why: `lease ${p.forLeaseId}, which it was for, got a slot elsewhere` });
     }
-    await deletePreemptions(this.trx, [...this.over, ...this.orphaned.keys()]);
+    await deletePreemptions(this.trx, [...this.over, ...this.unserved.map((u) => u.p.victimLeaseId), ...this.orphaned.keys()]);
+    for (const { p, why } of this.unserved) {
+      this.events.push({
+        type: 'preemption_withdrawn',
+        message: `lease ${p.victimLeaseId} ended; its slot on resource ${p.resourceId} goes to the line: ${why}`,
+        data: { victimLeaseId: p.victimLeaseId, forLeaseId: p.forLeaseId, resourceId: p.resourceId },
+      });
+    }
     if (this.settings !== null) await this.preempt(this.settings, waiting, weighing, now);
     for (const p of this.orphaned.values()) {
       const reason =

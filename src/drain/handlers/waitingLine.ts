@@ -245,12 +245,15 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     }
     const lease = PreemptingLine.candidateOf(p);
     const weighing = await weigh();
-    if (!weighing.blocks(lease)) {
-      await serve(lease, `the slot of lease ${p.victimLeaseId}, ${p.reason}`, slot);
-      weighing.count(lease);
-      servedRows.push(lease.leaseId);
+    const block = weighing.describeBlock(lease);
+    if (block !== undefined) {
+      preempting!.heldBack(p, block);
+      continue;
     }
-    preempting!.settled(p);
+    await serve(lease, `the slot of lease ${p.victimLeaseId}, ${p.reason}`, slot);
+    weighing.count(lease);
+    servedRows.push(lease.leaseId);
+    preempting!.served(p);
   }
 
   let newcomer: Candidate | undefined = joining;
