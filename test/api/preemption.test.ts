@@ -1,4 +1,5 @@
 import { expect, test } from 'vitest';
+import { createToken } from '../../src/api/auth/tokens.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
 import { NO_SCHEDULED_COLLECTOR } from '../cli/rowCounts.ts';
@@ -40,9 +41,9 @@ async function activeLease(who: 'user' | 'admin', blueprint: string, body: Recor
   return created.body.lease;
 }
 
-/** A lease that waits (no `?wait`). */
-async function waitingLease(who: 'user' | 'admin', blueprint: string, body: Record<string, unknown> = {}) {
-  const created = await env.as[who].post('/v1/leases', { blueprint, ...body });
+/** A lease that waits (no `?wait`), asked by `who` (or a client of its own). */
+async function waitingLease(who: 'user' | 'admin' | typeof env.as.admin, blueprint: string, body: Record<string, unknown> = {}) {
+  const created = await (typeof who === 'string' ? env.as[who] : who).post('/v1/leases', { blueprint, ...body });
   expect(created.status, JSON.stringify(created.body)).toBe(202);
   return created.body.lease;
 }
@@ -151,4 +152,33 @@ test('turning preemption off withdraws the preemptions under way', async () => {
   expect((await leaseOf(urgent.id)).state).toBe('pending');
   expect((await env.as.user.post(`/v1/leases/${urgent.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
   expect((await env.as.user.post(`/v1/leases/${victim.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
+});
+
+test("a team's quota counts the preemptions under way for it: no victim for a lease the quota would hold back", async () => {
+  const name = await onePreemptingSlot({ priorityMargin: 1, graceMs: 600_000 });
+  expect((await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { maxResources: 3 } })).status).toBe(200);
+  const team = `urgent-${name}`;
+  expect((await env.as.admin.post(`/v1/teams/${team}`, {})).status).toBe(200);
+  expect((await env.as.admin.post(`/v1/teams/${team}/quotas`, { blueprint: name, maxLeases: 1 })).status).toBe(200);
+  const { secret } = await createToken(env.database.db, { name: `${team}-operator`, role: 'operator', team }, 'test');
+  const urgentTeam = env.as.admin.withToken(secret);
+  const victims = [await activeLease('user', name), await activeLease('user', name), await activeLease('user', name)];
+  const urgents = [await waitingLease(urgentTeam, name, { priority: 5 }), await waitingLease(urgentTeam, name, { priority: 5 })];
+  await waitFor('both urgent leases in line', async () => {
+    const rows = await env.database.db
+      .selectFrom('blueprint_waiters')
+      .select('lease_id')
+      .where(
+        'lease_id',
+        'in',
+        urgents.map((u) => u.id),
+      )
+      .execute();
+    return rows.length === 2;
+  });
+  // One slot is all the quota lets the team have: one victim.
+  const told = (await Promise.all(victims.map((v) => leaseOf(v.id)))).filter((v) => v.ending !== null);
+  expect(told).toHaveLength(1);
+  for (const u of urgents) expect((await urgentTeam.post(`/v1/leases/${u.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
+  for (const v of victims) expect((await env.as.user.post(`/v1/leases/${v.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
 });

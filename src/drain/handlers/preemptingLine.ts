@@ -14,7 +14,8 @@ export type LineCandidate = FairCandidate & { readonly holder: string; readonly 
 export interface Weighing {
   readonly uses: ReadonlyMap<string, TeamUse>;
   readonly capacity: number;
-  blocks(lease: { team: string; holder: string | undefined }): boolean;
+  /** Whether a quota keeps the lease from a slot now, `promised` (leases that preemptions will grant) counted too. */
+  blocks(lease: { team: string; holder: string | undefined }, promised?: readonly { team: string; holder: string }[]): boolean;
 }
 
 type Event = { type: string; message: string; data?: unknown };
@@ -145,9 +146,9 @@ export class PreemptingLine {
   }
 
   private async preempt(settings: PreemptionSettings, waiting: readonly LineCandidate[], weighing: Weighing, now: Date): Promise<void> {
-    let candidates = waiting.filter(
-      (c) => c.priority >= settings.priorityMargin && !this.isPreempting(c.leaseId) && !weighing.blocks({ team: c.team, holder: c.holder }),
-    );
+    // The leases that preemptions under way will grant count against their quotas, as those made here do: a preemption is only for a grant.
+    const promised = this.kept.map((p) => ({ team: p.forLease.team, holder: p.forLease.holder }));
+    let candidates = waiting.filter((c) => c.priority >= settings.priorityMargin && !this.isPreempting(c.leaseId) && !weighing.blocks(c, promised));
     if (candidates.length === 0) return;
     const victims: VictimCandidate[] = await readVictimCandidates(this.trx, this.blueprint, Math.max(...candidates.map((c) => c.priority)), settings);
     const standing = (team: string) => ({ held: weighing.uses.get(team)?.use ?? 0, share: shareOf(weighing.uses, team, weighing.capacity) });
@@ -156,6 +157,7 @@ export class PreemptingLine {
       const next = pickNext(candidates, weighing.uses, now.getTime(), this.blueprint.priority_step_ms);
       if (!next) break;
       candidates = candidates.filter((c) => c !== next);
+      if (weighing.blocks(next, promised)) continue;
       const choice = chooseVictim(next, victims, settings, standing, now);
       if (choice.victim === undefined) {
         if (choice.eligibleAt && (!eligibleAt || choice.eligibleAt < eligibleAt)) eligibleAt = choice.eligibleAt;
@@ -163,6 +165,7 @@ export class PreemptingLine {
       }
       const victim = choice.victim;
       victims.splice(victims.indexOf(victim), 1);
+      promised.push({ team: next.team, holder: next.holder });
       await this.record(next, victim, choice.reason, now, settings);
     }
     // A waiter that may preempt only once a lease has run its minimum: the line is looked at again then.

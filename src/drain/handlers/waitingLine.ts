@@ -347,8 +347,12 @@ interface Competition {
   readonly capacity: number;
   /** No row in the line when the decision began. */
   readonly lineWasEmpty: boolean;
-  /** Whether a quota keeps a lease of `team` (and `holder`; undefined: any holder of it) from being served now. */
-  blocks(lease: { team: string; holder: string | undefined }): boolean;
+  /**
+   * Whether a quota keeps a lease of `team` (and `holder`; undefined: any
+   * holder of it) from being served now, with `promised` counted too
+   * (leases that preemptions under way will grant).
+   */
+  blocks(lease: { team: string; holder: string | undefined }, promised?: readonly { team: string; holder: string }[]): boolean;
   /** Why a lease waits although there is room: the quota it is at. */
   describeBlock(lease: { team: string; holder: string }): string | undefined;
   /** Counts a lease just served. */
@@ -395,18 +399,18 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
   );
   const granted = new Map<string, number>();
   const countedFor = (q: Quota) => (q.blueprintId === null ? overall : atBlueprint);
-  const reached = (lease: { team: string; holder: string | undefined }) =>
-    quotaReached(lease.holder === undefined ? quotas.filter((q) => q.holder === null) : quotas, countedFor, {
-      team: lease.team,
-      holder: lease.holder ?? '',
-      blueprintId: blueprint.id,
-    });
+  const reached = (lease: { team: string; holder: string | undefined }, promised: readonly { team: string; holder: string }[] = []) =>
+    quotaReached(
+      lease.holder === undefined ? quotas.filter((q) => q.holder === null) : quotas,
+      promised.length === 0 ? countedFor : (q) => [...countedFor(q), ...promised.map((p) => ({ ...p, blueprintId: blueprint.id, n: 1 }))],
+      { team: lease.team, holder: lease.holder ?? '', blueprintId: blueprint.id },
+    );
   return {
     lines,
     uses,
     capacity: blueprint.max_resources * blueprint.leases_per_resource,
     lineWasEmpty,
-    blocks: (lease) => reached(lease) !== undefined,
+    blocks: (lease, promised) => reached(lease, promised) !== undefined,
     describeBlock(lease) {
       const hit = reached(lease);
       return hit && `${describeQuota(hit.quota, () => blueprint.name)} is reached (${hit.count} counted)`;
