@@ -168,7 +168,9 @@ test('preempted: the command gets SIGTERM, exits inside the grace period, and it
 
   const run = await done;
   expect(run.code).toBe(LEASE_RUN_EXIT.ended);
-  expect(run.stderr).toMatch(new RegExp(`lease ${id} is ending by .*: preempted for lease ${urgentId}: priority 5 against 1; .*stopping the command: SIGTERM`));
+  expect(run.stderr).toMatch(
+    new RegExp(`lease ${id} is ending by .*: preempted for lease ${urgentId}: priority 5 against 1; .*stopping the command: SIGTERM`),
+  );
   const term = (await marks()).find((m) => m.startsWith('term'));
   expect(term).toBeDefined();
   await waitFor('the lease to be released', async () => gone((await leaseRow(id)).state));
