@@ -21,6 +21,7 @@ import {
   HistoryShape,
   LeaseSchema,
   LineStandingSchema,
+  ExplanationSchema,
   OrphansAnswerSchema,
   pageSchema,
   TeamDetailSchema,
@@ -28,7 +29,7 @@ import {
   ResourceDetailSchema,
   ResourceSchema,
 } from './shapes.ts';
-import { BlueprintParams, BlueprintRef, IdParams, NumericId, PageQuery, Reason, TargetRef, WaitQuery } from './schemas.ts';
+import { BlueprintParams, BlueprintRef, CreateLeaseQuery, IdParams, NumericId, PageQuery, Reason, TargetRef, WaitQuery } from './schemas.ts';
 
 /**
  * THE API's operations, as data: each one's method and path, what the
@@ -219,6 +220,12 @@ export const LeaseAnswerSchema = z
   .meta({ id: 'LeaseAnswer' });
 export type LeaseAnswer = z.infer<typeof LeaseAnswerSchema>;
 
+/** A lease request's 200 answer as a lease's: a request without `dryRun` gets no explanation. */
+export function leaseAnswerOf(body: LeaseAnswer | z.infer<typeof ExplanationSchema>): LeaseAnswer {
+  if ('command' in body) return body;
+  throw new Error(`expected a lease in the answer, got a dry run's explanation: ${body.summary}`);
+}
+
 export const LeaseDetailSchema = z
   .object({
     lease: LeaseSchema,
@@ -361,13 +368,16 @@ export const OPERATIONS = {
     url: '/v1/leases',
     summary: 'Request a lease',
     description:
-      "The holder is the token's actor. 202 with the Location of its first command; `?wait=<s>` holds the answer until the lease is active or has failed (200), or the time runs out (202).",
+      "The holder is the token's actor. 202 with the Location of its first command; `?wait=<s>` holds the answer until the lease is active or has failed (200), or the time runs out (202). `?dryRun=true` requests nothing: 200 with whether it would be granted now, where, or why not, and what would grant it (an Explanation).",
     action: 'lease.create',
-    query: WaitQuery,
+    query: CreateLeaseQuery,
     body: CreateLeaseBody,
     responses: {
       202: answer('requested (Location: its first command); with ?wait, the wait ran out first', LeaseAnswerSchema),
-      200: answer('with ?wait: the lease is set up, or has failed (the tree says how)', LeaseAnswerSchema),
+      200: answer(
+        'with ?wait: the lease is set up, or has failed (the tree says how); with ?dryRun=true: the explanation',
+        z.union([LeaseAnswerSchema, ExplanationSchema]),
+      ),
     },
   },
   listLeases: {
@@ -389,6 +399,17 @@ export const OPERATIONS = {
     action: 'read',
     params: IdParams,
     responses: { 200: answer('the lease', LeaseDetailSchema) },
+  },
+  explainLease: {
+    operationId: 'explainLease',
+    method: 'GET',
+    url: '/v1/leases/:id/explanation',
+    summary: 'Explain why a lease waits',
+    description:
+      "Whether its blueprint's decision would grant it now and, if not, every reason, each with the smallest change found that would grant it now. The decision itself is run, and rolled back: nothing is written.",
+    action: 'read',
+    params: IdParams,
+    responses: { 200: answer('the explanation', ExplanationSchema) },
   },
   listResources: {
     operationId: 'listResources',

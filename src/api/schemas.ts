@@ -62,4 +62,18 @@ export const WaitQuery = z
   })
   .strict();
 
+/** A lease request's query: `wait`, or `dryRun` (which answers at once, and writes nothing). */
+export const CreateLeaseQuery = WaitQuery.extend({
+  dryRun: z
+    .enum(['true', 'false'])
+    .transform((value) => value === 'true')
+    .optional()
+    .meta({ description: 'true: request nothing; answer whether the lease would be granted now, where, or why not (an Explanation)' }),
+})
+  .strict()
+  .refine((query) => !(query.dryRun && query.wait !== undefined), {
+    message: 'a dry run answers at once: give wait or dryRun, not both',
+    path: ['wait'],
+  });
+
 export const Reason = z.string().trim().min(1).max(1000);

@@ -5,6 +5,7 @@ import { OrphansSettingSchema } from '../domain/orphans.ts';
 import { PreemptionSettingsSchema, preemptionOf } from '../domain/preemption.ts';
 import { ENDING_KINDS, ENDINGS, endingOf } from '../domain/ending.ts';
 import { resourceLabels } from '../domain/labels.ts';
+import { REASON_KINDS, type ReasonKind } from '../domain/explanation.ts';
 import type { BlueprintDetail, ListedBlueprint } from '../read/blueprints.ts';
 import type { CallbackView } from '../read/callbacks.ts';
 import type { CommandTreeNode } from '../read/commandTree.ts';
@@ -641,3 +642,40 @@ export function teamDetailOf(team: TeamDetail): z.infer<typeof TeamDetailSchema>
     changes: team.changes.map((c) => ({ type: c.type, message: c.message, data: c.data, actor: c.actor, source: c.source, at: iso(c.created_at) })),
   };
 }
+
+/** One reason a blueprint does not serve a lease now (src/domain/explanation.ts). */
+const ExplanationReasonSchema = z
+  .object({
+    kind: z.enum(Object.keys(REASON_KINDS) as [ReasonKind, ...ReasonKind[]]).meta({
+      description: Object.entries(REASON_KINDS)
+        .map(([kind, means]) => `\`${kind}\`: ${means}`)
+        .join('; '),
+    }),
+    says: z.string(),
+    change: z
+      .string()
+      .nullable()
+      .meta({ description: 'the smallest change found that would grant it now, or why none is needed; null when none is known' }),
+  })
+  .meta({ id: 'ExplanationReason' });
+
+export const ExplanationSchema = z
+  .object({
+    lease: z.number().int().nullable().meta({ description: 'the lease explained; null for a dry run' }),
+    state: z.string().meta({ description: "the lease's state; `not requested` for a dry run" }),
+    grantedNow: z.boolean().meta({ description: "whether its blueprint's decision grants it now (or has it on its way)" }),
+    goesTo: z.string().nullable().meta({ description: 'the blueprint the lease is (or the request would be) at' }),
+    summary: z.string(),
+    blueprints: z
+      .array(
+        z.object({
+          blueprint: z.string(),
+          grantedNow: z.boolean(),
+          where: z.string().nullable().meta({ description: 'what the decision does for it when it grants it now' }),
+          reasons: z.array(ExplanationReasonSchema),
+        }),
+      )
+      .meta({ description: 'each blueprint that could serve it, with why it does not now' }),
+  })
+  .meta({ id: 'Explanation', description: 'why a lease waits, or would, and what would grant it now' });
+export type ExplanationShape = z.infer<typeof ExplanationSchema>;

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { CreateLeaseBody } from '../api/contract.ts';
+import { type CreateLeaseBody, leaseAnswerOf } from '../api/contract.ts';
 import { ResourceSchema } from '../api/shapes.ts';
 import { ApiRefusal, UnexpectedAnswer, Unreachable } from './errors.ts';
 import type { LeaseAsk, LeaseService } from './holdLease.ts';
@@ -14,7 +14,7 @@ export class ApiLeaseService implements LeaseService<LeaseRequestInput> {
 
   async request(body: LeaseRequestInput, options: { waitSeconds: number; idempotencyKey: string }) {
     const { waitSeconds, idempotencyKey } = options;
-    return (await this.client.call('createLease', { query: { wait: waitSeconds }, body, idempotencyKey })).body.lease;
+    return leaseAnswerOf((await this.client.call('createLease', { query: { wait: waitSeconds }, body, idempotencyKey })).body).lease;
   }
 
   async read(id: number) {

@@ -8,5 +8,5 @@ export { LeaseEnding, LeaseLost, LeaseNotGranted, LeaseUnreachable, type LeaseEn
 export { DEFAULT_HEARTBEAT_MS } from '../domain/holding.ts';
 export type { HeldLease, HoldEvent, HoldOptions, WorkOutcome } from './holdLease.ts';
 export type { LeaseRequestInput } from './ApiLeaseService.ts';
-export type { LeaseDetail } from '../api/contract.ts';
-export type { Lease, LineStandingShape as LineStanding, Resource } from '../api/shapes.ts';
+export { leaseAnswerOf, type LeaseAnswer, type LeaseDetail } from '../api/contract.ts';
+export type { ExplanationShape as Explanation, Lease, LineStandingShape as LineStanding, Resource } from '../api/shapes.ts';

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { BlueprintRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { InvalidInputError } from '../domain/errors.ts';
 import { formatSelector, type Labels, matches, resourceLabels, type Selector } from '../domain/labels.ts';
@@ -19,14 +20,7 @@ import { waitingLeases } from '../db/waitingLeases.ts';
  */
 export async function chooseBlueprint(db: Db, selector: Selector): Promise<{ id: number; why: string }> {
   const text = formatSelector(selector);
-  const blueprints = await db
-    .selectFrom('blueprints')
-    .selectAll()
-    .where('state', 'in', statesWith('blueprint', 'takesLeases'))
-    .orderBy('id')
-    .execute();
-  const never = blueprints.map((b) => ({ b, why: whyBlueprintNeverMatches(b, selector) }));
-  const candidates = never.filter((n) => n.why === undefined).map((n) => n.b);
+  const { blueprints, never, candidates } = await blueprintsFor(db, selector);
   if (candidates.length === 0) {
     const reasons = never.slice(0, 5).map((n) => `${n.b.name}: ${n.why}`);
     throw new InvalidInputError(
@@ -73,4 +67,24 @@ export async function chooseBlueprint(db: Db, selector: Selector): Promise<{ id:
     id: best.b.id,
     why: `selector ${text} may be matched at ${candidates.map((b) => b.name).join(', ')}; went to ${best.b.name}: ${because}`,
   };
+}
+
+/**
+ * The blueprints a request by `selector` alone may go to (those that take
+ * leases and whose resources may match it), with why each of the others can
+ * never match: what chooseBlueprint chooses among, and what a dry run
+ * (src/drain/explainLease.ts) weighs.
+ */
+export async function blueprintsFor(
+  db: Db,
+  selector: Selector,
+): Promise<{ blueprints: BlueprintRow[]; never: Array<{ b: BlueprintRow; why: string | undefined }>; candidates: BlueprintRow[] }> {
+  const blueprints = await db
+    .selectFrom('blueprints')
+    .selectAll()
+    .where('state', 'in', statesWith('blueprint', 'takesLeases'))
+    .orderBy('id')
+    .execute();
+  const never = blueprints.map((b) => ({ b, why: whyBlueprintNeverMatches(b, selector) }));
+  return { blueprints, never, candidates: never.filter((n) => n.why === undefined).map((n) => n.b) };
 }

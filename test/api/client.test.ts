@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect, expectTypeOf, test } from 'vitest';
 import type { Lease } from '../../src/api/shapes.ts';
-import { ApiRefusal, SlipwayClient, UnexpectedAnswer, Unreachable } from '../../src/client/index.ts';
+import { ApiRefusal, leaseAnswerOf, SlipwayClient, UnexpectedAnswer, Unreachable } from '../../src/client/index.ts';
 import { closedPort } from '../helpers/deadEnds.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
 import { simulatedBlueprint } from './support/fixtures.ts';
@@ -20,12 +20,13 @@ test('a lease requested and read back comes typed, as the API describes it', asy
   const { name } = await simulatedBlueprint(env.as.admin);
   const created = await client().call('createLease', { query: { wait: 30 }, body: { blueprint: name, attributes: { job: 'x' } } });
   expect(created.status).toBe(200);
-  expect(created.body.outcome).toBe('settled');
-  const shown = await client().call('getLease', { params: { id: created.body.lease.id } });
+  const answer = leaseAnswerOf(created.body);
+  expect(answer.outcome).toBe('settled');
+  const shown = await client().call('getLease', { params: { id: answer.lease.id } });
   expectTypeOf(shown.body.lease).toEqualTypeOf<Lease>();
   expect(shown.body.lease).toMatchObject({ state: 'active', holder: 'token:user', blueprintName: name, attributes: { job: 'x' } });
   const page = await client().call('listLeases', { query: { holder: 'token:user', order: 'newest', limit: 1 } });
-  expect(page.body.items.map((l) => l.id)).toEqual([created.body.lease.id]);
+  expect(page.body.items.map((l) => l.id)).toEqual([answer.lease.id]);
 });
 
 test('a refusal is an ApiRefusal with the API error body; a stranger and silence are errors of their own', async () => {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { checkCallbackUrl } from '../../callbacks/CallbackRequest.ts';
 import { createLease } from '../../objects/createLease.ts';
+import { dryRunLease, explainLease } from '../../drain/explainLease.ts';
 import { blueprintIdFilter } from '../../read/blueprints.ts';
 import { listLeases } from '../../read/leases.ts';
 import type { ApiContext } from '../ApiContext.ts';
@@ -20,19 +21,22 @@ export async function leaseRoutes(app: FastifyInstance, context: ApiContext): Pr
   typed.route({
     ...routeOf(OPERATIONS.createLease),
     handler: async (request, reply) => {
+      const { reason, expiresAt, callback, ...rest } = request.body;
+      const caller = callerOf(request);
+      assertPriorityAllowed(caller, rest.priority);
+      const input = () => ({
+        ...rest,
+        expiresAt: expiresAt?.toISOString(),
+        holder: caller.actorName,
+        team: caller.team,
+        ...(callback ? { callbackUrl: checkCallbackUrl(callback.url, context.config.SLIPWAY_CALLBACK_ALLOWED_HOSTS) } : {}),
+      });
+      // A dry run writes nothing: no backlog to mind, nothing to wait for.
+      if (request.query.dryRun) return dryRunLease(db, input(), actorOf(request, reason));
       await subscribedFirst(context, request.query.wait, (wait) =>
         runPost(context, request, reply, async (db) => {
           await context.backpressure.assertBacklogRoom(db);
-          const { reason, expiresAt, callback, ...rest } = request.body;
-          assertPriorityAllowed(callerOf(request), rest.priority);
-          const input = {
-            ...rest,
-            expiresAt: expiresAt?.toISOString(),
-            holder: callerOf(request).actorName,
-            team: callerOf(request).team,
-            ...(callback ? { callbackUrl: checkCallbackUrl(callback.url, context.config.SLIPWAY_CALLBACK_ALLOWED_HOSTS) } : {}),
-          };
-          const created = await createLease(db, input, actorOf(request, reason));
+          const created = await createLease(db, input(), actorOf(request, reason));
           return {
             response: leaseAccepted(created),
             ...(wait ? { settle: (signal: AbortSignal) => leaseSettled(context, created, wait, signal) } : {}),
@@ -53,5 +57,10 @@ export async function leaseRoutes(app: FastifyInstance, context: ApiContext): Pr
   typed.route({
     ...routeOf(OPERATIONS.getLease),
     handler: ({ params }) => readLeaseDetail(db, params.id),
+  });
+
+  typed.route({
+    ...routeOf(OPERATIONS.explainLease),
+    handler: (request) => explainLease(db, request.params.id, actorOf(request)),
   });
 }

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CommandAnswer, LeaseAnswer } from '../../api/contract.ts';
+import { type CommandAnswer, type LeaseAnswer, leaseAnswerOf } from '../../api/contract.ts';
 import type { CommandTreeNodeShape, LineStandingShape } from '../../api/shapes.ts';
 import { ApiRefusal, UnexpectedAnswer, Unreachable } from '../../client/errors.ts';
 import type { CallAnswer, CallInput, OperationName, SlipwayClient } from '../../client/SlipwayClient.ts';
@@ -55,12 +55,12 @@ export class RemoteTransport implements Transport {
   ) {}
 
   async createLease(request: LeaseRequest): Promise<LeaseAnswer> {
-    return (await this.call('createLease', { body: leaseBody(request) })).body;
+    return leaseAnswerOf((await this.call('createLease', { body: leaseBody(request) })).body);
   }
 
   async createLeaseAndWait(request: LeaseRequest, wait: Waiting<LeaseAnswer>): Promise<LeaseWaited> {
     const deadline = Date.now() + wait.timeoutSeconds * 1000;
-    const { body: first } = await this.call('createLease', { query: { wait: apiWait(wait.timeoutSeconds) }, body: leaseBody(request) });
+    const first = leaseAnswerOf((await this.call('createLease', { query: { wait: apiWait(wait.timeoutSeconds) }, body: leaseBody(request) })).body);
     wait.accepted(first);
     const waited = await this.untilSettled({ ...first, tree: first.tree ?? [] }, first.outcome, deadline, async () => {
       const { tree } = (await this.call('getCommand', { params: { id: first.command.id } })).body;

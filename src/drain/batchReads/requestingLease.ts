@@ -114,3 +114,8 @@ const readLeasesQuery = compiledOnce(
 function readLeases(trx: Db, ids: readonly number[]) {
   return executePrepared(trx, readLeasesQuery([...new Set(ids)]));
 }
+
+/** One lease as the blueprint's `need_resource` reads it, outside a step (a lease's explanation, src/drain/explainLease.ts). */
+export async function readRequestingLease(trx: Db, leaseId: number): Promise<(RequestingLease & { id: number }) | undefined> {
+  return (await readLeases(trx, [leaseId]))[0];
+}

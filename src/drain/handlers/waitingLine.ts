@@ -55,6 +55,8 @@ export interface Serving {
   readonly why: string;
   /** Why the joining lease waits, when it is not the room's lack (a quota it is at). */
   readonly joinedWhy?: string;
+  /** The quota `joinedWhy` names, when one holds the joining lease back (for its explanation, src/drain/explainLease.ts). */
+  readonly joinedQuota?: { readonly quota: Quota; readonly count: number };
   readonly events: ReadonlyArray<{ type: string; message: string; data?: unknown }>;
   readonly followUps: readonly FollowUp[];
 }
@@ -231,6 +233,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const servedRows: number[] = [];
   let joinedHasRow = false;
   let joinedWhy: string | undefined;
+  let joinedQuota: Serving['joinedQuota'];
   let competition: Competition | undefined;
   /** What the decision weighs, read once, when it is first needed (a decision with no room to give reads none). */
   const weigh = async () => (competition ??= await readCompetition(trx, blueprint, joining, preemption !== null));
@@ -296,8 +299,10 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
       }
     }
     if (served.size > 0) forgetRequestingLeases(trx);
-    if (newcomer)
+    if (newcomer) {
+      joinedQuota = competition.blockOf(newcomer);
       joinedWhy = competition.describeBlock(newcomer) ?? (newcomer.selector && !(await fits(newcomer)) ? noMatch(newcomer.selector) : undefined);
+    }
   }
 
   // Nothing to preempt for, nor to settle, when the lease that asked at an empty line was served (the common request).
@@ -330,7 +335,17 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const joinedAhead = joinedWaits ? (lineWasEmpty ? { n: 0, orMore: false } : await countAhead(trx, blueprint.id, joining)) : undefined;
   const waiting = lineWasEmpty ? { n: joinedWaits ? 1 : 0, orMore: false } : await countWaiting(trx, blueprint.id);
   await competition?.record(waiting.n === 0);
-  return { liveResources: live, served, waiting, joinedAhead, why: why(), ...(joinedWhy ? { joinedWhy } : {}), events, followUps };
+  return {
+    liveResources: live,
+    served,
+    waiting,
+    joinedAhead,
+    why: why(),
+    ...(joinedWhy ? { joinedWhy } : {}),
+    ...(joinedQuota ? { joinedQuota } : {}),
+    events,
+    followUps,
+  };
 }
 
 /**
@@ -353,6 +368,8 @@ interface Competition {
    * (leases that preemptions under way will grant).
    */
   blocks(lease: { team: string; holder: string | undefined }, promised?: readonly { team: string; holder: string }[]): boolean;
+  /** The quota a lease is at, with what it counts. */
+  blockOf(lease: { team: string; holder: string }): { quota: Quota; count: number } | undefined;
   /** Why a lease waits although there is room: the quota it is at. */
   describeBlock(lease: { team: string; holder: string }): string | undefined;
   /** Counts a lease just served. */
@@ -411,6 +428,7 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
     capacity: blueprint.max_resources * blueprint.leases_per_resource,
     lineWasEmpty,
     blocks: (lease, promised) => reached(lease, promised) !== undefined,
+    blockOf: (lease) => reached(lease),
     describeBlock(lease) {
       const hit = reached(lease);
       return hit && `${describeQuota(hit.quota, () => blueprint.name)} is reached (${hit.count} counted)`;
@@ -593,7 +611,7 @@ interface Slot {
 }
 
 /** Why a lease with a selector waits while the blueprint has room for others. */
-const noMatch = (selector: Selector) => `no free slot, and no resource it may make, matches its selector ${formatSelector(selector)}`;
+export const noMatch = (selector: Selector) => `no free slot, and no resource it may make, matches its selector ${formatSelector(selector)}`;
 
 /** A lease the line may serve, as `fits` judges it. */
 type Needing = Pick<Candidate, 'leaseId' | 'selector' | 'requestedAt'>;

@@ -1,0 +1,416 @@
+import { type ControlledTransaction, sql } from 'kysely';
+import type { BlueprintRow, CommandRow, DB } from '../../migrations/schema.ts';
+import type { Db } from '../db/Database.ts';
+import { readPreemptions } from '../db/preemptions.ts';
+import type { Actor } from '../domain/Actor.ts';
+import { formatDuration } from '../domain/durations.ts';
+import type { AtBlueprint, Explanation, Reason, ReasonKind } from '../domain/explanation.ts';
+import { describeZodIssues, InvalidInputError } from '../domain/errors.ts';
+import { parseSelector, type Selector } from '../domain/labels.ts';
+import { statesWith } from '../domain/lifecycle.ts';
+import { PRIORITY_RANGE, placeInLine } from '../domain/priority.ts';
+import { describeScope, type Quota } from '../domain/quotas.ts';
+import { formatTime } from '../domain/times.ts';
+import { blueprintsFor, chooseBlueprint } from '../objects/chooseBlueprint.ts';
+import { createLease } from '../objects/createLease.ts';
+import { LeaseInputSchema, type LeaseInput } from '../objects/leaseInput.ts';
+import { appendInTransaction } from '../queue/appendCommand.ts';
+import { lockObjectInTransaction } from '../queue/lockObjectInTransaction.ts';
+import { findBlueprint } from '../read/blueprints.ts';
+import { findLease } from '../read/leases.ts';
+import { readRequestingLease } from './batchReads/requestingLease.ts';
+import { noMatch, type Serving, serveWaitingLine } from './handlers/waitingLine.ts';
+
+/**
+ * Why a lease waits, or would wait, and the smallest change that would
+ * grant it now (docs/scheduling.md, "Why is my lease waiting?"; decision
+ * 0044). Nothing here decides: each answer is what the blueprint's own
+ * decision (serveWaitingLine) does with the lease, run in a transaction that
+ * is always rolled back, holding the blueprint's lock as an operator's
+ * change does, so the explanation cannot drift from the decision. Each
+ * what-if is that decision again on a savepoint with one thing changed (a
+ * quota, the blueprint's limit, the lease's priority, ...).
+ *
+ * A rolled-back run leaves nothing: its writes are rows (the line, the
+ * resources it would make, their commands), its wake-ups run only after a
+ * commit (afterCommit), a NOTIFY is sent only at a commit, and what a step
+ * keeps (perStep) is keyed by the transaction, which each savepoint's is.
+ */
+
+/** The most blueprints a dry run of a request by selector alone tries. */
+const MAX_BLUEPRINTS = 5;
+/** The most changes a chain of what-ifs applies one after another (each reveals the reason behind the one it lifted). */
+const MAX_CHAIN = 3;
+
+/** `slipway lease explain`, `GET /v1/leases/{id}/explanation`, the lease page's section. */
+export async function explainLease(db: Db, leaseId: number, actor: Actor): Promise<Explanation> {
+  const lease = await findLease(db, leaseId);
+  const base = { lease: leaseId, state: lease.state, goesTo: lease.blueprint_name };
+  if (lease.state !== 'pending')
+    return { ...base, grantedNow: false, summary: `lease ${leaseId} is ${lease.state}: it waits for nothing`, blueprints: [] };
+  return inRolledBack(db, async (trx) => {
+    const blueprint = await lockedBlueprint(trx, lease.blueprint_id);
+    const asking = await readRequestingLease(trx, leaseId);
+    const onItsWay =
+      asking?.making != null
+        ? `resource ${asking.making} is being made for it`
+        : asking?.sentTo != null
+          ? `it was sent to resource ${asking.sentTo}, which answers next`
+          : asking?.holding != null
+            ? `it holds a slot on resource ${asking.holding}, being granted`
+            : undefined;
+    if (onItsWay) return { ...base, grantedNow: true, summary: `lease ${leaseId} is on its way: ${onItsWay}`, blueprints: [] };
+    const { command } = await appendInTransaction(
+      trx,
+      { target: { kind: 'blueprint', id: blueprint.id }, kind: 'need_resource', payload: { leaseId }, actor },
+      { fromOutside: false, wake: false },
+    );
+    const at = await explainAt(trx, blueprint, command, {
+      id: leaseId,
+      team: lease.team,
+      holder: lease.holder,
+      priority: lease.priority,
+      requestedAt: lease.created_at,
+      selector: lease.selector === null ? undefined : parseSelector(lease.selector),
+    });
+    return { ...base, grantedNow: at.grantedNow, summary: summaryOf(`lease ${leaseId}`, [at]), blueprints: [at] };
+  });
+}
+
+/**
+ * `slipway lease create --dry-run`, `POST /v1/leases?dryRun=true`: the
+ * request made (createLease's own path) and decided at each blueprint it may
+ * go to, then rolled back. A request createLease refuses is refused alike.
+ */
+export async function dryRunLease(db: Db, input: LeaseInput, actor: Actor): Promise<Explanation> {
+  const parsed = LeaseInputSchema.safeParse(input);
+  if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
+  const { blueprint: named, selector } = parsed.data;
+  return inRolledBack(db, async (trx) => {
+    const chosen = named === undefined ? await chooseBlueprint(trx, selector!) : undefined;
+    const targets =
+      named === undefined ? (await blueprintsFor(trx, selector!)).candidates.slice(0, MAX_BLUEPRINTS) : [await findBlueprint(trx, named)];
+    const blueprints: AtBlueprint[] = [];
+    for (const target of targets) {
+      blueprints.push(
+        await inSavepoint(trx, async (sp) => {
+          const blueprint = await lockedBlueprint(sp, target.id);
+          const { lease, command } = await createLease(sp, { ...input, blueprint: blueprint.id }, actor);
+          return explainAt(sp, blueprint, command, {
+            id: lease.id,
+            team: lease.team,
+            holder: lease.holder,
+            priority: lease.priority,
+            requestedAt: lease.created_at,
+            selector: lease.selector === null ? undefined : parseSelector(lease.selector),
+          });
+        }),
+      );
+    }
+    const goesTo = chosen ? targets.find((b) => b.id === chosen.id)!.name : targets[0]!.name;
+    const first = blueprints.find((b) => b.blueprint === goesTo)!;
+    return {
+      lease: null,
+      state: 'not requested',
+      grantedNow: first.grantedNow,
+      goesTo,
+      summary: `${summaryOf('the request', [first])}${chosen ? `; ${chosen.why}` : ''}`,
+      blueprints,
+    };
+  });
+}
+
+/** A lease as the line serves it. */
+interface Asking {
+  readonly id: number;
+  readonly team: string;
+  readonly holder: string;
+  readonly priority: number;
+  readonly requestedAt: Date;
+  readonly selector: Selector | undefined;
+}
+
+/** What the decision did with the lease. */
+type Verdict =
+  | { readonly kind: 'served'; readonly where: string }
+  | { readonly kind: 'preempting'; readonly victim: number; readonly message: string }
+  | { readonly kind: 'waits'; readonly serving: Serving };
+
+/** Granted now, or a slot taken back for it now. */
+const grants = (verdict: Verdict) => verdict.kind !== 'waits';
+
+type WhatIf = (sp: Db, blueprint: BlueprintRow, lease: Asking) => Promise<{ blueprint: BlueprintRow; lease: Asking }>;
+
+/** The explanation at one blueprint: the decision, each reason it gives, and the what-ifs that lift them. */
+async function explainAt(trx: Savepointing, blueprint: BlueprintRow, cause: CommandRow, lease: Asking): Promise<AtBlueprint> {
+  const decide = (changes: readonly WhatIf[]) =>
+    inSavepoint(trx, async (sp) => {
+      let b = blueprint;
+      let l = lease;
+      for (const change of changes) ({ blueprint: b, lease: l } = await change(sp, b, l));
+      return { verdict: verdictOf(await serveWaitingLine(sp, b, cause, joiningOf(b, l)), l.id), blueprint: b };
+    });
+  const { verdict: first } = await decide([]);
+  const name = blueprint.name;
+  if (first.kind === 'served') return { blueprint: name, grantedNow: true, where: first.where, reasons: [] };
+  const reasons: Reason[] = [];
+  const underWay = (await readPreemptions(trx, blueprint.id)).find((p) => p.forLeaseId === lease.id);
+  if (underWay)
+    reasons.push({
+      kind: 'preemption',
+      says: `lease ${underWay.victimLeaseId} is being preempted for it: ${underWay.reason}`,
+      change: `none: its slot on resource ${underWay.resourceId} is this lease's once it ends, by ${formatTime(underWay.endsBy)}`,
+    });
+  if (first.kind === 'preempting')
+    reasons.push({
+      kind: 'preemption',
+      says: `the blueprint preempts lease ${first.victim} for it (${first.message})`,
+      change: "none: its slot is this lease's once it ends",
+    });
+  if (first.kind !== 'waits') return { blueprint: name, grantedNow: false, where: null, reasons };
+
+  // The chain: each reason's change, applied on top of those before it, until the decision grants the lease or the reasons run out.
+  const applied: WhatIf[] = [];
+  const tried = new Set<ReasonKind>();
+  let now: { verdict: Verdict; blueprint: BlueprintRow } = { verdict: first, blueprint };
+  for (let i = 0; i < MAX_CHAIN && now.verdict.kind === 'waits'; i++) {
+    const step = await nextStep(trx, now.blueprint, now.verdict.serving, lease, tried);
+    if (!step) break;
+    tried.add(step.kind);
+    if (!step.whatIf) {
+      reasons.push({ kind: step.kind, says: step.says, change: step.change ?? null });
+      break;
+    }
+    applied.push(step.whatIf);
+    now = await decide(applied);
+    reasons.push({
+      kind: step.kind,
+      says: step.says,
+      change: grants(now.verdict) ? `${step.change} would grant it` : `${step.change}, and the next reason lifted`,
+    });
+  }
+  reasons.push(...chosenInstead(first.serving, lease.id));
+  const priority = await lowestPriority(lease, async (p) => (await decide([withPriority(p)])).verdict, blueprint);
+  if (priority) reasons.push(priority);
+  reasons.push(...(await slotsAhead(trx, blueprint, lease, first.serving)));
+  return { blueprint: name, grantedNow: false, where: null, reasons };
+}
+
+/** The lease at another priority: its row, and its place in the line (domain/priority.ts). */
+const withPriority =
+  (priority: number): WhatIf =>
+  async (sp, b, l) => {
+    await sp.updateTable('leases').set({ priority }).where('id', '=', l.id).execute();
+    await sp
+      .updateTable('blueprint_waiters')
+      .set({ since: placeInLine(l.requestedAt, priority, b.priority_step_ms) })
+      .where('lease_id', '=', l.id)
+      .execute();
+    return { blueprint: b, lease: { ...l, priority } };
+  };
+
+/** The next reason a waiting lease's decision gives (one not lifted already), and the what-if that would lift it. */
+async function nextStep(
+  trx: Db,
+  blueprint: BlueprintRow,
+  serving: Serving,
+  lease: Asking,
+  tried: ReadonlySet<ReasonKind>,
+): Promise<{ kind: ReasonKind; says: string; change?: string; whatIf?: WhatIf } | undefined> {
+  if (serving.joinedQuota) {
+    const { quota, count } = serving.joinedQuota;
+    const scope = describeScope(quota, () => blueprint.name);
+    return {
+      kind: 'quota',
+      says: `the quota of ${scope} is reached: ${count} of ${quota.maxLeases} counted (its leases holding or sent to a slot)`,
+      change: `the quota of ${scope} at ${count + 1} (it is ${quota.maxLeases})`,
+      whatIf: raiseQuota(quota, count + 1),
+    };
+  }
+  if (lease.selector && serving.joinedWhy === noMatch(lease.selector))
+    return { kind: 'selector', says: serving.joinedWhy, change: 'a selector a free slot matches, or a blueprint whose resources may' };
+  // No room: the blueprint's state, its resources in maintenance or quarantine, its limit.
+  if (blueprint.state !== 'enabled' && !tried.has('disabled'))
+    return {
+      kind: 'disabled',
+      says: `blueprint ${blueprint.name} is ${blueprint.state}: it makes no resources`,
+      change: `enabling blueprint ${blueprint.name}`,
+      whatIf: async (_sp, b, l) => ({ blueprint: { ...b, state: 'enabled' }, lease: l }),
+    };
+  const held = tried.has('resources')
+    ? undefined
+    : await trx
+        .selectFrom('resources')
+        .select(['id', 'state'])
+        .where('blueprint_id', '=', blueprint.id)
+        .where('state', 'in', Object.keys(NO_NEW_LEASES))
+        .orderBy('id')
+        .limit(1)
+        .executeTakeFirst();
+  if (held)
+    return {
+      kind: 'resources',
+      says: `resource ${held.id} is ${NO_NEW_LEASES[held.state as keyof typeof NO_NEW_LEASES]}: no new lease lands on it`,
+      change: `putting resource ${held.id} back in service (\`slipway resource uncordon ${held.id}\`)`,
+      whatIf: async (sp, b, l) => {
+        await sp.updateTable('resources').set({ state: 'active' }).where('id', '=', held.id).execute();
+        return { blueprint: b, lease: l };
+      },
+    };
+  if (blueprint.live_resources >= blueprint.max_resources && !tried.has('capacity')) {
+    // Enough new slots for the leases ahead of it too; the decision checks it.
+    const ahead = serving.joinedAhead?.n ?? 0;
+    const max = blueprint.live_resources + Math.ceil((ahead + 1) / blueprint.leases_per_resource);
+    return {
+      kind: 'capacity',
+      says: `blueprint ${blueprint.name} is at its limit: ${blueprint.live_resources} of ${blueprint.max_resources} resources, ${blueprint.leases_per_resource} lease(s) each, no free slot`,
+      change: `blueprint ${blueprint.name}'s max resources at ${max} (it is ${blueprint.max_resources})`,
+      whatIf: async (_sp, b, l) => ({ blueprint: { ...b, max_resources: max }, lease: l }),
+    };
+  }
+  return undefined;
+}
+
+/** The resource states that keep their slots from new leases, in words. */
+const NO_NEW_LEASES = { maintenance: 'in maintenance', quarantined: 'quarantined' } as const;
+
+const raiseQuota =
+  (quota: Quota, to: number): WhatIf =>
+  async (sp, b, l) => {
+    await sp
+      .updateTable('quotas')
+      .set({ max_leases: to })
+      .where('team', '=', quota.team)
+      .where(sql<boolean>`holder is not distinct from ${quota.holder}`)
+      .where(sql<boolean>`blueprint_id is not distinct from ${quota.blueprintId}::bigint`)
+      .execute();
+    return { blueprint: b, lease: l };
+  };
+
+/** The leases the decision chose over this one, and why (fair share and priority, domain/fairShare.ts). */
+function chosenInstead(serving: Serving, leaseId: number): Reason[] {
+  return [...serving.served.entries()]
+    .filter(([id]) => id !== leaseId)
+    .map(([, what]) => ({ kind: 'chosenInstead' as const, says: `the slot went to another lease first: ${what}`, change: null }));
+}
+
+/**
+ * The lowest priority that would have the lease served now, or preempt for
+ * it: found by halving the levels above its own (a few decisions at most).
+ * None when even the highest would not.
+ */
+async function lowestPriority(lease: Asking, decide: (priority: number) => Promise<Verdict>, blueprint: BlueprintRow): Promise<Reason | undefined> {
+  if (lease.priority >= PRIORITY_RANGE.max) return undefined;
+  let low = lease.priority + 1;
+  let high = PRIORITY_RANGE.max;
+  let found: { priority: number; verdict: Verdict } | undefined;
+  while (low <= high) {
+    const mid = Math.floor((low + high) / 2);
+    const verdict = await decide(mid);
+    if (grants(verdict)) {
+      found = { priority: mid, verdict };
+      high = mid - 1;
+    } else low = mid + 1;
+  }
+  const says = `its priority is ${lease.priority}`;
+  if (!found)
+    return {
+      kind: 'priority',
+      says,
+      change: blueprint.preemption === null ? null : `no priority up to ${PRIORITY_RANGE.max} would preempt for it now`,
+    };
+  const what =
+    found.verdict.kind === 'preempting'
+      ? `preempt lease ${found.verdict.victim} (${found.verdict.message})`
+      : found.verdict.kind === 'served'
+        ? `be served: ${found.verdict.where}`
+        : '';
+  return { kind: 'priority', says, change: `priority ${found.priority} or more would ${what}` };
+}
+
+/** When a slot frees by itself: the soonest end of a lease holding one (its expiry, or the blueprint's hold limit). */
+async function slotsAhead(trx: Db, blueprint: BlueprintRow, lease: Asking, serving: Serving): Promise<Reason[]> {
+  const holding = statesWith('lease', 'holdsSlot');
+  const limit = blueprint.max_hold_ms === null ? sql`null::timestamptz` : sql`l.granted_at + ${blueprint.max_hold_ms}::bigint * interval '1 ms'`;
+  const soonest = await trx
+    .selectFrom('leases as l')
+    .select(['l.id', 'l.expires_at', sql<Date>`least(l.expires_at, ${limit})`.as('ends_at'), sql<Date>`now()`.as('now')])
+    .where('l.blueprint_id', '=', blueprint.id)
+    .where('l.state', 'in', holding)
+    .where(sql<boolean>`least(l.expires_at, ${limit}) is not null`)
+    .orderBy('ends_at')
+    .limit(1)
+    .executeTakeFirst();
+  if (!soonest) return [];
+  const ahead = serving.joinedAhead;
+  const inLine = ahead && ahead.n > 0 ? ` (${ahead.n}${ahead.orMore ? ' or more' : ''} waiting ahead of it)` : '';
+  const how =
+    soonest.expires_at !== null && soonest.expires_at.getTime() === soonest.ends_at.getTime() ? 'expires' : "reaches the blueprint's hold limit";
+  const inMs = Math.max(0, soonest.ends_at.getTime() - soonest.now.getTime());
+  return [
+    {
+      kind: 'slotFrees',
+      says: `lease ${soonest.id} frees a slot when it ${how}, in ${formatDuration(inMs)}${inLine}`,
+      change: lease.selector ? 'none, if its resource matches the selector' : 'none: waiting',
+    },
+  ];
+}
+
+/** The events of a decision that takes a slot back for a waiting lease (preemptingLine.ts). */
+const PREEMPTING = new Set(['preempting', 'preemption_taken_over']);
+
+function verdictOf(serving: Serving, leaseId: number): Verdict {
+  const where = serving.served.get(leaseId);
+  if (where !== undefined) return { kind: 'served', where };
+  const preempting = serving.events.find((e) => PREEMPTING.has(e.type) && (e.data as { forLeaseId?: number }).forLeaseId === leaseId);
+  if (!preempting) return { kind: 'waits', serving };
+  return { kind: 'preempting', victim: (preempting.data as { victimLeaseId: number }).victimLeaseId, message: preempting.message };
+}
+
+/** The lease as the blueprint's `need_resource` brings it to the line (blueprintHandlers.ts). */
+function joiningOf(blueprint: BlueprintRow, lease: Asking) {
+  return {
+    leaseId: lease.id,
+    since: placeInLine(lease.requestedAt, lease.priority, blueprint.priority_step_ms),
+    requestedAt: lease.requestedAt,
+    priority: lease.priority,
+    team: lease.team,
+    holder: lease.holder,
+    selector: lease.selector,
+  };
+}
+
+function summaryOf(who: string, at: readonly AtBlueprint[]): string {
+  const granted = at.find((b) => b.grantedNow);
+  if (granted) return `${who} would be granted now at ${granted.blueprint}: ${granted.where}`;
+  return `${who} would not be granted now: ${at.map((b) => `${b.blueprint}: ${b.reasons[0]?.says ?? 'it waits in line'}`).join('; ')}`;
+}
+
+type Savepointing = ControlledTransaction<DB, string[]>;
+
+/** The blueprint's row, its lock held until the transaction ends (no drain is mid-command on it meanwhile). */
+async function lockedBlueprint(trx: Db, id: number): Promise<BlueprintRow> {
+  await lockObjectInTransaction(trx, { kind: 'blueprint', id });
+  return findBlueprint(trx, id);
+}
+
+/** Runs `work` in a transaction that is rolled back whatever happens. */
+async function inRolledBack<T>(db: Db, work: (trx: Savepointing) => Promise<T>): Promise<T> {
+  const trx = (await db.startTransaction().execute()) as unknown as Savepointing;
+  try {
+    return await work(trx);
+  } finally {
+    await trx.rollback().execute();
+  }
+}
+
+/** Runs `work` on a savepoint rolled back after it: its own transaction object, so its step's state (perStep) is its own too. */
+async function inSavepoint<T>(trx: Savepointing, work: (sp: Savepointing) => Promise<T>): Promise<T> {
+  const sp = await trx.savepoint('what_if').execute();
+  try {
+    return await work(sp as Savepointing);
+  } finally {
+    await sp.rollbackToSavepoint('what_if').execute();
+    await sp.releaseSavepoint('what_if').execute();
+  }
+}
