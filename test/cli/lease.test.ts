@@ -217,3 +217,36 @@ test('lease list shows live leases newest first (--all: destroyed ones too), fil
   expect(both.code).toBe(2);
   expect(both.stderr).toMatch(/^error: option '--all' cannot be used with option '--state <state>'\n$/);
 });
+
+test('lease explain says why a lease waits and what would grant it; lease create --dry-run answers for a request and writes nothing', async () => {
+  await createBlueprint(env.database.db, { name: 'explained', driver: 'simulated', maxResources: 1, leasesPerResource: 1 }, actor);
+  const first = await activeLease('explained');
+  const queued = await env.cli('--json', 'lease', 'create', '--blueprint', 'explained', '--no-wait');
+  const waiting = parseJson(queued).lease.id as number;
+  await waitFor('the lease to wait in line', () =>
+    env.database.db.selectFrom('blueprint_waiters').select('lease_id').where('lease_id', '=', waiting).executeTakeFirst(),
+  );
+
+  const explained = await env.cli('lease', 'explain', String(waiting));
+  expect(explained.code, explained.stderr).toBe(0);
+  expect(explained.stdout).toContain(
+    [
+      `lease ${waiting} would not be granted now: explained: blueprint explained is at its limit: 1 of 1 resources, 1 lease(s) each, no free slot`,
+      '',
+      'at explained: not granted now',
+      '  capacity: blueprint explained is at its limit: 1 of 1 resources, 1 lease(s) each, no free slot',
+      "    → blueprint explained's max resources at 2 (it is 1) would grant it",
+    ].join('\n'),
+  );
+  const json = JSON.parse((await env.cli('--json', 'lease', 'explain', String(waiting))).stdout);
+  expect(json).toMatchObject({ lease: waiting, state: 'pending', grantedNow: false, goesTo: 'explained' });
+
+  const before = await rowCounts(env.database.db);
+  const dry = await env.cli('--json', 'lease', 'create', '--blueprint', 'sim', '--dry-run');
+  expect(dry.code, dry.stderr).toBe(0);
+  expect(JSON.parse(dry.stdout)).toMatchObject({ lease: null, grantedNow: true, goesTo: 'sim' });
+  const full = await env.cli('lease', 'create', '--blueprint', 'explained', '--dry-run');
+  expect(full.stdout).toMatch(/^the request would not be granted now: explained: blueprint explained is at its limit/);
+  expect(await rowCounts(env.database.db)).toEqual(before);
+  for (const id of [first, waiting]) expect((await env.cli('lease', 'release', String(id))).code).toBe(0);
+});

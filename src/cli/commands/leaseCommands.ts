@@ -14,11 +14,14 @@ import type { LeaseAnswer } from '../../api/contract.ts';
 import type { LeaseWaited, Transport } from '../transport/Transport.ts';
 import { withTransport } from '../transport/withTransport.ts';
 import { LEASE_COLUMNS, renderLease, renderLeaseDetail } from '../views/leaseViews.ts';
+import { renderExplanation } from '../views/explanationViews.ts';
 import { addLeaseRequestOptions, leaseRequestOf, type LeaseRequestOptions } from '../leaseRequestOptions.ts';
 import { addLeaseRunCommand } from './leaseRunCommand.ts';
 import { formatDuration } from '../../domain/durations.ts';
 
-interface CreateOptions extends WaitOptions, LeaseRequestOptions {}
+interface CreateOptions extends WaitOptions, LeaseRequestOptions {
+  readonly dryRun?: boolean;
+}
 
 interface RenewOptions extends WaitOptions {
   /** Milliseconds. */
@@ -35,9 +38,17 @@ interface ListOptions extends StateListOptions {
 export function addLeaseCommands(program: Command): void {
   const lease = program.command('lease').description("leases: a holder's claim on a slot of one of a blueprint's resources");
 
-  addWaitOptions(addLeaseRequestOptions(lease.command('create').description('request a lease and wait until it is active'), 'default: none')).action(
-    (options: CreateOptions, command: Command) =>
-      withTransport(command, (transport, out) => requestLease(transport, out, { ...options, timeout: waitFor(options, command) })),
+  addWaitOptions(
+    addLeaseRequestOptions(lease.command('create').description('request a lease and wait until it is active'), 'default: none').option(
+      '--dry-run',
+      'request nothing: say whether it would be granted now, where, or why not, and what would grant it',
+    ),
+  ).action((options: CreateOptions, command: Command) =>
+    withTransport(command, async (transport, out) =>
+      options.dryRun
+        ? out.result(await transport.dryRunLease(leaseRequestOf(options)), renderExplanation)
+        : requestLease(transport, out, { ...options, timeout: waitFor(options, command) }),
+    ),
   );
 
   addLeaseRunCommand(lease);
@@ -64,6 +75,14 @@ export function addLeaseCommands(program: Command): void {
       return requestCommand(transport, out, { target: { kind: 'lease', id }, kind: 'renew', payload }, options);
     }),
   );
+
+  lease
+    .command('explain')
+    .description('why a waiting lease is not granted now, at each blueprint that could serve it, and the smallest change that would grant it')
+    .argument('<id>', 'lease id', parseWith(PositiveId))
+    .action((id: number, _options: unknown, command: Command) =>
+      withTransport(command, async (transport, out) => out.result(await transport.explainLease(id), renderExplanation)),
+    );
 
   lease
     .command('show')

@@ -21,6 +21,8 @@ import type { CommandAnswer, LeaseAnswer } from '../../api/contract.ts';
  */
 const createLease = later(() => import('../../objects/createLease.ts'), 'createLease');
 const appendCommand = later(() => import('../../queue/appendCommand.ts'), 'appendCommand');
+const explainLease = later(() => import('../../drain/explainLease.ts'), 'explainLease');
+const dryRunLease = later(() => import('../../drain/explainLease.ts'), 'dryRunLease');
 const cancelCommandById = later(() => import('../../queue/cancelCommand.ts'), 'cancelCommandById');
 
 /**
@@ -67,6 +69,15 @@ export class LocalTransport implements Transport {
 
   showLease(id: number) {
     return readLeaseDetail(this.session.db, id);
+  }
+
+  explainLease(id: number) {
+    return explainLease(this.session.db, id, cliActor());
+  }
+
+  dryRunLease(request: LeaseRequest) {
+    const { reason, holder = cliActor().issuedBy, ...rest } = request;
+    return dryRunLease(this.session.db, { ...rest, holder }, cliActor(reason));
   }
 
   async listLeases(filter: LeaseListFilter, page: ListPage) {

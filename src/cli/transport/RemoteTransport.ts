@@ -93,6 +93,16 @@ export class RemoteTransport implements Transport {
     return (await this.call('getLease', { params: { id } })).body;
   }
 
+  async explainLease(id: number) {
+    return (await this.call('explainLease', { params: { id } })).body;
+  }
+
+  async dryRunLease(request: LeaseRequest) {
+    const { body } = await this.call('createLease', { query: { dryRun: 'true' }, body: leaseBody(request) });
+    if ('command' in body) throw new Error(`a dry run was answered with a lease (${body.lease.id}): the API did not take dryRun`);
+    return body;
+  }
+
   async listLeases(filter: LeaseListFilter, page: ListPage) {
     return (await this.call('listLeases', { query: { ...filter, ...page } })).body;
   }

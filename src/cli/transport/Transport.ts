@@ -1,5 +1,5 @@
 import type { CancelAnswer, CommandAnswer, CommandDetailShape, LeaseAnswer, LeaseDetail } from '../../api/contract.ts';
-import type { Command, CommandTreeNodeShape, Lease } from '../../api/shapes.ts';
+import type { Command, CommandTreeNodeShape, ExplanationShape, Lease } from '../../api/shapes.ts';
 import type { ObjectRef } from '../../db/objectTables.ts';
 import type { BlueprintRef } from '../../read/blueprints.ts';
 import type { CommandFilter } from '../../read/commands.ts';
@@ -21,6 +21,10 @@ export interface Transport {
   /** Queues a command and waits for it and everything it causes, or until the time is up. */
   requestCommandAndWait(request: CommandRequest, wait: Waiting<CommandAnswer>): Promise<CommandWaited>;
   showLease(id: number): Promise<LeaseDetail>;
+  /** Why a lease waits, and what would grant it now (its blueprint's decision, run and rolled back). */
+  explainLease(id: number): Promise<ExplanationShape>;
+  /** Whether a request would be granted now, where, or why not: nothing is requested. */
+  dryRunLease(request: LeaseRequest): Promise<ExplanationShape>;
   listLeases(filter: LeaseListFilter, page: ListPage): Promise<Page<Lease>>;
   showCommand(id: number): Promise<CommandDetailShape>;
   listCommands(filter: CommandFilter, page: ListPage): Promise<Page<Command>>;
