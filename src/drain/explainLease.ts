@@ -2,7 +2,7 @@ import { type ControlledTransaction, sql } from 'kysely';
 import type { BlueprintRow, CommandRow, DB } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { readPreemptions } from '../db/preemptions.ts';
-import type { Actor } from '../domain/Actor.ts';
+import { type Actor, systemActorName } from '../domain/Actor.ts';
 import { formatDuration } from '../domain/durations.ts';
 import type { AtBlueprint, Explanation, Reason, ReasonKind } from '../domain/explanation.ts';
 import { describeZodIssues, InvalidInputError } from '../domain/errors.ts';
@@ -37,13 +37,15 @@ import { noMatch, type Serving, serveWaitingLine } from './handlers/waitingLine.
  * keeps (perStep) is keyed by the transaction, which each savepoint's is.
  */
 
+const ASKING_AGAIN: Actor = { issuedBy: systemActorName('lease'), source: 'system' };
+
 /** The most blueprints a dry run of a request by selector alone tries. */
 const MAX_BLUEPRINTS = 5;
 /** The most changes a chain of what-ifs applies one after another (each reveals the reason behind the one it lifted). */
 const MAX_CHAIN = 3;
 
 /** `slipway lease explain`, `GET /v1/leases/{id}/explanation`, the lease page's section. */
-export async function explainLease(db: Db, leaseId: number, actor: Actor): Promise<Explanation> {
+export async function explainLease(db: Db, leaseId: number): Promise<Explanation> {
   const lease = await findLease(db, leaseId);
   const base = { lease: leaseId, state: lease.state, goesTo: lease.blueprint_name };
   if (lease.state !== 'pending')
@@ -60,9 +62,10 @@ export async function explainLease(db: Db, leaseId: number, actor: Actor): Promi
             ? `it holds a slot on resource ${asking.holding}, being granted`
             : undefined;
     if (onItsWay) return { ...base, grantedNow: true, summary: `lease ${leaseId} is on its way: ${onItsWay}`, blueprints: [] };
+    // The lease asks again, as its drain does after a refusal.
     const { command } = await appendInTransaction(
       trx,
-      { target: { kind: 'blueprint', id: blueprint.id }, kind: 'need_resource', payload: { leaseId }, actor },
+      { target: { kind: 'blueprint', id: blueprint.id }, kind: 'need_resource', payload: { leaseId }, actor: ASKING_AGAIN },
       { fromOutside: false, wake: false },
     );
     const at = await explainAt(trx, blueprint, command, {

@@ -3,6 +3,7 @@ import { createToken } from '../../src/api/auth/tokens.ts';
 import { NO_SCHEDULED_COLLECTOR, rowCounts } from '../cli/rowCounts.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
 import { activeLease, simulatedBlueprint } from './support/fixtures.ts';
+import { WebClient } from '../web/support/WebClient.ts';
 
 /**
  * Explanations and dry runs (decision 0044) against the decision itself,
@@ -50,6 +51,14 @@ test('capacity: a full blueprint says so, names the limit that would grant the l
     change: `blueprint ${name}'s max resources at 2 (it is 1) would grant it`,
   });
   expect(reasonOf(explained, 'slotFrees')?.says).toMatch(new RegExp(`^lease ${holder.body.lease.id} frees a slot when it expires, in \\d+m`));
+  // The lease's page says the same, in its own section.
+  const web = new WebClient(env.server.url);
+  await web.signIn(env.as.viewer.token!);
+  const page = await web.get(`/leases/${waiting.id}`);
+  expect(page.status).toBe(200);
+  expect(page.text).toContain('<h2>Why it waits</h2>');
+  expect(page.text).toContain(`<h3>At ${name}: not granted now</h3>`);
+  expect(page.text).toContain(`→ blueprint ${name}&#39;s max resources at 2 (it is 1) would grant it`);
   // Nothing was written, the lease still waits.
   expect(await stateOf(waiting.id)).toBe('pending');
 

@@ -61,6 +61,6 @@ export async function leaseRoutes(app: FastifyInstance, context: ApiContext): Pr
 
   typed.route({
     ...routeOf(OPERATIONS.explainLease),
-    handler: (request) => explainLease(db, request.params.id, actorOf(request)),
+    handler: (request) => explainLease(db, request.params.id),
   });
 }

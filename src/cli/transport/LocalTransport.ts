@@ -72,7 +72,7 @@ export class LocalTransport implements Transport {
   }
 
   explainLease(id: number) {
-    return explainLease(this.session.db, id, cliActor());
+    return explainLease(this.session.db, id);
   }
 
   dryRunLease(request: LeaseRequest) {

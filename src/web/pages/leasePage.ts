@@ -16,6 +16,8 @@ import { NoticeQuery, renderNotice } from '../notice.ts';
 import { accepts, holdsSlot, isSettingUp } from '../../domain/lifecycle.ts';
 import { endingOf } from '../../domain/ending.ts';
 import { renderQueue, renderTimeline } from '../timeline.ts';
+import { explainLease } from '../../drain/explainLease.ts';
+import type { Explanation } from '../../domain/explanation.ts';
 
 /** `/leases/:id`: a lease's fields, its release button, its queue and its timeline. */
 export async function leasePage(app: FastifyInstance, db: Db): Promise<void> {
@@ -32,6 +34,8 @@ export async function leasePage(app: FastifyInstance, db: Db): Promise<void> {
       const goal = targetState('lease', lease.state, queue);
       const line = await readLineStanding(db, lease.id);
       const ending = endingOf(lease.ending);
+      // Only a waiting lease has something to explain; its blueprint's decision is run (and rolled back) for it.
+      const explanation = line ? await explainLease(db, lease.id) : undefined;
       const main = html`${stateHeading(`Lease ${lease.id}`, 'lease', lease.state, goal)}
 ${await renderNotice(db, query)}
 <section class="card">
@@ -75,10 +79,25 @@ ${await renderNotice(db, query)}
 </dl>
 ${commandButtons(request, { kind: 'lease', id: lease.id, state: lease.state, queue, owner: lease.holder })}
 </section>
+${explanation ? renderExplanation(explanation) : ''}
 ${renderQueue(queue, (c) => cancelButton(request, c))}
 ${await renderTimeline(db, 'lease', timeline)}`;
       const watch = [`lease:${lease.id}`, ...(lease.resource_id === null ? [] : [`resource:${lease.resource_id}`])];
       return sendPage(request, reply, { title: `Lease ${lease.id}`, watch, main });
     },
   });
+}
+
+/** Why the lease waits, at each blueprint that could serve it, and what would grant it now (`slipway lease explain`). */
+function renderExplanation(explanation: Explanation) {
+  return html`<h2>Why it waits</h2>
+<section class="card" id="explanation">
+<p>${explanation.summary}</p>
+${explanation.blueprints.map(
+  (at) => html`<h3>At ${at.blueprint}: ${at.grantedNow ? 'granted now' : 'not granted now'}</h3>
+<ul>
+${at.reasons.map((r) => html`<li><strong>${r.kind}</strong>: ${r.says}${r.change === null ? '' : html`<br><span class="muted">→ ${r.change}</span>`}</li>`)}
+</ul>`,
+)}
+</section>`;
 }
