@@ -8,6 +8,7 @@ import type { AtBlueprint, Explanation, Reason, ReasonKind } from '../domain/exp
 import { describeZodIssues, InvalidInputError } from '../domain/errors.ts';
 import { parseSelector, type Selector } from '../domain/labels.ts';
 import { statesWith } from '../domain/lifecycle.ts';
+import { preemptionOf } from '../domain/preemption.ts';
 import { PRIORITY_RANGE, placeInLine } from '../domain/priority.ts';
 import { describeScope, type Quota } from '../domain/quotas.ts';
 import { formatTime } from '../domain/times.ts';
@@ -192,9 +193,13 @@ async function explainAt(trx: Savepointing, blueprint: BlueprintRow, cause: Comm
       change: grants(now.verdict) ? `${step.change} would grant it` : `${step.change}, and the next reason lifted`,
     });
   }
-  reasons.push(...chosenInstead(first.serving, lease.id));
-  const priority = await lowestPriority(lease, async (p) => (await decide([withPriority(p)])).verdict, blueprint);
-  if (priority) reasons.push(priority);
+  const others = chosenInstead(first.serving, lease.id);
+  reasons.push(...others);
+  // Priority decides who gets the room there is, or whom the blueprint preempts for: with neither, no priority grants it now.
+  if (others.length > 0 || blueprint.preemption !== null) {
+    const priority = await lowestPriority(trx, lease, async (p) => (await decide([withPriority(p)])).verdict, blueprint);
+    if (priority) reasons.push(priority);
+  }
   reasons.push(...(await slotsAhead(trx, blueprint, lease, first.serving)));
   return { blueprint: name, grantedNow: false, where: null, reasons };
 }
@@ -299,14 +304,38 @@ function chosenInstead(serving: Serving, leaseId: number): Reason[] {
 
 /**
  * The lowest priority that would have the lease served now, or preempt for
- * it: found by halving the levels above its own (a few decisions at most).
- * None when even the highest would not.
+ * it. The highest is tried first (none would, if it would not); a victim it
+ * would preempt says where to look next, its priority plus the margin (no
+ * lower priority preempts anything: the victim taken first is the one of
+ * the lowest priority), which one more decision confirms; otherwise the
+ * levels between are halved. So a few decisions at most.
  */
-async function lowestPriority(lease: Asking, decide: (priority: number) => Promise<Verdict>, blueprint: BlueprintRow): Promise<Reason | undefined> {
+async function lowestPriority(
+  trx: Db,
+  lease: Asking,
+  decide: (priority: number) => Promise<Verdict>,
+  blueprint: BlueprintRow,
+): Promise<Reason | undefined> {
   if (lease.priority >= PRIORITY_RANGE.max) return undefined;
+  const says = `its priority is ${lease.priority}`;
+  const highest = await decide(PRIORITY_RANGE.max);
+  if (!grants(highest)) {
+    const change = blueprint.preemption === null ? null : `no priority up to ${PRIORITY_RANGE.max} would preempt for it now`;
+    return { kind: 'priority', says, change };
+  }
+  let found: { priority: number; verdict: Verdict } = { priority: PRIORITY_RANGE.max, verdict: highest };
   let low = lease.priority + 1;
-  let high = PRIORITY_RANGE.max;
-  let found: { priority: number; verdict: Verdict } | undefined;
+  const margin = preemptionOf(blueprint.preemption)?.priorityMargin;
+  if (highest.kind === 'preempting' && margin !== undefined) {
+    const victim = await trx.selectFrom('leases').select('priority').where('id', '=', highest.victim).executeTakeFirstOrThrow();
+    const hint = Math.max(low, victim.priority + margin);
+    if (hint < found.priority) {
+      const verdict = await decide(hint);
+      if (grants(verdict)) return priorityReason(says, hint, verdict);
+    }
+    low = hint + 1;
+  }
+  let high = found.priority - 1;
   while (low <= high) {
     const mid = Math.floor((low + high) / 2);
     const verdict = await decide(mid);
@@ -315,20 +344,17 @@ async function lowestPriority(lease: Asking, decide: (priority: number) => Promi
       high = mid - 1;
     } else low = mid + 1;
   }
-  const says = `its priority is ${lease.priority}`;
-  if (!found)
-    return {
-      kind: 'priority',
-      says,
-      change: blueprint.preemption === null ? null : `no priority up to ${PRIORITY_RANGE.max} would preempt for it now`,
-    };
+  return priorityReason(says, found.priority, found.verdict);
+}
+
+function priorityReason(says: string, priority: number, verdict: Verdict): Reason {
   const what =
-    found.verdict.kind === 'preempting'
-      ? `preempt lease ${found.verdict.victim} (${found.verdict.message})`
-      : found.verdict.kind === 'served'
-        ? `be served: ${found.verdict.where}`
+    verdict.kind === 'preempting'
+      ? `preempt lease ${verdict.victim} (${verdict.message})`
+      : verdict.kind === 'served'
+        ? `be served: ${verdict.where}`
         : '';
-  return { kind: 'priority', says, change: `priority ${found.priority} or more would ${what}` };
+  return { kind: 'priority', says, change: `priority ${priority} or more would ${what}` };
 }
 
 /** When a slot frees by itself: the soonest end of a lease holding one (its expiry, or the blueprint's hold limit). */
