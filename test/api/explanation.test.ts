@@ -184,3 +184,31 @@ test('the API validates: an unknown lease is 404, dryRun with wait is 400, a lea
   expect((await env.as.user.post('/v1/leases?dryRun=true', { blueprint: 'no-such-blueprint' })).status).toBe(404);
   await releaseAll([active.id]);
 });
+
+test('a dry run by selector alone is decided at each blueprint it may go to, and says where it goes: the one with room', async () => {
+  const pool = `pool${Math.random().toString(36).slice(2, 7)}`;
+  const blueprint = async (name: string) => {
+    const made = await env.as.admin.post('/v1/blueprints', { name, driver: 'simulated', maxResources: 1, leasesPerResource: 1, labels: { pool } });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+  };
+  await blueprint(`${pool}-full`);
+  const holder = await activeLease(env.as.user, `${pool}-full`);
+  await blueprint(`${pool}-free`);
+  const before = await rowCounts(env.database.db);
+
+  const dry = await env.as.user.post('/v1/leases?dryRun=true', { selector: `pool=${pool}` });
+  expect(dry.status, JSON.stringify(dry.body)).toBe(200);
+  expect(dry.body).toMatchObject({ grantedNow: true, goesTo: `${pool}-free` });
+  expect(dry.body.summary).toMatch(
+    new RegExp(`; selector pool=${pool} may be matched at ${pool}-full, ${pool}-free; went to ${pool}-free: room to make a resource`),
+  );
+  const at = Object.fromEntries(dry.body.blueprints.map((b: { blueprint: string }) => [b.blueprint, b]));
+  expect(at[`${pool}-full`]).toMatchObject({ grantedNow: false, reasons: [expect.objectContaining({ kind: 'capacity' })] });
+  expect(at[`${pool}-free`]).toMatchObject({ grantedNow: true, reasons: [] });
+  expect(await rowCounts(env.database.db)).toEqual(before);
+
+  // The request itself goes there and is granted.
+  const real = await env.as.user.post('/v1/leases?wait=60', { selector: `pool=${pool}` });
+  expect(real.body.lease).toMatchObject({ state: 'active', blueprintName: `${pool}-free` });
+  await releaseAll([holder.id, real.body.lease.id]);
+});
