@@ -1,5 +1,5 @@
 import { type ControlledTransaction, sql } from 'kysely';
-import type { BlueprintRow, CommandRow, DB } from '../../migrations/schema.ts';
+import type { BlueprintRow, CommandRow, DB, LeaseRow } from '../../migrations/schema.ts';
 import type { Db } from '../db/Database.ts';
 import { readPreemptions } from '../db/preemptions.ts';
 import { type Actor, systemActorName } from '../domain/Actor.ts';
@@ -69,14 +69,7 @@ export async function explainLease(db: Db, leaseId: number): Promise<Explanation
       { target: { kind: 'blueprint', id: blueprint.id }, kind: 'need_resource', payload: { leaseId }, actor: ASKING_AGAIN },
       { fromOutside: false, wake: false },
     );
-    const at = await explainAt(trx, blueprint, command, {
-      id: leaseId,
-      team: lease.team,
-      holder: lease.holder,
-      priority: lease.priority,
-      requestedAt: lease.created_at,
-      selector: lease.selector === null ? undefined : parseSelector(lease.selector),
-    });
+    const at = await explainAt(trx, blueprint, command, askingOf(lease));
     return { ...base, grantedNow: at.grantedNow, summary: summaryOf(`lease ${leaseId}`, [at]), blueprints: [at] };
   });
 }
@@ -92,27 +85,25 @@ export async function dryRunLease(db: Db, input: LeaseInput, actor: Actor): Prom
   const { blueprint: named, selector } = parsed.data;
   return inRolledBack(db, async (trx) => {
     const chosen = named === undefined ? await chooseBlueprint(trx, selector!) : undefined;
+    // The one it goes to first, then the others it may go to.
     const targets =
-      named === undefined ? (await blueprintsFor(trx, selector!)).candidates.slice(0, MAX_BLUEPRINTS) : [await findBlueprint(trx, named)];
+      named === undefined
+        ? (await blueprintsFor(trx, selector!)).candidates
+            .sort((a, b) => Number(b.id === chosen!.id) - Number(a.id === chosen!.id))
+            .slice(0, MAX_BLUEPRINTS)
+        : [await findBlueprint(trx, named)];
     const blueprints: AtBlueprint[] = [];
     for (const target of targets) {
       blueprints.push(
         await inSavepoint(trx, async (sp) => {
           const blueprint = await lockedBlueprint(sp, target.id);
           const { lease, command } = await createLease(sp, { ...input, blueprint: blueprint.id }, actor);
-          return explainAt(sp, blueprint, command, {
-            id: lease.id,
-            team: lease.team,
-            holder: lease.holder,
-            priority: lease.priority,
-            requestedAt: lease.created_at,
-            selector: lease.selector === null ? undefined : parseSelector(lease.selector),
-          });
+          return explainAt(sp, blueprint, command, askingOf(lease));
         }),
       );
     }
-    const goesTo = chosen ? targets.find((b) => b.id === chosen.id)!.name : targets[0]!.name;
-    const first = blueprints.find((b) => b.blueprint === goesTo)!;
+    const first = blueprints[0]!;
+    const goesTo = first.blueprint;
     return {
       lease: null,
       state: 'not requested',
@@ -132,6 +123,17 @@ interface Asking {
   readonly priority: number;
   readonly requestedAt: Date;
   readonly selector: Selector | undefined;
+}
+
+function askingOf(lease: Pick<LeaseRow, 'id' | 'team' | 'holder' | 'priority' | 'created_at' | 'selector'>): Asking {
+  return {
+    id: lease.id,
+    team: lease.team,
+    holder: lease.holder,
+    priority: lease.priority,
+    requestedAt: lease.created_at,
+    selector: lease.selector === null ? undefined : parseSelector(lease.selector),
+  };
 }
 
 /** What the decision did with the lease. */
