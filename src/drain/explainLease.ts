@@ -48,9 +48,16 @@ const MAX_CHAIN = 3;
 /** `slipway lease explain`, `GET /v1/leases/{id}/explanation`, the lease page's section. */
 export async function explainLease(db: Db, leaseId: number): Promise<Explanation> {
   const lease = await findLease(db, leaseId);
-  const base = { lease: leaseId, state: lease.state, goesTo: lease.blueprint_name };
-  if (lease.state !== 'pending')
-    return { ...base, grantedNow: false, summary: `lease ${leaseId} is ${lease.state}: it waits for nothing`, blueprints: [] };
+  // In the order of the API's Explanation, so the CLI prints it alike both ways.
+  const answer = (grantedNow: boolean, summary: string, blueprints: AtBlueprint[]): Explanation => ({
+    lease: leaseId,
+    state: lease.state,
+    grantedNow,
+    goesTo: lease.blueprint_name,
+    summary,
+    blueprints,
+  });
+  if (lease.state !== 'pending') return answer(false, `lease ${leaseId} is ${lease.state}: it waits for nothing`, []);
   return inRolledBack(db, async (trx) => {
     const blueprint = await lockedBlueprint(trx, lease.blueprint_id);
     const asking = await readRequestingLease(trx, leaseId);
@@ -62,7 +69,7 @@ export async function explainLease(db: Db, leaseId: number): Promise<Explanation
           : asking?.holding != null
             ? `it holds a slot on resource ${asking.holding}, being granted`
             : undefined;
-    if (onItsWay) return { ...base, grantedNow: true, summary: `lease ${leaseId} is on its way: ${onItsWay}`, blueprints: [] };
+    if (onItsWay) return answer(true, `lease ${leaseId} is on its way: ${onItsWay}`, []);
     // The lease asks again, as its drain does after a refusal.
     const { command } = await appendInTransaction(
       trx,
@@ -70,7 +77,7 @@ export async function explainLease(db: Db, leaseId: number): Promise<Explanation
       { fromOutside: false, wake: false },
     );
     const at = await explainAt(trx, blueprint, command, askingOf(lease));
-    return { ...base, grantedNow: at.grantedNow, summary: summaryOf(`lease ${leaseId}`, [at]), blueprints: [at] };
+    return answer(at.grantedNow, summaryOf(`lease ${leaseId}`, [at]), [at]);
   });
 }
 

@@ -255,3 +255,20 @@ test('a remote call loads the HTTP client, never the database code, the queue, t
     await rm(record, { force: true });
   }
 });
+
+test('lease explain and lease create --dry-run answer through the API as locally', async () => {
+  const { name } = await simulatedBlueprint(env.as.admin, {}, { maxResources: 1, leasesPerResource: 1 });
+  const kept = await remoteLease('operator', name);
+  const explained = await remote('viewer', '--json', 'lease', 'explain', String(kept));
+  expect(explained.code, explained.stderr).toBe(0);
+  expect(explained.stdout).toBe((await local('--json', 'lease', 'explain', String(kept))).stdout);
+  expect(parseJson(explained)).toMatchObject({ lease: kept, state: 'active', grantedNow: false, blueprints: [] });
+
+  const before = await rowCounts(env.database.db);
+  const dry = await remote('operator', 'lease', 'create', '--blueprint', name, '--dry-run');
+  expect(dry.code, dry.stderr).toBe(0);
+  expect(dry.stdout).toMatch(new RegExp(`^the request would not be granted now: ${name}: blueprint ${name} is at its limit`));
+  expect(dry.stdout).toContain(`→ blueprint ${name}'s max resources at 2 (it is 1) would grant it`);
+  expect(await rowCounts(env.database.db)).toEqual(before);
+  await remote('operator', 'lease', 'release', String(kept));
+});
