@@ -167,7 +167,8 @@ async function explainAt(trx: Savepointing, blueprint: BlueprintRow, cause: Comm
   const name = blueprint.name;
   if (first.kind === 'served') return { blueprint: name, grantedNow: true, where: first.where, reasons: [] };
   const reasons: Reason[] = [];
-  const underWay = (await readPreemptions(trx, blueprint.id)).find((p) => p.forLeaseId === lease.id);
+  // Only a blueprint that preempts has preemptions under way (turning it off withdraws them).
+  const underWay = blueprint.preemption === null ? undefined : (await readPreemptions(trx, blueprint.id)).find((p) => p.forLeaseId === lease.id);
   if (underWay)
     reasons.push({
       kind: 'preemption',
