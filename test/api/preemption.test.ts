@@ -3,6 +3,7 @@ import { createToken } from '../../src/api/auth/tokens.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
 import { NO_SCHEDULED_COLLECTOR } from '../cli/rowCounts.ts';
+import { WebClient } from '../web/support/WebClient.ts';
 
 /**
  * Preemption through the API, with a real worker (decision 0043): a
@@ -73,6 +74,12 @@ test('an urgent lease preempts the lowest-priority lease: the victim is told at 
   // A renewal answers with the same end.
   const renewed = await env.as.user.post(`/v1/leases/${victim.id}/commands?wait=30`, { kind: 'renew', payload: { expiresInMs: 60_000 } });
   expect(renewed.body.command.message).toContain(`ending by ${ending.at.replace('T', ' ')}: ${ending.reason}`);
+  // The web UI's lease page says it, and why it ends by then.
+  const web = new WebClient(env.server.url);
+  expect((await web.signIn(env.as.viewer.token!)).status).toBe(303);
+  const page = (await web.get(`/leases/${victim.id}`)).text;
+  expect(page).toContain('<span class="muted">(preempted; stop the work and release it)</span>');
+  expect(page).toContain(`<span class="muted">at the latest: preempted for lease ${urgent.id}: priority 5 against 1;`);
   // The urgent lease waits, saying for what.
   expect((await env.as.admin.get(`/v1/leases/${urgent.id}`)).body.lease.state).toBe('pending');
 

@@ -69,7 +69,7 @@ ${await renderNotice(db, query)}
     accepts('lease', lease.state, 'renew')
       ? html`<dt>Expires</dt><dd>${when(lease.expires_at)}</dd>
   <dt>Heartbeat due</dt><dd>${when(lease.heartbeat_deadline)}</dd>
-  ${lease.end_by ? html`<dt>Ends by</dt><dd>${when(lease.end_by)} <span class="muted">at the latest: its blueprint's longest hold, from its grant ${when(lease.granted_at)}</span></dd>` : ''}`
+  ${lease.end_by ? html`<dt>Ends by</dt><dd>${when(lease.end_by)} <span class="muted">at the latest: ${ending && Date.parse(ending.at) === lease.end_by.getTime() ? ending.reason : html`its blueprint's longest hold, from its grant ${when(lease.granted_at)}`}</span></dd>` : ''}`
       : ''
   }
   <dt>Attributes</dt><dd>${attributeList(lease.attributes)}</dd>
