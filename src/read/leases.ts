@@ -1,5 +1,4 @@
 import type { LeaseRow } from '../../migrations/schema.ts';
-import { compiledOnce } from '../db/compiledOnce.ts';
 import type { Db } from '../db/Database.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import { isSettingUp } from '../domain/lifecycle.ts';
@@ -30,11 +29,8 @@ function leasesWithBlueprint(db: Db) {
     .select('blueprints.name as blueprint_name');
 }
 
-/** A lease's answer reads it (a create's, a `?wait`'s): compiled once. */
-const leaseById = compiledOnce((db, id: number) => leasesWithBlueprint(db).where('leases.id', '=', id), 0);
-
 export async function findLease(db: Db, id: number): Promise<LeaseView> {
-  const [row] = (await db.executeQuery(leaseById(id))).rows;
+  const row = await leasesWithBlueprint(db).where('leases.id', '=', id).executeTakeFirst();
   if (!row) throw new NotFoundError('lease', id);
   return row;
 }
