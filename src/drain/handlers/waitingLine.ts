@@ -311,7 +311,8 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     const weighing = await weigh();
     const waiting = [
       ...(newcomer ? [newcomer] : []),
-      ...(await teamHeads(trx, blueprint.id)).filter((r) => r.state === 'pending' && !served.has(r.lease_id)).map(candidateOf),
+      // A lease asking again may have its row too: it is the newcomer.
+      ...weighing.heads.filter((r) => r.state === 'pending' && !served.has(r.lease_id) && r.lease_id !== joining?.leaseId).map(candidateOf),
     ];
     await preempting.decide(waiting, new Set(served.keys()), weighing, new Date());
     events.push(...preempting.events);
@@ -357,6 +358,8 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
  */
 interface Competition {
   readonly lines: ReadonlyMap<string, TeamLine>;
+  /** The first rows of each team's part of the line, as the decision began (the waiters that may preempt). */
+  readonly heads: readonly LineRow[];
   readonly uses: ReadonlyMap<string, TeamUse>;
   /** Slots the blueprint has at its limit, which the teams share. */
   readonly capacity: number;
@@ -424,6 +427,7 @@ async function readCompetition(trx: Db, blueprint: BlueprintRow, joining: Joinin
     );
   return {
     lines,
+    heads,
     uses,
     capacity: blueprint.max_resources * blueprint.leases_per_resource,
     lineWasEmpty,
