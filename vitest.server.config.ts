@@ -22,12 +22,6 @@ export default defineConfig(async () => ({
   test: {
     ...(await sharedSettings()),
     include: SERVER_TESTS,
-    exclude: [
-      ...configDefaults.exclude,
-      ...SYSTEM_TESTS,
-      // Failed once on the stock PostgreSQL 15 in CI (stop 55), not yet understood: it runs on the embedded server in `npm test`;
-      // back here once the failure is explained (docs/known-limits.md).
-      'test/concurrency/preemption.test.ts',
-    ],
+    exclude: [...configDefaults.exclude, ...SYSTEM_TESTS],
   },
 }));

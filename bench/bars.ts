@@ -1,5 +1,6 @@
 import type { Figures } from './figures.ts';
 import { integer, mib, ms, pair } from './format.ts';
+import { EXPLAIN_P99_MS, type ExplanationFigures } from './explanations.ts';
 import { PREEMPTION_BEYOND_GRACE_MS, type PreemptionFigures } from './preemption.ts';
 
 /** One bar of the issue: what it asks, what the run measured, and whether that meets it (undefined: not measured). */
@@ -20,7 +21,7 @@ const notAtBarRate = (rate: number) => (rate === BAR_RATE ? '' : ` (measured at 
 
 /** The issue's bars, as ratios and latencies within one run. */
 export function bars(figures: Figures): Bar[] {
-  const { baseline, append, cheapPath, slipway, api, service, peer, preemption } = figures;
+  const { baseline, append, cheapPath, slipway, api, service, peer, preemption, explanations } = figures;
   const atBarRate = slipway.releaseLatency.find((l) => l.targetRate === BAR_RATE);
   const peerRate = peer.tuned.activeReleases.perSecond;
   return [
@@ -100,7 +101,19 @@ export function bars(figures: Figures): Bar[] {
       met: service.closedLoop.perSecond >= 0.05 * baseline.perSecond,
     },
     preemptionBar(preemption),
+    explanationBar(explanations),
   ];
+}
+
+/** (l)'s bar, of the main run's figures or of (k) and (l) run alone (bench/runPreemption.ts); undefined: a run before (l). */
+export function explanationBar(explanations: ExplanationFigures | undefined): Bar {
+  return {
+    asks: `(l) lease explained through the API, 10,000 waiting at a preempting blueprint: p99 ≤ ${EXPLAIN_P99_MS} ms`,
+    measured: explanations
+      ? `${ms(explanations.p99Ms)} (p50 ${ms(explanations.p50Ms)}, ${explanations.count} explanations, ${integer(explanations.waiting)} waiting)`
+      : 'not measured (a run before (l))',
+    met: explanations && explanations.waiting >= 10_000 && explanations.p99Ms <= EXPLAIN_P99_MS,
+  };
 }
 
 /** (k)'s bar, of the main run's figures or of (k) run alone (bench/runPreemption.ts); undefined: a run before (k). */

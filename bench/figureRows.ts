@@ -1,5 +1,5 @@
 import type { Figures } from './figures.ts';
-import { integer, mib, pair, perSecond, times } from './format.ts';
+import { integer, mib, ms, pair, perSecond, times } from './format.ts';
 import type { MilestoneLatency } from './latency.ts';
 import type { Spread, Throughput } from './measure.ts';
 
@@ -31,7 +31,7 @@ const minP50Max = (s: Spread) => `${s.minMs.toFixed(1)} / ${s.p50Ms.toFixed(1)} 
  * (scripts/docs/benchmarkFigures.ts) are made from.
  */
 export function figureRows(figures: Figures): FigureRow[] {
-  const { settings, baseline, append, cheapPath, slipway, api, service, peer, preemption } = figures;
+  const { settings, baseline, append, cheapPath, slipway, api, service, peer, preemption, explanations } = figures;
   const { tuned, defaults } = peer;
   const rate = (t: Throughput): Cell => ({ value: perSecond(t), ofBaseline: times(t.perSecond, baseline.perSecond) });
   const latency = (l: MilestoneLatency): Cell => ({
@@ -149,6 +149,17 @@ export function figureRows(figures: Figures): FigureRow[] {
               `${preemption.count} urgent leases at ${integer(settings.BENCH_PREEMPTION_RATE)}/s on ${integer(settings.BENCH_PREEMPTION_ACTIVE)} active + ` +
               `${integer(settings.BENCH_PREEMPTION_WAITING)} waiting, grace ${integer(preemption.graceMs)} ms; request → victim chosen ${pair(preemption.chosen)}; ` +
               `victim released after its end ${pair(preemption.victimEndLate)}; victim's release → grant ${pair(preemption.afterVictimEnd)}`,
+          },
+        ]
+      : []),
+    ...(explanations
+      ? [
+          {
+            label: '(l) lease explained through the API, p50 / p99',
+            slipway: { value: pair(explanations) },
+            note:
+              `${explanations.count} leases drawn from ${integer(explanations.waiting)} waiting at (k)'s blueprint, one at a time; max ${ms(explanations.maxMs)}; ` +
+              `${explanations.preemptingPriority} named the priority that would preempt for them`,
           },
         ]
       : []),

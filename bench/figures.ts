@@ -7,6 +7,7 @@ import { DrainSchema } from './drain.ts';
 import { MachineSchema } from './machine.ts';
 import { ThroughputSchema } from './measure.ts';
 import { PeerRunSchema } from './peer/measurePeer.ts';
+import { ExplanationFiguresSchema } from './explanations.ts';
 import { PreemptionFiguresSchema } from './preemption.ts';
 import { ServerSchema } from './server.ts';
 import { ServiceFiguresSchema } from './serviceBench.ts';
@@ -35,6 +36,8 @@ export const FiguresSchema = z.object({
   service: ServiceFiguresSchema,
   /** (k) Urgent leases granted by preemption; absent from runs before it was measured. */
   preemption: PreemptionFiguresSchema.optional(),
+  /** (l) Explanations of waiting leases; absent from runs before it was measured. */
+  explanations: ExplanationFiguresSchema.optional(),
   peer: z.object({
     tuned: PeerRunSchema.extend(SystemFiguresSchema.shape),
     /** Absent when BENCH_PEER_DEFAULTS_LEASES is 0. */

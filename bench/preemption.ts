@@ -60,10 +60,16 @@ export type PreemptionSettings = Pick<
 
 const MARGIN = 5;
 const URGENT_PRIORITY = 9;
+/** (k)'s blueprint, whose line (l) lengthens and explains. */
+export const PREEMPTING_BLUEPRINT = 'preempting';
 /** Slots per resource: the pool is as many resources as its active leases need. */
 const SLOTS = 100;
 const TEAMS = 10;
 const teamOf = (i: number) => `preempt-team-${i % TEAMS}`;
+
+/** The `i`th lease of (k) at its blueprint: its team's, at a priority too low to preempt (0–4) unless `priority` is given. */
+export const preemptingLease = (db: Db, i: number, priority = i % MARGIN) =>
+  createLease(db, { blueprint: PREEMPTING_BLUEPRINT, holder: teamOf(i), team: teamOf(i), priority }, BENCH_ACTOR);
 const TIMEOUT_MS = 30 * 60_000;
 
 export async function measurePreemption(
@@ -73,7 +79,7 @@ export async function measurePreemption(
   progress: (step: string) => void,
 ): Promise<PreemptionFigures> {
   const active = settings.BENCH_PREEMPTION_ACTIVE;
-  const name = 'preempting';
+  const name = PREEMPTING_BLUEPRINT;
   for (let i = 0; i < TEAMS; i++) await setTeam(db, { name: teamOf(i), weight: 1 }, BENCH_ACTOR);
   const blueprint = await createBlueprint(
     db,
@@ -94,12 +100,10 @@ export async function measurePreemption(
     ).execute(db);
     return rows[0]!.n;
   };
-  const lease = (i: number, priority: number) => createLease(db, { blueprint: name, holder: teamOf(i), team: teamOf(i), priority }, BENCH_ACTOR);
-
   progress(`(k) ${integer(active)} active leases (the pool full), then ${integer(settings.BENCH_PREEMPTION_WAITING)} waiting`);
-  await runClients(settings.BENCH_CLIENTS, active, (i) => lease(i, i % MARGIN));
+  await runClients(settings.BENCH_CLIENTS, active, (i) => preemptingLease(db, i));
   await workers.whileRunning(pollUntil('the held leases active', async () => (await count('active')) === active, TIMEOUT_MS, 100));
-  await runClients(settings.BENCH_CLIENTS, settings.BENCH_PREEMPTION_WAITING, (i) => lease(i, i % MARGIN));
+  await runClients(settings.BENCH_CLIENTS, settings.BENCH_PREEMPTION_WAITING, (i) => preemptingLease(db, i));
   const waiting = settings.BENCH_PREEMPTION_WAITING;
   await workers.whileRunning(pollUntil(`${waiting} leases in the line`, async () => (await count('waiting')) === waiting, TIMEOUT_MS, 100));
   await sql`analyze`.execute(db);
@@ -108,7 +112,7 @@ export async function measurePreemption(
   progress(
     `(k) ${urgent} urgent leases at ${settings.BENCH_PREEMPTION_RATE}/s, each preempting one, grace ${ms(settings.BENCH_PREEMPTION_GRACE_MS)}`,
   );
-  const run = await openLoop(urgent, settings.BENCH_PREEMPTION_RATE, async (n) => (await lease(n, URGENT_PRIORITY)).lease.id);
+  const run = await openLoop(urgent, settings.BENCH_PREEMPTION_RATE, async (n) => (await preemptingLease(db, n, URGENT_PRIORITY)).lease.id);
   const urgentIds = run.results;
   const granted = async () => {
     const { rows } = await sql<{

@@ -13,6 +13,7 @@ import { type Figures, writeFigures } from './figures.ts';
 import { createSimulatedBlueprint } from './fixtures.ts';
 import { createLeases } from './leases.ts';
 import { describeMachine } from './machine.ts';
+import { measureExplanations } from './explanations.ts';
 import { measurePreemption } from './preemption.ts';
 import { runPeer } from './peer/measurePeer.ts';
 import { installPeer } from './peer/peerSchema.ts';
@@ -35,7 +36,7 @@ import { WorkerFleet } from './WorkerFleet.ts';
  * leases through it, after BENCH_API_WARMUP untimed; Slipway's workers start and drain
  * that backlog (c, the cheap path); then, workers running, (c) the
  * lifecycles and the releases of active leases, (i), (e) at each rate,
- * (h) and (k), preemption; the workers and the API server stop (f: the workers' peak RSS);
+ * (h), (k) preemption and (l) explanations; the workers and the API server stop (f: the workers' peak RSS);
  * `slipway start` runs alone for (j); the peer runs the same (c), (i) and
  * (e) tuned, then its releases on graphile-worker's defaults (d).
  * The figures go to .slipway/bench/figures-<start>.json and the report,
@@ -97,6 +98,7 @@ try {
     settings.BENCH_CLIENTS,
   );
   const preemption = await measurePreemption(database.db, fleet, settings, progress);
+  const explanations = await measureExplanations(database.db, fleet, api, settings, progress);
   await api.stop();
   api = undefined;
   const failedCommands = (await commandsByStatus(database.db)).failed - failedBefore;
@@ -132,6 +134,7 @@ try {
     api: { releases: apiReleases, wait: apiWait },
     service,
     preemption,
+    explanations,
     peer: { tuned, defaults },
     loadAverageAtEnd: os.loadavg()[0]!,
     runSeconds: (performance.now() - runStarted) / 1000,

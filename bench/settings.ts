@@ -44,6 +44,8 @@ export const SettingsSchema = z.object({
   BENCH_PREEMPTION_GRACE_MS: count(1_000, 0).describe(
     "the preempting blueprint's grace period in (k), in ms: each victim's holder keeps its lease that long",
   ),
+  BENCH_EXPLAIN_WAITING: count(10_000).describe("leases waiting in (k)'s line while (l) explains them (its own added to (k)'s)"),
+  BENCH_EXPLAIN_COUNT: count(200).describe('explanations timed in (l), one at a time through GET /v1/leases/{id}/explanation'),
   BENCH_PEER_DEFAULTS_LEASES: count(300, 0).describe(
     'active leases released at once by the peer on graphile-worker defaults, in (d); 0 leaves that run out',
   ),

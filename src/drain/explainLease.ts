@@ -44,6 +44,13 @@ const ASKING_AGAIN: Actor = { issuedBy: systemActorName('lease'), source: 'syste
 const MAX_BLUEPRINTS = 5;
 /** The most changes a chain of what-ifs applies one after another (each reveals the reason behind the one it lifted). */
 const MAX_CHAIN = 3;
+/**
+ * The most leases ahead of it a capacity what-if has the decision serve
+ * before the lease: one with more is not run (serving each costs the
+ * decision a read), and its change is counted from the lease's place in
+ * line instead, the chain ending there.
+ */
+const MAX_SERVED_BY_WHAT_IF = 20;
 
 /** `slipway lease explain`, `GET /v1/leases/{id}/explanation`, the lease page's section. */
 export async function explainLease(db: Db, leaseId: number): Promise<Explanation> {
@@ -276,15 +283,19 @@ async function nextStep(
       },
     };
   if (blueprint.live_resources >= blueprint.max_resources && !tried.has('capacity')) {
-    // Enough new slots for the leases ahead of it too; the decision checks it.
-    const ahead = serving.joinedAhead?.n ?? 0;
-    const max = blueprint.live_resources + Math.ceil((ahead + 1) / blueprint.leases_per_resource);
-    return {
-      kind: 'capacity',
-      says: `blueprint ${blueprint.name} is at its limit: ${blueprint.live_resources} of ${blueprint.max_resources} resources, ${blueprint.leases_per_resource} lease(s) each, no free slot`,
-      change: `blueprint ${blueprint.name}'s max resources at ${max} (it is ${blueprint.max_resources})`,
-      whatIf: async (_sp, b, l) => ({ blueprint: { ...b, max_resources: max }, lease: l }),
-    };
+    // Enough new slots for the leases ahead of it too; the decision checks it,
+    // unless it would serve more than a few decisions' worth of them.
+    const ahead = serving.joinedAhead ?? { n: 0, orMore: false };
+    const max = blueprint.live_resources + Math.ceil((ahead.n + 1) / blueprint.leases_per_resource);
+    const change = `blueprint ${blueprint.name}'s max resources at ${max}${ahead.orMore ? ' or more' : ''} (it is ${blueprint.max_resources})`;
+    const says = `blueprint ${blueprint.name} is at its limit: ${blueprint.live_resources} of ${blueprint.max_resources} resources, ${blueprint.leases_per_resource} lease(s) each, no free slot`;
+    if (ahead.orMore || ahead.n >= MAX_SERVED_BY_WHAT_IF)
+      return {
+        kind: 'capacity',
+        says,
+        change: `${change}: room for the ${ahead.n}${ahead.orMore ? ' or more' : ''} leases ahead of it in line, and for it`,
+      };
+    return { kind: 'capacity', says, change, whatIf: async (_sp, b, l) => ({ blueprint: { ...b, max_resources: max }, lease: l }) };
   }
   return undefined;
 }
@@ -314,11 +325,13 @@ function chosenInstead(serving: Serving, leaseId: number): Reason[] {
 
 /**
  * The lowest priority that would have the lease served now, or preempt for
- * it. The highest is tried first (none would, if it would not); a victim it
- * would preempt says where to look next, its priority plus the margin (no
- * lower priority preempts anything: the victim taken first is the one of
- * the lowest priority), which one more decision confirms; otherwise the
- * levels between are halved. So a few decisions at most.
+ * it. Where the blueprint preempts, the lowest priority held there plus its
+ * margin is tried first: no lower priority preempts anything, and one the
+ * line does not serve there it serves at no lower one, so a preemption
+ * there is the answer in one decision. Otherwise the highest is tried (none
+ * would, if it would not); a victim it would preempt says where to look
+ * next, its priority plus the margin, which one more decision confirms;
+ * otherwise the levels between are halved. So a few decisions at most.
  */
 async function lowestPriority(
   trx: Db,
@@ -328,14 +341,27 @@ async function lowestPriority(
 ): Promise<Reason | undefined> {
   if (lease.priority >= PRIORITY_RANGE.max) return undefined;
   const says = `its priority is ${lease.priority}`;
-  const highest = await decide(PRIORITY_RANGE.max);
-  if (!grants(highest)) {
-    const change = blueprint.preemption === null ? null : `no priority up to ${PRIORITY_RANGE.max} would preempt for it now`;
-    return { kind: 'priority', says, change };
-  }
-  let found: { priority: number; verdict: Verdict } = { priority: PRIORITY_RANGE.max, verdict: highest };
+  const none: Reason = {
+    kind: 'priority',
+    says,
+    change: blueprint.preemption === null ? null : `no priority up to ${PRIORITY_RANGE.max} would preempt for it now`,
+  };
   let low = lease.priority + 1;
   const margin = preemptionOf(blueprint.preemption)?.priorityMargin;
+  // Where the blueprint preempts, the lowest priority held there plus the
+  // margin is the first that may preempt anything, and the likeliest answer:
+  // tried first, a preemption there is the answer (as below).
+  const held = margin === undefined ? undefined : await lowestHeldPriority(trx, blueprint.id);
+  if (margin !== undefined && held !== undefined && Math.max(low, held + margin) <= PRIORITY_RANGE.max) {
+    const guess = Math.max(low, held + margin);
+    const verdict = await decide(guess);
+    if (verdict.kind === 'preempting') return priorityReason(says, guess, verdict);
+    if (verdict.kind === 'waits') low = guess + 1;
+    if (low > PRIORITY_RANGE.max) return none;
+  }
+  const highest = await decide(PRIORITY_RANGE.max);
+  if (!grants(highest)) return none;
+  let found: { priority: number; verdict: Verdict } = { priority: PRIORITY_RANGE.max, verdict: highest };
   if (highest.kind === 'preempting' && margin !== undefined) {
     const victim = await trx.selectFrom('leases').select('priority').where('id', '=', highest.victim).executeTakeFirstOrThrow();
     const hint = Math.max(low, victim.priority + margin);
@@ -355,6 +381,17 @@ async function lowestPriority(
     } else low = mid + 1;
   }
   return priorityReason(says, found.priority, found.verdict);
+}
+
+/** The lowest priority among the leases holding a slot at the blueprint, if any hold one. */
+async function lowestHeldPriority(trx: Db, blueprintId: number): Promise<number | undefined> {
+  const row = await trx
+    .selectFrom('leases')
+    .select((eb) => eb.fn.min<number>('priority').as('priority'))
+    .where('blueprint_id', '=', blueprintId)
+    .where('state', 'in', statesWith('lease', 'holdsSlot'))
+    .executeTakeFirst();
+  return row?.priority ?? undefined;
 }
 
 function priorityReason(says: string, priority: number, verdict: Verdict): Reason {

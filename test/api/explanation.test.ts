@@ -68,6 +68,24 @@ test('capacity: a full blueprint says so, names the limit that would grant the l
   await releaseAll([holder.body.lease.id, waiting.id]);
 });
 
+test("capacity with a long line ahead: the limit is counted from the lease's place in line, not tried, and raising it to that grants it", async () => {
+  const { name } = await simulatedBlueprint(env.as.admin, {}, { maxResources: 1, leasesPerResource: 10 });
+  const holders = await Promise.all(
+    Array.from({ length: 10 }, async () => (await env.as.user.post('/v1/leases?wait=60', { blueprint: name, expiresInMs: 3_600_000 })).body.lease.id),
+  );
+  // More ahead of it than a what-if serves (MAX_SERVED_BY_WHAT_IF, 20).
+  const ahead = await Promise.all(Array.from({ length: 25 }, async () => (await waitingLease({ blueprint: name })).id));
+  const waiting = await waitingLease({ blueprint: name });
+
+  expect(reasonOf(await explain(waiting.id), 'capacity')?.change).toBe(
+    `blueprint ${name}'s max resources at 4 (it is 1): room for the 25 leases ahead of it in line, and for it`,
+  );
+  const raised = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { maxResources: 4 } });
+  expect(raised.status, JSON.stringify(raised.body)).toBe(200);
+  await expect.poll(() => stateOf(waiting.id), { timeout: 30_000 }).toBe('active');
+  await Promise.all([...holders, ...ahead, waiting.id].map((id) => releaseAll([id])));
+});
+
 test('a lease the explanation says is granted now is granted; a dry run of the same request says so and writes nothing', async () => {
   const { name } = await simulatedBlueprint(env.as.admin, {}, { maxResources: 1, leasesPerResource: 1 });
   const before = await rowCounts(env.database.db);

@@ -117,6 +117,24 @@ test('the preemption is withdrawn when the lease it was for goes away: the victi
   expect(rows).toEqual([]);
 });
 
+test('a victim whose renewals were capped at its end gets its term back when the preemption is withdrawn, so it is not released for an end that no longer stands', async () => {
+  const name = await onePreemptingSlot({ priorityMargin: 1, graceMs: 600_000 });
+  const victim = await activeLease('user', name, { expiresInMs: 3_600_000 });
+  const urgent = await waitingLease('user', name, { priority: 4 });
+  const ending = await waitFor('the victim to be told', async () => (await leaseOf(victim.id)).ending ?? undefined);
+  const capped = await env.as.user.post(`/v1/leases/${victim.id}/commands?wait=30`, { kind: 'renew' });
+  expect(capped.body.command.message).toContain('(capped: the lease ends by then)');
+  expect((await leaseOf(victim.id)).expiresAt).toBe(ending.at);
+
+  expect((await env.as.user.post(`/v1/leases/${urgent.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
+  await waitFor('the victim to be told it stays', async () => (await leaseOf(victim.id)).ending === null);
+  const after = await leaseOf(victim.id);
+  // Its term (an hour) from the withdrawal, well past the end it was told (ten minutes).
+  expect(Date.parse(after.expiresAt) - Date.parse(ending.at)).toBeGreaterThan(3_000_000);
+  const withdrawn = (await commandsOf(victim.id)).find((c) => c.kind === 'withdraw_ending');
+  expect(withdrawn?.message).toContain(`; expires ${after.expiresAt.replace('T', ' ')}`);
+});
+
 test('no preemption without the margin, nor of a lease created not preemptible (within its allowance)', async () => {
   const name = await onePreemptingSlot({ priorityMargin: 3, graceMs: 600_000, protectedPerTeam: 1 });
   const held = await activeLease('user', name, { priority: 2 });

@@ -358,6 +358,20 @@ const notifyEnding = {
 } satisfies HandlerOf<'lease', 'notify_ending'>;
 
 /**
+ * The expiry a lease gets back when the end it was told of is withdrawn:
+ * its renewals were capped at that end, so one that expires then would be
+ * released for an end that no longer stands before its holder's next
+ * renewal. It gets its term from now (under its time limit, if any), as a
+ * renewal now would have given it; an expiry short of that end stays.
+ */
+async function expiryGivenBack(trx: Db, lease: LeaseRow, endAt: string, endBy: Date | undefined): Promise<Date | undefined> {
+  if (lease.expires_at === null || lease.term_ms === null || lease.expires_at.getTime() < Date.parse(endAt)) return undefined;
+  const { expires_at: renewed } = await deadlinesFromNow(trx, { termMs: lease.term_ms });
+  const given = endBy !== undefined && renewed! > endBy ? endBy : renewed!;
+  return given > lease.expires_at ? given : undefined;
+}
+
+/**
  * Tells the holder that an end it was told of no longer stands (a
  * preemption withdrawn: the lease it was for went away): the lease's
  * `ending` is cleared, and its end is its time limit again, if its
@@ -372,10 +386,11 @@ const withdrawEnding = {
     if (given?.kind !== ctx.payload.kind) return done<'lease'>(`nothing to withdraw: the lease was not told of a ${ctx.payload.kind} end`);
     const maxHoldMs = ctx.blueprint.max_hold_ms;
     const limit = maxHoldMs === null || lease.granted_at === null ? undefined : timeLimitFrom(lease.granted_at, maxHoldMs);
+    const expires_at = await expiryGivenBack(trx, lease, given.at, limit?.endBy);
     await tellHolder(trx, lease, ctx.command.id);
-    const message = `no longer ending by ${formatTime(new Date(given.at))}: ${ctx.payload.reason}`;
+    const message = `no longer ending by ${formatTime(new Date(given.at))}: ${ctx.payload.reason}${expires_at ? `; expires ${formatTime(expires_at)}` : ''}`;
     return done<'lease'>(message, {
-      set: { ending: null, end_by: limit?.endBy ?? null, end_notice_at: limit?.noticeAt ?? null },
+      set: { ending: null, end_by: limit?.endBy ?? null, end_notice_at: limit?.noticeAt ?? null, ...(expires_at ? { expires_at } : {}) },
       events: [{ type: 'ending_withdrawn', message, data: { ...ctx.payload, at: given.at } }],
     });
   },
