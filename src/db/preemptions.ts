@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from './Database.ts';
 import { liveStates, statesWith } from '../domain/lifecycle.ts';
-import { type Labels, resourceLabels } from '../domain/labels.ts';
+import type { LineCandidate } from '../domain/fairShare.ts';
+import { type Labels, parseSelector, resourceLabels } from '../domain/labels.ts';
 import type { PreemptionSettings, VictimCandidate } from '../domain/preemption.ts';
 
 /**
@@ -22,23 +23,25 @@ export interface PreemptionUnderWay {
   readonly forWaits: boolean;
   /** The resource still grants slots (not gone, cordoned or quarantined): the victim's slot will be free there. */
   readonly resourceGrants: boolean;
-  /** The lease it is for, as the line serves it. */
-  readonly forLease: {
-    readonly team: string;
-    readonly holder: string;
-    readonly priority: number;
-    readonly selector: string | null;
-    readonly requestedAt: Date;
-    /** Its place in line (null once it left it). */
-    readonly since: Date | null;
-  };
+  /** The lease it is for, as the line serves it (its place in line its request's time, once it left the line). */
+  readonly forLease: LineCandidate;
+}
+
+/** The lease a preemption is for, as readPreemptions' JSON answers it (times as text). */
+interface ForLeaseRead {
+  readonly team: string;
+  readonly holder: string;
+  readonly priority: number;
+  readonly selector: string | null;
+  readonly requestedAt: string;
+  readonly since: string | null;
 }
 
 /** The blueprint's preemptions under way, oldest first. */
 export async function readPreemptions(trx: Db, blueprintId: number): Promise<PreemptionUnderWay[]> {
   const holding = statesWith('lease', 'holdsSlot').map((state) => sql.lit(state));
   const granting = statesWith('resource', 'grantsSlots').map((state) => sql.lit(state));
-  const { rows } = await sql<PreemptionUnderWay>`
+  const { rows } = await sql<Omit<PreemptionUnderWay, 'forLease'> & { forLease: ForLeaseRead }>`
     select p.victim_lease_id as "victimLeaseId", p.for_lease_id as "forLeaseId", p.resource_id as "resourceId",
            p.ends_by as "endsBy", p.reason,
            (v.state in (${sql.join(holding)}) and v.resource_id = p.resource_id) as "victimHolds",
@@ -55,9 +58,17 @@ export async function readPreemptions(trx: Db, blueprintId: number): Promise<Pre
     order by p.created_at, p.victim_lease_id
   `.execute(trx);
   // json_build_object answers the times as text.
-  return rows.map((r) => ({
+  return rows.map(({ forLease: f, ...r }) => ({
     ...r,
-    forLease: { ...r.forLease, requestedAt: new Date(r.forLease.requestedAt), since: r.forLease.since === null ? null : new Date(r.forLease.since) },
+    forLease: {
+      leaseId: r.forLeaseId,
+      team: f.team,
+      holder: f.holder,
+      priority: f.priority,
+      requestedAt: new Date(f.requestedAt),
+      since: new Date(f.since ?? f.requestedAt),
+      ...(f.selector === null ? {} : { selector: parseSelector(f.selector) }),
+    },
   }));
 }
 

@@ -1,4 +1,5 @@
 import { formatDuration } from './durations.ts';
+import type { Selector } from './labels.ts';
 
 /**
  * Which waiting lease a blueprint serves when it has room
@@ -33,6 +34,9 @@ export interface Candidate {
   readonly requestedAt: Date;
   readonly priority: number;
 }
+
+/** A lease as a blueprint's line serves it: a candidate, whose holder a quota may count, with what it needs of a resource's labels (none: any). */
+export type LineCandidate = Candidate & { readonly holder: string; readonly selector?: Selector };
 
 /** A team's weight, and its use of the blueprint: now, and lately. */
 export interface TeamUse {

@@ -2,6 +2,7 @@ import { expect, test } from 'vitest';
 import { createToken } from '../../src/api/auth/tokens.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
+import { activeLease, preemptingSlot, waitingLease } from './support/fixtures.ts';
 import { NO_SCHEDULED_COLLECTOR } from '../cli/rowCounts.ts';
 import { WebClient } from '../web/support/WebClient.ts';
 
@@ -14,15 +15,6 @@ import { WebClient } from '../web/support/WebClient.ts';
  */
 const env = apiTestEnv({ worker: true, env: NO_SCHEDULED_COLLECTOR });
 
-let pools = 0;
-/** A simulated blueprint of one slot that preempts with `preemption`. */
-async function onePreemptingSlot(preemption: Record<string, number>, labels: Record<string, string> = {}): Promise<string> {
-  const name = `preempting-${++pools}`;
-  const answer = await env.as.admin.post('/v1/blueprints', { name, driver: 'simulated', maxResources: 1, preemption, labels });
-  expect(answer.status, JSON.stringify(answer.body)).toBe(201);
-  return name;
-}
-
 const leaseOf = async (id: number) => (await env.as.admin.get(`/v1/leases/${id}`)).body.lease;
 
 const commandsOf = (id: number) =>
@@ -34,23 +26,8 @@ const commandsOf = (id: number) =>
     .orderBy('id')
     .execute();
 
-/** An active lease of priority `priority` at `blueprint`, asked by `who`. */
-async function activeLease(who: 'user' | 'admin', blueprint: string, body: Record<string, unknown> = {}) {
-  const created = await env.as[who].post('/v1/leases?wait=30', { blueprint, ...body });
-  expect(created.status, JSON.stringify(created.body)).toBe(200);
-  expect(created.body.lease.state).toBe('active');
-  return created.body.lease;
-}
-
-/** A lease that waits (no `?wait`), asked by `who` (or a client of its own). */
-async function waitingLease(who: 'user' | 'admin' | typeof env.as.admin, blueprint: string, body: Record<string, unknown> = {}) {
-  const created = await (typeof who === 'string' ? env.as[who] : who).post('/v1/leases', { blueprint, ...body });
-  expect(created.status, JSON.stringify(created.body)).toBe(202);
-  return created.body.lease;
-}
-
 test('the preemption settings are validated, shown and changed (null: off)', async () => {
-  const name = await onePreemptingSlot({ priorityMargin: 2 });
+  const name = await preemptingSlot(env.as.admin, { priorityMargin: 2 });
   const shown = (await env.as.viewer.get(`/v1/blueprints/${name}`)).body.blueprint;
   expect(shown.preemption).toEqual({ priorityMargin: 2, minRuntimeMs: 0, graceMs: 300_000, protectedPerTeam: 0 });
   const bad = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { preemption: { priorityMargin: 0 } } });
@@ -62,9 +39,9 @@ test('the preemption settings are validated, shown and changed (null: off)', asy
 });
 
 test('an urgent lease preempts the lowest-priority lease: the victim is told at once, ends as system:preemption at its grace, and its slot goes to the urgent lease', async () => {
-  const name = await onePreemptingSlot({ priorityMargin: 3, graceMs: 2000 });
-  const victim = await activeLease('user', name, { priority: 1 });
-  const urgent = await waitingLease('admin', name, { priority: 5 });
+  const name = await preemptingSlot(env.as.admin, { priorityMargin: 3, graceMs: 2000 });
+  const victim = await activeLease(env.as.user, name, { priority: 1 });
+  const urgent = await waitingLease(env.as.admin, name, { priority: 5 });
 
   const ending = await waitFor('the victim to be told', async () => (await leaseOf(victim.id)).ending ?? undefined);
   expect(ending.kind).toBe('preempted');
@@ -91,9 +68,9 @@ test('an urgent lease preempts the lowest-priority lease: the victim is told at 
 });
 
 test('a victim whose holder releases it within the grace period ends as released by its holder, and the urgent lease gets its slot', async () => {
-  const name = await onePreemptingSlot({ priorityMargin: 1, graceMs: 600_000 });
-  const victim = await activeLease('user', name);
-  const urgent = await waitingLease('user', name, { priority: 4 });
+  const name = await preemptingSlot(env.as.admin, { priorityMargin: 1, graceMs: 600_000 });
+  const victim = await activeLease(env.as.user, name);
+  const urgent = await waitingLease(env.as.user, name, { priority: 4 });
   await waitFor('the victim to be told', async () => (await leaseOf(victim.id)).ending?.kind === 'preempted');
   const released = await env.as.user.post(`/v1/leases/${victim.id}/commands?wait=30`, { kind: 'release' });
   expect(released.status, JSON.stringify(released.body)).toBe(200);
@@ -103,9 +80,9 @@ test('a victim whose holder releases it within the grace period ends as released
 });
 
 test('the preemption is withdrawn when the lease it was for goes away: the victim is told, and keeps its slot', async () => {
-  const name = await onePreemptingSlot({ priorityMargin: 1, graceMs: 600_000 });
-  const victim = await activeLease('user', name);
-  const urgent = await waitingLease('user', name, { priority: 4 });
+  const name = await preemptingSlot(env.as.admin, { priorityMargin: 1, graceMs: 600_000 });
+  const victim = await activeLease(env.as.user, name);
+  const urgent = await waitingLease(env.as.user, name, { priority: 4 });
   await waitFor('the victim to be told', async () => (await leaseOf(victim.id)).ending?.kind === 'preempted');
   expect((await env.as.user.post(`/v1/leases/${urgent.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
   await waitFor('the victim to be told it stays', async () => (await leaseOf(victim.id)).ending === null);
@@ -118,9 +95,9 @@ test('the preemption is withdrawn when the lease it was for goes away: the victi
 });
 
 test('a victim whose renewals were capped at its end gets its term back when the preemption is withdrawn, so it is not released for an end that no longer stands', async () => {
-  const name = await onePreemptingSlot({ priorityMargin: 1, graceMs: 600_000 });
-  const victim = await activeLease('user', name, { expiresInMs: 3_600_000 });
-  const urgent = await waitingLease('user', name, { priority: 4 });
+  const name = await preemptingSlot(env.as.admin, { priorityMargin: 1, graceMs: 600_000 });
+  const victim = await activeLease(env.as.user, name, { expiresInMs: 3_600_000 });
+  const urgent = await waitingLease(env.as.user, name, { priority: 4 });
   const ending = await waitFor('the victim to be told', async () => (await leaseOf(victim.id)).ending ?? undefined);
   const capped = await env.as.user.post(`/v1/leases/${victim.id}/commands?wait=30`, { kind: 'renew' });
   expect(capped.body.command.message).toContain('(capped: the lease ends by then)');
@@ -136,10 +113,10 @@ test('a victim whose renewals were capped at its end gets its term back when the
 });
 
 test('no preemption without the margin, nor of a lease created not preemptible (within its allowance)', async () => {
-  const name = await onePreemptingSlot({ priorityMargin: 3, graceMs: 600_000, protectedPerTeam: 1 });
-  const held = await activeLease('user', name, { priority: 2 });
+  const name = await preemptingSlot(env.as.admin, { priorityMargin: 3, graceMs: 600_000, protectedPerTeam: 1 });
+  const held = await activeLease(env.as.user, name, { priority: 2 });
   // 4 against 2: below the margin of 3.
-  const close = await waitingLease('user', name, { priority: 4 });
+  const close = await waitingLease(env.as.user, name, { priority: 4 });
   // The line has been decided on: the victim was told nothing.
   await waitFor('it to wait', async () => {
     const rows = await env.database.db.selectFrom('blueprint_waiters').select('lease_id').where('lease_id', '=', close.id).execute();
@@ -150,12 +127,12 @@ test('no preemption without the margin, nor of a lease created not preemptible (
   expect((await env.as.user.post(`/v1/leases/${held.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
 
   // Not preemptible: within the team's allowance of 1, never chosen; beyond it, refused at once.
-  const kept = await activeLease('user', name, { preemptible: false });
+  const kept = await activeLease(env.as.user, name, { preemptible: false });
   expect(kept.preemptible).toBe(false);
   const second = await env.as.user.post('/v1/leases', { blueprint: name, preemptible: false });
   expect(second.status).toBe(429);
   expect(second.body.message).toMatch(/^team default may have 1 lease\(s\) at preempting-\d+ that cannot be preempted .*and has 1/);
-  const urgent = await waitingLease('admin', name, { priority: 9 });
+  const urgent = await waitingLease(env.as.admin, name, { priority: 9 });
   await waitFor('the urgent lease to wait', async () => {
     const rows = await env.database.db.selectFrom('blueprint_waiters').select('lease_id').where('lease_id', '=', urgent.id).execute();
     return rows.length === 1;
@@ -166,9 +143,9 @@ test('no preemption without the margin, nor of a lease created not preemptible (
 });
 
 test('turning preemption off withdraws the preemptions under way', async () => {
-  const name = await onePreemptingSlot({ priorityMargin: 1, graceMs: 600_000 });
-  const victim = await activeLease('user', name);
-  const urgent = await waitingLease('user', name, { priority: 4 });
+  const name = await preemptingSlot(env.as.admin, { priorityMargin: 1, graceMs: 600_000 });
+  const victim = await activeLease(env.as.user, name);
+  const urgent = await waitingLease(env.as.user, name, { priority: 4 });
   await waitFor('the victim to be told', async () => (await leaseOf(victim.id)).ending?.kind === 'preempted');
   expect((await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { preemption: null } })).status).toBe(200);
   await waitFor('the victim to be told it stays', async () => (await leaseOf(victim.id)).ending === null);
@@ -180,14 +157,14 @@ test('turning preemption off withdraws the preemptions under way', async () => {
 });
 
 test("a team's quota counts the preemptions under way for it: no victim for a lease the quota would hold back", async () => {
-  const name = await onePreemptingSlot({ priorityMargin: 1, graceMs: 600_000 });
+  const name = await preemptingSlot(env.as.admin, { priorityMargin: 1, graceMs: 600_000 });
   expect((await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { maxResources: 3 } })).status).toBe(200);
   const team = `urgent-${name}`;
   expect((await env.as.admin.post(`/v1/teams/${team}`, {})).status).toBe(200);
   expect((await env.as.admin.post(`/v1/teams/${team}/quotas`, { blueprint: name, maxLeases: 1 })).status).toBe(200);
   const { secret } = await createToken(env.database.db, { name: `${team}-operator`, role: 'operator', team }, 'test');
   const urgentTeam = env.as.admin.withToken(secret);
-  const victims = [await activeLease('user', name), await activeLease('user', name), await activeLease('user', name)];
+  const victims = [await activeLease(env.as.user, name), await activeLease(env.as.user, name), await activeLease(env.as.user, name)];
   const urgents = [await waitingLease(urgentTeam, name, { priority: 5 }), await waitingLease(urgentTeam, name, { priority: 5 })];
   await waitFor('both urgent leases in line', async () => {
     const rows = await env.database.db

@@ -5,6 +5,7 @@ import { TEST_SECRET } from '../callbacks/support/callbackFixtures.ts';
 import { NO_SCHEDULED_COLLECTOR } from '../cli/rowCounts.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
+import { activeLease, preemptingSlot, waitingLease } from './support/fixtures.ts';
 
 /**
  * A preempted lease's holder callback (docs/callbacks.md, "The holder's
@@ -23,26 +24,9 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-let pools = 0;
-async function onePreemptingSlot(preemption: Record<string, number>): Promise<string> {
-  const name = `preempting-callbacks-${++pools}`;
-  const answer = await env.as.admin.post('/v1/blueprints', { name, driver: 'simulated', maxResources: 1, preemption });
-  expect(answer.status, JSON.stringify(answer.body)).toBe(201);
-  return name;
-}
-
 /** An active lease whose holder's callback goes to `path`. */
-async function heldWithCallback(blueprint: string, path: string) {
-  const created = await env.as.user.post('/v1/leases?wait=30', { blueprint, priority: 1, callback: { url: receiver.url(path) } });
-  expect(created.status, JSON.stringify(created.body)).toBe(200);
-  return created.body.lease;
-}
-
-async function waiting(blueprint: string, priority: number) {
-  const created = await env.as.admin.post('/v1/leases', { blueprint, priority });
-  expect(created.status, JSON.stringify(created.body)).toBe(202);
-  return created.body.lease;
-}
+const heldWithCallback = (blueprint: string, path: string) =>
+  activeLease(env.as.user, blueprint, { priority: 1, callback: { url: receiver.url(path) } });
 
 /** The first `n` callbacks at `path`, signed, as their bodies. */
 function received(path: string, n: number) {
@@ -58,9 +42,9 @@ function received(path: string, n: number) {
 }
 
 test("a preempted lease's holder is told at once, with the ending, and again when its grace period ends it", async () => {
-  const name = await onePreemptingSlot({ priorityMargin: 1, graceMs: 1500 });
+  const name = await preemptingSlot(env.as.admin, { priorityMargin: 1, graceMs: 1500 });
   const victim = await heldWithCallback(name, '/preempted');
-  const urgent = await waiting(name, 5);
+  const urgent = await waitingLease(env.as.admin, name, { priority: 5 });
 
   const [notice, end] = await received('/preempted', 2);
   expect(notice).toMatchObject({
@@ -80,9 +64,9 @@ test("a preempted lease's holder is told at once, with the ending, and again whe
 });
 
 test("a withdrawn preemption's holder is told what was withdrawn: the end it had been told of, and why", async () => {
-  const name = await onePreemptingSlot({ priorityMargin: 1, graceMs: 600_000 });
+  const name = await preemptingSlot(env.as.admin, { priorityMargin: 1, graceMs: 600_000 });
   const victim = await heldWithCallback(name, '/withdrawn');
-  const urgent = await waiting(name, 5);
+  const urgent = await waitingLease(env.as.admin, name, { priority: 5 });
   const [notice] = await received('/withdrawn', 1);
   expect(notice.ending.kind).toBe('preempted');
 

@@ -4,6 +4,7 @@ import { NO_SCHEDULED_COLLECTOR } from '../cli/rowCounts.ts';
 import { byLabels, parsePromText, type Scraped } from '../helpers/promText.ts';
 import { waitFor } from '../helpers/waitFor.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
+import { activeLease, preemptingSlot, waitingLease } from './support/fixtures.ts';
 
 /**
  * Preemption's metrics (docs/metrics.md) on a real server and worker: a
@@ -19,29 +20,12 @@ async function scrape(): Promise<Scraped> {
   return parsePromText(await answer.text());
 }
 
-async function onePreemptingSlot(name: string, graceMs: number): Promise<void> {
-  const answer = await env.as.admin.post('/v1/blueprints', {
-    name,
-    driver: 'simulated',
-    maxResources: 1,
-    preemption: { priorityMargin: 1, graceMs },
-  });
-  expect(answer.status, JSON.stringify(answer.body)).toBe(201);
-}
+const onePreemptingSlot = (name: string, graceMs: number) => preemptingSlot(env.as.admin, { priorityMargin: 1, graceMs }, { name });
 
 const leaseOf = async (id: number) => (await env.as.admin.get(`/v1/leases/${id}`)).body.lease;
 
-async function active(blueprint: string, priority: number) {
-  const created = await env.as.user.post('/v1/leases?wait=30', { blueprint, priority });
-  expect(created.status, JSON.stringify(created.body)).toBe(200);
-  return created.body.lease;
-}
-
-async function waiting(blueprint: string, priority: number) {
-  const created = await env.as.user.post('/v1/leases', { blueprint, priority });
-  expect(created.status, JSON.stringify(created.body)).toBe(202);
-  return created.body.lease;
-}
+const active = (blueprint: string, priority: number) => activeLease(env.as.user, blueprint, { priority });
+const waiting = (blueprint: string, priority: number) => waitingLease(env.as.user, blueprint, { priority });
 
 const release = async (id: number) => expect((await env.as.user.post(`/v1/leases/${id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
 

@@ -30,7 +30,21 @@ import { withSession } from '../session.ts';
 import { localTransportOf } from '../transport/withTransport.ts';
 import { BLUEPRINT_COLUMNS, renderBlueprint, renderBlueprintDetail, renderOrphans } from '../views/blueprintViews.ts';
 
-interface CreateOptions {
+/** What `blueprint create` and `blueprint limits` both set, and read alike. */
+interface SharedOptions {
+  readonly cleanBetweenLeases?: boolean;
+  readonly cleanAttempts?: number;
+  /** Milliseconds, or `off`. */
+  readonly priorityStep?: number | 'off';
+  /** Milliseconds. */
+  readonly fairShareHalfLife?: number;
+  readonly preemption?: PreemptionSettings | 'off';
+  /** From repeated --label key=value. */
+  readonly label?: Record<string, string>;
+  readonly orphans?: OrphansSetting;
+}
+
+interface CreateOptions extends SharedOptions {
   readonly name: string;
   readonly driver: string;
   readonly maxResources: number;
@@ -40,38 +54,21 @@ interface CreateOptions {
   readonly idleTimeout?: number;
   /** Milliseconds. */
   readonly checkInterval?: number;
-  readonly cleanBetweenLeases?: boolean;
-  readonly cleanAttempts?: number;
-  /** Milliseconds, or `off`. */
-  readonly priorityStep?: number | 'off';
   /** Milliseconds. */
   readonly maxHold?: number;
-  readonly fairShareHalfLife?: number;
-  readonly preemption?: PreemptionSettings | 'off';
   readonly settings?: Record<string, unknown>;
   /** From repeated --setting key=value. */
   readonly setting?: Record<string, unknown>;
-  /** From repeated --label key=value. */
-  readonly label?: Record<string, string>;
-  readonly orphans?: OrphansSetting;
 }
 
-interface LimitsOptions {
+/** A limit left out is left as it is; `off` turns one off. */
+interface LimitsOptions extends SharedOptions {
   readonly maxResources?: number;
   readonly leasesPerResource?: number;
   /** Milliseconds, or `off`. */
   readonly checkInterval?: number | 'off';
-  readonly cleanBetweenLeases?: boolean;
-  readonly cleanAttempts?: number;
-  /** Milliseconds, or `off`. */
-  readonly priorityStep?: number | 'off';
   /** Milliseconds, or `off`. */
   readonly maxHold?: number | 'off';
-  /** Milliseconds. */
-  readonly fairShareHalfLife?: number;
-  readonly preemption?: PreemptionSettings | 'off';
-  readonly label?: Record<string, string>;
-  readonly orphans?: OrphansSetting;
 }
 
 interface UpdateOptions extends WaitOptions {
@@ -326,13 +323,14 @@ const PRIORITY_STEP_OPTION = [
   parseWith(DurationOrOff),
 ] as const;
 
-/** `blueprint create` and `blueprint limits` take the same --fair-share-half-life. */
+/** `blueprint create` and `blueprint limits` take the same --preemption. */
 const PREEMPTION_OPTION = [
   '--preemption <on|off|settings>',
   'take slots back from active leases for waiting leases of higher priority: on (the defaults), off, or margin=<levels>,min-runtime=<duration>,grace=<duration>,protected=<leases per team>, e.g. margin=3,grace=2m',
   parseWith(PreemptionArg),
 ] as const;
 
+/** `blueprint create` and `blueprint limits` take the same --fair-share-half-life. */
 const HALF_LIFE_OPTION = [
   '--fair-share-half-life <duration>',
   'how fast what a team used at the blueprint is forgotten, for fair share (default 1h)',

@@ -1,14 +1,10 @@
 import type { BlueprintRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import { deletePreemptions, insertPreemption, type PreemptionUnderWay, readVictimCandidates } from '../../db/preemptions.ts';
-import { type Candidate as FairCandidate, pickNext, shareOf, type TeamUse } from '../../domain/fairShare.ts';
-import { parseSelector, type Selector } from '../../domain/labels.ts';
+import { type LineCandidate, pickNext, shareOf, type TeamUse } from '../../domain/fairShare.ts';
 import { chooseVictim, type PreemptionSettings, type VictimCandidate } from '../../domain/preemption.ts';
 import { formatTime } from '../../domain/times.ts';
 import { type FollowUp, send } from '../messages.ts';
-
-/** A waiting lease as the line serves it (waitingLine.ts). */
-export type LineCandidate = FairCandidate & { readonly holder: string; readonly selector?: Selector };
 
 /** What the line's decision weighs, as preemption needs it (waitingLine.ts's Competition). */
 export interface Weighing {
@@ -71,20 +67,6 @@ export class PreemptingLine {
 
   /** Preemptions whose victim has given its slot back, for the lease that waits for it: served first. */
   readonly freed: readonly PreemptionUnderWay[];
-
-  /** The lease a freed preemption is for, as a candidate of the line. */
-  static candidateOf(p: PreemptionUnderWay): LineCandidate {
-    const f = p.forLease;
-    return {
-      leaseId: p.forLeaseId,
-      team: f.team,
-      holder: f.holder,
-      since: f.since ?? f.requestedAt,
-      requestedAt: f.requestedAt,
-      priority: f.priority,
-      ...(f.selector === null ? {} : { selector: parseSelector(f.selector) }),
-    };
-  }
 
   /** A freed preemption is over: its lease got the slot. */
   served(p: PreemptionUnderWay): void {

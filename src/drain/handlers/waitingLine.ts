@@ -8,7 +8,7 @@ import { statesWith } from '../../domain/lifecycle.ts';
 import { makeResource } from '../../objects/makeResource.ts';
 import { slotsTaken } from '../../read/slotsTaken.ts';
 import { type FollowUp, send } from '../messages.ts';
-import { describeChoice, perHeld, pickNext, recentSlots, type TeamUse } from '../../domain/fairShare.ts';
+import { describeChoice, type LineCandidate, perHeld, pickNext, recentSlots, type TeamUse } from '../../domain/fairShare.ts';
 import { describeQuota, type Quota, quotaReached } from '../../domain/quotas.ts';
 import { perStep } from '../../db/perStep.ts';
 import { waitingLeases } from '../../db/waitingLeases.ts';
@@ -18,7 +18,7 @@ import { forgetRequestingLeases } from '../batchReads/requestingLease.ts';
 import { readTeamUsage, writeTeamUsage } from '../../db/teamUsage.ts';
 import { readPreemptions } from '../../db/preemptions.ts';
 import { preemptionOf } from '../../domain/preemption.ts';
-import { type LineCandidate, PreemptingLine } from './preemptingLine.ts';
+import { PreemptingLine } from './preemptingLine.ts';
 
 /**
  * A blueprint's waiting line: the leases that found no free slot. Each
@@ -246,7 +246,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
       preempting!.stillFreeing(p);
       continue;
     }
-    const lease = PreemptingLine.candidateOf(p);
+    const lease = p.forLease;
     const weighing = await weigh();
     const block = weighing.describeBlock(lease);
     if (block !== undefined) {

@@ -21,10 +21,28 @@ export async function simulatedBlueprint(
   return answer.body;
 }
 
-/** A lease made through the API by `client`, waited for until it is active. */
-export async function activeLease(client: ApiClient, blueprint: string): Promise<{ id: number; holder: string; resourceId: number }> {
-  const answer = await client.post('/v1/leases?wait=60', { blueprint });
+/** A `simulated` blueprint of one slot that preempts with `preemption`, made through the API; `fields` add to (or name) it. */
+export async function preemptingSlot(admin: ApiClient, preemption: Record<string, number>, fields: Record<string, unknown> = {}): Promise<string> {
+  const name = `preempting-${++blueprints}-${Math.random().toString(36).slice(2, 7)}`;
+  const answer = await admin.post('/v1/blueprints', { name, driver: 'simulated', maxResources: 1, preemption, ...fields });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+  return answer.body.name;
+}
+
+/** A lease as the API answers it. */
+type Lease = { id: number; holder: string; resourceId: number } & Record<string, unknown>;
+
+/** A lease made through the API by `client`, waited for until it is active; `body` adds to the request (a priority, a callback, ...). */
+export async function activeLease(client: ApiClient, blueprint: string, body: Record<string, unknown> = {}): Promise<Lease> {
+  const answer = await client.post('/v1/leases?wait=60', { blueprint, ...body });
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   expect(answer.body.lease.state).toBe('active');
+  return answer.body.lease;
+}
+
+/** A lease requested through the API by `client` that is not served at once: accepted (202), and it waits. */
+export async function waitingLease(client: ApiClient, blueprint: string, body: Record<string, unknown> = {}): Promise<Lease> {
+  const answer = await client.post('/v1/leases', { blueprint, ...body });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(202);
   return answer.body.lease;
 }
