@@ -131,7 +131,7 @@ test('no preemption without the margin, nor of a lease created not preemptible (
   expect(kept.preemptible).toBe(false);
   const second = await env.as.user.post('/v1/leases', { blueprint: name, preemptible: false });
   expect(second.status).toBe(429);
-  expect(second.body.message).toMatch(/^team default may have 1 lease\(s\) at preempting-\d+ that cannot be preempted .*and has 1/);
+  expect(second.body.message).toMatch(new RegExp(`^team default may have 1 lease\\(s\\) at ${name} that cannot be preempted .*and has 1`));
   const urgent = await waitingLease(env.as.admin, name, { priority: 9 });
   await waitFor('the urgent lease to wait', async () => {
     const rows = await env.database.db.selectFrom('blueprint_waiters').select('lease_id').where('lease_id', '=', urgent.id).execute();
