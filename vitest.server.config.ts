@@ -19,9 +19,5 @@ const SERVER_TESTS = [
 ];
 
 export default defineConfig(async () => ({
-  test: {
-    ...(await sharedSettings()),
-    include: SERVER_TESTS,
-    exclude: [...configDefaults.exclude, ...SYSTEM_TESTS],
-  },
+  test: { ...(await sharedSettings()), include: SERVER_TESTS, exclude: [...configDefaults.exclude, ...SYSTEM_TESTS] },
 }));

@@ -13,7 +13,7 @@ import type { WorkerFleet } from './WorkerFleet.ts';
  * preempting blueprint, its pool still full, its line lengthened to
  * BENCH_EXPLAIN_WAITING leases (priorities 0–4, below its margin over the
  * active leases, so each explanation finds the priority that would preempt
- * for it: the dearest explanation, about four of the blueprint's decisions).
+ * for it: the dearest kind of explanation).
  * Then BENCH_EXPLAIN_COUNT leases drawn across the line are explained one
  * at a time through `GET /v1/leases/{id}/explanation`, each timed from the
  * request to its answer, as `slipway lease explain` meets it.

@@ -286,15 +286,12 @@ async function nextStep(
     // Enough new slots for the leases ahead of it too; the decision checks it,
     // unless it would serve more than a few decisions' worth of them.
     const ahead = serving.joinedAhead ?? { n: 0, orMore: false };
+    const orMore = ahead.orMore ? ' or more' : '';
     const max = blueprint.live_resources + Math.ceil((ahead.n + 1) / blueprint.leases_per_resource);
-    const change = `blueprint ${blueprint.name}'s max resources at ${max}${ahead.orMore ? ' or more' : ''} (it is ${blueprint.max_resources})`;
+    const change = `blueprint ${blueprint.name}'s max resources at ${max}${orMore} (it is ${blueprint.max_resources})`;
     const says = `blueprint ${blueprint.name} is at its limit: ${blueprint.live_resources} of ${blueprint.max_resources} resources, ${blueprint.leases_per_resource} lease(s) each, no free slot`;
     if (ahead.orMore || ahead.n >= MAX_SERVED_BY_WHAT_IF)
-      return {
-        kind: 'capacity',
-        says,
-        change: `${change}: room for the ${ahead.n}${ahead.orMore ? ' or more' : ''} leases ahead of it in line, and for it`,
-      };
+      return { kind: 'capacity', says, change: `${change}: room for the ${ahead.n}${orMore} leases ahead of it in line, and for it` };
     return { kind: 'capacity', says, change, whatIf: async (_sp, b, l) => ({ blueprint: { ...b, max_resources: max }, lease: l }) };
   }
   return undefined;
@@ -347,29 +344,34 @@ async function lowestPriority(
     change: blueprint.preemption === null ? null : `no priority up to ${PRIORITY_RANGE.max} would preempt for it now`,
   };
   let low = lease.priority + 1;
+  let found: { priority: number; verdict: Verdict } | undefined;
   const margin = preemptionOf(blueprint.preemption)?.priorityMargin;
   // Where the blueprint preempts, the lowest priority held there plus the
   // margin is the first that may preempt anything, and the likeliest answer:
-  // tried first, a preemption there is the answer (as below).
+  // tried first, a preemption there is the answer (as below); served there,
+  // the search goes on below it.
   const held = margin === undefined ? undefined : await lowestHeldPriority(trx, blueprint.id);
-  if (margin !== undefined && held !== undefined && Math.max(low, held + margin) <= PRIORITY_RANGE.max) {
-    const guess = Math.max(low, held + margin);
+  const guess = held === undefined || margin === undefined ? undefined : Math.max(low, held + margin);
+  if (guess !== undefined && guess <= PRIORITY_RANGE.max) {
     const verdict = await decide(guess);
     if (verdict.kind === 'preempting') return priorityReason(says, guess, verdict);
-    if (verdict.kind === 'waits') low = guess + 1;
-    if (low > PRIORITY_RANGE.max) return none;
+    if (verdict.kind === 'served') found = { priority: guess, verdict };
+    else low = guess + 1;
   }
-  const highest = await decide(PRIORITY_RANGE.max);
-  if (!grants(highest)) return none;
-  let found: { priority: number; verdict: Verdict } = { priority: PRIORITY_RANGE.max, verdict: highest };
-  if (highest.kind === 'preempting' && margin !== undefined) {
-    const victim = await trx.selectFrom('leases').select('priority').where('id', '=', highest.victim).executeTakeFirstOrThrow();
-    const hint = Math.max(low, victim.priority + margin);
-    if (hint < found.priority) {
-      const verdict = await decide(hint);
-      if (grants(verdict)) return priorityReason(says, hint, verdict);
+  if (!found) {
+    if (low > PRIORITY_RANGE.max) return none;
+    const highest = await decide(PRIORITY_RANGE.max);
+    if (!grants(highest)) return none;
+    found = { priority: PRIORITY_RANGE.max, verdict: highest };
+    if (highest.kind === 'preempting' && margin !== undefined) {
+      const victim = await trx.selectFrom('leases').select('priority').where('id', '=', highest.victim).executeTakeFirstOrThrow();
+      const hint = Math.max(low, victim.priority + margin);
+      if (hint < found.priority) {
+        const verdict = await decide(hint);
+        if (grants(verdict)) return priorityReason(says, hint, verdict);
+      }
+      low = hint + 1;
     }
-    low = hint + 1;
   }
   let high = found.priority - 1;
   while (low <= high) {

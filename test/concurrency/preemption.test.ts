@@ -109,7 +109,7 @@ async function playEachEnding(db: Db, ask: (input: Parameters<typeof createLease
   const stateOf = async (id: number) => (await db.selectFrom('leases').select('state').where('id', '=', id).executeTakeFirstOrThrow()).state;
   const preempting = async (id: number) =>
     (await db.selectFrom('preemptions').select('victim_lease_id').where('for_lease_id', '=', id).executeTakeFirst()) !== undefined;
-  // Last granted first: the withdrawn one's victim, the holder's, the grace period's.
+  // Granted in this order and taken in the reverse: the withdrawn one's victim, the holder's, the grace period's.
   const victims: Plan[] = [
     { holdMs: 8000, renews: true },
     { holdMs: 20_000, onNoticeMs: 0, renews: false },

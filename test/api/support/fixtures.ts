@@ -3,11 +3,12 @@ import type { ApiClient } from './ApiClient.ts';
 
 let blueprints = 0;
 
-/** A `simulated` blueprint made through the API; `settings` are the driver's. */
+/** A `simulated` blueprint made through the API; `settings` are the driver's; `fields` add to (or name) it. */
 export async function simulatedBlueprint(
   admin: ApiClient,
   settings: Record<string, unknown> = {},
   limits: { maxResources?: number; leasesPerResource?: number } = {},
+  fields: Record<string, unknown> = {},
 ): Promise<{ id: number; name: string }> {
   const name = `sim-${++blueprints}-${Math.random().toString(36).slice(2, 7)}`;
   const answer = await admin.post('/v1/blueprints', {
@@ -16,6 +17,7 @@ export async function simulatedBlueprint(
     settings,
     maxResources: limits.maxResources ?? 10,
     leasesPerResource: limits.leasesPerResource ?? 4,
+    ...fields,
   });
   expect(answer.status, JSON.stringify(answer.body)).toBe(201);
   return answer.body;
@@ -23,10 +25,7 @@ export async function simulatedBlueprint(
 
 /** A `simulated` blueprint of one slot that preempts with `preemption`, made through the API; `fields` add to (or name) it. */
 export async function preemptingSlot(admin: ApiClient, preemption: Record<string, number>, fields: Record<string, unknown> = {}): Promise<string> {
-  const name = `preempting-${++blueprints}-${Math.random().toString(36).slice(2, 7)}`;
-  const answer = await admin.post('/v1/blueprints', { name, driver: 'simulated', maxResources: 1, preemption, ...fields });
-  expect(answer.status, JSON.stringify(answer.body)).toBe(201);
-  return answer.body.name;
+  return (await simulatedBlueprint(admin, {}, { maxResources: 1, leasesPerResource: 1 }, { preemption, ...fields })).name;
 }
 
 /** A lease as the API answers it. */
