@@ -51,7 +51,7 @@ interface StateRow {
 
 /**
  * Every database-wide gauge in one statement. Each part reads an index:
- * unsettled commands (commands_unsettled), leases and resources by
+ * unsettled commands (a partial index of only those), leases and resources by
  * blueprint and state, the waiters' queue, and the small workers table.
  */
 export async function readState(db: Db, { staleAfterMs, heartbeatMs }: ScrapeSettings): Promise<StateSnapshot> {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Database } from '../../src/db/Database.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
+import { setQuota, setTeam } from '../../src/objects/teams.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { drainByHand } from '../helpers/drainByHand.ts';
 import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
@@ -45,6 +46,15 @@ async function commandsSeqScans(): Promise<number> {
   return Number(rows[0]!.seq_scan);
 }
 
+/** Flushes every connection's statistics (as commandsSeqScans does) and answers the index entries read through commands_unsettled so far. */
+async function unsettledIndexEntriesRead(): Promise<number> {
+  await commandsSeqScans();
+  const { rows } = await sql<{ idx_tup_read: string }>`
+    select idx_tup_read from pg_stat_user_indexes where indexrelname = 'commands_unsettled'
+  `.execute(database.db);
+  return Number(rows[0]!.idx_tup_read);
+}
+
 test("the drain's foreign-key checks on commands use its index after commands grew from a fresh database's few rows", async () => {
   // A fresh database, analyzed early (as autovacuum does): commands is a page or two.
   const blueprint = await createBlueprint(
@@ -79,4 +89,39 @@ test("the drain's foreign-key checks on commands use its index after commands gr
   const states = await database.db.selectFrom('leases').select('state').where('id', 'in', leases).execute();
   expect(states.map((s) => s.state)).toEqual(leases.map(() => 'active'));
   expect(after - before).toBe(0);
+});
+
+test("a blueprint's reads of the acquires in flight probe their own index while a backlog waits, though the statistics were taken with none", async () => {
+  const blueprint = await createBlueprint(
+    database.db,
+    { name: 'backlogged', driver: 'simulated', minResources: 2, maxResources: 2, leasesPerResource: 2 },
+    alice,
+  );
+  // A quota at the blueprint: its decisions then count each team's leases, the acquires on their way included.
+  await setTeam(database.db, { name: 'qa' }, alice);
+  await setQuota(database.db, { team: 'qa', blueprint: 'backlogged', maxLeases: 100 }, alice);
+  await appendCommand(database.db, { target: { kind: 'blueprint', id: blueprint.id }, kind: 'top_up', actor: alice });
+  const drain = drainByHand(worker, 60_000, database.pool);
+  await drain.all();
+  // Statistics of a service that keeps up: nothing unsettled when they were taken.
+  await sql`analyze commands`.execute(database.db);
+
+  // Then a backlog: commands queued for later at other objects, unsettled all the while.
+  const BACKLOG = 3000;
+  await sql`
+    insert into commands (target_kind, target_id, kind, issued_by, source, not_before)
+    select 'blueprint', ${blueprint.id}, 'top_up', 'backlog', 'system', now() + interval '1 hour' from generate_series(1, ${BACKLOG})
+  `.execute(database.db);
+
+  const before = await unsettledIndexEntriesRead();
+  const leases = [];
+  for (let n = 0; n < 6; n++) leases.push((await createLease(database.db, { blueprint: 'backlogged', holder: 'alice', team: 'qa' }, alice)).lease.id);
+  // Each request is decided with the free slots, the team's count and the lease's acquires in flight read; the last two wait.
+  await drain.all();
+  const read = (await unsettledIndexEntriesRead()) - before;
+
+  const states = await database.db.selectFrom('leases').select('state').where('id', 'in', leases).orderBy('id').execute();
+  expect(states.map((s) => s.state)).toEqual(['active', 'active', 'active', 'active', 'pending', 'pending']);
+  // Through commands_unsettled, each of those reads would pass over the whole backlog.
+  expect(read, 'entries of commands_unsettled read by the decisions').toBeLessThan(BACKLOG);
 });
