@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
-import pg from 'pg';
 import { afterAll, beforeAll, expect, onTestFinished, test } from 'vitest';
 import { statesWith } from '../../src/domain/lifecycle.ts';
 import { createBlueprint } from '../../src/objects/createBlueprint.ts';
 import { createLease } from '../../src/objects/createLease.ts';
 import { appendCommand } from '../../src/queue/appendCommand.ts';
 import { drainByHand } from '../helpers/drainByHand.ts';
+import { sidePool } from '../helpers/sidePool.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 import { statementName } from '../../src/db/preparedText.ts';
 import { returnSlotsStatement } from '../../src/drain/sql/returnSlots.ts';
@@ -114,9 +114,9 @@ test("a request for a slot reads its lease, the free slots and the line's heads 
 
 test('the slots a step gives back, on several resources, are one statement, sent in the round trip that opens the step', async () => {
   // The drivers' calls and the marks of calls that outlive their step go through a pool of their own: the lanes hold the test pool's only connection.
-  const sidePool = new pg.Pool({ connectionString: database.url, max: 2 });
-  onTestFinished(() => sidePool.end());
-  const drain = drainByHand(database, undefined, sidePool);
+  const side = sidePool(database.url, { max: 2 });
+  onTestFinished(() => side.end());
+  const drain = drainByHand(database, undefined, side);
   // Every grant's call outlives a step's join window, on any machine, so its command is marked running through
   // that pool; the releases' calls return at once, so the nine are decided in one step.
   const settings = { recordEffects: false, operationLatencyMs: { acquireLease: EFFECT_JOIN_MS + 30 } };

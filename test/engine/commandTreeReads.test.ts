@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, expect, onTestFinished, test } from 'vitest';
 import { GENERIC_PLANS } from '../../src/db/genericPlans.ts';
 import { readCommandTree, readCommandTrees } from '../../src/read/commandTree.ts';
 import { CommandTreeReads } from '../../src/read/CommandTreeReads.ts';
+import { sidePool } from '../helpers/sidePool.ts';
 import { createTestDatabase } from '../helpers/testDatabase.ts';
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -133,7 +134,7 @@ test('trees are read through the cause index, not by scanning commands, whatever
 
 test('the reads are prepared on their connection and run with its generic plan, not planned afresh each time', async () => {
   // One connection, so the session that prepared the read is the one asked about it.
-  const single = new pg.Pool({ connectionString: database.url, max: 1, types: database.pool.options.types });
+  const single = sidePool(database.url, { max: 1, types: database.pool.options.types });
   onTestFinished(() => single.end());
   const reads = new CommandTreeReads(single);
   for (const rootId of roots.slice(0, 8)) expect((await reads.read({ rootId })).tree).toEqual(await readCommandTree(database.db, rootId));
