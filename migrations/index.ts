@@ -37,6 +37,7 @@ import * as leaseTimeLimits from './0035_lease_time_limits.ts';
 import * as sharesOverTime from './0036_shares_over_time.ts';
 import * as preemption from './0037_preemption.ts';
 import * as unsettledByDueTime from './0038_unsettled_by_due_time.ts';
+import * as reservations from './0039_reservations.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -78,4 +79,5 @@ export const migrations: Record<string, Migration> = {
   '0036_shares_over_time': sharesOverTime,
   '0037_preemption': preemption,
   '0038_unsettled_by_due_time': unsettledByDueTime,
+  '0039_reservations': reservations,
 };

@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0038_unsettled_by_due_time.
+-- Slipway's schema (`public`) after migration 0038_reservations.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/db/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -73,6 +73,7 @@ create table public.blueprints (
   max_hold_ms bigint,
   fair_share_half_life_ms bigint not null default 3600000,
   preemption jsonb,
+  reserved_until timestamp with time zone,
   constraint blueprints_check_interval_ms_check CHECK ((check_interval_ms > 0)),
   constraint blueprints_clean_attempts_check CHECK (((clean_attempts >= 1) AND (clean_attempts <= 100))),
   constraint blueprints_fair_share_half_life_ms_check CHECK (((fair_share_half_life_ms > 0) AND (fair_share_half_life_ms <= '31536000000'::bigint))),
@@ -165,7 +166,7 @@ CREATE INDEX commands_by_target ON public.commands USING btree (target_kind, tar
 CREATE UNIQUE INDEX commands_one_in_flight ON public.commands USING btree (target_kind, target_id, dedup_key) WHERE ((dedup_key IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'running'::text])));
 CREATE INDEX commands_queue ON public.commands USING btree (target_kind, target_id, id) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
 CREATE INDEX commands_running ON public.commands USING btree (target_kind, target_id, id) WHERE (status = 'running'::text);
-CREATE INDEX commands_unsettled ON public.commands USING btree (not_before) WHERE ((status = ANY (ARRAY['queued'::text, 'running'::text])) AND (not_before IS NOT NULL));
+CREATE INDEX commands_unsettled ON public.commands USING btree (not_before) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
 CREATE CONSTRAINT TRIGGER commands_queue_settled_callbacks AFTER UPDATE OF status ON public.commands DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.status = ANY (ARRAY['queued'::text, 'running'::text])) AND (new.status <> ALL (ARRAY['queued'::text, 'running'::text])))) EXECUTE FUNCTION public.queue_settled_callbacks();
 
 create table public.drain_wakeups (
@@ -252,10 +253,12 @@ create table public.leases (
   end_notice_at timestamp with time zone,
   ending jsonb,
   preemptible boolean not null default true,
+  reservation_id bigint,
   constraint leases_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint leases_heartbeat_ms_check CHECK ((heartbeat_ms > 0)),
   constraint leases_pkey PRIMARY KEY (id),
   constraint leases_priority_check CHECK (((priority >= 0) AND (priority <= 9))),
+  constraint leases_reservation_id_fkey FOREIGN KEY (reservation_id) REFERENCES public.reservations(id) ON DELETE SET NULL,
   constraint leases_resource_id_fkey FOREIGN KEY (resource_id) REFERENCES public.resources(id),
   constraint leases_selector_check CHECK ((length(selector) <= 1000)),
   constraint leases_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text, 'released'::text, 'broken'::text, 'destroyed'::text]))),
@@ -265,6 +268,7 @@ create table public.leases (
 CREATE INDEX leases_by_blueprint_id ON public.leases USING btree (blueprint_id, id);
 CREATE INDEX leases_by_blueprint_state ON public.leases USING btree (blueprint_id, state);
 CREATE INDEX leases_by_holder_id ON public.leases USING btree (holder, id);
+CREATE INDEX leases_by_reservation ON public.leases USING btree (reservation_id) WHERE (reservation_id IS NOT NULL);
 CREATE INDEX leases_by_resource ON public.leases USING btree (resource_id) WHERE (resource_id IS NOT NULL);
 CREATE INDEX leases_by_state_id ON public.leases USING btree (state, id);
 CREATE INDEX leases_destroyed ON public.leases USING btree (updated_at) WHERE (state = 'destroyed'::text);
@@ -323,6 +327,30 @@ create table public.quotas (
   constraint quotas_team_fkey FOREIGN KEY (team) REFERENCES public.teams(name)
 );
 CREATE UNIQUE INDEX quotas_one_per_scope ON public.quotas USING btree (team, COALESCE(holder, ''::text), COALESCE(blueprint_id, (0)::bigint));
+
+create table public.reservations (
+  id bigint not null generated always as identity,
+  blueprint_id bigint not null,
+  slots integer not null,
+  starts_at timestamp with time zone not null,
+  ends_at timestamp with time zone not null,
+  team text,
+  holders text[],
+  created_by text not null,
+  created_source text not null,
+  reason text,
+  created_at timestamp with time zone not null default now(),
+  cancelled_at timestamp with time zone,
+  cancelled_by text,
+  cancelled_source text,
+  cancel_reason text,
+  constraint reservations_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id) ON DELETE CASCADE,
+  constraint reservations_check CHECK ((starts_at < ends_at)),
+  constraint reservations_pkey PRIMARY KEY (id),
+  constraint reservations_slots_check CHECK ((slots > 0)),
+  constraint reservations_team_fkey FOREIGN KEY (team) REFERENCES public.teams(name)
+);
+CREATE INDEX reservations_by_blueprint ON public.reservations USING btree (blueprint_id, ends_at) WHERE (cancelled_at IS NULL);
 
 create table public.resource_slots (
   resource_id bigint not null,
@@ -478,6 +506,7 @@ create sequence public.events_id_seq as bigint increment 1 minvalue 1 maxvalue 9
 create sequence public.gc_passes_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.gc_passes.id (identity);
 create sequence public.leases_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.leases.id (identity);
 create sequence public.quotas_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.quotas.id (identity);
+create sequence public.reservations_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.reservations.id (identity);
 create sequence public.resources_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.resources.id (identity);
 create sequence public.team_events_id_seq as bigint increment 1 minvalue 1 maxvalue 9223372036854775807 start 1 cache 1 owned by public.team_events.id (identity);
 

@@ -49,6 +49,8 @@ export interface BlueprintsTable {
   fair_share_half_life_ms: Generated<number>;
   /** Its preemption settings, domain/preemption.ts (null: it preempts nothing; 0037). */
   preemption: Json | null;
+  /** The latest end of a reservation made at the blueprint (null: none; 0038). */
+  reserved_until: Timestamp | null;
   version: Generated<number>;
   created_at: TimestampDefault;
   updated_at: TimestampDefault;
@@ -109,6 +111,8 @@ export interface LeasesTable {
   ending: Json | null;
   /** False for a lease created not to be preempted (0037). */
   preemptible: Generated<boolean>;
+  /** The reservation it was created to use (0038). */
+  reservation_id: number | null;
   message: string | null;
   version: Generated<number>;
   created_at: TimestampDefault;
@@ -328,6 +332,27 @@ export interface PreemptionsTable {
   reason: string;
 }
 
+/** Slots of a blueprint held for a window for the leases that name it: written only under the blueprint's lock (0038, decision 0045). */
+export interface ReservationsTable {
+  id: GeneratedAlways<number>;
+  blueprint_id: number;
+  slots: number;
+  starts_at: Timestamp;
+  ends_at: Timestamp;
+  /** Only leases of this team may use it (null: any team). */
+  team: string | null;
+  /** Only leases of these holders may use it (null: any holder). */
+  holders: string[] | null;
+  created_by: string;
+  created_source: string;
+  reason: string | null;
+  created_at: TimestampDefault;
+  cancelled_at: Timestamp | null;
+  cancelled_by: string | null;
+  cancelled_source: string | null;
+  cancel_reason: string | null;
+}
+
 export interface TeamUsageTable {
   blueprint_id: number;
   team: string;
@@ -412,6 +437,7 @@ export interface DB {
   teams: TeamsTable;
   team_usage: TeamUsageTable;
   preemptions: PreemptionsTable;
+  reservations: ReservationsTable;
   quotas: QuotasTable;
   team_events: TeamEventsTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -432,4 +458,5 @@ export type ApiTokenRow = Selectable<ApiTokensTable>;
 export type TeamRow = Selectable<TeamsTable>;
 export type QuotaRow = Selectable<QuotasTable>;
 export type PreemptionRow = Selectable<PreemptionsTable>;
+export type ReservationRow = Selectable<ReservationsTable>;
 export type TeamEventRow = Selectable<TeamEventsTable>;

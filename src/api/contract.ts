@@ -9,6 +9,7 @@ import { TeamNameSchema, WeightSchema } from '../domain/team.ts';
 import { SelectorTextSchema } from '../domain/labels.ts';
 import { QuotaInputSchema, QuotaScopeSchema } from '../domain/quotas.ts';
 import { stateFilterOf } from '../read/stateFilter.ts';
+import { RESERVATION_STATES, reservationBodySchema } from '../domain/reservations.ts';
 import type { Action } from './auth/roles.ts';
 import {
   BlueprintDetailSchema,
@@ -26,6 +27,7 @@ import {
   pageSchema,
   TeamDetailSchema,
   TeamSchema,
+  ReservationSchema,
   ResourceDetailSchema,
   ResourceSchema,
 } from './shapes.ts';
@@ -99,6 +101,10 @@ export const CreateLeaseBody = leaseBodySchema({
     description:
       "false: not to be preempted by a blueprint that preempts (429, naming the allowance, if the token's team already has its blueprint's preemption.protectedPerTeam of them); true (the default): it may be",
   }),
+  reservation: NumericId.optional().meta({
+    description:
+      "a reservation the lease is to use: during its window it is served from the reservation's slots first, ahead of the line; 409 if the token's team or holder may not use it, it was cancelled, or its window is not open now; 404 if there is none. Without a blueprint, the reservation's",
+  }),
   callback: CallbackRequestSchema.optional().meta({
     description:
       "the holder's callback: told, as a command's callback is, when Slipway ends the lease itself (a check found its resource gone, the collector released it for its expiry, heartbeat or wait deadline, or it was preempted), and when an end it was told of is withdrawn",
@@ -142,6 +148,21 @@ export const CommandListQuery = z
   .strict();
 
 export const CancelBody = z.object({ reason: Reason.optional() }).strict();
+
+export const ReservationListQuery = z
+  .object({
+    blueprint: BlueprintRef.optional(),
+    state: z.enum(RESERVATION_STATES).optional().meta({ description: 'upcoming, active, ended or cancelled' }),
+  })
+  .strict();
+
+/** A reservation request: the domain's body, the blueprint as the API names it, and why. */
+const CreateReservationBody = reservationBodySchema({
+  blueprint: z
+    .union([z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'expected a blueprint name'), NumericId])
+    .meta({ description: "the blueprint's name, or its id" }),
+  reason: Reason.optional(),
+});
 
 const TeamParams = z.object({ name: TeamNameSchema }).strict();
 /** A quota's scope and maximum, the team named by the path. */
@@ -518,6 +539,49 @@ export const OPERATIONS = {
     params: TeamParams,
     body: QuotaScopeBody,
     responses: { 200: answer('the team as it is now', TeamSchema) },
+  },
+  createReservation: {
+    operationId: 'createReservation',
+    method: 'POST',
+    url: '/v1/reservations',
+    summary: 'Reserve slots of a blueprint for a window',
+    description:
+      "During the window, the slots are held back from leases that do not name the reservation, and leases that name it (and that its team and holders allow) are served from them first, ahead of the line. 409, with nothing written, when the blueprint's capacity less the other reservations overlapping the window cannot hold it, saying how many could be.",
+    action: 'blueprint.write',
+    body: CreateReservationBody,
+    responses: { 201: answer('made (Location: the reservation)', ReservationSchema) },
+  },
+  listReservations: {
+    operationId: 'listReservations',
+    method: 'GET',
+    url: '/v1/reservations',
+    summary: 'List reservations',
+    description: 'By window, the soonest first, filtered by blueprint and state; at most 1,000.',
+    action: 'read',
+    query: ReservationListQuery,
+    responses: { 200: answer('the reservations', z.object({ items: z.array(ReservationSchema) })) },
+  },
+  getReservation: {
+    operationId: 'getReservation',
+    method: 'GET',
+    url: '/v1/reservations/:id',
+    summary: 'Show a reservation',
+    description: 'Its window, who may use it, how many of its leases hold or wait, and who made or cancelled it.',
+    action: 'read',
+    params: IdParams,
+    responses: { 200: answer('the reservation', ReservationSchema) },
+  },
+  cancelReservation: {
+    operationId: 'cancelReservation',
+    method: 'POST',
+    url: '/v1/reservations/:id/cancel',
+    summary: 'Cancel a reservation',
+    description:
+      'The slots it holds back go to the line at once; its leases keep what they hold, and those still waiting are served as any other. 409 once it has ended or was cancelled.',
+    action: 'blueprint.write',
+    params: IdParams,
+    body: CancelBody,
+    responses: { 200: answer('the reservation as cancelled', ReservationSchema) },
   },
 } as const satisfies Record<string, Operation>;
 

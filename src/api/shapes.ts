@@ -16,6 +16,8 @@ import type { Page } from '../read/page.ts';
 import type { TokenView } from './auth/tokens.ts';
 import type { TeamDetail, TeamView } from '../read/teams.ts';
 import type { ResourceDetail, ResourceView } from '../read/resources.ts';
+import type { ReservationView } from '../read/reservations.ts';
+import { RESERVATION_STATES } from '../domain/reservations.ts';
 
 /**
  * What the API says about each object: its public shape (camelCase, times as
@@ -290,6 +292,7 @@ export const LeaseSchema = z
         'set when its holder is told that Slipway will end it: by when, and why (kind time_limit or preempted); stop the work and release it by then',
     }),
     preemptible: z.boolean().meta({ description: 'false: created not to be preempted (a blueprint that preempts passes it over)' }),
+    reservationId: Id.nullable().meta({ description: 'the reservation it was created to use: served from it first while its window is open' }),
     message: z.string().nullable(),
     version: z.number().int(),
     createdAt: Timestamp,
@@ -320,6 +323,7 @@ export function leaseOf(row: LeaseView): Lease {
     endBy: isoOrNull(row.end_by),
     ending: endingOf(row.ending),
     preemptible: row.preemptible,
+    reservationId: row.reservation_id,
     message: row.message,
     version: row.version,
     createdAt: iso(row.created_at),
@@ -640,6 +644,57 @@ export function teamDetailOf(team: TeamDetail): z.infer<typeof TeamDetailSchema>
   return {
     ...teamOf(team),
     changes: team.changes.map((c) => ({ type: c.type, message: c.message, data: c.data, actor: c.actor, source: c.source, at: iso(c.created_at) })),
+  };
+}
+
+// --- reservations ---------------------------------------------------------------
+
+export const ReservationSchema = z
+  .object({
+    id: Id,
+    blueprintId: Id,
+    blueprintName: z.string(),
+    slots: z.number().int().meta({ description: 'how many slots it holds back during its window for the leases that name it' }),
+    from: Timestamp.meta({ description: 'its window opens' }),
+    to: Timestamp.meta({ description: 'its window ends' }),
+    team: z.string().nullable().meta({ description: 'only leases of this team may use it; null: any team' }),
+    holders: z.array(z.string()).nullable().meta({ description: 'only leases of these holders may use it; null: any holder' }),
+    state: z.enum(RESERVATION_STATES).meta({ description: 'upcoming (its window not open yet), active, ended or cancelled' }),
+    holding: z.number().int().meta({ description: 'its leases holding a slot now' }),
+    waiting: z.number().int().meta({ description: "its leases waiting in the blueprint's line" }),
+    createdBy: z.string(),
+    createdSource: z.string(),
+    reason: z.string().nullable(),
+    createdAt: Timestamp,
+    cancelledAt: OptionalTimestamp,
+    cancelledBy: z.string().nullable(),
+    cancelledSource: z.string().nullable(),
+    cancelReason: z.string().nullable(),
+  })
+  .meta({ id: 'Reservation', description: 'slots of a blueprint held back for a window for the leases that name it' });
+export type Reservation = z.infer<typeof ReservationSchema>;
+
+export function reservationOf(row: ReservationView): Reservation {
+  return {
+    id: row.id,
+    blueprintId: row.blueprint_id,
+    blueprintName: row.blueprint_name,
+    slots: row.slots,
+    from: iso(row.starts_at),
+    to: iso(row.ends_at),
+    team: row.team,
+    holders: row.holders,
+    state: row.state,
+    holding: row.holding,
+    waiting: row.waiting,
+    createdBy: row.created_by,
+    createdSource: row.created_source,
+    reason: row.reason,
+    createdAt: iso(row.created_at),
+    cancelledAt: isoOrNull(row.cancelled_at),
+    cancelledBy: row.cancelled_by,
+    cancelledSource: row.cancelled_source,
+    cancelReason: row.cancel_reason,
   };
 }
 

@@ -3,7 +3,7 @@ import { BlueprintRef as BlueprintRefArg } from '../api/schemas.ts';
 import { SelectorTextSchema } from '../domain/labels.ts';
 import { TeamNameSchema } from '../domain/team.ts';
 import type { BlueprintRef } from '../read/blueprints.ts';
-import { countBetween, Duration, parseWith, textUpTo } from './parsers.ts';
+import { countBetween, Duration, parseWith, PositiveId, textUpTo } from './parsers.ts';
 import type { LeaseRequest } from './transport/Transport.ts';
 
 /** What lease to request: `lease create` and `lease run` take the same options. */
@@ -23,6 +23,7 @@ export interface LeaseRequestOptions {
   readonly queue: boolean;
   /** With --not-preemptible. */
   readonly notPreemptible?: boolean;
+  readonly reservation?: number;
   readonly reason?: string;
 }
 
@@ -54,6 +55,11 @@ export function addLeaseRequestOptions(command: Command, heartbeatDefault: strin
     .option('--team <name>', "the team the lease counts for (default: default; remote mode: the token's team)", parseWith(TeamNameSchema))
     .option('--no-queue', 'refuse at once, rather than wait in line, if a quota of the team or holder is reached')
     .option(
+      '--reservation <id>',
+      "use this reservation: during its window the lease is served from its slots first, ahead of the line (refused if it may not use it; without --blueprint, the reservation's)",
+      parseWith(PositiveId),
+    )
+    .option(
       '--not-preemptible',
       "not to be preempted by a blueprint that preempts (refused at once beyond the team's allowance, its preemption's protected setting)",
     );
@@ -61,7 +67,7 @@ export function addLeaseRequestOptions(command: Command, heartbeatDefault: strin
 
 /** The request the options describe. */
 export function leaseRequestOf(options: LeaseRequestOptions): LeaseRequest {
-  const { blueprint, selector, holder, expiresIn, heartbeat, waitTimeout, priority, team, queue, notPreemptible, reason } = options;
+  const { blueprint, selector, holder, expiresIn, heartbeat, waitTimeout, priority, team, queue, notPreemptible, reservation, reason } = options;
   return {
     blueprint,
     selector,
@@ -73,6 +79,7 @@ export function leaseRequestOf(options: LeaseRequestOptions): LeaseRequest {
     team,
     ...(queue ? {} : { queue: false }),
     ...(notPreemptible ? { preemptible: false } : {}),
+    ...(reservation === undefined ? {} : { reservation }),
     reason,
   };
 }

@@ -58,6 +58,21 @@ export const OnOff = z.enum(['on', 'off'], { error: 'expected on or off' }).tran
 /** A duration, or `off` (kept as the word: commander turns an option's null into an empty string). */
 export const DurationOrOff = z.union([z.literal('off'), Duration]);
 
+/**
+ * A moment for a reservation's window, as ISO 8601 text: `now`, `+<duration>`
+ * from now (`+2h`), or an ISO 8601 time with its offset, as given.
+ */
+export const WindowTime = z.union([
+  z.literal('now').transform(() => new Date().toISOString()),
+  z
+    .string()
+    .regex(/^\+/, 'expected now, +<duration> (e.g. +2h) or an ISO 8601 time with its offset, e.g. 2030-01-01T18:00:00Z')
+    .transform((text) => text.slice(1))
+    .pipe(Duration)
+    .transform((ms) => new Date(Date.now() + ms).toISOString()),
+  z.iso.datetime({ offset: true, message: 'expected now, +<duration> (e.g. +2h) or an ISO 8601 time with its offset, e.g. 2030-01-01T18:00:00Z' }),
+]);
+
 /** The CLI's names of a blueprint's preemption settings (domain/preemption.ts), each read from its text. */
 const PREEMPTION_KEYS = {
   margin: ['priorityMargin', z.coerce.number()],

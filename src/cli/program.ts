@@ -17,6 +17,7 @@ const GROUPS: { readonly names: readonly string[]; readonly load: () => Promise<
   { names: ['gc'], load: async () => (await import('./commands/gcCommands.ts')).addGcCommands },
   { names: ['token'], load: async () => (await import('./commands/tokenCommands.ts')).addTokenCommands },
   { names: ['team'], load: async () => (await import('./commands/teamCommands.ts')).addTeamCommands },
+  { names: ['reservation'], load: async () => (await import('./commands/reservationCommands.ts')).addReservationCommands },
 ];
 
 /**

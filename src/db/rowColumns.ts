@@ -55,6 +55,7 @@ const LEASE_COLUMNS = Object.keys({
   end_notice_at: true,
   ending: true,
   preemptible: true,
+  reservation_id: true,
   message: true,
   version: true,
   created_at: true,

@@ -31,6 +31,7 @@ const SLIPWAY_TABLES = Object.keys({
   teams: true,
   team_usage: true,
   preemptions: true,
+  reservations: true,
   quotas: true,
   team_events: true,
   idempotency_keys: true,

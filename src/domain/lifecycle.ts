@@ -123,6 +123,7 @@ const blueprintCommands = [
   'slot_freed',
   'resource_destroyed',
   'serve_waiters',
+  'reservation_ended',
   'update_settings',
   'cordon',
   'uncordon',

@@ -20,6 +20,7 @@ import { lockObjectInTransaction } from '../queue/lockObjectInTransaction.ts';
 import { findBlueprint } from '../read/blueprints.ts';
 import { findLease } from '../read/leases.ts';
 import { readRequestingLease } from './batchReads/requestingLease.ts';
+import { reservationBlueprintId } from '../objects/reservations.ts';
 import { noMatch, type Serving, serveWaitingLine } from './handlers/waitingLine.ts';
 
 /**
@@ -96,8 +97,10 @@ export async function explainLease(db: Db, leaseId: number): Promise<Explanation
 export async function dryRunLease(db: Db, input: LeaseInput, actor: Actor): Promise<Explanation> {
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
-  const { blueprint: named, selector } = parsed.data;
+  const { selector, reservation } = parsed.data;
   return inRolledBack(db, async (trx) => {
+    // A request that names only a reservation goes to the reservation's blueprint.
+    const named = parsed.data.blueprint ?? (reservation === undefined ? undefined : await reservationBlueprintId(trx, reservation));
     const chosen = named === undefined ? await chooseBlueprint(trx, selector!) : undefined;
     // The one it goes to first, then the others it may go to.
     const targets =
@@ -137,9 +140,10 @@ interface Asking {
   readonly priority: number;
   readonly requestedAt: Date;
   readonly selector: Selector | undefined;
+  readonly reservationId: number | null;
 }
 
-function askingOf(lease: Pick<LeaseRow, 'id' | 'team' | 'holder' | 'priority' | 'created_at' | 'selector'>): Asking {
+function askingOf(lease: Pick<LeaseRow, 'id' | 'team' | 'holder' | 'priority' | 'created_at' | 'selector' | 'reservation_id'>): Asking {
   return {
     id: lease.id,
     team: lease.team,
@@ -147,6 +151,7 @@ function askingOf(lease: Pick<LeaseRow, 'id' | 'team' | 'holder' | 'priority' | 
     priority: lease.priority,
     requestedAt: lease.created_at,
     selector: lease.selector === null ? undefined : parseSelector(lease.selector),
+    reservationId: lease.reservation_id,
   };
 }
 
@@ -455,6 +460,7 @@ function joiningOf(blueprint: BlueprintRow, lease: Asking) {
     team: lease.team,
     holder: lease.holder,
     selector: lease.selector,
+    ...(lease.reservationId === null ? {} : { reservationId: lease.reservationId }),
   };
 }
 

@@ -21,6 +21,8 @@ import { leaseColumns } from '../db/rowColumns.ts';
 import { fromNow } from './leaseDeadlines.ts';
 import { appendCall, signalWorkersOnCommit } from '../queue/appendCommand.ts';
 import { LeaseInputSchema, type LeaseInput } from './leaseInput.ts';
+import { usableReservation } from './reservations.ts';
+import type { ReservationTerms } from '../domain/reservations.ts';
 
 /**
  * Creates a lease, queues its first command and records its `created`
@@ -38,9 +40,11 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
   const parsed = LeaseInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid lease: ${describeZodIssues(parsed.error.issues)}`);
   const { holder, expiresAt, expiresInMs, heartbeatMs, waitTimeoutMs, attributes, callbackUrl, priority, queue, selector, preemptible } = parsed.data;
-  const { ref, routed } = await aimedAt(db, parsed.data.blueprint, selector);
   const team = parsed.data.team ?? DEFAULT_TEAM;
   if (team !== DEFAULT_TEAM) await assertTeamExists(db, team);
+  const reserved =
+    parsed.data.reservation === undefined ? undefined : await reservationFor(db, parsed.data.reservation, parsed.data.blueprint, team, holder);
+  const { ref, routed } = await aimedAt(db, parsed.data.blueprint ?? reserved?.blueprintId, selector);
   if (queue === false) await refuseOverQuota(db, ref, team, holder);
   if (preemptible === false) await refuseOverProtected(db, ref, team);
   // An absolute expiry's term (for renewals) is what was left of it when asked.
@@ -65,11 +69,12 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
       select id, name, state from blueprints where ${sql.ref(typeof ref === 'number' ? 'id' : 'name')} = ${ref}
     ),
     lease as (
-      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, wait_deadline, attributes, callback_url, priority, team, selector, preemptible)
+      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, wait_deadline, attributes, callback_url, priority, team, selector, preemptible, reservation_id)
       select b.id, ${holder}, ${expiry}, ${termMs === undefined ? null : Math.max(1000, Math.round(termMs))}::bigint,
              ${heartbeatMs ?? null}::int, ${waitTimeoutMs === undefined ? sql`null::timestamptz` : fromNow(waitTimeoutMs)},
              ${JSON.stringify(attributes ?? {})}::jsonb, ${callbackUrl ?? null}::text, ${priority ?? 0}::smallint, ${team}::text,
-             ${selector === undefined ? null : formatSelector(selector)}::text, ${preemptible ?? true}::boolean
+             ${selector === undefined ? null : formatSelector(selector)}::text, ${preemptible ?? true}::boolean,
+             ${reserved?.id ?? null}::bigint
       from b where b.state = any(${statesWith('blueprint', 'takesLeases')}::text[])
       returning *
     ),
@@ -119,6 +124,12 @@ async function aimedAt(
     }
   }
   return { ref: named };
+}
+
+/** The reservation a request names, if its lease may use it now (refused, saying why, otherwise). */
+async function reservationFor(db: Db, id: number, named: string | number | undefined, team: string, holder: string): Promise<ReservationTerms> {
+  const blueprintId = named === undefined ? undefined : (await findBlueprint(db, named)).id;
+  return usableReservation(db, id, { team, holder, blueprintId });
 }
 
 /** A request that asked not to wait, refused if a quota of its team or holder is reached, naming the quota. */

@@ -50,13 +50,16 @@ export function leaseBodySchema<Fields extends z.ZodRawShape>(fields: Fields) {
       message: 'give expiresAt or expiresInMs, not both',
       path: ['expiresInMs'],
     })
-    .refine((lease) => (lease as Aimed).blueprint !== undefined || (lease as Aimed).selector !== undefined, {
-      message: 'name a blueprint, a selector, or both',
-      path: ['blueprint'],
-    });
+    .refine(
+      (lease) => (lease as Aimed).blueprint !== undefined || (lease as Aimed).selector !== undefined || (lease as Aimed).reservation !== undefined,
+      {
+        message: 'name a blueprint, a selector, or both, or a reservation',
+        path: ['blueprint'],
+      },
+    );
 }
 
-type Aimed = { blueprint?: unknown; selector?: unknown };
+type Aimed = { blueprint?: unknown; selector?: unknown; reservation?: unknown };
 
 export const LeaseInputSchema = leaseBodySchema({
   /** The blueprint's name or id; left out, a selector chooses it (chooseBlueprint). */
@@ -74,6 +77,8 @@ export const LeaseInputSchema = leaseBodySchema({
   team: TeamNameSchema.optional(),
   /** false: refused at once (OverQuotaError) when a quota of the team or holder is reached, rather than waiting in line. */
   queue: z.boolean().optional(),
+  /** The reservation whose slots it is served from, ahead of the line, during its window (its blueprint unless `blueprint` says so). */
+  reservation: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
   /** false: not to be preempted, up to its blueprint's preemption.protectedPerTeam for its team (refused at once beyond it). */
   preemptible: z.boolean().optional(),
 });

@@ -24,11 +24,22 @@ import { leaseRoutes } from '../api/routes/leases.ts';
 import { installRequestMetrics, metricsRoutes } from '../api/routes/metrics.ts';
 import { resourceRoutes } from '../api/routes/resources.ts';
 import { teamRoutes } from '../api/routes/teams.ts';
+import { reservationRoutes } from '../api/routes/reservations.ts';
 import { installTypedRoutes } from '../api/typedRoutes.ts';
 import { webRoutes } from '../web/webRoutes.ts';
 
 /** Route plugins, in registration order: the API's, then the web UI's (pages under `/`, see src/web/). */
-const ROUTES = [healthRoutes, metricsRoutes, blueprintRoutes, leaseRoutes, resourceRoutes, commandRoutes, teamRoutes, webRoutes] as const;
+const ROUTES = [
+  healthRoutes,
+  metricsRoutes,
+  blueprintRoutes,
+  leaseRoutes,
+  resourceRoutes,
+  commandRoutes,
+  teamRoutes,
+  reservationRoutes,
+  webRoutes,
+] as const;
 
 const PRUNE_KEYS_EVERY_MS = 3_600_000;
 

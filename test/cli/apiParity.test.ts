@@ -43,6 +43,8 @@ const CLI_FOR: Readonly<Record<string, string>> = {
   setTeam: 'team set',
   setQuota: 'team quota',
   removeQuota: 'team unquota',
+  createReservation: 'reservation create',
+  cancelReservation: 'reservation cancel',
 };
 
 /** "operationId", or "operationId kind" for each kind a command-queueing operation accepts. */

@@ -122,6 +122,28 @@ test('every table and column in migrations/schema.ts exists after migrating', as
     .selectFrom('blueprint_usage_samples')
     .select(['pass_id', 'blueprint_id', 'leases', 'leases_waiting', 'resources', 'leases_activated', 'wait_p50_ms', 'wait_p95_ms'])
     .execute();
+  await db
+    .selectFrom('reservations')
+    .select([
+      'id',
+      'blueprint_id',
+      'slots',
+      'starts_at',
+      'ends_at',
+      'team',
+      'holders',
+      'created_by',
+      'created_source',
+      'reason',
+      'created_at',
+      'cancelled_at',
+      'cancelled_by',
+      'cancelled_source',
+      'cancel_reason',
+    ])
+    .execute();
+  await db.selectFrom('leases').select(['reservation_id']).execute();
+  await db.selectFrom('blueprints').select(['reserved_until']).execute();
   await db.selectFrom('simulated_effects').select(['operation', 'object_id', 'idempotency_key', 'calls', 'first_at', 'last_at']).execute();
   await db.selectFrom('static_pool_claims').select(['blueprint_id', 'entry', 'resource_id', 'definition', 'claimed_at']).execute();
   await db

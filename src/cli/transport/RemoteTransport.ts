@@ -207,8 +207,8 @@ export function leaseBody(request: LeaseRequest) {
   for (const [option, flag] of LOCAL_ONLY_LEASE_OPTIONS) {
     if (request[option] !== undefined) throw new CliFailure(`${flag} is not available in remote mode (SLIPWAY_URL)`, EXIT.usage);
   }
-  const { blueprint, selector, expiresInMs, heartbeatMs, waitTimeoutMs, priority, queue, reason } = request;
-  return defined({ blueprint, selector, expiresInMs, heartbeatMs, waitTimeoutMs, priority, queue, reason });
+  const { blueprint, selector, expiresInMs, heartbeatMs, waitTimeoutMs, priority, queue, reservation, reason } = request;
+  return defined({ blueprint, selector, expiresInMs, heartbeatMs, waitTimeoutMs, priority, queue, reservation, reason });
 }
 
 function commandBody({ kind, payload, reason }: CommandRequest) {

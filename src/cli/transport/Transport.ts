@@ -46,6 +46,8 @@ export interface LeaseRequest {
   readonly team?: string;
   /** false: refused at once when a quota is reached. */
   readonly queue?: boolean;
+  /** The reservation to be served from during its window. */
+  readonly reservation?: number;
   readonly reason?: string;
 }
 

@@ -17,6 +17,8 @@ export interface RequestingLease {
   readonly holder: string;
   /** Canonical selector text, or null. */
   readonly selector: string | null;
+  /** The reservation it was created to use (decision 0045), or null. */
+  readonly reservation_id: number | null;
   readonly making: number | null;
   /** A resource it was sent to whose acquire is still on its way (read when the lease is). */
   readonly sentTo: number | null;
@@ -85,7 +87,7 @@ const readLeasesQuery = compiledOnce(
   (db, ids: readonly number[]) =>
     db
       .selectFrom('leases as l')
-      .select(['l.id', 'l.state', 'l.resource_id', 'l.created_at', 'l.priority', 'l.team', 'l.holder', 'l.selector'])
+      .select(['l.id', 'l.state', 'l.resource_id', 'l.created_at', 'l.priority', 'l.team', 'l.holder', 'l.selector', 'l.reservation_id'])
       .select((eb) =>
         eb
           .selectFrom('resources as r')

@@ -145,6 +145,7 @@ const needResource: Decide<'need_resource'> = async (trx, ctx, blueprint) => {
       team: lease.team,
       holder: lease.holder,
       selector: lease.selector === null ? undefined : parseSelector(lease.selector),
+      ...(lease.reservation_id === null ? {} : { reservationId: lease.reservation_id }),
     },
   };
 };
@@ -178,6 +179,10 @@ const resourceDestroyed: Decide<'resource_destroyed'> = async (_trx, ctx, bluepr
 
 /** The blueprint's limits or state changed (updateBlueprint.ts): the line is served from the room that made. */
 const serveWaiters: Decide<'serve_waiters'> = async () => done<'blueprint'>('limits or state changed');
+
+/** A reservation's window ended (decision 0045): the slots it held back go to the line, which serving it does. */
+const reservationEnded: Decide<'reservation_ended'> = async (_trx, ctx) =>
+  done<'blueprint'>(`reservation ${ctx.payload.reservationId}'s window ended: the slots it held back go to the line`);
 
 /**
  * New driver settings, and the blueprint's resources brought in line with
@@ -259,6 +264,7 @@ const DECISIONS: { readonly [C in Exclude<CommandKindOf<'blueprint'>, 'destroy_o
   slot_freed: slotFreed,
   resource_destroyed: resourceDestroyed,
   serve_waiters: serveWaiters,
+  reservation_ended: reservationEnded,
   update_settings: updateSettings,
   cordon,
   uncordon,
@@ -297,7 +303,13 @@ async function fanOut(trx: Db, blueprint: BlueprintRow, kind: 'cordon' | 'uncord
  * and reclaim commands queued at resources) nor `update_settings` (its
  * driver reconciles from rows of its own).
  */
-const IN_RUNS: ReadonlySet<string> = new Set<CommandKindOf<'blueprint'>>(['need_resource', 'slot_freed', 'resource_destroyed', 'serve_waiters']);
+const IN_RUNS: ReadonlySet<string> = new Set<CommandKindOf<'blueprint'>>([
+  'need_resource',
+  'slot_freed',
+  'resource_destroyed',
+  'serve_waiters',
+  'reservation_ended',
+]);
 
 /**
  * The blueprint is the single writer of its resource count: it alone decides

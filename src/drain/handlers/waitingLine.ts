@@ -19,6 +19,8 @@ import { readTeamUsage, writeTeamUsage } from '../../db/teamUsage.ts';
 import { readPreemptions } from '../../db/preemptions.ts';
 import { preemptionOf } from '../../domain/preemption.ts';
 import { PreemptingLine } from './preemptingLine.ts';
+import { ReservedRoom } from './reservedRoom.ts';
+import { reservationWaiters } from '../../db/reservedSlots.ts';
 
 /**
  * A blueprint's waiting line: the leases that found no free slot. Each
@@ -89,6 +91,8 @@ export interface Joining {
   readonly holder: string;
   /** What it needs of a resource's labels (none: any resource). */
   readonly selector?: Selector;
+  /** The reservation it was created to use: served from it first while its window is open (decision 0045). */
+  readonly reservationId?: number;
 }
 
 /** A row of the line as read: `key` is its place (`since` to the microsecond, as text) for reading on after it. */
@@ -107,12 +111,15 @@ interface LineRow {
 }
 
 /** A row as the line's reads answer it, its selector read. */
-const withNeeds = (row: Omit<LineRow, 'needs'>): LineRow => ({ ...row, needs: row.selector === null ? undefined : parseSelector(row.selector) });
+const withNeeds = <Row extends { readonly selector: string | null }>(row: Row): Row & { readonly needs: Selector | undefined } => ({
+  ...row,
+  needs: row.selector === null ? undefined : parseSelector(row.selector),
+});
 
 /** A lease that may be served next: the joining lease, or a row of the line. */
 type Candidate = LineCandidate;
 
-const candidateOf = (row: LineRow): Candidate => ({
+const candidateOf = (row: Pick<LineRow, 'lease_id' | 'team' | 'holder' | 'since' | 'requested_at' | 'priority' | 'needs'>): Candidate => ({
   leaseId: row.lease_id,
   team: row.team,
   holder: row.holder,
@@ -153,6 +160,8 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const underWay = settling ? await readPreemptions(trx, blueprint.id) : [];
   /** The free slots left once the line was served (none read when nobody waits). */
   let freeLeft = () => 0;
+  /** What open reservations hold back from the line, if anything. */
+  let held: () => string | undefined = () => undefined;
   const why = () => {
     const making =
       blueprint.state !== 'enabled'
@@ -163,8 +172,13 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     // A slot left free with leases waiting is one none of them may take: saying "no free slot" then contradicts the slot just freed.
     const free = freeLeft();
     const room =
-      free === 0 ? 'no free slot' : `${free} free slot(s), which no waiting lease may take: its selector does not match, or a quota holds it back`;
-    return `${making}; ${live} of ${blueprint.max_resources} live, ${room}`;
+      free === 0
+        ? 'no free slot'
+        : held() !== undefined
+          ? `${free} free slot(s)`
+          : `${free} free slot(s), which no waiting lease may take: its selector does not match, or a quota holds it back`;
+    const holding = held();
+    return `${making}; ${live} of ${blueprint.max_resources} live, ${room}${holding ? `; ${holding}` : ''}`;
   };
   // With nobody joining and no preemption to settle, an empty line needs no room counted.
   if (!joining && underWay.length === 0 && !(await hasLineRows(trx, blueprint.id)))
@@ -187,12 +201,20 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const mayMake = () => blueprint.state === 'enabled' && live < blueprint.max_resources;
   const hasRoom = () => slots.some((s) => s.free > 0) || mayMake();
   const mayMatch = newResourceMayMatch(trx, blueprint);
+  const reserved = await ReservedRoom.read(trx, blueprint);
+  held = () => reserved.describe();
+  /** The slots the blueprint can still give: its free ones, and those of the resources it may still make. */
+  const room = () => freeLeft() + (mayMake() ? (blueprint.max_resources - live) * blueprint.leases_per_resource : 0);
+  /** Whether the line may have some of the room: more of it than the open reservations hold back. */
+  const lineHasRoom = () => hasRoom() && room() > reserved.heldBack();
   /** A free slot `selector` matches (a slot of a resource made in this decision has labels not known yet: only a lease without one takes it). */
   const slotFor = (selector: Selector | undefined) =>
     slots.find((s) => s.free > 0 && (selector === undefined || (s.labels !== undefined && matches(selector, s.labels))));
   /** Whether there is room for a lease: a slot its selector matches, or a resource the blueprint may make that may match it. */
   const fits = async (lease: Needing) =>
     slotFor(lease.selector) !== undefined || (mayMake() && (lease.selector === undefined || (await mayMatch(lease, lease.selector))));
+  /** Whether there is room for a lease of the line: room it fits, beyond what the open reservations hold back. */
+  const fitsLine = async (lease: Needing) => room() > reserved.heldBack() && (await fits(lease));
   /** Serves one lease from the room left (`at`: that slot), making a resource if it may; `why` it was chosen over others, if it was. */
   const serve = async (lease: Candidate, why?: string, at?: Slot) => {
     const leaseId = lease.leaseId;
@@ -260,11 +282,29 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   }
 
   let newcomer: Candidate | undefined = joining;
+  // During a reservation's window its leases are served from it first, ahead of the line (decision 0045).
+  for (const r of reserved.wanting) {
+    if (!hasRoom()) break;
+    const rows = await reservationWaiters(trx, blueprint.id, r.id, reserved.unused(r.id) + HEAD_ROWS);
+    const waiters = rows.filter((w) => w.lease_id !== joining?.leaseId && !served.has(w.lease_id)).map((w) => candidateOf(withNeeds(w)));
+    if (newcomer !== undefined && joining?.reservationId === r.id) waiters.push(newcomer);
+    waiters.sort((a, b) => a.since.getTime() - b.since.getTime() || a.leaseId - b.leaseId);
+    for (const lease of waiters) {
+      if (reserved.unused(r.id) === 0 || !hasRoom()) break;
+      const weighing = await weigh();
+      if (weighing.blocks(lease) || !(await fits(lease))) continue;
+      await serve(lease, `from reservation ${r.id}, ahead of the line`);
+      weighing.count(lease);
+      reserved.served(r.id);
+      servedRows.push(lease.leaseId);
+      if (lease === newcomer) newcomer = undefined;
+    }
+  }
   if (hasRoom()) {
     const now = Date.now();
     const competition = await weigh();
     const lines = competition.lines;
-    while (hasRoom()) {
+    while (lineHasRoom()) {
       const candidates: Candidate[] = [];
       for (const line of lines.values()) {
         if (competition.blocks({ team: line.team, holder: undefined })) continue;
@@ -280,9 +320,9 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
           }
           // Served in this decision already: a preempted lease's slot.
           if (served.has(r.lease_id)) return 'skip';
-          return competition.blocks(r) || !(await fits(candidateOf(r))) ? 'pass' : 'take';
+          return competition.blocks(r) || !(await fitsLine(candidateOf(r))) ? 'pass' : 'take';
         });
-        if (newcomer?.team === line.team && !competition.blocks(newcomer) && (await fits(newcomer)) && (!row || comesBefore(joining!, row)))
+        if (newcomer?.team === line.team && !competition.blocks(newcomer) && (await fitsLine(newcomer)) && (!row || comesBefore(joining!, row)))
           candidates.push(newcomer);
         else if (row) candidates.push(candidateOf(row));
       }
@@ -301,7 +341,10 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     if (served.size > 0) forgetRequestingLeases(trx);
     if (newcomer) {
       joinedQuota = competition.blockOf(newcomer);
-      joinedWhy = competition.describeBlock(newcomer) ?? (newcomer.selector && !(await fits(newcomer)) ? noMatch(newcomer.selector) : undefined);
+      joinedWhy =
+        competition.describeBlock(newcomer) ??
+        (newcomer.selector && !(await fits(newcomer)) ? noMatch(newcomer.selector) : undefined) ??
+        (lineHasRoom() ? undefined : reserved.describe());
     }
   }
 

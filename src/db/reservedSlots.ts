@@ -1,0 +1,74 @@
+import { sql } from 'kysely';
+import type { Db } from './Database.ts';
+import { liveStates } from '../domain/lifecycle.ts';
+import { perStep } from './perStep.ts';
+
+/**
+ * What a blueprint's decision reads of its reservations (decision 0045):
+ * those whose window is open now, with how many of their slots their
+ * leases use, and the leases that wait for one. Read only by a blueprint
+ * whose `reserved_until` is still ahead, so a blueprint that never had a
+ * reservation reads nothing here.
+ */
+
+/** A reservation whose window is open, and how many of its slots its leases hold or are on their way to. */
+export interface ReservationNow {
+  readonly id: number;
+  readonly slots: number;
+  readonly used: number;
+}
+
+/**
+ * The blueprint's reservations open now, oldest first. A lease uses a slot
+ * of its reservation as a quota counts it (countedLeases.ts): from the
+ * decision that serves it (its `acquire` queued, or promised in this step)
+ * until it gives its slot back.
+ */
+export async function reservationsNow(trx: Db, blueprintId: number): Promise<ReservationNow[]> {
+  const live = liveStates('lease');
+  const { rows } = await sql<ReservationNow>`
+    select v.id, v.slots,
+           (select count(*)::int from leases l
+             where l.reservation_id = v.id and l.state = any(${live}::text[])
+               and (exists (select 1 from resource_slots s where s.lease_id = l.id)
+                    or exists (select 1 from commands c
+                               where c.target_kind = 'resource' and c.kind = 'acquire' and c.status in ('queued', 'running')
+                                 and (c.payload->>'leaseId')::bigint = l.id))) as used
+    from reservations v
+    where v.blueprint_id = ${blueprintId} and v.cancelled_at is null and v.starts_at <= now() and v.ends_at > now()
+    order by v.id
+  `.execute(trx);
+  const promised = promisedInStep(trx);
+  return rows.map((r) => ({ ...r, used: r.used + (promised.get(r.id) ?? 0) }));
+}
+
+/** Counts a lease of reservation `id` this step's decision has just sent to a resource, until the step commits its acquire. */
+export function countReservedPromise(trx: Db, id: number): void {
+  const promised = promisedInStep(trx);
+  promised.set(id, (promised.get(id) ?? 0) + 1);
+}
+
+const promisedInStep = perStep(() => new Map<number, number>());
+
+/** A lease that waits in the blueprint's line for a slot of its reservation. */
+export interface ReservationWaiter {
+  readonly lease_id: number;
+  readonly since: Date;
+  readonly team: string;
+  readonly holder: string;
+  readonly priority: number;
+  readonly requested_at: Date;
+  readonly selector: string | null;
+}
+
+/** The first `limit` leases of reservation `reservationId` waiting in the blueprint's line, in the order of their places. */
+export async function reservationWaiters(trx: Db, blueprintId: number, reservationId: number, limit: number): Promise<ReservationWaiter[]> {
+  const { rows } = await sql<ReservationWaiter>`
+    select w.lease_id, w.since, w.team, l.holder, l.priority, l.created_at as requested_at, l.selector
+    from leases l join blueprint_waiters w on w.lease_id = l.id
+    where l.reservation_id = ${reservationId} and l.state = 'pending' and w.blueprint_id = ${blueprintId}
+    order by w.since, w.lease_id
+    limit ${limit}
+  `.execute(trx);
+  return rows;
+}
