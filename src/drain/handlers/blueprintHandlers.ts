@@ -303,13 +303,7 @@ async function fanOut(trx: Db, blueprint: BlueprintRow, kind: 'cordon' | 'uncord
  * and reclaim commands queued at resources) nor `update_settings` (its
  * driver reconciles from rows of its own).
  */
-const IN_RUNS: ReadonlySet<string> = new Set<CommandKindOf<'blueprint'>>([
-  'need_resource',
-  'slot_freed',
-  'resource_destroyed',
-  'serve_waiters',
-  'reservation_ended',
-]);
+const IN_RUNS: ReadonlySet<string> = new Set<CommandKindOf<'blueprint'>>(['need_resource', 'slot_freed', 'resource_destroyed', 'serve_waiters']);
 
 /**
  * The blueprint is the single writer of its resource count: it alone decides
