@@ -6,7 +6,9 @@ import { type Kysely, sql } from 'kysely';
  * - `reservations`: `slots` of one blueprint held from `starts_at` to
  *   `ends_at` for the leases that name the reservation, optionally only
  *   those of one team (`team`) or of some holders (`holders`); who made it,
- *   from where and why, and who cancelled it. Written only under the
+ *   from where and why, and who cancelled it; `hand_back_after_ms`: how
+ *   long after the window opens the slots its leases do not use go back to
+ *   the line (null: held to the end). Written only under the
  *   blueprint's lock (its single writer, as a change of its limits is:
  *   decision 0007); read by the blueprint's decisions during the window.
  * - `blueprints.reserved_until`: the latest end of a reservation made
@@ -27,6 +29,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       ends_at timestamptz not null,
       team text references teams (name),
       holders text[],
+      hand_back_after_ms bigint check (hand_back_after_ms > 0),
       created_by text not null,
       created_source text not null,
       reason text,

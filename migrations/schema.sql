@@ -336,6 +336,7 @@ create table public.reservations (
   ends_at timestamp with time zone not null,
   team text,
   holders text[],
+  hand_back_after_ms bigint,
   created_by text not null,
   created_source text not null,
   reason text,
@@ -346,6 +347,7 @@ create table public.reservations (
   cancel_reason text,
   constraint reservations_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id) ON DELETE CASCADE,
   constraint reservations_check CHECK ((starts_at < ends_at)),
+  constraint reservations_hand_back_after_ms_check CHECK ((hand_back_after_ms > 0)),
   constraint reservations_pkey PRIMARY KEY (id),
   constraint reservations_slots_check CHECK ((slots > 0)),
   constraint reservations_team_fkey FOREIGN KEY (team) REFERENCES public.teams(name)

@@ -343,6 +343,8 @@ export interface ReservationsTable {
   team: string | null;
   /** Only leases of these holders may use it (null: any holder). */
   holders: string[] | null;
+  /** How long after the window opens the slots its leases do not use go back to the line (null: held to its end). */
+  hand_back_after_ms: number | null;
   created_by: string;
   created_source: string;
   reason: string | null;

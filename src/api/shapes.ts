@@ -659,6 +659,11 @@ export const ReservationSchema = z
     to: Timestamp.meta({ description: 'its window ends' }),
     team: z.string().nullable().meta({ description: 'only leases of this team may use it; null: any team' }),
     holders: z.array(z.string()).nullable().meta({ description: 'only leases of these holders may use it; null: any holder' }),
+    handBackAfterMs: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'the slots its leases do not use go back to the line this long after the window opens; null: held to its end' }),
     state: z.enum(RESERVATION_STATES).meta({ description: 'upcoming (its window not open yet), active, ended or cancelled' }),
     holding: z.number().int().meta({ description: 'its leases holding a slot now' }),
     waiting: z.number().int().meta({ description: "its leases waiting in the blueprint's line" }),
@@ -684,6 +689,7 @@ export function reservationOf(row: ReservationView): Reservation {
     to: iso(row.ends_at),
     team: row.team,
     holders: row.holders,
+    handBackAfterMs: row.hand_back_after_ms,
     state: row.state,
     holding: row.holding,
     waiting: row.waiting,

@@ -11,7 +11,7 @@ import { perStep } from './perStep.ts';
  * reservation reads nothing here.
  */
 
-/** A reservation whose window is open, and how many of its slots its leases hold or are on their way to. */
+/** A reservation whose window is open (and that has not handed back what its leases do not use), and how many of its slots its leases hold or are on their way to. */
 export interface ReservationNow {
   readonly id: number;
   readonly slots: number;
@@ -19,7 +19,9 @@ export interface ReservationNow {
 }
 
 /**
- * The blueprint's reservations open now, oldest first. A lease uses a slot
+ * The blueprint's reservations open now, oldest first, less those that
+ * have handed the slots their leases do not use back to the line (their
+ * leases are served as any other then). A lease uses a slot
  * of its reservation as a quota counts it (countedLeases.ts): from the
  * decision that serves it (its `acquire` queued, or promised in this step)
  * until it gives its slot back.
@@ -36,6 +38,7 @@ export async function reservationsNow(trx: Db, blueprintId: number): Promise<Res
                                  and (c.payload->>'leaseId')::bigint = l.id))) as used
     from reservations v
     where v.blueprint_id = ${blueprintId} and v.cancelled_at is null and v.starts_at <= now() and v.ends_at > now()
+      and (v.hand_back_after_ms is null or now() < v.starts_at + v.hand_back_after_ms * interval '1 ms')
     order by v.id
   `.execute(trx);
   const promised = promisedInStep(trx);

@@ -61,7 +61,8 @@ const id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 const none = z.object({}).strict();
 const leaseRef = z.object({ leaseId: id }).strict();
 const resourceRef = z.object({ resourceId: id }).strict();
-const reservationRef = z.object({ reservationId: id }).strict();
+/** A moment of a reservation's window that its blueprint acts on (domain/reservations.ts). */
+const reservationMoment = z.object({ reservationId: id, moment: z.enum(['hand_back', 'end']) }).strict();
 /** An orphan as the collector records it: by the driver's id for it. */
 const orphanRef = z.object({ orphan: z.string().min(1).max(1000) }).strict();
 const term = z
@@ -289,10 +290,11 @@ const blueprintKinds = {
     dedupKey: 'serve_waiters',
     summary: 'the limits or state changed: serve the waiting leases from the room that made',
   },
-  reservation_ended: {
-    versions: [reservationRef],
+  reservation_due: {
+    versions: [reservationMoment],
     internal: true,
-    summary: "a reservation's window ended (queued for then when it was made): the slots it held back go to the line",
+    summary:
+      "a reservation's window ended, or the time to hand its unused slots back came (queued for then when it was made): the slots it held back go to the line",
   },
   update_settings: {
     versions: [z.object({ settings: z.record(z.string(), z.json()) }).strict()],

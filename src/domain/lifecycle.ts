@@ -123,7 +123,7 @@ const blueprintCommands = [
   'slot_freed',
   'resource_destroyed',
   'serve_waiters',
-  'reservation_ended',
+  'reservation_due',
   'update_settings',
   'cordon',
   'uncordon',

@@ -10,6 +10,12 @@ import { TeamNameSchema } from './team.ts';
  * a new one beside those that overlap it, and whether a lease may use one.
  */
 
+/** What each moment of a reservation's window its blueprint acts on means (its `reservation_due` command). */
+export const RESERVATION_MOMENTS = {
+  hand_back: 'the slots its leases do not use are handed back to the line',
+  end: 'its window ended: the slots it held back go to the line',
+} as const;
+
 /** Where a reservation stands now: its window not yet open, open, over, or cancelled. */
 export const RESERVATION_STATES = ['upcoming', 'active', 'ended', 'cancelled'] as const;
 export type ReservationState = (typeof RESERVATION_STATES)[number];
@@ -32,6 +38,16 @@ const RESERVATION_FIELDS = {
   from: isoTime('2030-01-01T18:00:00Z', 'the window opens'),
   to: isoTime('2030-01-01T22:00:00Z', 'the window ends: after from, and in the future'),
   team: TeamNameSchema.optional().meta({ description: 'only leases of this team may use it' }),
+  handBackAfterMs: z
+    .number()
+    .int()
+    .min(1000, 'expected at least 1 s')
+    .max(366 * 86_400_000, 'expected at most 366 days')
+    .optional()
+    .meta({
+      description:
+        'hand the slots its leases do not use back to the line this long after the window opens (default: held to its end); its leases keep what they hold',
+    }),
   holders: z
     .array(z.string().min(1).max(200))
     .min(1, 'expected at least one holder, or leave holders out')

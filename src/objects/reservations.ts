@@ -5,7 +5,14 @@ import { withTransaction } from '../db/withTransaction.ts';
 import type { Actor } from '../domain/Actor.ts';
 import { CommandRejectedError, describeZodIssues, InvalidInputError, NotFoundError } from '../domain/errors.ts';
 import { liveStates } from '../domain/lifecycle.ts';
-import { peakReserved, type ReservationInput, ReservationInputSchema, type ReservationTerms, whyNotUsable } from '../domain/reservations.ts';
+import {
+  peakReserved,
+  RESERVATION_MOMENTS,
+  type ReservationInput,
+  ReservationInputSchema,
+  type ReservationTerms,
+  whyNotUsable,
+} from '../domain/reservations.ts';
 import { formatTime } from '../domain/times.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
 import { lockObjectInTransaction } from '../queue/lockObjectInTransaction.ts';
@@ -30,7 +37,7 @@ const because = (actor: Actor) => (actor.reason ? `: ${actor.reason}` : '');
 export async function createReservation(db: Db, input: ReservationInput, actor: Actor): Promise<ReservationView> {
   const parsed = ReservationInputSchema.safeParse(input);
   if (!parsed.success) throw new InvalidInputError(`invalid reservation: ${describeZodIssues(parsed.error.issues)}`);
-  const { blueprint: ref, slots, team, holders } = parsed.data;
+  const { blueprint: ref, slots, team, holders, handBackAfterMs } = parsed.data;
   const from = new Date(parsed.data.from);
   const to = new Date(parsed.data.to);
   if (team !== undefined) await assertTeamExists(db, team);
@@ -72,6 +79,7 @@ export async function createReservation(db: Db, input: ReservationInput, actor: 
         ends_at: to,
         team: team ?? null,
         holders: holders ?? null,
+        hand_back_after_ms: handBackAfterMs ?? null,
         created_by: actor.issuedBy,
         created_source: actor.source,
         reason: actor.reason ?? null,
@@ -97,18 +105,25 @@ export async function createReservation(db: Db, input: ReservationInput, actor: 
       commandId: null,
       data: { reservationId: row.id, slots, from: from.toISOString(), to: to.toISOString(), team: team ?? null, holders: holders ?? null },
     });
-    // At the window's end, the slots it held back go to the line: the blueprint's drain serves it then.
-    await appendInTransaction(
-      trx,
-      {
-        target: { kind: 'blueprint', id: blueprint.id },
-        kind: 'reservation_ended',
-        payload: { reservationId: row.id },
-        actor: { ...actor, reason: `reservation ${row.id}'s window ends` },
-        notBefore: to,
-      },
-      { fromOutside: false },
-    );
+    // When it hands its unused slots back, and at the window's end, the slots it held back go to the line: the blueprint's drain serves it then.
+    const handBackAt = handBackAfterMs === undefined ? undefined : new Date(from.getTime() + handBackAfterMs);
+    const moments = [
+      ...(handBackAt !== undefined && handBackAt < to ? [{ moment: 'hand_back' as const, at: handBackAt }] : []),
+      { moment: 'end' as const, at: to },
+    ];
+    for (const { moment, at } of moments) {
+      await appendInTransaction(
+        trx,
+        {
+          target: { kind: 'blueprint', id: blueprint.id },
+          kind: 'reservation_due',
+          payload: { reservationId: row.id, moment },
+          actor: { ...actor, reason: `reservation ${row.id}: ${RESERVATION_MOMENTS[moment]} at ${formatTime(at)}` },
+          notBefore: at,
+        },
+        { fromOutside: false },
+      );
+    }
     return row.id;
   });
   return readReservation(db, id);

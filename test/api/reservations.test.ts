@@ -51,7 +51,7 @@ test('a reservation is made, listed, shown and cancelled, each change recorded w
   expect(timeline.find((e) => e.event === 'reservation_cancelled')?.message).toMatch(/^reservation \d+ cancelled \(2 slot\(s\) from .*\): moved$/);
   // The window's end is queued on the blueprint for then.
   const queue = (await env.as.viewer.get(`/v1/blueprints/${name}`)).body.queue as Array<{ kind: string; notBefore: string }>;
-  expect(queue.find((c) => c.kind === 'reservation_ended')?.notBefore).toBe(made.body.to);
+  expect(queue.find((c) => c.kind === 'reservation_due')?.notBefore).toBe(made.body.to);
 });
 
 test('a reservation the blueprint cannot hold beside those overlapping it is refused at once, saying how many could be, with nothing written', async () => {
@@ -150,4 +150,25 @@ test('the OpenAPI document has the reservation operations', async () => {
   const doc = (await env.as.viewer.get('/v1/openapi.json')).body;
   expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/reservations', '/v1/reservations/{id}', '/v1/reservations/{id}/cancel']));
   expect(doc.paths['/v1/leases'].post.requestBody.content['application/json'].schema.properties.reservation).toBeDefined();
+});
+
+test("the slots a reservation's leases do not use are handed back to the line at the time it was given, and the timeline says so", async () => {
+  const name = await pool(2);
+  const { body: reservation } = await reserve({ blueprint: name, slots: 1, handBackAfterMs: 2000 });
+  expect(reservation.handBackAfterMs).toBe(2000);
+  const first = await activeLease(env.as.user, name);
+  const other = await waitingLease(env.as.user, name);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  expect((await leaseOf(other.id)).state).toBe('pending');
+  await waitFor(
+    'the other lease to be active once the unused slot was handed back',
+    async () => (await leaseOf(other.id)).state === 'active',
+    15_000,
+  );
+  expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(reservation.from) + 2000);
+  const timeline = (await env.as.viewer.get(`/v1/blueprints/${name}`)).body.timeline.entries as Array<{ event?: string; message: string }>;
+  expect(timeline.find((e) => e.event === 'reservation_hand_back')?.message).toBe(
+    `reservation ${reservation.id}: the slots its leases do not use are handed back to the line`,
+  );
+  for (const lease of [first, other]) await env.as.user.post(`/v1/leases/${lease.id}/commands?wait=30`, { kind: 'release' });
 });

@@ -132,6 +132,7 @@ test('every table and column in migrations/schema.ts exists after migrating', as
       'ends_at',
       'team',
       'holders',
+      'hand_back_after_ms',
       'created_by',
       'created_source',
       'reason',

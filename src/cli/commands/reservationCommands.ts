@@ -7,7 +7,8 @@ import { TeamNameSchema } from '../../domain/team.ts';
 import type { BlueprintRef } from '../../read/blueprints.ts';
 import { fields, formatTime, NONE, table, type Column } from '../format.ts';
 import { later } from '../later.ts';
-import { countBetween, parseWith, PositiveId, textUpTo, WindowTime } from '../parsers.ts';
+import { countBetween, Duration, parseWith, PositiveId, textUpTo, WindowTime } from '../parsers.ts';
+import { formatDuration } from '../../domain/durations.ts';
 import { withSession } from '../session.ts';
 import { z } from 'zod';
 
@@ -60,6 +61,11 @@ export function addReservationCommands(program: Command): void {
     .requiredOption('--to <time>', 'the window ends: +<duration> from now (e.g. +4h), or an ISO 8601 time with its offset', parseWith(WindowTime))
     .option('--team <name>', 'only leases of this team may use it', parseWith(TeamNameSchema))
     .option(
+      '--hand-back-after <duration>',
+      'hand the slots its leases do not use back to the line this long after the window opens, e.g. 15m (default: held to its end)',
+      parseWith(Duration),
+    )
+    .option(
       '--holder <name>',
       'only leases of this holder may use it (repeat for more), as leases name it, e.g. token:ci-bot',
       (value: string, previous: string[] | undefined) => [...(previous ?? []), parseWith(textUpTo(200))(value)],
@@ -67,13 +73,26 @@ export function addReservationCommands(program: Command): void {
     .option('--reason <text>', 'why: recorded on the reservation and the blueprint timeline', parseWith(textUpTo(1000)))
     .action(
       (
-        options: { blueprint: BlueprintRef; slots: number; from?: string; to: string; team?: string; holder?: string[]; reason?: string },
+        options: {
+          blueprint: BlueprintRef;
+          slots: number;
+          from?: string;
+          to: string;
+          team?: string;
+          holder?: string[];
+          handBackAfter?: number;
+          reason?: string;
+        },
         command: Command,
       ) =>
         withSession(command, async ({ db, out }) => {
-          const { blueprint, slots, to, team, holder, reason } = options;
+          const { blueprint, slots, to, team, holder, handBackAfter, reason } = options;
           const from = options.from ?? new Date().toISOString();
-          const made = await createReservation(db, { blueprint, slots, from, to, team, holders: holder }, cliActor(reason));
+          const made = await createReservation(
+            db,
+            { blueprint, slots, from, to, team, holders: holder, handBackAfterMs: handBackAfter },
+            cliActor(reason),
+          );
           out.result(reservationOf(made), summary);
         }),
     );
@@ -104,6 +123,12 @@ export function addReservationCommands(program: Command): void {
             ['window', `${formatTime(r.from)} to ${formatTime(r.to)}`],
             ['state', r.state],
             ['for', whoMay(r)],
+            [
+              'hand back',
+              r.handBackAfterMs === null
+                ? 'never: held to its end'
+                : `unused slots ${formatDuration(r.handBackAfterMs)} after it opens (${formatTime(new Date(Date.parse(r.from) + r.handBackAfterMs).toISOString())})`,
+            ],
             ['leases', `${r.holding} holding, ${r.waiting} waiting`],
             ['created', `${formatTime(r.createdAt)} by ${r.createdBy} (${r.createdSource})${r.reason ? `: ${r.reason}` : ''}`],
             [

@@ -12,6 +12,7 @@ import { requestingLease } from '../batchReads/requestingLease.ts';
 import { placeInLine } from '../../domain/priority.ts';
 import { parseSelector } from '../../domain/labels.ts';
 import { destroyOrphan } from './destroyOrphan.ts';
+import { RESERVATION_MOMENTS } from '../../domain/reservations.ts';
 import { type Joining, type LineCount, type Serving, servedInStep, serveWaitingLine } from './waitingLine.ts';
 
 /**
@@ -180,9 +181,16 @@ const resourceDestroyed: Decide<'resource_destroyed'> = async (_trx, ctx, bluepr
 /** The blueprint's limits or state changed (updateBlueprint.ts): the line is served from the room that made. */
 const serveWaiters: Decide<'serve_waiters'> = async () => done<'blueprint'>('limits or state changed');
 
-/** A reservation's window ended (decision 0045): the slots it held back go to the line, which serving it does. */
-const reservationEnded: Decide<'reservation_ended'> = async (_trx, ctx) =>
-  done<'blueprint'>(`reservation ${ctx.payload.reservationId}'s window ended: the slots it held back go to the line`);
+/**
+ * A moment of a reservation's window (decision 0045): its end, or the time
+ * to hand back the slots its leases do not use. The slots it held back go to
+ * the line, which serving it does; the timeline says so.
+ */
+const reservationDue: Decide<'reservation_due'> = async (_trx, ctx) => {
+  const { reservationId, moment } = ctx.payload;
+  const message = `reservation ${reservationId}: ${RESERVATION_MOMENTS[moment]}`;
+  return done<'blueprint'>(message, { events: [{ type: `reservation_${moment}`, message, data: { reservationId } }] });
+};
 
 /**
  * New driver settings, and the blueprint's resources brought in line with
@@ -264,7 +272,7 @@ const DECISIONS: { readonly [C in Exclude<CommandKindOf<'blueprint'>, 'destroy_o
   slot_freed: slotFreed,
   resource_destroyed: resourceDestroyed,
   serve_waiters: serveWaiters,
-  reservation_ended: reservationEnded,
+  reservation_due: reservationDue,
   update_settings: updateSettings,
   cordon,
   uncordon,
