@@ -14,7 +14,9 @@ import { type Kysely, sql } from 'kysely';
  * - `blueprints.reserved_until`: the latest end of a reservation made
  *   there (null: none), so that a decision of a blueprint with none reads
  *   nothing more.
- * - `leases.reservation_id`: the reservation a lease was created to use.
+ * - `leases.reservation_id`: the reservation a lease was created to use,
+ *   and `reservation_ends_at` the end of its window then: the lease ends
+ *   by it (its `end_by`, as a time limit's), told ahead as for one.
  *
  * Expand only: a worker of the release before neither reads nor writes
  * them, and serves the line as if there were no reservation.
@@ -42,14 +44,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     );
     create index reservations_by_blueprint on reservations (blueprint_id, ends_at) where cancelled_at is null;
     alter table blueprints add column reserved_until timestamptz;
-    alter table leases add column reservation_id bigint references reservations (id) on delete set null;
+    alter table leases add column reservation_id bigint references reservations (id) on delete set null,
+      add column reservation_ends_at timestamptz;
     create index leases_by_reservation on leases (reservation_id) where reservation_id is not null;
   `.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
-    alter table leases drop column reservation_id;
+    alter table leases drop column reservation_ends_at, drop column reservation_id;
     alter table blueprints drop column reserved_until;
     drop table reservations;
   `.execute(db);

@@ -254,6 +254,7 @@ create table public.leases (
   ending jsonb,
   preemptible boolean not null default true,
   reservation_id bigint,
+  reservation_ends_at timestamp with time zone,
   constraint leases_blueprint_id_fkey FOREIGN KEY (blueprint_id) REFERENCES public.blueprints(id),
   constraint leases_heartbeat_ms_check CHECK ((heartbeat_ms > 0)),
   constraint leases_pkey PRIMARY KEY (id),

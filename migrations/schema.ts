@@ -113,6 +113,8 @@ export interface LeasesTable {
   preemptible: Generated<boolean>;
   /** The reservation it was created to use (0038). */
   reservation_id: number | null;
+  /** The end of that reservation's window when it was created: it ends by then (0038). */
+  reservation_ends_at: Timestamp | null;
   message: string | null;
   version: Generated<number>;
   created_at: TimestampDefault;

@@ -285,11 +285,11 @@ export const LeaseSchema = z
     grantedAt: OptionalTimestamp.meta({ description: 'when it got its slot' }),
     endBy: OptionalTimestamp.meta({
       description:
-        "the time by which it ends whatever its holder does: its grant plus its blueprint's maxHoldMs, or sooner when it is preempted (its grace period's end); no expiry is set or renewed past it",
+        "the time by which it ends whatever its holder does: its grant plus its blueprint's maxHoldMs, or the end of its reservation's window if sooner, or sooner still when it is preempted (its grace period's end); no expiry is set or renewed past it",
     }),
     ending: EndingShape.nullable().meta({
       description:
-        'set when its holder is told that Slipway will end it: by when, and why (kind time_limit or preempted); stop the work and release it by then',
+        'set when its holder is told that Slipway will end it: by when, and why (kind time_limit, preempted or reservation_end); stop the work and release it by then',
     }),
     preemptible: z.boolean().meta({ description: 'false: created not to be preempted (a blueprint that preempts passes it over)' }),
     reservationId: Id.nullable().meta({ description: 'the reservation it was created to use: served from it first while its window is open' }),

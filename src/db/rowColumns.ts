@@ -56,6 +56,7 @@ const LEASE_COLUMNS = Object.keys({
   ending: true,
   preemptible: true,
   reservation_id: true,
+  reservation_ends_at: true,
   message: true,
   version: true,
   created_at: true,

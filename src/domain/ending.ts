@@ -16,6 +16,7 @@ import { formatDuration } from './durations.ts';
 export const ENDINGS = {
   time_limit: { endedBy: 'deadline', means: "its blueprint's longest hold (maxHoldMs)" },
   preempted: { endedBy: 'preemption', means: 'preempted for a waiting lease of higher priority: its grace period (preemption.graceMs)' },
+  reservation_end: { endedBy: 'deadline', means: 'the end of the window of the reservation it was created to use' },
 } as const satisfies Record<string, { endedBy: SystemPart; means: string }>;
 export type EndingKind = keyof typeof ENDINGS;
 export const ENDING_KINDS = Object.keys(ENDINGS) as [EndingKind, ...EndingKind[]];
@@ -55,6 +56,46 @@ export function noticeBeforeMs(maxHoldMs: number): number {
 export function timeLimitFrom(grantedAt: Date, maxHoldMs: number): { endBy: Date; noticeAt: Date } {
   const endBy = new Date(grantedAt.getTime() + maxHoldMs);
   return { endBy, noticeAt: new Date(endBy.getTime() - noticeBeforeMs(maxHoldMs)) };
+}
+
+/** The end a lease's own limits give it, which kind of end it is, and when its holder is told. */
+export interface HoldEnd {
+  readonly kind: 'time_limit' | 'reservation_end';
+  readonly endBy: Date;
+  readonly noticeAt: Date;
+}
+
+/**
+ * The end of a lease granted at `grantedAt`: the sooner of its blueprint's
+ * longest hold and the end of its reservation's window (decision 0045),
+ * told as far ahead as a time limit of that length would be; undefined
+ * with neither.
+ */
+export function holdEndOf(grantedAt: Date, maxHoldMs: number | null, reservationEndsAt: Date | null): HoldEnd | undefined {
+  const limit = maxHoldMs === null ? undefined : timeLimitFrom(grantedAt, maxHoldMs);
+  if (reservationEndsAt !== null && (limit === undefined || reservationEndsAt < limit.endBy)) {
+    const heldMs = Math.max(0, reservationEndsAt.getTime() - grantedAt.getTime());
+    return { kind: 'reservation_end', endBy: reservationEndsAt, noticeAt: new Date(reservationEndsAt.getTime() - noticeBeforeMs(heldMs)) };
+  }
+  return limit && { kind: 'time_limit', ...limit };
+}
+
+/** What of a lease says why it ends at its `end_by` (with its blueprint's name, for a time limit's reason). */
+export interface EndFields {
+  readonly end_by: Date;
+  readonly granted_at: Date | null;
+  readonly created_at: Date;
+  readonly reservation_id: number | null;
+  readonly reservation_ends_at: Date | null;
+  readonly blueprint_name?: string;
+}
+
+/** Why a lease ends at its `end_by`, when its holder has not been told another end: its reservation's window, or its time limit. */
+export function endReasonOf(lease: EndFields): { kind: HoldEnd['kind']; reason: string } {
+  if (lease.reservation_ends_at !== null && lease.reservation_ends_at.getTime() === lease.end_by.getTime()) {
+    return { kind: 'reservation_end', reason: `reached the end of reservation ${lease.reservation_id}'s window` };
+  }
+  return { kind: 'time_limit', reason: timeLimitReason(lease.blueprint_name, lease.granted_at ?? lease.created_at, lease.end_by) };
 }
 
 /** A blueprint's time limit, as messages name it: "blueprint ci's longest hold of 2h". */

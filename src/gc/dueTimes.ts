@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/Database.ts';
 import type { DeadlineFields } from '../objects/leaseDeadlines.ts';
+import type { EndFields } from '../domain/ending.ts';
 
 /**
  * The time-driven work's SQL: which leases are past a deadline or due a
@@ -115,7 +116,7 @@ export type DueLease = DeadlineFields & { id: number; now: Date };
 export async function dueLeases(db: Db, limit: number): Promise<DueLease[]> {
   const { rows } = await sql<DueLease>`
     select l.id, l.state, l.expires_at, l.heartbeat_deadline, l.heartbeat_ms, l.wait_deadline, l.created_at,
-           l.granted_at, l.end_by, l.ending, b.name as blueprint_name, now() as now
+           l.granted_at, l.end_by, l.ending, l.reservation_id, l.reservation_ends_at, b.name as blueprint_name, now() as now
     from leases l join blueprints b on b.id = l.blueprint_id
     where l.id in ${pastDeadline} and not ${releaseUnderWay}
     order by least(l.expires_at, l.heartbeat_deadline, l.wait_deadline, l.end_by), l.id
@@ -124,17 +125,15 @@ export async function dueLeases(db: Db, limit: number): Promise<DueLease[]> {
   return rows;
 }
 
-export interface DueNotice {
+export interface DueNotice extends EndFields {
   readonly id: number;
-  readonly end_by: Date;
-  readonly granted_at: Date;
   readonly blueprint_name: string;
 }
 
 /** Leases whose holders are due a notice of their time limit with none on its way, the earliest first, at most `limit`. */
 export async function dueNotices(db: Db, limit: number): Promise<DueNotice[]> {
   const { rows } = await sql<DueNotice>`
-    select l.id, l.end_by, l.granted_at, b.name as blueprint_name
+    select l.id, l.end_by, l.granted_at, l.created_at, l.reservation_id, l.reservation_ends_at, b.name as blueprint_name
     from leases l join blueprints b on b.id = l.blueprint_id
     where l.id in ${noticeDue} and not ${noticeUnderWay}
     order by l.end_notice_at, l.id

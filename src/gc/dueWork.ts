@@ -9,7 +9,7 @@ import { type AppendedRow, type AppendRequest, appendBatchStatement, batchedAppe
 import { recordAppended } from '../metrics/metrics.ts';
 import { describeObject } from '../db/objectTables.ts';
 import { dueChecks, dueLeases, dueNotices, forgetUnchangedChecks } from './dueTimes.ts';
-import { type Ending, timeLimitReason } from '../domain/ending.ts';
+import { type Ending, endReasonOf } from '../domain/ending.ts';
 import { commandKindSpec } from '../domain/commandKinds.ts';
 import { GC_ACTOR, type GcAction, type GcPass, type StepReport } from './GcPass.ts';
 
@@ -75,11 +75,7 @@ export async function appendDueWork(
       const notices = await dueNotices(trx, options.limit);
       found.leases += notices.length;
       for (const notice of notices) {
-        const ending: Ending = {
-          kind: 'time_limit',
-          at: notice.end_by.toISOString(),
-          reason: timeLimitReason(notice.blueprint_name, notice.granted_at, notice.end_by),
-        };
+        const ending: Ending = { ...endReasonOf(notice), at: notice.end_by.toISOString() };
         asked.push({
           part: 'leases',
           request: {

@@ -45,6 +45,8 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
   const reserved =
     parsed.data.reservation === undefined ? undefined : await reservationFor(db, parsed.data.reservation, parsed.data.blueprint, team, holder);
   const { ref, routed } = await aimedAt(db, parsed.data.blueprint ?? reserved?.blueprintId, selector);
+  // A lease of a reservation ends by the end of its window, waiting or not (its grant tells the holder ahead, as for a time limit).
+  const reservedUntil = reserved?.endsAt.toISOString() ?? null;
   if (queue === false) await refuseOverQuota(db, ref, team, holder);
   if (preemptible === false) await refuseOverProtected(db, ref, team);
   // An absolute expiry's term (for renewals) is what was left of it when asked.
@@ -69,12 +71,12 @@ export async function createLease(db: Db, input: LeaseInput, actor: Actor): Prom
       select id, name, state from blueprints where ${sql.ref(typeof ref === 'number' ? 'id' : 'name')} = ${ref}
     ),
     lease as (
-      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, wait_deadline, attributes, callback_url, priority, team, selector, preemptible, reservation_id)
+      insert into leases (blueprint_id, holder, expires_at, term_ms, heartbeat_ms, wait_deadline, attributes, callback_url, priority, team, selector, preemptible, reservation_id, reservation_ends_at, end_by)
       select b.id, ${holder}, ${expiry}, ${termMs === undefined ? null : Math.max(1000, Math.round(termMs))}::bigint,
              ${heartbeatMs ?? null}::int, ${waitTimeoutMs === undefined ? sql`null::timestamptz` : fromNow(waitTimeoutMs)},
              ${JSON.stringify(attributes ?? {})}::jsonb, ${callbackUrl ?? null}::text, ${priority ?? 0}::smallint, ${team}::text,
              ${selector === undefined ? null : formatSelector(selector)}::text, ${preemptible ?? true}::boolean,
-             ${reserved?.id ?? null}::bigint
+             ${reserved?.id ?? null}::bigint, ${reservedUntil}::timestamptz, ${reservedUntil}::timestamptz
       from b where b.state = any(${statesWith('blueprint', 'takesLeases')}::text[])
       returning *
     ),

@@ -5,7 +5,7 @@ import { systemActorName } from '../domain/Actor.ts';
 import { isSettingUp } from '../domain/lifecycle.ts';
 import { formatDuration } from '../domain/durations.ts';
 import { formatTime } from '../domain/times.ts';
-import { type EndingKind, ENDINGS, endingOf, timeLimitReason } from '../domain/ending.ts';
+import { type EndingKind, ENDINGS, endReasonOf, endingOf } from '../domain/ending.ts';
 
 /**
  * A heartbeat lease is released when this many of its intervals pass without
@@ -57,7 +57,17 @@ export interface PastDeadline {
 /** What of a lease its deadlines depend on (and its blueprint's name, where read with it: the reason of a time limit names it). */
 export type DeadlineFields = Pick<
   LeaseRow,
-  'state' | 'expires_at' | 'heartbeat_deadline' | 'heartbeat_ms' | 'wait_deadline' | 'created_at' | 'granted_at' | 'end_by' | 'ending'
+  | 'state'
+  | 'expires_at'
+  | 'heartbeat_deadline'
+  | 'heartbeat_ms'
+  | 'wait_deadline'
+  | 'created_at'
+  | 'granted_at'
+  | 'end_by'
+  | 'ending'
+  | 'reservation_id'
+  | 'reservation_ends_at'
 > & { readonly blueprint_name?: string };
 
 /** Why a lease is past one of its deadlines (as of the database's now), or undefined if it is not. */
@@ -95,7 +105,7 @@ export function describeDeadline(lease: DeadlineFields, now: Date): PastDeadline
   return undefined;
 }
 
-/** Why a lease ends at its `end_by`: what its holder was told, or its time limit when the notice has not been given yet. */
+/** Why a lease ends at its `end_by`: what its holder was told, or its time limit or reservation's end when the notice has not been given yet. */
 function endReason(lease: DeadlineFields, endBy: Date): string {
-  return endingOf(lease.ending)?.reason ?? timeLimitReason(lease.blueprint_name, lease.granted_at ?? lease.created_at, endBy);
+  return endingOf(lease.ending)?.reason ?? endReasonOf({ ...lease, end_by: endBy }).reason;
 }

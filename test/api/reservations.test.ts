@@ -172,3 +172,27 @@ test("the slots a reservation's leases do not use are handed back to the line at
   );
   for (const lease of [first, other]) await env.as.user.post(`/v1/leases/${lease.id}/commands?wait=30`, { kind: 'release' });
 });
+
+test("a reservation's leases end at its window's end: told ahead as for a time limit, and released then, waiting or not", async () => {
+  const name = await pool(1);
+  const { body: reservation } = await reserve({ blueprint: name, slots: 1, to: inMs(5000) });
+  const holding = await activeLease(env.as.user, name, { reservation: reservation.id });
+  expect(holding.endBy).toBe(reservation.to);
+  const detail = (await env.as.viewer.get(`/v1/leases/${holding.id}`)).body;
+  expect(JSON.stringify(detail)).toContain(
+    `ends by ${reservation.to.replace('T', ' ')} at the latest (the end of reservation ${reservation.id}'s window)`,
+  );
+  // A second lease of it finds its one slot used: it waits, and ends with the window too.
+  const waiting = await waitingLease(env.as.user, name, { reservation: reservation.id });
+  const ending = await waitFor('the holder to be told', async () => (await leaseOf(holding.id)).ending ?? undefined, 15_000);
+  expect(ending).toEqual({ kind: 'reservation_end', at: reservation.to, reason: `reached the end of reservation ${reservation.id}'s window` });
+  await waitFor(
+    'both leases to be released',
+    async () => (await leaseOf(holding.id)).state === 'destroyed' && (await leaseOf(waiting.id)).state === 'destroyed',
+    15_000,
+  );
+  for (const lease of [holding, waiting]) {
+    const commands = (await env.as.viewer.get(`/v1/commands?target=lease:${lease.id}&kind=release`)).body.items;
+    expect(commands[0]).toMatchObject({ issuedBy: 'system:deadline', reason: `reached the end of reservation ${reservation.id}'s window` });
+  }
+});

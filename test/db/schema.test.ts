@@ -143,7 +143,7 @@ test('every table and column in migrations/schema.ts exists after migrating', as
       'cancel_reason',
     ])
     .execute();
-  await db.selectFrom('leases').select(['reservation_id']).execute();
+  await db.selectFrom('leases').select(['reservation_id', 'reservation_ends_at']).execute();
   await db.selectFrom('blueprints').select(['reserved_until']).execute();
   await db.selectFrom('simulated_effects').select(['operation', 'object_id', 'idempotency_key', 'calls', 'first_at', 'last_at']).execute();
   await db.selectFrom('static_pool_claims').select(['blueprint_id', 'entry', 'resource_id', 'definition', 'claimed_at']).execute();

@@ -12,7 +12,7 @@ import { heldSlot } from '../batchReads/heldSlots.ts';
 import { type ResourceIdentity, resourceAttributes } from '../batchReads/resourceAttributes.ts';
 import { giveBackSlot, type SlotReturn, slotFreedEvent, slotReturnsBatch, tellOfSlotGivenBack } from './slotsGivenBack.ts';
 import { formatTime } from '../../domain/times.ts';
-import { describeTimeLimit, endingOf, timeLimitFrom } from '../../domain/ending.ts';
+import { describeTimeLimit, endingOf, holdEndOf } from '../../domain/ending.ts';
 import { isPreempting } from '../../db/preemptions.ts';
 
 type Ctx<R = unknown> = HandlerContext<'lease', unknown, R>;
@@ -218,8 +218,13 @@ const grant = {
 function holdLimit(ctx: CtxOf<'grant'>): { set: Partial<Record<'granted_at' | 'end_by' | 'end_notice_at' | 'expires_at', Date>>; said: string } {
   const grantedAt = ctx.command.created_at;
   const maxHoldMs = ctx.blueprint.max_hold_ms;
-  if (maxHoldMs === null) return { set: { granted_at: grantedAt }, said: '' };
-  const { endBy, noticeAt } = timeLimitFrom(grantedAt, maxHoldMs);
+  const end = holdEndOf(grantedAt, maxHoldMs, ctx.object.reservation_ends_at);
+  if (end === undefined) return { set: { granted_at: grantedAt }, said: '' };
+  const { endBy, noticeAt } = end;
+  const why =
+    end.kind === 'reservation_end'
+      ? `the end of reservation ${ctx.object.reservation_id}'s window`
+      : describeTimeLimit(ctx.blueprint.name, maxHoldMs!);
   const expiry = ctx.object.expires_at;
   const capped = expiry !== null && expiry > endBy;
   return {
@@ -229,7 +234,7 @@ function holdLimit(ctx: CtxOf<'grant'>): { set: Partial<Record<'granted_at' | 'e
       end_notice_at: noticeAt,
       ...(capped ? { expires_at: endBy } : {}),
     },
-    said: `; ends by ${formatTime(endBy)} at the latest (${describeTimeLimit(ctx.blueprint.name, maxHoldMs)})${capped ? ', so its expiry was brought back to then' : ''}`,
+    said: `; ends by ${formatTime(endBy)} at the latest (${why})${capped ? ', so its expiry was brought back to then' : ''}`,
   };
 }
 
@@ -385,7 +390,7 @@ const withdrawEnding = {
     const given = endingOf(lease.ending);
     if (given?.kind !== ctx.payload.kind) return done<'lease'>(`nothing to withdraw: the lease was not told of a ${ctx.payload.kind} end`);
     const maxHoldMs = ctx.blueprint.max_hold_ms;
-    const limit = maxHoldMs === null || lease.granted_at === null ? undefined : timeLimitFrom(lease.granted_at, maxHoldMs);
+    const limit = lease.granted_at === null ? undefined : holdEndOf(lease.granted_at, maxHoldMs, lease.reservation_ends_at);
     const expires_at = await expiryGivenBack(trx, lease, given.at, limit?.endBy);
     await tellHolder(trx, lease, ctx.command.id);
     const message = `no longer ending by ${formatTime(new Date(given.at))}: ${ctx.payload.reason}${expires_at ? `; expires ${formatTime(expires_at)}` : ''}`;

@@ -77,6 +77,7 @@ const COLUMN_TYPES = {
     ending: 'jsonb',
     preemptible: 'boolean',
     reservation_id: 'bigint',
+    reservation_ends_at: 'timestamp with time zone',
     message: 'text',
     version: 'integer',
     created_at: 'timestamp with time zone',
