@@ -11,17 +11,26 @@ import { perStep } from './perStep.ts';
  * reservation reads nothing here.
  */
 
-/** A reservation whose window is open (and that has not handed back what its leases do not use), and how many of its slots its leases hold or are on their way to. */
+/**
+ * A reservation whose window has not ended (and that has not handed back
+ * what its leases do not use): whether it is open now, and how many of its
+ * slots its leases hold or are on their way to.
+ */
 export interface ReservationNow {
   readonly id: number;
   readonly slots: number;
+  readonly startsAt: Date;
+  readonly endsAt: Date;
+  /** Its window is open now (else it is to come, and its leases use none). */
+  readonly open: boolean;
   readonly used: number;
 }
 
 /**
- * The blueprint's reservations open now, oldest first, less those that
- * have handed the slots their leases do not use back to the line (their
- * leases are served as any other then). A lease uses a slot
+ * The blueprint's reservations whose window is open or to come, oldest
+ * first, less those that have handed the slots their leases do not use
+ * back to the line (their leases are served as any other then). A lease
+ * uses a slot
  * of its reservation as a quota counts it (countedLeases.ts): from the
  * decision that serves it (its `acquire` queued, or promised in this step)
  * until it gives its slot back.
@@ -29,15 +38,15 @@ export interface ReservationNow {
 export async function reservationsNow(trx: Db, blueprintId: number): Promise<ReservationNow[]> {
   const live = liveStates('lease');
   const { rows } = await sql<ReservationNow>`
-    select v.id, v.slots,
-           (select count(*)::int from leases l
+    select v.id, v.slots, v.starts_at as "startsAt", v.ends_at as "endsAt", v.starts_at <= now() as open,
+           case when v.starts_at > now() then 0 else (select count(*)::int from leases l
              where l.reservation_id = v.id and l.state = any(${live}::text[])
                and (exists (select 1 from resource_slots s where s.lease_id = l.id)
                     or exists (select 1 from commands c
                                where c.target_kind = 'resource' and c.kind = 'acquire' and c.status in ('queued', 'running')
-                                 and (c.payload->>'leaseId')::bigint = l.id))) as used
+                                 and (c.payload->>'leaseId')::bigint = l.id))) end as used
     from reservations v
-    where v.blueprint_id = ${blueprintId} and v.cancelled_at is null and v.starts_at <= now() and v.ends_at > now()
+    where v.blueprint_id = ${blueprintId} and v.cancelled_at is null and v.ends_at > now()
       and (v.hand_back_after_ms is null or now() < v.starts_at + v.hand_back_after_ms * interval '1 ms')
     order by v.id
   `.execute(trx);

@@ -196,3 +196,29 @@ test("a reservation's leases end at its window's end: told ahead as for a time l
     expect(commands[0]).toMatchObject({ issuedBy: 'system:deadline', reason: `reached the end of reservation ${reservation.id}'s window` });
   }
 });
+
+test('before its window, a reservation holds its slots back from leases that could still hold them when it opens; leases whose time limit ends them sooner are served (backfill)', async () => {
+  const hold = 60_000;
+  const limited = (await simulatedBlueprint(env.as.admin, {}, { maxResources: 2, leasesPerResource: 1 }, { maxHoldMs: hold })).name;
+  // A window that opens after a lease granted now must have ended: it holds nothing back yet.
+  await reserve({ blueprint: limited, slots: 1, from: inMs(2 * hold), to: inMs(HOUR) });
+  const backfilled = [await activeLease(env.as.user, limited), await activeLease(env.as.user, limited)];
+  for (const lease of backfilled) await env.as.user.post(`/v1/leases/${lease.id}/commands?wait=30`, { kind: 'release' });
+  // One that opens before a lease granted now would end holds its slot back already.
+  const { body: soon } = await reserve({ blueprint: limited, slots: 1, from: inMs(hold / 2), to: inMs(HOUR) });
+  const first = await activeLease(env.as.user, limited);
+  const other = await waitingLease(env.as.user, limited);
+  await waitFor('the other lease to say why it waits', async () =>
+    JSON.stringify((await env.as.viewer.get(`/v1/leases/${other.id}`)).body.line ?? '').includes(
+      `1 slot(s) held for reservation(s) ${soon.id} (from `,
+    ),
+  );
+  // With no time limit, any reservation to come holds its slots back.
+  const unlimited = await pool(2);
+  await reserve({ blueprint: unlimited, slots: 1, from: inMs(HOUR), to: inMs(2 * HOUR) });
+  const holding = await activeLease(env.as.user, unlimited);
+  const held = await waitingLease(env.as.user, unlimited);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  expect((await leaseOf(held.id)).state).toBe('pending');
+  for (const lease of [first, other, holding, held]) await env.as.user.post(`/v1/leases/${lease.id}/commands?wait=30`, { kind: 'release' });
+});

@@ -1,53 +1,92 @@
 import type { BlueprintRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
 import { countReservedPromise, type ReservationNow, reservationsNow } from '../../db/reservedSlots.ts';
+import { peakReserved } from '../../domain/reservations.ts';
+import { formatTime } from '../../domain/times.ts';
+
+/** A time past every window: the bound of a lease with no time limit. */
+const NEVER = new Date(8_640_000_000_000_000);
 
 /**
- * The slots a blueprint's open reservations hold back, as one decision
- * sees them (decision 0045): each reservation whose window is open holds
- * back what its leases do not use yet, from every lease that does not name
- * it. Its own leases are served from it first, ahead of the line; the line
- * is served only from the room beyond what is held back. Read only while
- * the blueprint has a reservation that has not ended (`reserved_until`).
+ * The slots a blueprint's reservations hold back, as one decision sees them
+ * (decision 0045), from the leases that do not name them:
+ *
+ * - a reservation whose window is open holds back what its leases do not
+ *   use yet; its own leases are served from it first, ahead of the line;
+ * - one whose window is to come holds back its slots from a lease that
+ *   could still hold a slot when the window opens: one whose blueprint's
+ *   longest hold (counted from now) does not end it before then, or that
+ *   has no time limit. A lease that would end before it is served from
+ *   those slots meanwhile (backfill).
+ *
+ * The line is served only from the room beyond what is held back: at the
+ * moment, between now and the end of the line's leases' longest hold, when
+ * the reservations hold the most together. Read only while the blueprint
+ * has a reservation that has not ended (`reserved_until`).
  */
 export class ReservedRoom {
+  private readonly now = new Date();
+
   private constructor(
     private readonly trx: Db,
-    /** The reservations open now, oldest first, with what their leases use (kept up to date as the decision serves). */
-    private readonly open: Array<{ readonly id: number; readonly slots: number; used: number }>,
+    /** The reservations open or to come, oldest first, with what their leases use (kept up to date as the decision serves). */
+    private readonly windows: Array<ReservationNow & { used: number }>,
+    /** How long a lease granted now may hold its slot (null: no limit). */
+    private readonly maxHoldMs: number | null,
   ) {}
 
   static async read(trx: Db, blueprint: BlueprintRow): Promise<ReservedRoom> {
     const ahead = blueprint.reserved_until !== null && blueprint.reserved_until.getTime() > Date.now();
-    return new ReservedRoom(trx, ahead ? (await reservationsNow(trx, blueprint.id)).map((r) => ({ ...r })) : []);
+    const windows = ahead ? (await reservationsNow(trx, blueprint.id)).map((r) => ({ ...r })) : [];
+    return new ReservedRoom(trx, windows, blueprint.max_hold_ms);
   }
 
   /** The open reservations that still have slots for their leases. */
   get wanting(): readonly ReservationNow[] {
-    return this.open.filter((r) => this.unused(r.id) > 0);
+    return this.windows.filter((r) => r.open && this.unused(r.id) > 0);
   }
 
-  /** Slots of reservation `id` its leases do not use yet (0 for one not open now: its leases are served as any). */
+  /** Slots of open reservation `id` its leases do not use yet (0 for one not open now: its leases are served as any). */
   unused(id: number | undefined): number {
-    const r = this.open.find((o) => o.id === id);
+    const r = this.windows.find((o) => o.id === id && o.open);
     return r === undefined ? 0 : Math.max(0, r.slots - r.used);
   }
 
-  /** The slots held back from the line: what the open reservations' leases do not use yet. */
+  /** What is held back from a lease of the line, and for which reservations (see the class). */
+  private holding(): { slots: number; by: number[] } {
+    if (this.windows.length === 0) return { slots: 0, by: [] };
+    const bound = this.maxHoldMs === null ? NEVER : new Date(this.now.getTime() + this.maxHoldMs);
+    return peakReserved(
+      this.windows.map((r) => ({
+        id: r.id,
+        slots: r.open ? this.unused(r.id) : r.slots,
+        startsAt: r.open ? this.now : r.startsAt,
+        endsAt: r.endsAt,
+      })),
+      this.now,
+      bound,
+    );
+  }
+
+  /** The slots held back from a lease of the line. */
   heldBack(): number {
-    return this.open.reduce((n, r) => n + this.unused(r.id), 0);
+    return this.holding().slots;
   }
 
   /** A lease of reservation `id` was served from it. */
   served(id: number): void {
-    this.open.find((o) => o.id === id)!.used++;
+    this.windows.find((o) => o.id === id)!.used++;
     countReservedPromise(this.trx, id);
   }
 
-  /** What is held back, for the line's message: "2 slot(s) held for reservation(s) 3, 4". */
+  /** What is held back, for the line's message: "2 slot(s) held for reservation(s) 3 (open), 4 (from …)". */
   describe(): string | undefined {
-    const holding = this.open.filter((r) => this.unused(r.id) > 0);
-    if (holding.length === 0) return undefined;
-    return `${this.heldBack()} slot(s) held for reservation(s) ${holding.map((r) => r.id).join(', ')}`;
+    const { slots, by } = this.holding();
+    if (slots === 0) return undefined;
+    const each = by
+      .map((id) => this.windows.find((w) => w.id === id)!)
+      .filter((r) => !r.open || this.unused(r.id) > 0)
+      .map((r) => (r.open ? String(r.id) : `${r.id} (from ${formatTime(r.startsAt)})`));
+    return `${slots} slot(s) held for reservation(s) ${each.join(', ')}`;
   }
 }
