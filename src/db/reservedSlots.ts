@@ -64,6 +64,7 @@ const promisedInStep = perStep(() => new Map<number, number>());
 
 /** A lease that waits in the blueprint's line for a slot of its reservation. */
 export interface ReservationWaiter {
+  readonly reservation_id: number;
   readonly lease_id: number;
   readonly since: Date;
   readonly team: string;
@@ -73,14 +74,27 @@ export interface ReservationWaiter {
   readonly selector: string | null;
 }
 
-/** The first `limit` leases of reservation `reservationId` waiting in the blueprint's line, in the order of their places. */
-export async function reservationWaiters(trx: Db, blueprintId: number, reservationId: number, limit: number): Promise<ReservationWaiter[]> {
+/**
+ * The first leases of each reservation waiting in the blueprint's line (as
+ * many as `wanted` gives for it), in the order of their places: one
+ * statement for all of them.
+ */
+export async function reservationWaiters(
+  trx: Db,
+  blueprintId: number,
+  wanted: ReadonlyArray<{ readonly id: number; readonly limit: number }>,
+): Promise<ReservationWaiter[]> {
+  if (wanted.length === 0) return [];
   const { rows } = await sql<ReservationWaiter>`
-    select w.lease_id, w.since, w.team, l.holder, l.priority, l.created_at as requested_at, l.selector
-    from leases l join blueprint_waiters w on w.lease_id = l.id
-    where l.reservation_id = ${reservationId} and l.state = 'pending' and w.blueprint_id = ${blueprintId}
-    order by w.since, w.lease_id
-    limit ${limit}
+    select r.id as reservation_id, x.*
+    from unnest(${wanted.map((w) => w.id)}::bigint[], ${wanted.map((w) => w.limit)}::int[]) as r(id, n)
+    cross join lateral (
+      select w.lease_id, w.since, w.team, l.holder, l.priority, l.created_at as requested_at, l.selector
+      from leases l join blueprint_waiters w on w.lease_id = l.id
+      where l.reservation_id = r.id and l.state = 'pending' and w.blueprint_id = ${blueprintId}
+      order by w.since, w.lease_id
+      limit r.n
+    ) x
   `.execute(trx);
   return rows;
 }

@@ -160,7 +160,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   const underWay = settling ? await readPreemptions(trx, blueprint.id) : [];
   /** The free slots left once the line was served (none read when nobody waits). */
   let freeLeft = () => 0;
-  /** What open reservations hold back from the line, if anything. */
+  /** What reservations hold back from the line, if anything (reservedRoom.ts). */
   let held: () => string | undefined = () => undefined;
   const why = () => {
     const making =
@@ -205,7 +205,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   held = () => reserved.describe();
   /** The slots the blueprint can still give: its free ones, and those of the resources it may still make. */
   const room = () => freeLeft() + (mayMake() ? (blueprint.max_resources - live) * blueprint.leases_per_resource : 0);
-  /** Whether the line may have some of the room: more of it than the open reservations hold back. */
+  /** Whether the line may have some of the room: more of it than the reservations hold back. */
   const lineHasRoom = () => hasRoom() && room() > reserved.heldBack();
   /** A free slot `selector` matches (a slot of a resource made in this decision has labels not known yet: only a lease without one takes it). */
   const slotFor = (selector: Selector | undefined) =>
@@ -213,7 +213,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   /** Whether there is room for a lease: a slot its selector matches, or a resource the blueprint may make that may match it. */
   const fits = async (lease: Needing) =>
     slotFor(lease.selector) !== undefined || (mayMake() && (lease.selector === undefined || (await mayMatch(lease, lease.selector))));
-  /** Whether there is room for a lease of the line: room it fits, beyond what the open reservations hold back. */
+  /** Whether there is room for a lease of the line: room it fits, beyond what the reservations hold back. */
   const fitsLine = async (lease: Needing) => room() > reserved.heldBack() && (await fits(lease));
   /** Serves one lease from the room left (`at`: that slot), making a resource if it may; `why` it was chosen over others, if it was. */
   const serve = async (lease: Candidate, why?: string, at?: Slot) => {
@@ -283,10 +283,17 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
 
   let newcomer: Candidate | undefined = joining;
   // During a reservation's window its leases are served from it first, ahead of the line (decision 0045).
-  for (const r of reserved.wanting) {
+  const wanting = hasRoom() ? reserved.wanting : [];
+  const reservationRows = await reservationWaiters(
+    trx,
+    blueprint.id,
+    wanting.map((r) => ({ id: r.id, limit: reserved.unused(r.id) + HEAD_ROWS })),
+  );
+  for (const r of wanting) {
     if (!hasRoom()) break;
-    const rows = await reservationWaiters(trx, blueprint.id, r.id, reserved.unused(r.id) + HEAD_ROWS);
-    const waiters = rows.filter((w) => w.lease_id !== joining?.leaseId && !served.has(w.lease_id)).map((w) => candidateOf(withNeeds(w)));
+    const waiters = reservationRows
+      .filter((w) => w.reservation_id === r.id && w.lease_id !== joining?.leaseId && !served.has(w.lease_id))
+      .map((w) => candidateOf(withNeeds(w)));
     if (newcomer !== undefined && joining?.reservationId === r.id) waiters.push(newcomer);
     waiters.sort((a, b) => a.since.getTime() - b.since.getTime() || a.leaseId - b.leaseId);
     for (const lease of waiters) {
@@ -300,6 +307,8 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
       if (lease === newcomer) newcomer = undefined;
     }
   }
+  // A lease served may have a resource being made for it now: a request after this decision reads it again.
+  if (served.size > 0) forgetRequestingLeases(trx);
   if (hasRoom()) {
     const now = Date.now();
     const competition = await weigh();
