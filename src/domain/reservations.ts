@@ -79,6 +79,11 @@ export const ReservationInputSchema = reservationBodySchema({
 });
 export type ReservationInput = z.input<typeof ReservationInputSchema>;
 
+/** Who may use a reservation, for people: "team ci, holder(s) token:a, token:b", or "anyone". */
+export function describeWhoMay(team: string | null | undefined, holders: readonly string[] | null | undefined): string {
+  return [team && `team ${team}`, holders && `holder(s) ${holders.join(', ')}`].filter(Boolean).join(', ') || 'anyone';
+}
+
 /** A reservation's window and size, as the capacity check weighs it. */
 export interface ReservedWindow {
   readonly id: number;

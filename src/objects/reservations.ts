@@ -12,6 +12,7 @@ import {
   ReservationInputSchema,
   type ReservationTerms,
   whyNotUsable,
+  describeWhoMay,
 } from '../domain/reservations.ts';
 import { formatTime } from '../domain/times.ts';
 import { appendInTransaction } from '../queue/appendCommand.ts';
@@ -96,11 +97,10 @@ export async function createReservation(db: Db, input: ReservationInput, actor: 
       })
       .where('id', '=', blueprint.id)
       .execute();
-    const who = [team && `team ${team}`, holders && `holder(s) ${holders.join(', ')}`].filter(Boolean).join(', ');
     await recordEvent(trx, {
       target: { kind: 'blueprint', id: blueprint.id },
       type: 'reservation_created',
-      message: `reservation ${row.id}: ${slots} slot(s) from ${formatTime(from)} to ${formatTime(to)}${who ? ` for ${who}` : ''}${because(actor)}`,
+      message: `reservation ${row.id}: ${slots} slot(s) from ${formatTime(from)} to ${formatTime(to)} for ${describeWhoMay(team, holders)}${because(actor)}`,
       actor,
       commandId: null,
       data: { reservationId: row.id, slots, from: from.toISOString(), to: to.toISOString(), team: team ?? null, holders: holders ?? null },

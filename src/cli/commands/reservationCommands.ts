@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { BlueprintRef as BlueprintRefArg } from '../../api/schemas.ts';
 import { type Reservation, reservationOf } from '../../api/shapes.ts';
 import { cliActor } from '../../domain/Actor.ts';
-import { RESERVATION_STATES, type ReservationState } from '../../domain/reservations.ts';
+import { describeWhoMay, RESERVATION_STATES, type ReservationState } from '../../domain/reservations.ts';
 import { TeamNameSchema } from '../../domain/team.ts';
 import type { BlueprintRef } from '../../read/blueprints.ts';
 import { fields, formatTime, NONE, table, type Column } from '../format.ts';
@@ -20,9 +20,7 @@ const listReservations = later(reservationReads, 'listReservations');
 const readReservation = later(reservationReads, 'readReservation');
 const blueprintIdFilter = later(() => import('../../read/blueprints.ts'), 'blueprintIdFilter');
 
-/** Who may use it: "team ci", "holders a, b", or anyone. */
-const whoMay = (r: Reservation) =>
-  [r.team && `team ${r.team}`, r.holders && `holder(s) ${r.holders.join(', ')}`].filter(Boolean).join(', ') || 'anyone';
+const whoMay = (r: Reservation) => describeWhoMay(r.team, r.holders);
 
 const RESERVATION_COLUMNS: readonly Column<Reservation>[] = [
   { header: 'ID', value: (r) => String(r.id) },

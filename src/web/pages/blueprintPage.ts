@@ -27,6 +27,9 @@ import { usageCharts } from '../usageCharts.ts';
 import { formatDuration } from '../../domain/durations.ts';
 import { describeSlotsPerResource } from '../../domain/slotsPerResource.ts';
 import { dataTable } from '../dataTable.ts';
+import { listReservations } from '../../read/reservations.ts';
+import { reservationTimeline } from '../reservationTimeline.ts';
+import { describeWhoMay } from '../../domain/reservations.ts';
 
 /** How many waiting leases and live resources the page lists; the rest are a link away. */
 const SHOWN = 20;
@@ -50,6 +53,7 @@ export async function blueprintPage(app: FastifyInstance, db: Db): Promise<void>
       const usage = await readUsage(db, blueprint.id);
       const resources = await listResources(db, { state: LIVE, blueprintId: blueprint.id }, { limit: SHOWN, order: 'newest' });
       const orphans = await readOrphans(db, blueprint.id);
+      const reservations = (await listReservations(db, { blueprintId: blueprint.id })).filter((r) => r.state === 'active' || r.state === 'upcoming');
       const idle =
         blueprint.idle_timeout_ms === null
           ? 'an idle resource is kept'
@@ -99,6 +103,26 @@ ${
       )}
 ${blueprint.waitingLeases > line.length ? html`<p class="muted">and ${blueprint.waitingLeases - line.length} more.</p>` : ''}
 <p class="muted">Estimates by the slots each may have as they come free, its team's part of them, and its team's leases ahead of it; for the 1st: ${estimate(line[0]!).basis}.</p>`
+}
+<h2>Reservations</h2>
+${reservationTimeline(reservations, new Date())}
+${
+  reservations.length === 0
+    ? ''
+    : dataTable(
+        [
+          { header: 'Reservation', cell: (r) => String(r.id) },
+          { header: 'Slots', cell: (r) => String(r.slots) },
+          { header: 'From', cell: (r) => when(r.starts_at) },
+          { header: 'To', cell: (r) => when(r.ends_at) },
+          { header: 'State', cell: (r) => r.state },
+          { header: 'For', cell: (r) => describeWhoMay(r.team, r.holders) },
+          { header: 'Leases', cell: (r) => `${r.holding} holding, ${r.waiting} waiting` },
+          { header: 'Made by', cell: (r) => `${r.created_by} (${r.created_source})${r.reason ? `: ${r.reason}` : ''}` },
+        ],
+        reservations,
+        (r) => `reservation-${r.id}`,
+      )
 }
 <h2>Live resources</h2>
 ${
