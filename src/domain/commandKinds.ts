@@ -62,7 +62,7 @@ const none = z.object({}).strict();
 const leaseRef = z.object({ leaseId: id }).strict();
 const resourceRef = z.object({ resourceId: id }).strict();
 /** A moment of a reservation's window that its blueprint acts on (domain/reservations.ts). */
-const reservationMoment = z.object({ reservationId: id, moment: z.enum(['hand_back', 'end']) }).strict();
+const reservationMoment = z.object({ reservationId: id, moment: z.enum(['start', 'hand_back', 'end']) }).strict();
 /** An orphan as the collector records it: by the driver's id for it. */
 const orphanRef = z.object({ orphan: z.string().min(1).max(1000) }).strict();
 const term = z
@@ -294,7 +294,7 @@ const blueprintKinds = {
     versions: [reservationMoment],
     internal: true,
     summary:
-      "a reservation's window ended, or the time to hand its unused slots back came (queued for then when it was made): the slots it held back go to the line",
+      "a reservation's window opened (slots are reclaimed for it if need be) or ended, or the time to hand its unused slots back came (queued for then when it was made)",
   },
   update_settings: {
     versions: [z.object({ settings: z.record(z.string(), z.json()) }).strict()],

@@ -17,6 +17,10 @@ export const ENDINGS = {
   time_limit: { endedBy: 'deadline', means: "its blueprint's longest hold (maxHoldMs)" },
   preempted: { endedBy: 'preemption', means: 'preempted for a waiting lease of higher priority: its grace period (preemption.graceMs)' },
   reservation_end: { endedBy: 'deadline', means: 'the end of the window of the reservation it was created to use' },
+  reclaimed: {
+    endedBy: 'preemption',
+    means: "its slot reclaimed for a reservation whose window is open: its blueprint's grace period (preemption.graceMs, 5 minutes unless set)",
+  },
 } as const satisfies Record<string, { endedBy: SystemPart; means: string }>;
 export type EndingKind = keyof typeof ENDINGS;
 export const ENDING_KINDS = Object.keys(ENDINGS) as [EndingKind, ...EndingKind[]];

@@ -12,6 +12,7 @@ import { TeamNameSchema } from './team.ts';
 
 /** What each moment of a reservation's window its blueprint acts on means (its `reservation_due` command). */
 export const RESERVATION_MOMENTS = {
+  start: 'its window opened: the slots its leases do not use are held for them, and reclaimed from other leases if need be',
   hand_back: 'the slots its leases do not use are handed back to the line',
   end: 'its window ended: the slots it held back go to the line',
 } as const;

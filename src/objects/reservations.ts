@@ -105,9 +105,11 @@ export async function createReservation(db: Db, input: ReservationInput, actor: 
       commandId: null,
       data: { reservationId: row.id, slots, from: from.toISOString(), to: to.toISOString(), team: team ?? null, holders: holders ?? null },
     });
-    // When it hands its unused slots back, and at the window's end, the slots it held back go to the line: the blueprint's drain serves it then.
+    // At the window's start (slots reclaimed for it if need be), when it hands its unused slots back, and at its end (the slots it held back go
+    // to the line), the blueprint's drain decides again.
     const handBackAt = handBackAfterMs === undefined ? undefined : new Date(from.getTime() + handBackAfterMs);
     const moments = [
+      ...(from.getTime() > Date.now() ? [{ moment: 'start' as const, at: from }] : []),
       ...(handBackAt !== undefined && handBackAt < to ? [{ moment: 'hand_back' as const, at: handBackAt }] : []),
       { moment: 'end' as const, at: to },
     ];

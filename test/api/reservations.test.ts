@@ -1,7 +1,7 @@
 import { expect, test } from 'vitest';
 import { waitFor } from '../helpers/waitFor.ts';
 import { apiTestEnv } from './support/apiTestEnv.ts';
-import { activeLease, simulatedBlueprint, waitingLease } from './support/fixtures.ts';
+import { activeLease, preemptingSlot, simulatedBlueprint, waitingLease } from './support/fixtures.ts';
 import { NO_SCHEDULED_COLLECTOR } from '../cli/rowCounts.ts';
 
 /**
@@ -49,9 +49,15 @@ test('a reservation is made, listed, shown and cancelled, each change recorded w
   expect(types).toContain('reservation_created');
   expect(types).toContain('reservation_cancelled');
   expect(timeline.find((e) => e.event === 'reservation_cancelled')?.message).toMatch(/^reservation \d+ cancelled \(2 slot\(s\) from .*\): moved$/);
-  // The window's end is queued on the blueprint for then.
-  const queue = (await env.as.viewer.get(`/v1/blueprints/${name}`)).body.queue as Array<{ kind: string; notBefore: string }>;
-  expect(queue.find((c) => c.kind === 'reservation_due')?.notBefore).toBe(made.body.to);
+  // The window's start and end are queued on the blueprint for then.
+  const queue = (await env.as.viewer.get(`/v1/blueprints/${name}`)).body.queue as Array<{
+    kind: string;
+    notBefore: string;
+    payload: { moment: string };
+  }>;
+  const due = (moment: string) => queue.find((c) => c.kind === 'reservation_due' && c.payload.moment === moment)?.notBefore;
+  expect(due('start')).toBe(made.body.from);
+  expect(due('end')).toBe(made.body.to);
 });
 
 test('a reservation the blueprint cannot hold beside those overlapping it is refused at once, saying how many could be, with nothing written', async () => {
@@ -221,4 +227,34 @@ test('before its window, a reservation holds its slots back from leases that cou
   await new Promise((resolve) => setTimeout(resolve, 500));
   expect((await leaseOf(held.id)).state).toBe('pending');
   for (const lease of [first, other, holding, held]) await env.as.user.post(`/v1/leases/${lease.id}/commands?wait=30`, { kind: 'release' });
+});
+
+test("at its window's start, a reservation's slots are reclaimed from other leases after the blueprint's grace period; cancelled, what it reclaimed is withdrawn", async () => {
+  const quick = await preemptingSlot(env.as.admin, { priorityMargin: 9, graceMs: 1000 });
+  const victim = await activeLease(env.as.user, quick);
+  const { body: reservation } = await reserve({ blueprint: quick, slots: 1, from: inMs(1500), to: inMs(HOUR) });
+  const other = await waitingLease(env.as.user, quick);
+  const ending = await waitFor('the victim to be told', async () => (await leaseOf(victim.id)).ending ?? undefined, 15_000);
+  expect(ending).toMatchObject({
+    kind: 'reclaimed',
+    reason: `reclaimed for reservation(s) ${reservation.id} at blueprint ${quick}, whose window is open`,
+  });
+  await waitFor('the victim to end', async () => (await leaseOf(victim.id)).state === 'destroyed', 15_000);
+  const release = (await env.as.viewer.get(`/v1/commands?target=lease:${victim.id}&kind=release`)).body.items[0];
+  expect(release.issuedBy).toBe('system:preemption');
+  // Its slot is held for the reservation: the other lease waits, and a lease of the reservation has it.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  expect((await leaseOf(other.id)).state).toBe('pending');
+  const reserved = await activeLease(env.as.user, quick, { reservation: reservation.id });
+  expect(reserved.resourceId).toBe(victim.resourceId);
+  for (const lease of [reserved, other]) await env.as.user.post(`/v1/leases/${lease.id}/commands?wait=30`, { kind: 'release' });
+
+  const slow = await preemptingSlot(env.as.admin, { priorityMargin: 9, graceMs: 600_000 });
+  const kept = await activeLease(env.as.user, slow);
+  const { body: withdrawn } = await reserve({ blueprint: slow, slots: 1, from: inMs(1000), to: inMs(HOUR) });
+  await waitFor('the lease to be told', async () => (await leaseOf(kept.id)).ending?.kind === 'reclaimed', 15_000);
+  expect((await env.as.admin.post(`/v1/reservations/${withdrawn.id}/cancel`, {})).status).toBe(200);
+  await waitFor('the reclaim to be withdrawn', async () => (await leaseOf(kept.id)).ending === null, 15_000);
+  expect((await leaseOf(kept.id)).state).toBe('active');
+  await env.as.user.post(`/v1/leases/${kept.id}/commands?wait=30`, { kind: 'release' });
 });

@@ -1,6 +1,6 @@
 import type { BlueprintRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
-import { countReservedPromise, type ReservationNow, reservationsNow } from '../../db/reservedSlots.ts';
+import { countReservedPromise, type ReservationNow, reservationsNow } from '../sql/reservedSlots.ts';
 import { peakReserved } from '../../domain/reservations.ts';
 import { formatTime } from '../../domain/times.ts';
 
@@ -39,6 +39,16 @@ export class ReservedRoom {
     const ahead = blueprint.reserved_until !== null && blueprint.reserved_until.getTime() > Date.now();
     const windows = ahead ? (await reservationsNow(trx, blueprint.id)).map((r) => ({ ...r })) : [];
     return new ReservedRoom(trx, windows, blueprint.max_hold_ms);
+  }
+
+  /** The ids of the reservations open now. */
+  get openIds(): number[] {
+    return this.windows.filter((r) => r.open).map((r) => r.id);
+  }
+
+  /** The slots the open reservations' leases do not use yet: what they need of the room now. */
+  unusedNow(): number {
+    return this.windows.reduce((n, r) => n + this.unused(r.id), 0);
   }
 
   /** The open reservations that still have slots for their leases. */

@@ -20,7 +20,8 @@ import { readPreemptions } from '../../db/preemptions.ts';
 import { preemptionOf } from '../../domain/preemption.ts';
 import { PreemptingLine } from './preemptingLine.ts';
 import { ReservedRoom } from './reservedRoom.ts';
-import { reservationWaiters } from '../../db/reservedSlots.ts';
+import { reservationWaiters } from '../sql/reservedSlots.ts';
+import { reclaimForReservations } from './reservationReclaim.ts';
 
 /**
  * A blueprint's waiting line: the leases that found no free slot. Each
@@ -73,6 +74,9 @@ export interface LineCount {
   /** True when there are more than `n`. */
   readonly orMore: boolean;
 }
+
+/** The commands after which a blueprint whose last reservation has ended looks at what it reclaimed: the window's end, a cancellation. */
+const RECLAIM_SETTLED_BY: ReadonlySet<string> = new Set(['reservation_due', 'serve_waiters']);
 
 /** The most waiting leases a decision counts for its message. */
 const COUNT_CAP = 100;
@@ -180,8 +184,10 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     const holding = held();
     return `${making}; ${live} of ${blueprint.max_resources} live, ${room}${holding ? `; ${holding}` : ''}`;
   };
-  // With nobody joining and no preemption to settle, an empty line needs no room counted.
-  if (!joining && underWay.length === 0 && !(await hasLineRows(trx, blueprint.id)))
+  // Slots may have to be reclaimed for a reservation whose window is open, or those reclaimed given back (one ended or was cancelled).
+  const mayReclaim = blueprint.reserved_until !== null && (blueprint.reserved_until.getTime() > Date.now() || RECLAIM_SETTLED_BY.has(cause.kind));
+  // With nobody joining, no preemption to settle and nothing to reclaim, an empty line needs no room counted.
+  if (!joining && underWay.length === 0 && !mayReclaim && !(await hasLineRows(trx, blueprint.id)))
     return {
       liveResources: live,
       served: new Map(),
@@ -370,6 +376,12 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     events.push(...preempting.events);
     followUps.push(...preempting.followUps);
     if (joining) joinedWhy = preempting.whyWaiting.get(joining.leaseId) ?? joinedWhy;
+  }
+
+  if (mayReclaim) {
+    const reclaiming = await reclaimForReservations(trx, blueprint, reserved, room(), new Date());
+    events.push(...reclaiming.events);
+    followUps.push(...reclaiming.followUps);
   }
 
   const leaving = [...departed, ...servedRows, ...(joining && served.has(joining.leaseId) && joinedHasRow ? [joining.leaseId] : [])];

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import type { Db } from './Database.ts';
-import { liveStates } from '../domain/lifecycle.ts';
-import { perStep } from './perStep.ts';
+import type { Db } from '../../db/Database.ts';
+import { liveStates } from '../../domain/lifecycle.ts';
+import { perStep } from '../../db/perStep.ts';
 
 /**
  * What a blueprint's decision reads of its reservations (decision 0045):
