@@ -14,6 +14,9 @@ import { type Kysely, sql } from 'kysely';
  * - `blueprints.reserved_until`: the latest end of a reservation made
  *   there (null: none), so that a decision of a blueprint with none reads
  *   nothing more.
+ * - `leases_reclaimed`: the leases a blueprint told it reclaims for a
+ *   reservation (their ending's kind), which its decisions read while it
+ *   has a reservation.
  * - `leases.reservation_id`: the reservation a lease was created to use,
  *   and `reservation_ends_at` the end of its window then: the lease ends
  *   by it (its `end_by`, as a time limit's), told ahead as for one.
@@ -47,6 +50,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     alter table leases add column reservation_id bigint references reservations (id) on delete set null,
       add column reservation_ends_at timestamptz;
     create index leases_by_reservation on leases (reservation_id) where reservation_id is not null;
+    create index leases_reclaimed on leases (blueprint_id) where ending->>'kind' = 'reclaimed';
   `.execute(db);
 }
 

@@ -277,6 +277,7 @@ CREATE INDEX leases_end_due ON public.leases USING btree (end_by) WHERE ((end_by
 CREATE INDEX leases_end_notice_due ON public.leases USING btree (end_notice_at) WHERE ((end_notice_at IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
 CREATE INDEX leases_expiring ON public.leases USING btree (expires_at) WHERE ((expires_at IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
 CREATE INDEX leases_heartbeat_due ON public.leases USING btree (heartbeat_deadline) WHERE ((heartbeat_deadline IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text, 'active'::text])));
+CREATE INDEX leases_reclaimed ON public.leases USING btree (blueprint_id) WHERE ((ending ->> 'kind'::text) = 'reclaimed'::text);
 CREATE INDEX leases_wait_due ON public.leases USING btree (wait_deadline) WHERE ((wait_deadline IS NOT NULL) AND (state = ANY (ARRAY['pending'::text, 'acquired'::text])));
 
 create table public.orphans (
