@@ -29,14 +29,17 @@ export async function reclaimUnderWay(trx: Db, blueprintId: number): Promise<Hol
 
 /**
  * Up to `limit` of the blueprint's leases that may be reclaimed: holding a
- * slot, told of no end, preemptible, and not of a reservation in `open`
- * (whose slots they hold); the lowest priority first, then the shortest
+ * slot on a resource that grants slots (one in maintenance or quarantine
+ * would not give it to the reservation), told of no end, preemptible, and
+ * not of a reservation in `open` (whose slots they hold); the lowest priority first, then the shortest
  * run (the latest granted), which loses the least work.
  */
 export async function reclaimable(trx: Db, blueprintId: number, open: readonly number[], limit: number): Promise<HoldingLease[]> {
   const holding = statesWith('lease', 'holdsSlot');
+  const granting = statesWith('resource', 'grantsSlots');
   const { rows } = await sql<HoldingLease>`
     select l.id, l.priority, l.granted_at as "grantedAt" from leases l
+    join resources r on r.id = l.resource_id and r.state = any(${granting}::text[])
     where l.blueprint_id = ${blueprintId} and l.state = any(${holding}::text[]) and l.ending is null and l.preemptible
       and (l.reservation_id is null or l.reservation_id <> all(${[...open]}::bigint[]))
     order by l.priority, l.granted_at desc nulls last, l.id desc
