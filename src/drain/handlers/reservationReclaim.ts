@@ -1,6 +1,6 @@
 import type { BlueprintRow } from '../../../migrations/schema.ts';
 import type { Db } from '../../db/Database.ts';
-import { reclaimable, reclaimUnderWay } from '../sql/reclaimedLeases.ts';
+import { reclaimable, reclaimUnderWay, slotsBeingCleaned } from '../sql/reclaimedLeases.ts';
 import { preemptionOf, PreemptionSettingsSchema } from '../../domain/preemption.ts';
 import { formatTime } from '../../domain/times.ts';
 import { type FollowUp, send } from '../messages.ts';
@@ -32,7 +32,9 @@ export async function reclaimForReservations(
 ): Promise<{ events: Event[]; followUps: FollowUp[] }> {
   const events: Event[] = [];
   const followUps: FollowUp[] = [];
-  const needed = Math.max(0, reserved.unusedNow() - roomLeft);
+  // A slot being cleaned (a reclaimed lease's, given back) is room to come: counted, or each cleaning would reclaim one more.
+  const cleaning = blueprint.clean_between_leases ? await slotsBeingCleaned(trx, blueprint.id) : 0;
+  const needed = Math.max(0, reserved.unusedNow() - roomLeft - cleaning);
   const underWay = await reclaimUnderWay(trx, blueprint.id);
   if (needed > underWay.length) {
     const open = reserved.openIds;

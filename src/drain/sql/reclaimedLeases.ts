@@ -27,6 +27,16 @@ export async function reclaimUnderWay(trx: Db, blueprintId: number): Promise<Hol
   return rows;
 }
 
+/** The slots of the blueprint's resources that grant slots that are being cleaned: free once cleaned, so room to come. */
+export async function slotsBeingCleaned(trx: Db, blueprintId: number): Promise<number> {
+  const granting = statesWith('resource', 'grantsSlots');
+  const { rows } = await sql<{ n: number }>`
+    select count(*)::int as n from resource_slots s join resources r on r.id = s.resource_id
+    where r.blueprint_id = ${blueprintId} and r.state = any(${granting}::text[]) and s.lease_id is null
+  `.execute(trx);
+  return rows[0]!.n;
+}
+
 /**
  * Up to `limit` of the blueprint's leases that may be reclaimed: holding a
  * slot on a resource that grants slots (one in maintenance or quarantine
