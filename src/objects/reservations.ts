@@ -157,6 +157,16 @@ export async function cancelReservation(db: Db, id: number, actor: Actor): Promi
       commandId: null,
       data: { reservationId: id },
     });
+    // The moments of its window queued on the blueprint have nothing left to do.
+    await trx
+      .updateTable('commands')
+      .set({ status: 'cancelled', message: `cancelled with reservation ${id} by ${actor.issuedBy}`, finished_at: sql<Date>`now()` })
+      .where('target_kind', '=', 'blueprint')
+      .where('target_id', '=', blueprintId)
+      .where('kind', '=', 'reservation_due')
+      .where('status', '=', 'queued')
+      .where(sql<boolean>`(payload->>'reservationId')::bigint = ${id}`)
+      .execute();
     // Slots it held back now go to the line.
     if (reservation.state === 'active') {
       await appendInTransaction(

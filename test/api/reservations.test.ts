@@ -34,6 +34,16 @@ test('a reservation is made, listed, shown and cancelled, each change recorded w
   expect((await env.as.viewer.get(`/v1/reservations?blueprint=${name}&state=active`)).body.items).toEqual([]);
   expect((await env.as.viewer.get(`/v1/reservations/${made.body.id}`)).body.id).toBe(made.body.id);
 
+  // The window's start and end are queued on the blueprint for then.
+  const queue = (await env.as.viewer.get(`/v1/blueprints/${name}`)).body.queue as Array<{
+    kind: string;
+    notBefore: string;
+    payload: { moment: string };
+  }>;
+  const due = (moment: string) => queue.find((c) => c.kind === 'reservation_due' && c.payload.moment === moment)?.notBefore;
+  expect(due('start')).toBe(made.body.from);
+  expect(due('end')).toBe(made.body.to);
+
   // Only those who may change blueprints make or cancel one.
   expect((await env.as.user.post('/v1/reservations', { blueprint: name, slots: 1, from: inMs(0), to: inMs(HOUR) })).status).toBe(403);
 
@@ -49,15 +59,9 @@ test('a reservation is made, listed, shown and cancelled, each change recorded w
   expect(types).toContain('reservation_created');
   expect(types).toContain('reservation_cancelled');
   expect(timeline.find((e) => e.event === 'reservation_cancelled')?.message).toMatch(/^reservation \d+ cancelled \(2 slot\(s\) from .*\): moved$/);
-  // The window's start and end are queued on the blueprint for then.
-  const queue = (await env.as.viewer.get(`/v1/blueprints/${name}`)).body.queue as Array<{
-    kind: string;
-    notBefore: string;
-    payload: { moment: string };
-  }>;
-  const due = (moment: string) => queue.find((c) => c.kind === 'reservation_due' && c.payload.moment === moment)?.notBefore;
-  expect(due('start')).toBe(made.body.from);
-  expect(due('end')).toBe(made.body.to);
+  // Cancelled, the moments of its window queued on the blueprint are too.
+  const after = (await env.as.viewer.get(`/v1/blueprints/${name}`)).body.queue as Array<{ kind: string }>;
+  expect(after.filter((c) => c.kind === 'reservation_due')).toEqual([]);
 });
 
 test('a reservation the blueprint cannot hold beside those overlapping it is refused at once, saying how many could be, with nothing written', async () => {

@@ -8,6 +8,14 @@ import { formatTime } from '../../domain/times.ts';
 const NEVER = new Date(8_640_000_000_000_000);
 
 /**
+ * How much sooner than a window opens a lease served from its slots must
+ * end: its hold counts from its grant, which comes after the decision that
+ * serves it (the resource's drain, then the lease's), by this much at most
+ * on a busy system.
+ */
+export const BACKFILL_MARGIN_MS = 1000;
+
+/**
  * The slots a blueprint's reservations hold back, as one decision sees them
  * (decision 0045), from the leases that do not name them:
  *
@@ -65,7 +73,7 @@ export class ReservedRoom {
   /** What is held back from a lease of the line, and for which reservations (see the class). */
   private holding(): { slots: number; by: number[] } {
     if (this.windows.length === 0) return { slots: 0, by: [] };
-    const bound = this.maxHoldMs === null ? NEVER : new Date(this.now.getTime() + this.maxHoldMs);
+    const bound = this.maxHoldMs === null ? NEVER : new Date(this.now.getTime() + this.maxHoldMs + BACKFILL_MARGIN_MS);
     return peakReserved(
       this.windows.map((r) => ({
         id: r.id,
