@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0038_reservations.
+-- Slipway's schema (`public`) after migration 0039_reservations.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/db/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -166,7 +166,7 @@ CREATE INDEX commands_by_target ON public.commands USING btree (target_kind, tar
 CREATE UNIQUE INDEX commands_one_in_flight ON public.commands USING btree (target_kind, target_id, dedup_key) WHERE ((dedup_key IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'running'::text])));
 CREATE INDEX commands_queue ON public.commands USING btree (target_kind, target_id, id) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
 CREATE INDEX commands_running ON public.commands USING btree (target_kind, target_id, id) WHERE (status = 'running'::text);
-CREATE INDEX commands_unsettled ON public.commands USING btree (not_before) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
+CREATE INDEX commands_unsettled ON public.commands USING btree (not_before) WHERE ((status = ANY (ARRAY['queued'::text, 'running'::text])) AND (not_before IS NOT NULL));
 CREATE CONSTRAINT TRIGGER commands_queue_settled_callbacks AFTER UPDATE OF status ON public.commands DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.status = ANY (ARRAY['queued'::text, 'running'::text])) AND (new.status <> ALL (ARRAY['queued'::text, 'running'::text])))) EXECUTE FUNCTION public.queue_settled_callbacks();
 
 create table public.drain_wakeups (

@@ -49,7 +49,7 @@ export interface BlueprintsTable {
   fair_share_half_life_ms: Generated<number>;
   /** Its preemption settings, domain/preemption.ts (null: it preempts nothing; 0037). */
   preemption: Json | null;
-  /** The latest end of a reservation made at the blueprint (null: none; 0038). */
+  /** The latest end of a reservation made at the blueprint (null: none; 0039). */
   reserved_until: Timestamp | null;
   version: Generated<number>;
   created_at: TimestampDefault;
@@ -111,9 +111,9 @@ export interface LeasesTable {
   ending: Json | null;
   /** False for a lease created not to be preempted (0037). */
   preemptible: Generated<boolean>;
-  /** The reservation it was created to use (0038). */
+  /** The reservation it was created to use (0039). */
   reservation_id: number | null;
-  /** The end of that reservation's window when it was created: it ends by then (0038). */
+  /** The end of that reservation's window when it was created: it ends by then (0039). */
   reservation_ends_at: Timestamp | null;
   message: string | null;
   version: Generated<number>;
@@ -334,7 +334,7 @@ export interface PreemptionsTable {
   reason: string;
 }
 
-/** Slots of a blueprint held for a window for the leases that name it: written only under the blueprint's lock (0038, decision 0045). */
+/** Slots of a blueprint held for a window for the leases that name it: written only under the blueprint's lock (0039, decision 0045). */
 export interface ReservationsTable {
   id: GeneratedAlways<number>;
   blueprint_id: number;
