@@ -38,6 +38,7 @@ import * as sharesOverTime from './0036_shares_over_time.ts';
 import * as preemption from './0037_preemption.ts';
 import * as unsettledByDueTime from './0038_unsettled_by_due_time.ts';
 import * as reservations from './0039_reservations.ts';
+import * as soonerCoalescedCommands from './0040_sooner_coalesced_commands.ts';
 
 /** Every migration, in order. Names sort in the order they must run. */
 export const migrations: Record<string, Migration> = {
@@ -80,4 +81,5 @@ export const migrations: Record<string, Migration> = {
   '0037_preemption': preemption,
   '0038_unsettled_by_due_time': unsettledByDueTime,
   '0039_reservations': reservations,
+  '0040_sooner_coalesced_commands': soonerCoalescedCommands,
 };

@@ -1,4 +1,4 @@
--- Slipway's schema (`public`) after migration 0039_reservations.
+-- Slipway's schema (`public`) after migration 0040_sooner_coalesced_commands.
 -- Written by `npm run schema` (src/db/schemaDump.ts); test/db/schemaDump.test.ts
 -- fails when a freshly migrated database differs. Do not edit it by hand.
 
@@ -642,6 +642,16 @@ AS $function$
           where c.target_kind = p_target_kind and c.target_id = p_target_id
             and c.dedup_key = p_dedup_key and c.status in ('queued', 'running');
           if found then
+            -- Asked for sooner than it is queued for: it runs at the sooner time.
+            if v_existing.status = 'queued' and v_existing.not_before > coalesce(p_not_before, now()) then
+              update commands c set not_before = coalesce(p_not_before, now())
+              where c.id = v_existing.id and c.status = 'queued';
+              if p_wake_task is not null then
+                insert into drain_wakeups as w (target_kind, target_id, run_at)
+                values (p_target_kind, p_target_id, coalesce(p_not_before, now()))
+                on conflict (target_kind, target_id) do update set run_at = excluded.run_at where w.run_at > excluded.run_at;
+              end if;
+            end if;
             insert into commands (target_kind, target_id, kind, version, payload, issued_by, source, reason,
                                   request_id, client_address, user_agent, caused_by, dedup_key, not_before,
                                   status, coalesced_into, message, finished_at)

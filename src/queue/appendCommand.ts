@@ -59,8 +59,13 @@ export async function appendInTransaction(trx: Db, request: AppendRequest, optio
   if (options.fromOutside) await admit(trx, request);
   const { rows } = await trx.executeQuery(statement);
   const result = await appendResult(trx, request, options, rows);
-  if (!result.coalesced && options.wake !== false) await signalAfterCommit(trx, request.target, options);
+  if (options.wake !== false && (!result.coalesced || broughtForward(result.command, request))) await signalAfterCommit(trx, request.target, options);
   return result;
+}
+
+/** Whether the command a request coalesced into was queued for later than the request asked: the append brought it forward (slipway_append_command). */
+function broughtForward(into: CommandRow, request: AppendRequest): boolean {
+  return new Date(into.not_before).getTime() > (request.notBefore ?? new Date()).getTime();
 }
 
 /**

@@ -184,3 +184,24 @@ test("a team's quota counts the preemptions under way for it: no victim for a le
   for (const u of urgents) expect((await urgentTeam.post(`/v1/leases/${u.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
   for (const v of victims) expect((await env.as.user.post(`/v1/leases/${v.id}/commands?wait=30`, { kind: 'release' })).status).toBe(200);
 });
+
+test("a limit raised while the line waits to look again at a victim's minimum runtime serves the line at once", async () => {
+  const name = await preemptingSlot(env.as.admin, { priorityMargin: 2, minRuntimeMs: 3_600_000 });
+  await activeLease(env.as.user, name, { priority: 0 });
+  // It may preempt only once the holder has run an hour: the line is to be looked at again then.
+  const urgent = await waitingLease(env.as.user, name, { priority: 4 });
+  const lookAgain = () =>
+    env.database.db
+      .selectFrom('commands')
+      .select(['id', 'not_before'])
+      .where('target_kind', '=', 'blueprint')
+      .where('kind', '=', 'serve_waiters')
+      .where('status', '=', 'queued')
+      .execute();
+  await waitFor('the look again queued for the minimum runtime', async () => (await lookAgain()).length === 1);
+  expect((await lookAgain())[0]!.not_before.getTime()).toBeGreaterThan(Date.now() + 3_000_000);
+
+  const raised = await env.as.admin.call('PATCH', `/v1/blueprints/${name}`, { body: { maxResources: 2 } });
+  expect(raised.status, JSON.stringify(raised.body)).toBe(200);
+  await waitFor('the urgent lease served from the room the raise made', async () => (await leaseOf(urgent.id)).state === 'active', 15_000);
+});

@@ -17,7 +17,7 @@ import { createTestDatabase, testLog } from '../helpers/testDatabase.ts';
  * theirs, so they wait for the `db migrate` that replaces the function
  * (docs/upgrades.md, "SQL functions").
  */
-const FUNCTIONS_AS_OF = { migration: '0031_archived_blueprints', sha256: '0522b0c4d536f7cc3778107faf1a9586b87f6eb2802c7db1c957b7952db49a3d' };
+const FUNCTIONS_AS_OF = { migration: '0040_sooner_coalesced_commands', sha256: '7f0b9e735f614a85828a97ee66f022425e24a3778f2835b21bb6ea7a6363cce0' };
 
 const FUNCTIONS_DIR = path.resolve(import.meta.dirname, '../../src/db/functions');
 

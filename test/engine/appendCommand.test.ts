@@ -170,6 +170,28 @@ describe('appending a command', () => {
     await expect(attempt).rejects.toThrow(/resource \d+ is pending; reclaim is accepted only when it is active/);
   });
 
+  test('a duplicate asked for sooner brings the one queued for later forward, with its wake-up; one asked for later leaves it', async () => {
+    const lease = await newLease();
+    const target = { kind: 'lease', id: lease.id } as const;
+    const inAnHour = new Date(Date.now() + 3_600_000);
+    const first = await appendCommand(db(), { target, kind: 'release', actor: alice, notBefore: inAnHour });
+    const dueOf = async () =>
+      (await db().selectFrom('commands').select('not_before').where('id', '=', first.command.id).executeTakeFirstOrThrow()).not_before.getTime();
+    const later = await appendCommand(db(), { target, kind: 'release', actor: alice, notBefore: new Date(inAnHour.getTime() + 60_000) });
+    expect(later.command.id).toBe(first.command.id);
+    expect(await dueOf()).toBe(inAnHour.getTime());
+
+    const before = Date.now();
+    const now = await appendCommand(db(), { target, kind: 'release', actor: alice });
+    expect(now.coalesced).toBe(true);
+    expect(now.command.id).toBe(first.command.id);
+    expect(await dueOf()).toBeLessThan(before + 60_000);
+    const { rows } = await sql<{ run_at: Date }>`
+      select run_at from drain_wakeups where target_kind = 'lease' and target_id = ${lease.id}
+    `.execute(db());
+    expect(rows[0]!.run_at.getTime()).toBeLessThan(before + 60_000);
+  });
+
   test('a duplicate release returns the one already queued, recorded as coalesced with its own actor', async () => {
     const lease = await newLease();
     const target = { kind: 'lease', id: lease.id } as const;
