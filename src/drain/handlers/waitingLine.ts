@@ -219,8 +219,6 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
   /** Whether there is room for a lease: a slot its selector matches, or a resource the blueprint may make that may match it. */
   const fits = async (lease: Needing) =>
     slotFor(lease.selector) !== undefined || (mayMake() && (lease.selector === undefined || (await mayMatch(lease, lease.selector))));
-  /** Whether there is room for a lease of the line: room it fits, beyond what the reservations hold back. */
-  const fitsLine = async (lease: Needing) => room() > reserved.heldBack() && (await fits(lease));
   /** Serves one lease from the room left (`at`: that slot), making a resource if it may; `why` it was chosen over others, if it was. */
   const serve = async (lease: Candidate, why?: string, at?: Slot) => {
     const leaseId = lease.leaseId;
@@ -319,6 +317,7 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
     const now = Date.now();
     const competition = await weigh();
     const lines = competition.lines;
+    // Every candidate below is weighed against the room as it stands here, beyond what the reservations hold back.
     while (lineHasRoom()) {
       const candidates: Candidate[] = [];
       for (const line of lines.values()) {
@@ -335,9 +334,9 @@ export async function serveWaitingLine(trx: Db, blueprint: BlueprintRow, cause: 
           }
           // Served in this decision already: a preempted lease's slot.
           if (served.has(r.lease_id)) return 'skip';
-          return competition.blocks(r) || !(await fitsLine(candidateOf(r))) ? 'pass' : 'take';
+          return competition.blocks(r) || !(await fits(candidateOf(r))) ? 'pass' : 'take';
         });
-        if (newcomer?.team === line.team && !competition.blocks(newcomer) && (await fitsLine(newcomer)) && (!row || comesBefore(joining!, row)))
+        if (newcomer?.team === line.team && !competition.blocks(newcomer) && (await fits(newcomer)) && (!row || comesBefore(joining!, row)))
           candidates.push(newcomer);
         else if (row) candidates.push(candidateOf(row));
       }
